@@ -1,0 +1,57 @@
+# rocketmq-actors - the two commands a new user needs are `make run` and `make test`.
+# Everything is created from nothing: a virtualenv in .venv, the RocketMQ server jars from
+# Maven Central in ~/.cache/rocketmq-actors (downloaded once, then reused offline).
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STATE  ?= .state/cluster
+STAMP  := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help venv run test lint typecheck pytest bench cluster-up cluster-down clean
+
+help:
+	@echo "make run          start a local RocketMQ cluster and run the main job, then stop it"
+	@echo "make test         ruff, mypy --strict, pytest (unit + integration on a real cluster)"
+	@echo "make bench        benchmarks (results under benchmarks/results/)"
+	@echo "make cluster-up   start a local cluster in the background (state in $(STATE))"
+	@echo "make cluster-down stop it"
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit("Python >= 3.11 is required, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
+	@command -v java >/dev/null || { echo "java not found: install a JDK 17 (apt-get install openjdk-17-jdk-headless)"; exit 1; }
+	@command -v mvn >/dev/null || { echo "mvn not found: install Maven (apt-get install maven)"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+run: $(STAMP)
+	$(PY) examples/main_job.py
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check rocketmq_actors tests benchmarks examples
+	$(VENV)/bin/ruff format --check rocketmq_actors tests benchmarks examples
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+pytest: $(STAMP)
+	$(PY) -m pytest
+
+test: lint typecheck pytest
+
+bench: $(STAMP)
+	$(PY) -m benchmarks.codec
+
+cluster-up: $(STAMP)
+	$(VENV)/bin/rocketmq-actors cluster start --state-dir $(STATE)
+
+cluster-down: $(STAMP)
+	$(VENV)/bin/rocketmq-actors cluster stop --state-dir $(STATE)
+
+clean:
+	rm -rf $(VENV) .state .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist *.egg-info

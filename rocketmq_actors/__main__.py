@@ -1,0 +1,5 @@
+"""``python -m rocketmq_actors`` runs the command-line interface."""
+
+from rocketmq_actors.cli import main
+
+raise SystemExit(main())

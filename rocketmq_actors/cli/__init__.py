@@ -1,0 +1,51 @@
+"""The ``rocketmq-actors`` command line (also ``python -m rocketmq_actors``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from rocketmq_actors._version import __version__
+from rocketmq_actors.logs import configure_logging
+
+from . import cluster as cluster_cmd
+
+__all__ = ["UsageError", "main"]
+
+
+class UsageError(Exception):
+    """A user mistake: printed as one line, exit status 2, no traceback."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rocketmq-actors",
+        description="Apache RocketMQ from Python: a local cluster, and (soon) produce/consume.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--log-level", default="warning", help="log level for diagnostics on stderr"
+    )
+    parser.add_argument("--log-json", action="store_true", help="log as JSON lines on stderr")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    cluster_cmd.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_logging(json=args.log_json, level=args.log_level)
+    try:
+        status: int = args.handler(args)
+    except UsageError as exc:
+        sys.stderr.write(f"rocketmq-actors: error: {exc}\n")
+        return 2
+    except cluster_cmd.handled_errors() as exc:
+        sys.stderr.write(f"rocketmq-actors: error: {exc}\n")
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write("rocketmq-actors: interrupted\n")
+        return 130
+    return status

@@ -1,0 +1,85 @@
+"""``rocketmq-actors cluster start|stop|status``: a real RocketMQ cluster in the background."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
+from rocketmq_actors.testing.jars import DEFAULT_VERSION, LauncherError
+
+
+def default_state_dir() -> Path:
+    xdg = os.environ.get("XDG_STATE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".local" / "state"
+    return base / "rocketmq-actors" / "cluster"
+
+
+def handled_errors() -> tuple[type[Exception], ...]:
+    return (LauncherError,)
+
+
+def _emit(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def _start(args: argparse.Namespace) -> int:
+    spec = ClusterSpec(
+        version=args.version,
+        brokers=args.brokers,
+        slave=args.slave,
+        startup_timeout=args.timeout,
+    )
+    cluster = LocalCluster(spec, state_dir=args.state_dir, die_with_parent=False)
+    cluster.start()
+    _emit(cluster.describe())
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    cluster = LocalCluster.from_state_dir(args.state_dir)
+    stopped = [s.name for s in cluster.servers.values() if s.pid is not None]
+    cluster.stop()
+    _emit({"state_dir": str(cluster.state_dir), "stopped": stopped})
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    cluster = LocalCluster.from_state_dir(args.state_dir)
+    status = cluster.status()
+    _emit(status)
+    return 0 if all(s["running"] for s in status["servers"]) else 3
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser("cluster", help="run a real local RocketMQ cluster (needs java, mvn)")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    def state_dir_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--state-dir",
+            type=Path,
+            default=default_state_dir(),
+            help="configs, stores, logs and state.json of this cluster (default: %(default)s)",
+        )
+
+    start = actions.add_parser("start", help="start in the background, print one JSON line")
+    start.add_argument("--brokers", type=int, choices=(1, 2), default=1, help="broker masters")
+    start.add_argument("--slave", action="store_true", help="add a slave of broker-a")
+    start.add_argument("--version", default=DEFAULT_VERSION, help="RocketMQ server version")
+    start.add_argument("--timeout", type=float, default=120.0, help="start-up deadline, seconds")
+    state_dir_arg(start)
+    start.set_defaults(handler=_start)
+
+    stop = actions.add_parser("stop", help="stop the cluster of a state dir")
+    state_dir_arg(stop)
+    stop.set_defaults(handler=_stop)
+
+    status = actions.add_parser("status", help="print process and registration state as JSON")
+    state_dir_arg(status)
+    status.set_defaults(handler=_status)

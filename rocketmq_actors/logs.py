@@ -1,0 +1,42 @@
+"""structlog configuration helpers for applications and the CLI.
+
+Library code only calls ``structlog.get_logger(...)`` with stable dotted event names
+(``cluster.started``, ``cluster.process.launched`` ...) and never configures logging itself.
+Applications call :func:`configure_logging` once, or configure structlog their own way.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import TextIO
+
+import structlog
+
+__all__ = ["configure_logging"]
+
+
+def configure_logging(
+    *, json: bool = False, level: int | str = logging.INFO, stream: TextIO | None = None
+) -> None:
+    """Send structlog events to ``stream`` (stderr by default): key=value for people, or one
+    JSON object per line for machines."""
+    if isinstance(level, str):
+        level = logging.getLevelName(level.upper())
+        if not isinstance(level, int):
+            raise ValueError(f"unknown log level {level!r}")
+    renderer: structlog.types.Processor = (
+        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
+        cache_logger_on_first_use=False,
+    )

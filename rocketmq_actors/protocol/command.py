@@ -1,0 +1,291 @@
+"""``RemotingCommand``: one frame of the remoting protocol, and its two header encodings.
+
+Frame layout (all big-endian)::
+
+    int32 total_length   bytes that follow this field: 4 + header_len + body_len
+    int32 type_and_len   (serialize_type << 24) | header_len
+    header               JSON object or ROCKETMQ binary header
+    body                 the rest
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from .codes import CLIENT_VERSION, LanguageCode, SerializeType
+from .errors import ProtocolError
+
+__all__ = [
+    "FLAG_ONEWAY",
+    "FLAG_RESPONSE",
+    "MAX_FRAME_SIZE",
+    "RemotingCommand",
+    "decode_header",
+    "encode_header",
+]
+
+FLAG_RESPONSE = 0x1
+FLAG_ONEWAY = 0x2
+
+#: The server's frame decoder limit (``com.rocketmq.remoting.frameMaxLength``).
+MAX_FRAME_SIZE = 16 * 1024 * 1024
+
+_INT32 = struct.Struct(">i")
+_PREFIX = struct.Struct(">iI")
+_BIN_FIXED = struct.Struct(">hBhiii")  # code, language, version, opaque, flag, remark_len
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+_LANGUAGE_BY_NAME = {lang.name: lang for lang in LanguageCode}
+
+
+@attrs.define(slots=True, eq=True)
+class RemotingCommand:
+    """A request or response frame.
+
+    ``ext_fields`` carries every per-request parameter as strings (the protocol's "custom
+    header"); typed header classes convert to and from it.
+    """
+
+    code: int
+    opaque: int = 0
+    flag: int = 0
+    ext_fields: dict[str, str] = attrs.field(factory=dict)
+    body: bytes = b""
+    remark: str | None = None
+    language: LanguageCode = LanguageCode.PYTHON
+    version: int = CLIENT_VERSION
+    serialize_type: SerializeType = SerializeType.JSON
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & FLAG_RESPONSE)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & FLAG_ONEWAY)
+
+    @classmethod
+    def request(
+        cls,
+        code: int,
+        ext_fields: Mapping[str, str] | None = None,
+        body: bytes = b"",
+        *,
+        oneway: bool = False,
+        serialize_type: SerializeType = SerializeType.JSON,
+    ) -> RemotingCommand:
+        return cls(
+            code=code,
+            flag=FLAG_ONEWAY if oneway else 0,
+            ext_fields=dict(ext_fields) if ext_fields else {},
+            body=body,
+            serialize_type=serialize_type,
+        )
+
+    def response(
+        self,
+        code: int,
+        *,
+        remark: str | None = None,
+        ext_fields: Mapping[str, str] | None = None,
+        body: bytes = b"",
+    ) -> RemotingCommand:
+        """A response to this request: same opaque and serialization, response flag set."""
+        return RemotingCommand(
+            code=code,
+            opaque=self.opaque,
+            flag=FLAG_RESPONSE,
+            ext_fields=dict(ext_fields) if ext_fields else {},
+            body=body,
+            remark=remark,
+            serialize_type=self.serialize_type,
+        )
+
+    def encode(self) -> bytes:
+        """The complete frame, length prefix included."""
+        header = encode_header(self)
+        header_len = len(header)
+        total = 4 + header_len + len(self.body)
+        if total > MAX_FRAME_SIZE:
+            raise ProtocolError(
+                "frame-too-large", f"frame of {total} bytes exceeds {MAX_FRAME_SIZE}"
+            )
+        prefix = _PREFIX.pack(total, (int(self.serialize_type) << 24) | header_len)
+        return b"".join((prefix, header, self.body))
+
+
+def encode_header(cmd: RemotingCommand) -> bytes:
+    if cmd.serialize_type == SerializeType.ROCKETMQ:
+        return _encode_binary_header(cmd)
+    obj: dict[str, Any] = {
+        "code": cmd.code,
+        "extFields": cmd.ext_fields,
+        "flag": cmd.flag,
+        "language": cmd.language.name,
+        "opaque": cmd.opaque,
+        "serializeTypeCurrentRPC": "JSON",
+        "version": cmd.version,
+    }
+    if cmd.remark is not None:
+        obj["remark"] = cmd.remark
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _encode_binary_header(cmd: RemotingCommand) -> bytes:
+    if not -32768 <= cmd.code <= 32767 or not -32768 <= cmd.version <= 32767:
+        raise ProtocolError(
+            "binary-header-range",
+            f"code {cmd.code} / version {cmd.version} do not fit the 16-bit binary header",
+        )
+    remark = cmd.remark.encode() if cmd.remark else b""
+    parts: list[bytes] = []
+    for key, value in cmd.ext_fields.items():
+        k = key.encode()
+        v = value.encode()
+        # Java reads a zero-length value back as null; omit such fields instead.
+        if not k or not v:
+            continue
+        parts.append(_I16.pack(len(k)))
+        parts.append(k)
+        parts.append(_I32.pack(len(v)))
+        parts.append(v)
+    ext = b"".join(parts)
+    return b"".join(
+        (
+            _BIN_FIXED.pack(
+                cmd.code, int(cmd.language), cmd.version, cmd.opaque, cmd.flag, len(remark)
+            ),
+            remark,
+            _I32.pack(len(ext)),
+            ext,
+        )
+    )
+
+
+def decode_header(serialize_type: int, header: bytes | memoryview, body: bytes) -> RemotingCommand:
+    """Build a command from a raw header of the given serialization type and its body."""
+    if serialize_type == SerializeType.JSON:
+        return _decode_json_header(header, body)
+    if serialize_type == SerializeType.ROCKETMQ:
+        return _decode_binary_header(header, body)
+    raise ProtocolError("bad-serialize-type", f"unknown header serialization type {serialize_type}")
+
+
+def _as_int(obj: Mapping[str, Any], key: str, default: int | None = None) -> int:
+    value = obj.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ProtocolError("bad-header-json", f"field {key!r} is not an integer: {value!r}")
+    return value
+
+
+def _decode_json_header(header: bytes | memoryview, body: bytes) -> RemotingCommand:
+    try:
+        obj = json.loads(bytes(header))
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise ProtocolError("bad-header-json", str(exc)) from None
+    if not isinstance(obj, dict):
+        raise ProtocolError("bad-header-json", "header is not a JSON object")
+    code = _as_int(obj, "code")
+    opaque = _as_int(obj, "opaque", 0)
+    flag = _as_int(obj, "flag", 0)
+    version = _as_int(obj, "version", 0)
+    remark = obj.get("remark")
+    if remark is not None and not isinstance(remark, str):
+        raise ProtocolError("bad-header-json", "remark is not a string")
+    raw_ext = obj.get("extFields")
+    ext: dict[str, str] = {}
+    if raw_ext is not None:
+        if not isinstance(raw_ext, dict):
+            raise ProtocolError("bad-header-json", "extFields is not an object")
+        for key, value in raw_ext.items():
+            if value is None:
+                continue
+            if isinstance(value, str):
+                ext[key] = value
+            elif isinstance(value, bool):
+                ext[key] = "true" if value else "false"
+            elif isinstance(value, (int, float)):
+                ext[key] = str(value)
+            else:
+                raise ProtocolError("bad-header-json", f"extFields[{key!r}] is not a scalar")
+    lang = obj.get("language")
+    language = (
+        _LANGUAGE_BY_NAME.get(lang, LanguageCode.OTHER)
+        if isinstance(lang, str)
+        else (LanguageCode.OTHER)
+    )
+    return RemotingCommand(
+        code=code,
+        opaque=opaque,
+        flag=flag,
+        ext_fields=ext,
+        body=body,
+        remark=remark,
+        language=language,
+        version=version,
+        serialize_type=SerializeType.JSON,
+    )
+
+
+def _decode_binary_header(header: bytes | memoryview, body: bytes) -> RemotingCommand:
+    view = memoryview(header)
+    size = len(view)
+    if size < 21:
+        raise ProtocolError("bad-header-binary", f"binary header of {size} bytes is too short")
+    code, lang, version, opaque, flag, remark_len = _BIN_FIXED.unpack_from(view, 0)
+    pos = 13 + 4
+    if remark_len < 0 or pos + remark_len + 4 > size:
+        raise ProtocolError("bad-header-binary", f"remark length {remark_len} out of range")
+    try:
+        remark = str(view[pos : pos + remark_len], "utf-8") if remark_len else None
+        pos += remark_len
+        (ext_len,) = _I32.unpack_from(view, pos)
+        pos += 4
+        if ext_len < 0 or pos + ext_len > size:
+            raise ProtocolError("bad-header-binary", f"extFields length {ext_len} out of range")
+        end = pos + ext_len
+        ext: dict[str, str] = {}
+        while pos < end:
+            if pos + 2 > end:
+                raise ProtocolError("bad-header-binary", "truncated extFields key length")
+            (klen,) = _I16.unpack_from(view, pos)
+            pos += 2
+            if klen < 0 or pos + klen + 4 > end:
+                raise ProtocolError(
+                    "bad-header-binary", f"extFields key length {klen} out of range"
+                )
+            key = str(view[pos : pos + klen], "utf-8")
+            pos += klen
+            (vlen,) = _I32.unpack_from(view, pos)
+            pos += 4
+            if vlen < 0 or pos + vlen > end:
+                raise ProtocolError(
+                    "bad-header-binary", f"extFields value length {vlen} out of range"
+                )
+            value = str(view[pos : pos + vlen], "utf-8")
+            pos += vlen
+            if key and value:
+                ext[key] = value
+    except UnicodeDecodeError as exc:
+        raise ProtocolError("bad-header-binary", f"invalid UTF-8: {exc}") from None
+    try:
+        language = LanguageCode(lang)
+    except ValueError:
+        language = LanguageCode.OTHER
+    return RemotingCommand(
+        code=code,
+        opaque=opaque,
+        flag=flag,
+        ext_fields=ext,
+        body=body,
+        remark=remark,
+        language=language,
+        version=version,
+        serialize_type=SerializeType.ROCKETMQ,
+    )

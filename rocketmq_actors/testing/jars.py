@@ -1,0 +1,140 @@
+"""Resolve Apache RocketMQ server jars from Maven Central into a per-user cache.
+
+The first call for a version runs ``mvn dependency:copy-dependencies`` on the pom shipped in
+``rocketmq_actors/testing/maven/pom.xml``; later calls find the finished directory and touch
+neither Maven nor the network. Concurrent callers serialize on a lock file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+
+import structlog
+
+__all__ = [
+    "DEFAULT_VERSION",
+    "DownloadFailed",
+    "LauncherError",
+    "ToolMissing",
+    "cache_root",
+    "find_java",
+    "resolve_server_jars",
+]
+
+DEFAULT_VERSION = "5.3.3"
+COMPAT_VERSION = "4.9.7"  # newest 4.9.x whose namesrv/broker jars are on Maven Central
+
+_COMPLETE = ".complete"
+log = structlog.get_logger("rocketmq_actors.testing")
+
+
+class LauncherError(Exception):
+    """The local cluster could not be prepared or started; the message says why and what to do."""
+
+
+class ToolMissing(LauncherError):
+    """``java`` or ``mvn`` is not installed."""
+
+
+class DownloadFailed(LauncherError):
+    """Maven could not resolve the server jars."""
+
+
+def cache_root() -> Path:
+    """``$ROCKETMQ_ACTORS_CACHE_DIR``, else ``$XDG_CACHE_HOME/rocketmq-actors``, else
+    ``~/.cache/rocketmq-actors``."""
+    explicit = os.environ.get("ROCKETMQ_ACTORS_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "rocketmq-actors"
+
+
+def find_java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        candidate = Path(java_home) / "bin" / "java"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which("java")
+    if not found:
+        raise ToolMissing(
+            "`java` was not found on PATH (and JAVA_HOME is unset): install a JDK 17, "
+            "for example `apt-get install openjdk-17-jdk-headless`"
+        )
+    return found
+
+
+def _dir_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
+
+
+def resolve_server_jars(version: str = DEFAULT_VERSION, cache_dir: Path | None = None) -> Path:
+    """Return a directory holding every runtime jar of the RocketMQ ``version`` servers."""
+    root = cache_dir or cache_root()
+    target = root / f"rocketmq-{version}" / "lib"
+    if (target / _COMPLETE).is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / _COMPLETE).is_file():  # another process finished while we waited
+            return target
+        mvn = shutil.which("mvn")
+        if not mvn:
+            raise ToolMissing(
+                f"`mvn` was not found on PATH and RocketMQ {version} is not cached in {target}: "
+                "install Maven 3.6+, for example `apt-get install maven`"
+            )
+        staging = Path(tempfile.mkdtemp(prefix="lib-", dir=target.parent))
+        log_path = target.parent / "maven.log"
+        started = time.monotonic()
+        log.info("cluster.jars.resolving", version=version, target=str(target))
+        pom = resources.files("rocketmq_actors.testing").joinpath("maven/pom.xml")
+        with resources.as_file(pom) as pom_path, open(log_path, "wb") as out:
+            proc = subprocess.run(
+                [
+                    mvn,
+                    "-B",
+                    "-q",
+                    "-f",
+                    str(pom_path),
+                    "dependency:copy-dependencies",
+                    "-DincludeScope=runtime",
+                    f"-Drocketmq.version={version}",
+                    f"-DoutputDirectory={staging}",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+        jars = list(staging.glob("*.jar"))
+        if proc.returncode != 0 or not jars:
+            shutil.rmtree(staging, ignore_errors=True)
+            tail = log_path.read_text(errors="replace")[-3000:]
+            raise DownloadFailed(
+                f"Maven could not download RocketMQ {version} (exit {proc.returncode}); "
+                f"see {log_path}:\n{tail}"
+            )
+        size = _dir_size(staging)
+        (staging / _COMPLETE).write_text(f"{len(jars)} jars, {size} bytes\n")
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+        log.info(
+            "cluster.jars.resolved",
+            version=version,
+            jars=len(jars),
+            bytes=size,
+            seconds=round(time.monotonic() - started, 1),
+        )
+        return target

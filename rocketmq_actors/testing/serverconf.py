@@ -1,0 +1,225 @@
+"""What the launcher writes and runs: the cluster spec, ports, properties files, JVM argv.
+
+Pure functions of a :class:`ClusterSpec` and a state directory (plus free-port probing), so they
+are tested without starting a JVM.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+import attrs
+
+from .jars import DEFAULT_VERSION, LauncherError
+
+__all__ = [
+    "BrokerProcessInfo",
+    "ClusterSpec",
+    "broker_properties",
+    "jvm_argv",
+    "namesrv_properties",
+    "pick_port",
+    "plan_servers",
+    "write_logback_4x",
+    "write_properties",
+]
+
+
+@attrs.frozen(kw_only=True)
+class ClusterSpec:
+    """What to launch. ``brokers`` masters (``broker-a``, ``broker-b``), optionally a slave of
+    ``broker-a``; ``broker_config`` adds or overrides broker properties (ACL, TLS, ...)."""
+
+    version: str = DEFAULT_VERSION
+    brokers: Literal[1, 2] = attrs.field(default=1, validator=attrs.validators.in_((1, 2)))
+    slave: bool = False
+    broker_config: Mapping[str, str] = attrs.field(factory=dict)
+    namesrv_heap_mb: int = 128
+    broker_heap_mb: int = 512
+    startup_timeout: float = 120.0
+    stop_timeout: float = 20.0
+
+    @property
+    def is_4x(self) -> bool:
+        return self.version.startswith("4.")
+
+
+@attrs.define(kw_only=True)
+class BrokerProcessInfo:
+    """One server JVM of the cluster."""
+
+    name: str  # process name: "namesrv", "broker-a", "broker-a-s"
+    role: Literal["namesrv", "master", "slave"]
+    port: int
+    broker_name: str | None = None
+    broker_id: int | None = None
+    pid: int | None = None
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+def can_bind(port: int, host: str) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def pick_port(taken: set[int], offsets: tuple[int, ...]) -> int:
+    """A port ``p`` such that ``p + o`` is free for every offset (below the ephemeral range)."""
+    rng = random.Random()
+    for _ in range(500):
+        base = rng.randrange(20000, 32000)
+        ports = [base + o for o in offsets]
+        if any(p in taken for p in ports):
+            continue
+        # the HA acceptor binds every interface, the rest loopback only
+        if all(can_bind(p, "0.0.0.0") for p in ports):
+            taken.update(ports)
+            return base
+    raise LauncherError("no free loopback port found for the local cluster")
+
+
+def write_properties(path: Path, props: Mapping[str, object]) -> None:
+    lines = [f"{k}={v}" for k, v in props.items()]
+    path.write_text("\n".join(lines) + "\n")
+
+
+LOGBACK_4X = """<configuration>
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>${{user.home}}/logs/rocketmqlogs/{name}.log</file>
+    <encoder><pattern>%d{{yyyy-MM-dd HH:mm:ss.SSS}} %-5p [%t] %c{{0}} - %m%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+"""
+
+
+def write_logback_4x(home: Path) -> None:
+    """4.9.x reads ``$ROCKETMQ_HOME/conf/logback_*.xml`` and exits if they are missing."""
+    conf = home / "conf"
+    conf.mkdir(parents=True, exist_ok=True)
+    for name in ("namesrv", "broker", "tools"):
+        (conf / f"logback_{name}.xml").write_text(LOGBACK_4X.format(name=name))
+
+
+def plan_servers(spec: ClusterSpec) -> dict[str, BrokerProcessInfo]:
+    """Name, role and free ports of every JVM: NameServer first, then brokers."""
+    taken: set[int] = set()
+    servers = {
+        "namesrv": BrokerProcessInfo(name="namesrv", role="namesrv", port=pick_port(taken, (0,)))
+    }
+    plan: list[tuple[str, str, int]] = [("broker-a", "broker-a", 0)]
+    if spec.brokers == 2:
+        plan.append(("broker-b", "broker-b", 0))
+    if spec.slave:
+        plan.append(("broker-a-s", "broker-a", 1))
+    for proc_name, broker_name, broker_id in plan:
+        servers[proc_name] = BrokerProcessInfo(
+            name=proc_name,
+            role="master" if broker_id == 0 else "slave",
+            port=pick_port(taken, (0, -2, 1)),  # listenPort p, fast channel p-2, HA p+1
+            broker_name=broker_name,
+            broker_id=broker_id,
+        )
+    return servers
+
+
+def namesrv_properties(spec: ClusterSpec, port: int, state_dir: Path) -> dict[str, object]:
+    props: dict[str, object] = {
+        "listenPort": port,
+        "kvConfigPath": state_dir / "store" / "namesrv" / "kvConfig.json",
+    }
+    if not spec.is_4x:
+        props["bindAddress"] = "127.0.0.1"  # 5.x only
+    return props
+
+
+def broker_properties(
+    spec: ClusterSpec,
+    info: BrokerProcessInfo,
+    *,
+    namesrv_port: int,
+    master_ha_port: int,
+    state_dir: Path,
+) -> dict[str, object]:
+    """Broker config: loopback only, small files, fast transaction checks, SQL92 on."""
+    store = state_dir / "store" / info.name
+    props: dict[str, object] = {
+        "brokerClusterName": "DefaultCluster",
+        "brokerName": info.broker_name,
+        "brokerId": info.broker_id,
+        "brokerRole": "SLAVE" if info.role == "slave" else "ASYNC_MASTER",
+        "namesrvAddr": f"127.0.0.1:{namesrv_port}",
+        "brokerIP1": "127.0.0.1",
+        "brokerIP2": "127.0.0.1",
+        "listenPort": info.port,
+        "haListenPort": info.port + 1,
+        "storePathRootDir": store,
+        "storePathCommitLog": store / "commitlog",
+        "autoCreateTopicEnable": "true",
+        "autoCreateSubscriptionGroup": "true",
+        "defaultTopicQueueNums": 4,
+        "enablePropertyFilter": "true",
+        "enableCalcFilterBitMap": "true",
+        "flushDiskType": "ASYNC_FLUSH",
+        "fileReservedTime": 48,
+        "mappedFileSizeCommitLog": 104857600,
+        "maxHashSlotNum": 50000,
+        "maxIndexNum": 200000,
+        "diskMaxUsedSpaceRatio": 88,
+        "transactionCheckInterval": 1000,
+        "transactionTimeOut": 1000,
+        "transactionCheckMax": 15,
+        "waitTimeMillsInSendQueue": 1000,
+        "osPageCacheBusyTimeOutMills": 3000,
+    }
+    if not spec.is_4x:
+        props["bindAddress"] = "127.0.0.1"
+    if info.role == "slave":
+        props["haMasterAddress"] = f"127.0.0.1:{master_ha_port}"
+    props.update(spec.broker_config)
+    return props
+
+
+def jvm_argv(
+    spec: ClusterSpec, info: BrokerProcessInfo, *, java: str, lib: Path, state_dir: Path
+) -> list[str]:
+    home = state_dir / "home"
+    is_namesrv = info.role == "namesrv"
+    heap = spec.namesrv_heap_mb if is_namesrv else spec.broker_heap_mb
+    argv = [
+        java,
+        "-server",
+        f"-Xms{heap}m",
+        f"-Xmx{heap}m",
+        "-XX:MaxDirectMemorySize=256m",
+        "-XX:+UseSerialGC" if is_namesrv else "-XX:+UseG1GC",
+        "-XX:-OmitStackTraceInFastThrow",
+        "-Djava.net.preferIPv4Stack=true",
+        f"-Duser.home={home}",
+        f"-Drocketmq.home.dir={home}",
+        "--add-opens=java.base/java.lang=ALL-UNNAMED",
+        "--add-opens=java.base/java.nio=ALL-UNNAMED",
+        "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+    ]
+    if spec.is_4x:
+        argv.append("--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED")
+    else:
+        component = "namesrv" if is_namesrv else "broker"
+        argv.append(f"-Drmq.logback.configurationFile=rmq.{component}.logback.xml")
+    argv += ["-cp", f"{lib}/*"]
+    if is_namesrv:
+        argv.append("org.apache.rocketmq.namesrv.NamesrvStartup")
+    else:
+        argv.append("org.apache.rocketmq.broker.BrokerStartup")
+    argv += ["-c", str(state_dir / "conf" / f"{info.name}.conf")]
+    return argv

@@ -1,0 +1,160 @@
+"""The launcher against real RocketMQ JVMs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from rocketmq_actors.protocol.bodies import PERM_WRITE
+from rocketmq_actors.testing import probe
+from rocketmq_actors.testing.cluster import LocalCluster
+from rocketmq_actors.testing.jars import COMPAT_VERSION
+from rocketmq_actors.testing.procs import pid_alive
+
+pytestmark = pytest.mark.integration
+
+CLI = [sys.executable, "-m", "rocketmq_actors"]
+
+
+def _wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.1)
+
+
+def _java_pids_for(state_dir: Path) -> list[int]:
+    out = subprocess.run(
+        ["pgrep", "-f", str(state_dir)], capture_output=True, text=True, check=False
+    )
+    return [int(p) for p in out.stdout.split() if int(p) != os.getpid()]
+
+
+def test_session_cluster_registers_its_broker(rocketmq_cluster: LocalCluster) -> None:
+    info = probe.cluster_info(rocketmq_cluster.namesrv_addr)
+    broker = rocketmq_cluster.broker("broker-a")
+    assert info.clusters == {"DefaultCluster": ("broker-a",)}
+    assert info.brokers["broker-a"].broker_addrs == {0: broker.addr}
+    route = probe.topic_route(rocketmq_cluster.namesrv_addr, "TBW102")
+    assert [q.broker_name for q in route.queue_datas] == ["broker-a"]
+    assert route.queue_datas[0].perm & PERM_WRITE
+
+
+def test_two_masters_kill_and_restart(
+    rocketmq_cluster_factory: Callable[..., LocalCluster],
+) -> None:
+    cluster = rocketmq_cluster_factory(brokers=2)
+    assert set(probe.cluster_info(cluster.namesrv_addr).brokers) == {"broker-a", "broker-b"}
+    b = cluster.broker("broker-b")
+    pid = b.pid
+    assert pid is not None
+    cluster.kill_broker("broker-b")
+    assert not pid_alive(pid)
+    # the NameServer drops a broker as soon as its channel closes
+    _wait_until(
+        lambda: "broker-b" not in probe.cluster_info(cluster.namesrv_addr).brokers,
+        30,
+        "the NameServer to forget the killed broker",
+    )
+    cluster.restart_broker("broker-b")
+    assert cluster.is_running("broker-b") and b.pid != pid
+    info = probe.cluster_info(cluster.namesrv_addr)
+    assert info.brokers["broker-b"].broker_addrs == {0: b.addr}
+
+
+def test_master_and_slave(rocketmq_cluster_factory: Callable[..., LocalCluster]) -> None:
+    cluster = rocketmq_cluster_factory(slave=True)
+    info = probe.cluster_info(cluster.namesrv_addr)
+    assert info.brokers["broker-a"].broker_addrs == {
+        0: cluster.broker("broker-a").addr,
+        1: cluster.broker("broker-a-s").addr,
+    }
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_cli_start_stop_twice_and_in_parallel(tmp_path: Path) -> None:
+    first, second = tmp_path / "one", tmp_path / "two"
+    for round_no in range(2):
+        started = _cli("cluster", "start", "--state-dir", str(first))
+        assert started.returncode == 0, started.stderr
+        lines = started.stdout.strip().splitlines()
+        assert len(lines) == 1, "start prints exactly one JSON line on stdout"
+        desc = json.loads(lines[0])
+        assert desc["version"] == "5.3.3"
+        assert [b["name"] for b in desc["brokers"]] == ["broker-a"]
+        assert (
+            probe.cluster_info(desc["namesrv"]).brokers["broker-a"].master_addr
+            == (desc["brokers"][0]["addr"])
+        )
+        if round_no == 0:
+            # a second cluster beside the first: distinct ports, both serve
+            other = _cli("cluster", "start", "--state-dir", str(second))
+            assert other.returncode == 0, other.stderr
+            desc2 = json.loads(other.stdout)
+            assert desc2["namesrv"] != desc["namesrv"]
+            assert probe.cluster_info(desc2["namesrv"]).brokers
+            again = _cli("cluster", "start", "--state-dir", str(first))
+            assert again.returncode == 1 and "already running" in again.stderr
+            status = _cli("cluster", "status", "--state-dir", str(second))
+            assert status.returncode == 0
+            assert json.loads(status.stdout)["registered_brokers"] == [desc2["brokers"][0]["addr"]]
+            assert _cli("cluster", "stop", "--state-dir", str(second)).returncode == 0
+        stopped = _cli("cluster", "stop", "--state-dir", str(first))
+        assert stopped.returncode == 0, stopped.stderr
+        assert sorted(json.loads(stopped.stdout)["stopped"]) == ["broker-a", "namesrv"]
+        assert _java_pids_for(first) == []
+    assert _java_pids_for(second) == []
+    status = _cli("cluster", "status", "--state-dir", str(first))
+    assert status.returncode == 3  # nothing running
+    assert json.loads(status.stdout)["namesrv_reachable"] is False
+
+
+def test_no_jvm_outlives_a_killed_launcher(tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "from rocketmq_actors.testing.cluster import LocalCluster\n"
+        f"c = LocalCluster(state_dir={str(tmp_path)!r})\n"
+        "c.start()\n"
+        "print('PIDS', *(s.pid for s in c.servers.values()), flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = ""
+    while not line.startswith("PIDS"):  # structlog's default output shares stdout
+        line = proc.stdout.readline()
+        assert line, "the launcher process exited before printing its pids"
+    pids = [int(p) for p in line.split()[1:]]
+    assert len(pids) == 2 and all(pid_alive(p) for p in pids)
+    proc.send_signal(signal.SIGKILL)  # no finally, no atexit: only the watchdog can help
+    proc.wait()
+    _wait_until(lambda: not any(pid_alive(p) for p in pids), 30, "the JVMs to be killed")
+    assert _java_pids_for(tmp_path) == []
+
+
+def test_compat_version_cluster(rocketmq_cluster_factory: Callable[..., LocalCluster]) -> None:
+    """The 4.9 line: its own jar set, logback files in ROCKETMQ_HOME, no bindAddress."""
+    cluster = rocketmq_cluster_factory(version=COMPAT_VERSION)
+    info = probe.cluster_info(cluster.namesrv_addr)
+    assert info.brokers["broker-a"].master_addr == cluster.broker("broker-a").addr
+    # a 4.9 NameServer still answers standard-JSON route data to a client version >= 401
+    route = probe.topic_route(cluster.namesrv_addr, "TBW102")
+    assert route.broker_datas[0].broker_addrs == {0: cluster.broker("broker-a").addr}
