@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -10,7 +10,23 @@ import attrs
 from . import jsonlax
 from .errors import ProtocolError
 
-__all__ = ["BrokerData", "ClusterInfo", "QueueData", "TopicRouteData"]
+__all__ = [
+    "BrokerData",
+    "ClusterInfo",
+    "ConsumerData",
+    "HeartbeatData",
+    "MessageQueue",
+    "QueueData",
+    "SubscriptionData",
+    "TopicRouteData",
+    "decode_consumer_list",
+    "decode_lock_batch_response",
+    "decode_offset_table",
+    "encode_consume_directly_result",
+    "encode_consumer_status",
+    "encode_lock_batch",
+    "encode_running_info",
+]
 
 PERM_READ = 0x4
 PERM_WRITE = 0x2
@@ -125,3 +141,189 @@ class ClusterInfo:
                 for name, members in clusters.items()
             },
         )
+
+
+# --------------------------------------------------------------------------------------------
+# bodies the client sends, and the broker's requests to the client
+
+
+@attrs.frozen(order=True)
+class MessageQueue:
+    """One queue of a topic on one broker. Ordering is (topic, broker_name, queue_id), the
+    order every member of a consumer group must sort by."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"brokerName": self.broker_name, "queueId": self.queue_id, "topic": self.topic}
+
+    @classmethod
+    def from_json(cls, obj: Any) -> MessageQueue:
+        if not isinstance(obj, Mapping):
+            raise ProtocolError("bad-body", f"MessageQueue is not an object: {obj!r}")
+        return cls(
+            topic=_field(obj, "topic", str),
+            broker_name=_field(obj, "brokerName", str),
+            queue_id=_field(obj, "queueId", int),
+        )
+
+
+@attrs.frozen(kw_only=True)
+class SubscriptionData:
+    topic: str
+    sub_string: str = "*"
+    tags: tuple[str, ...] = ()
+    codes: tuple[int, ...] = ()
+    sub_version: int = 0
+    expression_type: str = "TAG"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "classFilterMode": False,
+            "codeSet": list(self.codes),
+            "expressionType": self.expression_type,
+            "subString": self.sub_string,
+            "subVersion": self.sub_version,
+            "tagsSet": list(self.tags),
+            "topic": self.topic,
+        }
+
+
+@attrs.frozen(kw_only=True)
+class ConsumerData:
+    group: str
+    consume_type: str  # CONSUME_PASSIVELY (push) / CONSUME_ACTIVELY (pull)
+    message_model: str  # CLUSTERING / BROADCASTING
+    consume_from_where: str
+    subscriptions: tuple[SubscriptionData, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "consumeFromWhere": self.consume_from_where,
+            "consumeType": self.consume_type,
+            "groupName": self.group,
+            "messageModel": self.message_model,
+            "subscriptionDataSet": [s.to_json() for s in self.subscriptions],
+            "unitMode": False,
+        }
+
+
+@attrs.frozen(kw_only=True)
+class HeartbeatData:
+    """Body of HEART_BEAT (34). Note the capital "ID" in ``clientID``."""
+
+    client_id: str
+    producer_groups: tuple[str, ...] = ()
+    consumers: tuple[ConsumerData, ...] = ()
+
+    def encode(self) -> bytes:
+        return jsonlax.dumps(
+            {
+                "clientID": self.client_id,
+                "consumerDataSet": [c.to_json() for c in self.consumers],
+                "heartbeatFingerprint": 0,
+                "producerDataSet": [{"groupName": g} for g in self.producer_groups],
+                "withoutSub": False,
+            }
+        )
+
+
+def encode_lock_batch(group: str, client_id: str, queues: Iterable[MessageQueue]) -> bytes:
+    """Body of LOCK_BATCH_MQ (41) and UNLOCK_BATCH_MQ (42). Note the lower-case "Id"."""
+    return jsonlax.dumps(
+        {
+            "clientId": client_id,
+            "consumerGroup": group,
+            "mqSet": [q.to_json() for q in sorted(queues)],
+            "onlyThisBroker": False,
+        }
+    )
+
+
+def decode_lock_batch_response(body: bytes) -> frozenset[MessageQueue]:
+    obj = jsonlax.loads(body)
+    if not isinstance(obj, Mapping):
+        raise ProtocolError("bad-body", "lock response is not an object")
+    return frozenset(MessageQueue.from_json(q) for q in _field(obj, "lockOKMQSet", list, []))
+
+
+def decode_consumer_list(body: bytes) -> tuple[str, ...]:
+    """Body of a GET_CONSUMER_LIST_BY_GROUP (38) response."""
+    obj = jsonlax.loads(body)
+    if not isinstance(obj, Mapping):
+        raise ProtocolError("bad-body", "consumer list is not an object")
+    ids = _field(obj, "consumerIdList", list, [])
+    if not all(isinstance(i, str) for i in ids):
+        raise ProtocolError("bad-body", "consumer ids must be strings")
+    return tuple(ids)
+
+
+def decode_offset_table(body: bytes) -> dict[MessageQueue, int]:
+    """``{"offsetTable": {<MessageQueue>: offset}}`` of RESET_CONSUMER_CLIENT_OFFSET (220),
+    in fastjson's object-key form or the list form some admin tools request."""
+    obj = jsonlax.loads(body)
+    if not isinstance(obj, Mapping):
+        raise ProtocolError("bad-body", "reset-offset body is not an object")
+    table = obj.get("offsetTable", {})
+    out: dict[MessageQueue, int] = {}
+    if isinstance(table, Mapping):
+        for key, offset in table.items():
+            if not isinstance(offset, int) or isinstance(offset, bool):
+                raise ProtocolError("bad-body", f"offset {offset!r} is not an integer")
+            out[MessageQueue.from_json(key)] = offset
+    elif isinstance(table, list):
+        for row in table:
+            out[MessageQueue.from_json(row)] = _field(row, "offset", int)
+    else:
+        raise ProtocolError("bad-body", "offsetTable is neither a map nor a list")
+    return out
+
+
+def encode_consumer_status(offsets: Mapping[MessageQueue, int]) -> bytes:
+    """Reply body of GET_CONSUMER_STATUS_FROM_CLIENT (221): object-keyed, as fastjson writes."""
+    return jsonlax.dumps(
+        {
+            "messageQueueTable": {
+                jsonlax.FrozenObject(q.to_json()): off for q, off in sorted(offsets.items())
+            }
+        }
+    )
+
+
+def encode_consume_directly_result(
+    *, result: str, remark: str, spent_ms: int, order: bool = False
+) -> bytes:
+    """Reply body of CONSUME_MESSAGE_DIRECTLY (309); ``result`` is CR_SUCCESS, CR_LATER, ..."""
+    return jsonlax.dumps(
+        {
+            "autoCommit": True,
+            "consumeResult": result,
+            "order": order,
+            "remark": remark,
+            "spentTimeMills": spent_ms,
+        }
+    )
+
+
+def encode_running_info(
+    *,
+    properties: Mapping[str, str],
+    subscriptions: Iterable[SubscriptionData],
+    queue_offsets: Mapping[MessageQueue, Mapping[str, Any]],
+) -> bytes:
+    """Reply body of GET_CONSUMER_RUNNING_INFO (307): a ConsumerRunningInfo subset."""
+    return jsonlax.dumps(
+        {
+            "jstack": "",
+            "mqPopTable": {},
+            "mqTable": {
+                jsonlax.FrozenObject(q.to_json()): dict(v) for q, v in sorted(queue_offsets.items())
+            },
+            "properties": dict(properties),
+            "statusTable": {},
+            "subscriptionSet": [s.to_json() for s in subscriptions],
+            "userConsumerInfo": {},
+        }
+    )

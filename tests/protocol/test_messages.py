@@ -1,0 +1,248 @@
+from __future__ import annotations
+
+import contextlib
+import json
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rocketmq_actors.protocol.errors import ProtocolError
+from rocketmq_actors.protocol.messages import (
+    Message,
+    MessageSysFlag,
+    Property,
+    PullSysFlag,
+    UniqueIdGenerator,
+    decode_messages,
+    decode_offset_msg_id,
+    decode_properties,
+    encode_batch,
+    encode_properties,
+    java_string_hash,
+    offset_msg_id,
+)
+from rocketmq_actors.testing.stored import encode_stored
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+_prop_text = st.text(
+    st.characters(blacklist_categories=["Cs"], blacklist_characters="\x01\x02"),
+    min_size=1,
+    max_size=12,
+)
+
+
+@given(st.dictionaries(_prop_text, _prop_text, max_size=8))
+def test_properties_round_trip(props: dict[str, str]) -> None:
+    text = encode_properties(props)
+    assert text == "" or text.endswith("\x02")
+    assert decode_properties(text) == props
+
+
+def test_properties_drop_empty_values_and_junk_segments() -> None:
+    assert encode_properties({"a": "", "b": "1"}) == "b\x011\x02"
+    assert decode_properties("x\x02\x01v\x02k\x01\x02ok\x01yes\x02") == {"ok": "yes"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", 0),
+        ("TagA", 2598919),
+        ("hello", 99162322),
+        ("a" * 20, 1542361408),  # wraps past 2**32 (values from Java 17)
+        ("\u00fc", 252),
+        ("polygenelubricants", -(2**31)),  # negative: Integer.MIN_VALUE in Java
+        ("\U0001f600", 1772899),  # surrogate pair: two UTF-16 units, as in Java
+    ],
+)
+def test_java_string_hash(text: str, expected: int) -> None:
+    assert java_string_hash(text) == expected
+
+
+def test_unique_ids() -> None:
+    gen = UniqueIdGenerator(ip=bytes([10, 0, 0, 9]), pid=0x12345)
+    ids = [gen.next_id() for _ in range(1000)]
+    assert len(set(ids)) == 1000
+    for msg_id in ids[:3]:
+        assert len(msg_id) == 32 and msg_id == msg_id.upper()
+        assert msg_id.startswith("0A0000092345")  # ip + low 16 bits of pid
+
+
+def test_offset_message_id_round_trip() -> None:
+    msg_id = offset_msg_id(bytes([127, 0, 0, 1]), 10911, 244)
+    assert msg_id == "7F00000100002A9F00000000000000F4"
+    assert decode_offset_msg_id(msg_id) == ("127.0.0.1:10911", 244)
+    v6 = offset_msg_id(bytes(15) + b"\x01", 10911, 1)
+    assert decode_offset_msg_id(v6) == ("[::1]:10911", 1)
+    for bad in ("xyz", "00"):
+        with pytest.raises(ProtocolError):
+            decode_offset_msg_id(bad)
+
+
+def test_message_wire_properties() -> None:
+    msg = Message(
+        topic="t",
+        body=b"x",
+        tags="a",
+        keys=["k1", "k2"],
+        properties={"u": "1"},
+        delay_level=3,
+        deliver_at_ms=123,
+        wait_store=False,
+    )
+    assert msg.wire_properties() == {
+        "u": "1",
+        "TAGS": "a",
+        "KEYS": "k1 k2",
+        "DELAY": "3",
+        "TIMER_DELIVER_MS": "123",
+        "WAIT": "false",
+    }
+
+
+def test_batch_body_layout() -> None:
+    body = encode_batch([(b"ab", 7, "k\x01v\x02"), (b"", 0, "")])
+    first = (
+        struct.pack(">iiiii", 22 + 2 + 4, 0, 0, 7, 2) + b"ab" + struct.pack(">h", 4) + b"k\x01v\x02"
+    )
+    second = struct.pack(">iiiii", 22, 0, 0, 0, 0) + struct.pack(">h", 0)
+    assert body == first + second
+
+
+def test_batch_rejects_oversized_properties() -> None:
+    with pytest.raises(ProtocolError):
+        encode_batch([(b"x", 0, "k\x01" + "v" * 40000 + "\x02")])
+
+
+def test_pull_sys_flag() -> None:
+    assert PullSysFlag.build(commit_offset=True, suspend=True, subscription=False) == 0x3
+
+
+def test_real_pull_body_fixture() -> None:
+    """Three messages stored by a real 5.3.3 broker; the third was sent zlib-compressed."""
+    expected = json.loads((FIXTURES / "pull_body.json").read_text())
+    messages = decode_messages((FIXTURES / "pull_body.bin").read_bytes())
+    assert len(messages) == len(expected) == 3
+    for msg, want in zip(messages, expected, strict=True):
+        assert msg.topic == "FixtureTopic"
+        assert msg.body == bytes.fromhex(want["body_hex"])
+        assert msg.flag == want["flag"] and msg.queue_offset == want["queue_offset"]
+        assert msg.offset_msg_id == want["offset_msg_id"]
+        for key, value in want["properties"].items():
+            assert msg.properties[key] == value
+        assert msg.msg_id == want["properties"][Property.UNIQ_KEY]
+        assert msg.properties[Property.MSG_REGION] == "DefaultRegion"  # added by the broker
+        assert not msg.sys_flag & MessageSysFlag.COMPRESSED
+    assert messages[2].body_crc != zlib.crc32(messages[2].body) & 0x7FFFFFFF  # CRC of stored form
+    assert (
+        decode_messages((FIXTURES / "pull_body.bin").read_bytes(), decompress=False)[2].sys_flag
+        & MessageSysFlag.COMPRESSED
+    )
+
+
+_hosts = st.sampled_from(["127.0.0.1:1", "10.1.2.3:10911", "[::1]:5", "[2001:db8::7]:65000"])
+
+
+@given(
+    topic=st.text(st.characters(blacklist_categories=["Cs"]), min_size=1, max_size=30),
+    body=st.binary(max_size=300),
+    props=st.dictionaries(_prop_text, _prop_text, max_size=5),
+    born=_hosts,
+    store=_hosts,
+    v2=st.booleans(),
+    compress=st.booleans(),
+    queue_offset=st.integers(0, 2**62),
+    reconsume=st.integers(0, 100),
+)
+def test_stored_message_round_trip(
+    topic: str,
+    body: bytes,
+    props: dict[str, str],
+    born: str,
+    store: str,
+    v2: bool,
+    compress: bool,
+    queue_offset: int,
+    reconsume: int,
+) -> None:
+    if len(topic.encode()) > 255:
+        v2 = True
+    record = encode_stored(
+        topic=topic,
+        body=body,
+        properties=props,
+        born_host=born,
+        store_host=store,
+        v2_magic=v2,
+        compress=compress,
+        queue_offset=queue_offset,
+        reconsume_times=reconsume,
+    )
+    (msg,) = decode_messages(record + b"")
+    assert (msg.topic, msg.body, msg.properties) == (topic, body, props)
+    assert (msg.born_host, msg.store_host) == (born, store)
+    assert msg.queue_offset == queue_offset and msg.reconsume_times == reconsume
+    assert decode_offset_msg_id(msg.offset_msg_id) == (store, 0)
+
+
+def test_inner_batch_is_unwrapped() -> None:
+    inner = encode_batch([(b"one", 1, "TAGS\x01a\x02"), (b"two", 2, "TAGS\x01b\x02")])
+    record = encode_stored(
+        topic="t",
+        body=inner,
+        queue_offset=10,
+        sys_flag=MessageSysFlag.INNER_BATCH | MessageSysFlag.NEED_UNWRAP,
+    )
+    msgs = decode_messages(record)
+    assert [(m.body, m.flag, m.tags, m.queue_offset) for m in msgs] == [
+        (b"one", 1, "a", 10),
+        (b"two", 2, "b", 11),
+    ]
+
+
+def test_lz4_body_is_a_typed_error() -> None:
+    record = encode_stored(
+        topic="t",
+        body=b"\x04\x22\x4d\x18",
+        sys_flag=MessageSysFlag.COMPRESSED | MessageSysFlag.COMPRESSION_LZ4,
+    )
+    with pytest.raises(ProtocolError, match="unsupported-compression"):
+        decode_messages(record)
+
+
+RECORDS = [
+    encode_stored(topic="T", body=bytes(range(i * 10)), properties={"k": str(i)}, queue_offset=i)
+    for i in range(5)
+]
+SAMPLE = b"".join(RECORDS)
+
+
+RECORD_ENDS = {sum(len(r) for r in RECORDS[: i + 1]) for i in range(len(RECORDS))}
+
+
+@given(st.integers(0, len(SAMPLE)))
+def test_truncated_bodies_raise_protocol_error(cut: int) -> None:
+    data = SAMPLE[:cut]
+    if cut == 0 or cut in RECORD_ENDS:  # a cut at a record boundary is a shorter valid body
+        assert len(decode_messages(data)) == sum(1 for end in RECORD_ENDS if end <= cut)
+    else:
+        with pytest.raises(ProtocolError):
+            decode_messages(data)
+
+
+@given(st.binary(min_size=1, max_size=16), st.integers(0, len(SAMPLE)))
+def test_corrupted_bodies_raise_only_protocol_error(noise: bytes, at: int) -> None:
+    data = SAMPLE[:at] + noise + SAMPLE[at + len(noise) :]
+    with contextlib.suppress(ProtocolError):
+        decode_messages(data)
+
+
+@given(st.binary(max_size=400))
+def test_garbage_raises_only_protocol_error(data: bytes) -> None:
+    with contextlib.suppress(ProtocolError):
+        decode_messages(data)
