@@ -215,21 +215,12 @@ def _decode_json_header(header: bytes | memoryview, body: bytes) -> RemotingComm
             else:
                 raise ProtocolError("bad-header-json", f"extFields[{key!r}] is not a scalar")
     lang = obj.get("language")
-    language = (
-        _LANGUAGE_BY_NAME.get(lang, LanguageCode.OTHER)
-        if isinstance(lang, str)
-        else (LanguageCode.OTHER)
-    )
+    language = LanguageCode.OTHER
+    if isinstance(lang, str):
+        language = _LANGUAGE_BY_NAME.get(lang, LanguageCode.OTHER)
+    # positional, in field order (the cheapest attrs init on the receive path)
     return RemotingCommand(
-        code=code,
-        opaque=opaque,
-        flag=flag,
-        ext_fields=ext,
-        body=body,
-        remark=remark,
-        language=language,
-        version=version,
-        serialize_type=SerializeType.JSON,
+        code, opaque, flag, ext, body, remark, language, version, SerializeType.JSON
     )
 
 
@@ -278,14 +269,7 @@ def _decode_binary_header(header: bytes | memoryview, body: bytes) -> RemotingCo
         language = LanguageCode(lang)
     except ValueError:
         language = LanguageCode.OTHER
+    # positional, in field order (the cheapest attrs init on the receive path)
     return RemotingCommand(
-        code=code,
-        opaque=opaque,
-        flag=flag,
-        ext_fields=ext,
-        body=body,
-        remark=remark,
-        language=language,
-        version=version,
-        serialize_type=SerializeType.ROCKETMQ,
+        code, opaque, flag, ext, body, remark, language, version, SerializeType.ROCKETMQ
     )

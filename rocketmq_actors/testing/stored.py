@@ -1,6 +1,6 @@
 """Build stored-message records (the layout of pull / view / check-transaction bodies).
 
-The inverse of :func:`rocketmq_actors.protocol.messages.decode_messages`, for tests, benchmarks
+The inverse of :func:`rocketmq_actors.protocol.records.decode_messages`, for tests, benchmarks
 and fake servers: a real broker produces these bytes; this module produces the same layout
 without one.
 """
@@ -12,12 +12,8 @@ import struct
 import zlib
 from collections.abc import Mapping
 
-from rocketmq_actors.protocol.messages import (
-    MAGIC_V1,
-    MAGIC_V2,
-    MessageSysFlag,
-    encode_properties,
-)
+from rocketmq_actors.protocol.messages import MessageSysFlag, encode_properties
+from rocketmq_actors.protocol.records import MAGIC_V1, MAGIC_V2
 
 __all__ = ["encode_stored"]
 

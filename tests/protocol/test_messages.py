@@ -17,7 +17,6 @@ from rocketmq_actors.protocol.messages import (
     Property,
     PullSysFlag,
     UniqueIdGenerator,
-    decode_messages,
     decode_offset_msg_id,
     decode_properties,
     encode_batch,
@@ -25,6 +24,7 @@ from rocketmq_actors.protocol.messages import (
     java_string_hash,
     offset_msg_id,
 )
+from rocketmq_actors.protocol.records import decode_messages
 from rocketmq_actors.testing.stored import encode_stored
 
 FIXTURES = Path(__file__).parent / "fixtures"

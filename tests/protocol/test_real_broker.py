@@ -22,10 +22,10 @@ from rocketmq_actors.protocol.messages import (
     Property,
     PullSysFlag,
     UniqueIdGenerator,
-    decode_messages,
     decode_offset_msg_id,
     encode_properties,
 )
+from rocketmq_actors.protocol.records import decode_messages
 from rocketmq_actors.testing import probe
 from rocketmq_actors.testing.cluster import LocalCluster
 

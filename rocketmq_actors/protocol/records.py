@@ -1,0 +1,261 @@
+"""Stored-message records: the bodies of pull, view, query and check-transaction replies.
+
+Layout per record (big-endian): TOTALSIZE, MAGICCODE, BODYCRC, QUEUEID, FLAG, QUEUEOFFSET,
+PHYSICALOFFSET, SYSFLAG, BORNTIMESTAMP, BORNHOST (4 or 16 bytes + port), STORETIMESTAMP,
+STOREHOST, RECONSUMETIMES, PREPARED_TRANSACTION_OFFSET, body length + body, topic length
+(1 byte for magic V1, 2 for V2) + topic, properties length (int16) + properties.
+
+This is the consumer's hot path. The IPv4 fixed part is read with a single ``struct`` call;
+what consumers may never read (properties, host strings, the offset message id) is kept raw
+and computed on first access.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import attrs
+
+from .errors import ProtocolError
+from .messages import MessageSysFlag, Property, decode_properties, host_addr, offset_msg_id
+
+__all__ = ["MAGIC_V1", "MAGIC_V2", "MessageExt", "decode_messages"]
+
+MAGIC_V1 = -626843481  # 0xDAA320A7 as int32: 1-byte topic length
+MAGIC_V2 = -626843477  # 0xDAA320AB as int32: 2-byte topic length
+
+_V6_BITS = MessageSysFlag.BORNHOST_V6 | MessageSysFlag.STOREHOST_V6
+_UNWRAP = MessageSysFlag.INNER_BATCH | MessageSysFlag.NEED_UNWRAP
+
+# total, magic, crc, queue id, flag, queue offset, physical offset, sys flag, born timestamp
+_HEAD = struct.Struct(">iiiiiqqiq")
+# the whole fixed part when both hosts are IPv4 (88 bytes, up to and including body length)
+_FIXED_V4 = struct.Struct(">iiiiiqqiq4siq4siiqi")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_TAIL = struct.Struct(">iiqi")  # store port, reconsume times, prepared offset, body length
+_BATCH_RECORD = struct.Struct(">iiiii")
+
+
+@attrs.define(slots=True, eq=True)
+class MessageExt:
+    """A message as stored by the broker. Fields are in wire order; construct by keyword.
+
+    ``properties`` is parsed from ``raw_properties`` on first access and cached; the dict may be
+    modified (the consumer adds MIN_OFFSET / MAX_OFFSET, as the Java client does).
+    """
+
+    topic: str
+    body: bytes
+    raw_properties: bytes
+    queue_id: int
+    queue_offset: int
+    commit_log_offset: int
+    sys_flag: int
+    flag: int
+    born_timestamp: int
+    born_ip: bytes
+    born_port: int
+    store_timestamp: int
+    store_ip: bytes
+    store_port: int
+    reconsume_times: int
+    prepared_transaction_offset: int
+    body_crc: int
+    broker_name: str = ""
+    _properties: dict[str, str] | None = attrs.field(default=None, init=False, eq=False, repr=False)
+
+    @property
+    def properties(self) -> dict[str, str]:
+        props = self._properties
+        if props is None:
+            try:
+                props = decode_properties(self.raw_properties.decode())
+            except UnicodeDecodeError as exc:
+                raise ProtocolError("bad-utf8", f"message properties: {exc}") from None
+            self._properties = props
+        return props
+
+    @property
+    def born_host(self) -> str:
+        return host_addr(self.born_ip, self.born_port)
+
+    @property
+    def store_host(self) -> str:
+        return host_addr(self.store_ip, self.store_port)
+
+    @property
+    def offset_msg_id(self) -> str:
+        """The broker's id for this record: store host + commit-log offset."""
+        return offset_msg_id(self.store_ip, self.store_port, self.commit_log_offset)
+
+    @property
+    def msg_id(self) -> str:
+        """The user-visible id: ``UNIQ_KEY`` if set, else the offset message id."""
+        return self.properties.get(Property.UNIQ_KEY) or self.offset_msg_id
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(Property.TAGS)
+
+    @property
+    def keys(self) -> list[str]:
+        raw = self.properties.get(Property.KEYS)
+        return raw.split() if raw else []
+
+    @property
+    def transaction_id(self) -> str | None:
+        if self.properties.get(Property.TRAN_MSG) == "true":
+            return self.properties.get(Property.UNIQ_KEY)
+        return None
+
+
+def _decompress(body: bytes, sys_flag: int) -> bytes:
+    kind = sys_flag & MessageSysFlag.COMPRESSION_MASK
+    if kind in (0, MessageSysFlag.COMPRESSION_ZLIB):
+        try:
+            return zlib.decompress(body)
+        except zlib.error as exc:
+            raise ProtocolError("bad-compressed-body", str(exc)) from None
+    name = "LZ4" if kind == MessageSysFlag.COMPRESSION_LZ4 else "ZSTD"
+    raise ProtocolError("unsupported-compression", f"{name}-compressed bodies are not supported")
+
+
+_HostsV6 = tuple[bytes, int, int, bytes, int, int, int, int, int]
+
+
+def _read_hosts_v6(data: bytes, p: int, end: int, sys_flag: int) -> _HostsV6:
+    """Slow path: at least one host is IPv6. Returns the fields after BORNTIMESTAMP."""
+    b_len = 16 if sys_flag & MessageSysFlag.BORNHOST_V6 else 4
+    s_len = 16 if sys_flag & MessageSysFlag.STOREHOST_V6 else 4
+    if p + b_len + 4 + 8 + s_len + 20 > end:
+        raise ProtocolError("truncated-message", "record shorter than its hosts")
+    b_ip = data[p : p + b_len]
+    (b_port,) = _I32.unpack_from(data, p + b_len)
+    p += b_len + 4
+    (store_ts,) = _I64.unpack_from(data, p)
+    p += 8
+    s_ip = data[p : p + s_len]
+    s_port, reconsume, prepared, body_len = _TAIL.unpack_from(data, p + s_len)
+    return b_ip, b_port, store_ts, s_ip, s_port, reconsume, prepared, body_len, p + s_len + 20
+
+
+def decode_messages(data: bytes, *, decompress: bool = True) -> list[MessageExt]:
+    """Decode a concatenation of stored-message records.
+
+    Each record is checked against its own TOTALSIZE; any inconsistency raises
+    :class:`ProtocolError` (and nothing else). Compressed bodies are inflated, and the
+    compression bits cleared, when ``decompress`` is true; inner batches are expanded.
+    """
+    data = bytes(data)
+    size = len(data)
+    out: list[MessageExt] = []
+    append = out.append
+    pos = 0
+    try:
+        while pos < size:
+            if size - pos < 88:
+                raise ProtocolError("truncated-message", f"{size - pos} trailing bytes")
+            (total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts,
+             b_ip, b_port, store_ts, s_ip, s_port, reconsume, prepared, body_len) = (
+                _FIXED_V4.unpack_from(data, pos)
+            )  # fmt: skip
+            end = pos + total
+            if total < 88 or end > size:
+                raise ProtocolError("bad-message-size", f"record size {total} at offset {pos}")
+            if sys_flag & _V6_BITS:
+                (b_ip, b_port, store_ts, s_ip, s_port, reconsume, prepared, body_len, p) = (
+                    _read_hosts_v6(data, pos + 48, end, sys_flag)
+                )  # fmt: skip
+            else:
+                p = pos + 88
+            p_body = p
+            p += body_len
+            if body_len < 0 or p > end:
+                raise ProtocolError("bad-message-size", f"body length {body_len}")
+            if magic == MAGIC_V1:
+                if p >= end:
+                    raise ProtocolError("truncated-message", "missing topic length")
+                topic_len = data[p]
+                p += 1
+            elif magic == MAGIC_V2:
+                if p + 2 > end:
+                    raise ProtocolError("truncated-message", "missing topic length")
+                (topic_len,) = _I16.unpack_from(data, p)
+                p += 2
+            else:
+                raise ProtocolError("bad-magic", f"magic code {magic & 0xFFFFFFFF:#x}")
+            p_topic = p
+            p += topic_len
+            if topic_len < 0 or p + 2 > end:
+                raise ProtocolError("bad-message-size", f"topic length {topic_len}")
+            (props_len,) = _I16.unpack_from(data, p)
+            p += 2
+            if props_len < 0 or p + props_len > end:
+                raise ProtocolError("bad-message-size", f"properties length {props_len}")
+            body = data[p_body : p_body + body_len]
+            if decompress and sys_flag & MessageSysFlag.COMPRESSED:
+                body = _decompress(body, sys_flag)
+                sys_flag &= ~(MessageSysFlag.COMPRESSED | MessageSysFlag.COMPRESSION_MASK)
+            msg = MessageExt(
+                data[p_topic : p_topic + topic_len].decode(),
+                body,
+                data[p : p + props_len],
+                queue_id,
+                queue_offset,
+                phys,
+                sys_flag,
+                flag,
+                born_ts,
+                b_ip,
+                b_port,
+                store_ts,
+                s_ip,
+                s_port,
+                reconsume,
+                prepared,
+                crc,
+            )
+            if sys_flag & _UNWRAP == _UNWRAP:
+                out.extend(_unwrap_inner_batch(msg))
+            else:
+                append(msg)
+            pos = end
+    except UnicodeDecodeError as exc:
+        raise ProtocolError("bad-utf8", str(exc)) from None
+    except struct.error as exc:  # defensive: every read above is bounds-checked
+        raise ProtocolError("truncated-message", str(exc)) from None
+    return out
+
+
+def _unwrap_inner_batch(outer: MessageExt) -> list[MessageExt]:
+    """Expand a broker-side inner batch: inner *i* gets the outer queue offset + *i*."""
+    data = outer.body
+    out: list[MessageExt] = []
+    pos = 0
+    while pos < len(data):
+        if len(data) - pos < 22:
+            raise ProtocolError("truncated-message", "inner batch record too short")
+        total, _magic, _crc, flag, body_len = _BATCH_RECORD.unpack_from(data, pos)
+        end = pos + total
+        if total < 22 or end > len(data) or body_len < 0 or 20 + body_len + 2 > total:
+            raise ProtocolError("bad-message-size", f"inner batch record size {total}")
+        body = data[pos + 20 : pos + 20 + body_len]
+        (props_len,) = _I16.unpack_from(data, pos + 20 + body_len)
+        p = pos + 22 + body_len
+        if props_len < 0 or p + props_len > end:
+            raise ProtocolError("bad-message-size", f"inner properties length {props_len}")
+        out.append(
+            attrs.evolve(
+                outer,
+                body=body,
+                flag=flag,
+                raw_properties=data[p : p + props_len],
+                queue_offset=outer.queue_offset + len(out),
+                sys_flag=outer.sys_flag & ~_UNWRAP,
+            )
+        )
+        pos = end
+    return out
