@@ -78,6 +78,7 @@ class _Spec:
     v2: str | None
     kind: str  # "int" | "bool" | "str"
     required: bool
+    nullable: bool  # None is a valid value (meaning: omit the field)
 
 
 class Header:
@@ -100,6 +101,7 @@ class Header:
                     v2=f.metadata.get("v2"),
                     kind=kind,
                     required=f.default is attrs.NOTHING,
+                    nullable="None" in text,
                 )
             )
         return tuple(out)
@@ -145,7 +147,7 @@ class SendMessageRequestHeader(Header):
     flag: int = wire("flag", v2="h", default=0)
     properties: str | None = wire("properties", v2="i", default=None)
     reconsume_times: int | None = wire("reconsumeTimes", v2="j", default=None)
-    unit_mode: bool | None = wire("unitMode", v2="k", default=False)
+    unit_mode: bool = wire("unitMode", v2="k", default=False)
     max_reconsume_times: int | None = wire("maxReconsumeTimes", v2="l", default=None)
     batch: bool | None = wire("batch", v2="m", default=None)
     broker_name: str | None = wire("bname", v2="n", default=None)
@@ -279,7 +281,7 @@ class ConsumerSendMsgBackRequestHeader(Header):
     delay_level: int = wire("delayLevel")
     origin_msg_id: str | None = wire("originMsgId", default=None)
     origin_topic: str | None = wire("originTopic", default=None)
-    unit_mode: bool | None = wire("unitMode", default=False)
+    unit_mode: bool = wire("unitMode", default=False)
     max_reconsume_times: int | None = wire("maxReconsumeTimes", default=None)
     broker_name: str | None = wire("bname", default=None)
 

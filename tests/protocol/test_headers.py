@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rocketmq_actors.protocol import headers as h
 from rocketmq_actors.protocol.errors import ProtocolError
@@ -101,3 +104,32 @@ def test_every_header_round_trips_with_sample_values(cls: type[h.Header]) -> Non
     assert cls.from_ext(header.to_ext()) == header
     assert cls.from_ext(header.to_ext(v2=True), v2=True) == header
     assert set(header.to_ext()) == {spec.wire for spec in cls.specs()}
+
+
+_values = {
+    "int": st.integers(-(2**63), 2**63 - 1),
+    "bool": st.booleans(),
+    "str": st.text(st.characters(blacklist_categories=["Cs"]), min_size=1, max_size=16),
+}
+
+
+@pytest.mark.parametrize("cls", ALL_HEADERS, ids=lambda c: c.__name__)
+@given(data=st.data())
+def test_every_header_round_trips_any_values(cls: type[h.Header], data: st.DataObject) -> None:
+    sample = {}
+    for spec in cls.specs():
+        strategy = _values[spec.kind]
+        if spec.nullable:
+            strategy = st.one_of(st.none(), strategy)
+        sample[spec.attr] = data.draw(strategy, label=spec.attr)
+    header = cls(**sample)
+    for v2 in (False, True):
+        assert cls.from_ext(header.to_ext(v2=v2), v2=v2) == header
+
+
+@pytest.mark.parametrize("cls", ALL_HEADERS, ids=lambda c: c.__name__)
+def test_only_nullable_fields_default_to_none(cls: type[h.Header]) -> None:
+    """None means "omit"; a non-nullable field defaulting to None would not round-trip."""
+    for field, spec in zip(attrs.fields(cls), cls.specs(), strict=True):  # type: ignore[arg-type]
+        if field.default is None:
+            assert spec.nullable, f"{cls.__name__}.{spec.attr}"

@@ -246,3 +246,25 @@ def test_corrupted_bodies_raise_only_protocol_error(noise: bytes, at: int) -> No
 def test_garbage_raises_only_protocol_error(data: bytes) -> None:
     with contextlib.suppress(ProtocolError):
         decode_messages(data)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.binary(max_size=64),
+            st.integers(-(2**31), 2**31 - 1),
+            st.dictionaries(_prop_text, _prop_text, max_size=4),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_batch_round_trips_through_the_inner_batch_decoder(
+    items: list[tuple[bytes, int, dict[str, str]]],
+) -> None:
+    batch = encode_batch((body, flag, encode_properties(props)) for body, flag, props in items)
+    record = encode_stored(
+        topic="t", body=batch, sys_flag=MessageSysFlag.INNER_BATCH | MessageSysFlag.NEED_UNWRAP
+    )
+    decoded = decode_messages(record)
+    assert [(m.body, m.flag, m.properties) for m in decoded] == items
