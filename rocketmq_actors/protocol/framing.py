@@ -57,6 +57,10 @@ class FrameDecoder:
                 if total > self._max:
                     raise FrameTooLarge(total, self._max)
                 header_len = word & 0xFFFFFF
+                if word >> 24 > 1:  # only JSON (0) and ROCKETMQ (1) exist: fail garbage early
+                    raise ProtocolError(
+                        "bad-serialize-type", f"unknown header serialization type {word >> 24}"
+                    )
                 if total < 4 or header_len > total - 4:
                     raise ProtocolError(
                         "bad-frame-length",

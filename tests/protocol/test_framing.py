@@ -104,3 +104,9 @@ def test_corrupted_stream_raises_only_protocol_error(noise: bytes, at: int) -> N
     corrupted = STREAM[:pos] + noise + STREAM[pos + len(noise) :]
     with contextlib.suppress(ProtocolError):
         FrameDecoder().feed(corrupted)
+
+
+def test_unknown_serialize_type_fails_from_the_prefix_alone() -> None:
+    """Garbage announcing a long frame must not leave the reader waiting for the rest."""
+    with pytest.raises(ProtocolError, match="bad-serialize-type"):
+        FrameDecoder().feed(struct.pack(">iI", 100, 0x02000004))

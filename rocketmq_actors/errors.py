@@ -1,0 +1,132 @@
+"""The typed exception hierarchy every public API raises.
+
+Two questions matter to a caller, and every error answers them:
+
+* ``retriable`` - may the same operation succeed if tried again (possibly elsewhere)?
+* ``outcome_unknown`` - may the request have taken effect although no success was seen
+  (a send that timed out may have been stored)? When true, a retry can duplicate.
+"""
+
+from __future__ import annotations
+
+from rocketmq_actors.protocol.codes import ResponseCode
+
+__all__ = [
+    "BrokerError",
+    "ClientClosed",
+    "ConnectError",
+    "ConnectionLost",
+    "NameServerUnavailable",
+    "RequestTimeout",
+    "RocketMQError",
+    "SupervisorGaveUp",
+    "TopicNotFound",
+    "unwrap_group",
+]
+
+
+class RocketMQError(Exception):
+    """Base of every error rocketmq-actors raises (bad arguments raise ValueError/TypeError)."""
+
+    retriable: bool = False
+    outcome_unknown: bool = False
+
+
+class ConnectError(RocketMQError):
+    """No connection could be opened: nothing was sent."""
+
+    retriable = True
+
+    def __init__(self, addr: str, reason: str) -> None:
+        self.addr = addr
+        super().__init__(f"cannot connect to {addr}: {reason}")
+
+
+class ConnectionLost(RocketMQError):
+    """The connection died while the request was in flight; ``__cause__`` says why."""
+
+    retriable = True
+    outcome_unknown = True
+
+    def __init__(self, addr: str, reason: str) -> None:
+        self.addr = addr
+        super().__init__(f"connection to {addr} lost: {reason}")
+
+
+class RequestTimeout(RocketMQError):
+    """No response within the timeout; the server may still have acted on the request."""
+
+    retriable = True
+    outcome_unknown = True
+
+    def __init__(self, addr: str, code: int, timeout: float) -> None:
+        self.addr = addr
+        self.code = code
+        self.timeout = timeout
+        super().__init__(f"request {code} to {addr} got no response within {timeout:.3f}s")
+
+
+class ClientClosed(RocketMQError):
+    """The client, or the connection, was closed before or during the call."""
+
+
+class NameServerUnavailable(RocketMQError):
+    """No NameServer answered (and no cached route could serve the call)."""
+
+    retriable = True
+
+
+_RETRIABLE_CODES = frozenset(
+    {
+        ResponseCode.SYSTEM_ERROR,
+        ResponseCode.SYSTEM_BUSY,
+        ResponseCode.SERVICE_NOT_AVAILABLE,
+        ResponseCode.NO_PERMISSION,
+        ResponseCode.TOPIC_NOT_EXIST,
+        ResponseCode.NO_BUYER_ID,
+        ResponseCode.NOT_IN_CURRENT_UNIT,
+        ResponseCode.FLOW_CONTROL,
+        ResponseCode.GO_AWAY,
+    }
+)
+
+
+class BrokerError(RocketMQError):
+    """A server answered with an error code; the request was refused, not lost."""
+
+    def __init__(self, addr: str, code: int, remark: str | None) -> None:
+        self.addr = addr
+        self.code = code
+        self.remark = remark
+        self.retriable = code in _RETRIABLE_CODES
+        try:
+            name = ResponseCode(code).name
+        except ValueError:
+            name = str(code)
+        super().__init__(f"{addr} answered {name}: {remark or '(no remark)'}")
+
+
+class TopicNotFound(RocketMQError):
+    """The NameServer knows no route for the topic."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+        super().__init__(f"no route for topic {topic!r}")
+
+
+class SupervisorGaveUp(RocketMQError):
+    """A supervised child exceeded its restart intensity and the supervisor escalated."""
+
+    def __init__(self, supervisor: str, key: object, restarts: int, period: float) -> None:
+        self.supervisor = supervisor
+        self.key = key
+        super().__init__(
+            f"{supervisor}: child {key!r} restarted {restarts} times within {period:g}s; giving up"
+        )
+
+
+def unwrap_group(exc: BaseException) -> BaseException:
+    """The single leaf of nested one-member exception groups (task groups wrap errors)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc

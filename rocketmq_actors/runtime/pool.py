@@ -1,0 +1,133 @@
+"""The connection supervisor: one :class:`BrokerConnection` per address, started on demand.
+
+``get(addr)`` returns the live connection registered for ``addr``, or starts one under the
+:class:`DynamicSupervisor` (many concurrent callers share one start). Connections are TRANSIENT
+children: when one dies of an error the supervisor reconnects it with jittered backoff, and a
+caller arriving meanwhile waits for the new connection (up to the connect timeout) instead of
+racing it. A connection that keeps failing is given up; the next ``get`` starts afresh.
+"""
+
+from __future__ import annotations
+
+import ssl
+import time
+from functools import partial
+from types import TracebackType
+from typing import Any
+
+import structlog
+from anyio.abc import TaskStatus
+
+from rocketmq_actors.errors import ConnectError
+from rocketmq_actors.protocol.command import RemotingCommand
+
+from .connection import BrokerConnection, RequestHandler, connect
+from .registry import Registry
+from .supervisor import ChildSpec, DynamicSupervisor, Restart, RestartPolicy
+
+__all__ = ["ConnectionPool"]
+
+log = structlog.get_logger("rocketmq_actors.runtime")
+
+DEFAULT_CONNECTION_POLICY = RestartPolicy(
+    max_restarts=5, period=10.0, backoff_initial=0.2, backoff_max=5.0, escalate=False
+)
+
+
+class ConnectionPool:
+    def __init__(
+        self,
+        *,
+        on_request: RequestHandler | None = None,
+        connect_timeout: float = 3.0,
+        ssl_context: ssl.SSLContext | None = None,
+        policy: RestartPolicy = DEFAULT_CONNECTION_POLICY,
+        max_connections: int | None = None,
+        max_in_flight: int = 4096,
+        max_in_flight_bytes: int = 64 * 1024 * 1024,
+        shutdown_timeout: float = 5.0,
+    ) -> None:
+        self.connect_timeout = connect_timeout
+        self._on_request = on_request
+        self._ssl = ssl_context
+        self._max_in_flight = max_in_flight
+        self._max_in_flight_bytes = max_in_flight_bytes
+        self.registry: Registry[str, BrokerConnection] = Registry()
+        self.supervisor = DynamicSupervisor(
+            "connections", policy, max_children=max_connections, shutdown_timeout=shutdown_timeout
+        )
+        self.connects = 0
+
+    async def __aenter__(self) -> ConnectionPool:
+        await self.supervisor.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        for addr in self.registry:
+            self.supervisor.terminate_child(addr)
+        return await self.supervisor.__aexit__(exc_type, exc, tb)
+
+    async def get(self, addr: str) -> BrokerConnection:
+        conn = self.registry.lookup(addr)
+        if conn is not None and conn.is_open:
+            return conn
+        async with self.registry.lock(addr):
+            deadline = time.monotonic() + self.connect_timeout
+            while True:
+                conn = self.registry.lookup(addr)
+                if conn is not None and conn.is_open:
+                    return conn
+                if not self.supervisor.has_child(addr):
+                    spec: ChildSpec[BrokerConnection] = ChildSpec(
+                        addr, partial(self._run, addr), Restart.TRANSIENT
+                    )
+                    return await self.supervisor.start_child(spec)
+                # a dead connection is being restarted by the supervisor: wait for it
+                remaining = deadline - time.monotonic()
+                fresh = await self.registry.wait_for(addr, max(remaining, 0.0), exclude=conn)
+                if fresh is None:
+                    raise ConnectError(addr, "reconnecting; no connection yet")
+
+    async def request(self, addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        conn = await self.get(addr)
+        return await conn.request(cmd, timeout)
+
+    async def oneway(self, addr: str, cmd: RemotingCommand) -> None:
+        conn = await self.get(addr)
+        await conn.oneway(cmd)
+
+    def close_connection(self, addr: str) -> None:
+        """Close the connection to ``addr`` for good (no reconnect)."""
+        self.supervisor.terminate_child(addr)
+
+    def statistics(self) -> dict[str, Any]:
+        return {
+            "connections": [
+                conn.statistics() for a in self.registry if (conn := self.registry.lookup(a))
+            ],
+            "connects": self.connects,
+            "supervisor": self.supervisor.statistics(),
+        }
+
+    async def _run(self, addr: str, *, task_status: TaskStatus[BrokerConnection]) -> None:
+        stream = await connect(addr, timeout=self.connect_timeout, ssl_context=self._ssl)
+        conn = BrokerConnection(
+            addr,
+            stream,
+            on_request=self._on_request,
+            max_in_flight=self._max_in_flight,
+            max_in_flight_bytes=self._max_in_flight_bytes,
+        )
+        self.connects += 1
+        self.registry.register(addr, conn)
+        log.info("connection.opened", addr=addr, tls=self._ssl is not None)
+        try:
+            task_status.started(conn)
+            await conn.serve()
+        finally:
+            self.registry.unregister(addr, conn)

@@ -1,0 +1,262 @@
+"""BrokerConnection against a loopback fake server: the faults a real broker won't produce."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+
+from rocketmq_actors.errors import ConnectError, ConnectionLost, RequestTimeout
+from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
+from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.protocol.errors import ProtocolError
+from rocketmq_actors.runtime.connection import BrokerConnection, ConnectionClosedByPeer, connect
+from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer
+
+
+def _req(code: int = RequestCode.GET_MAX_OFFSET, **ext: str) -> RemotingCommand:
+    return RemotingCommand.request(code, ext)
+
+
+class Running:
+    """A served connection plus the outcome of its serve() task."""
+
+    def __init__(self, conn: BrokerConnection) -> None:
+        self.conn = conn
+        self.error: BaseException | None = None
+        self.finished = anyio.Event()
+
+    async def serve(self) -> None:
+        try:
+            await self.conn.serve()
+        except Exception as exc:
+            self.error = exc
+        finally:
+            self.finished.set()
+
+
+@asynccontextmanager
+async def serving(server: FakeServer, **kwargs: Any) -> AsyncIterator[Running]:
+    """A connection to ``server`` whose serve() runs for the duration of the block."""
+    stream = await connect(server.addr, timeout=2)
+    running = Running(BrokerConnection(server.addr, stream, **kwargs))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(running.serve)
+        yield running
+        tg.cancel_scope.cancel()
+
+
+async def test_request_response_and_out_of_order_answers() -> None:
+    held: list[tuple[FakePeer, RemotingCommand]] = []
+    all_in = anyio.Event()
+
+    async def hold_then_answer_backwards(peer: FakePeer, cmd: RemotingCommand) -> None:
+        held.append((peer, cmd))
+        if len(held) == 5:
+            all_in.set()
+            for p, c in reversed(held):
+                await p.reply(c, ResponseCode.SUCCESS, ext_fields={"echo": c.ext_fields["n"]})
+
+    async with FakeServer(hold_then_answer_backwards) as server, serving(server) as running:
+        results: dict[int, str] = {}
+
+        async def ask(n: int) -> None:
+            reply = await running.conn.request(_req(n=str(n)), timeout=5)
+            results[n] = reply.ext_fields["echo"]
+
+        async with anyio.create_task_group() as tg:
+            for n in range(5):
+                tg.start_soon(ask, n)
+        assert results == {n: str(n) for n in range(5)}
+        assert running.conn.pending == 0
+
+
+async def test_garbage_frame_fails_pending_at_once_with_the_cause() -> None:
+    async def garbage(peer: FakePeer, cmd: RemotingCommand) -> None:
+        await peer.send_raw(struct.pack(">iI", 100, 0xFF000004) + b"junk")
+
+    async with FakeServer(garbage) as server, serving(server) as running:
+        with anyio.fail_after(1), pytest.raises(ConnectionLost) as info:
+            await running.conn.request(_req(), timeout=30)
+        assert isinstance(info.value.__cause__, ProtocolError)
+        assert info.value.outcome_unknown and info.value.retriable
+        await running.finished.wait()
+        assert isinstance(running.error, ProtocolError) and not running.conn.is_open
+
+
+async def test_half_a_frame_then_close() -> None:
+    async def half_then_close(peer: FakePeer, cmd: RemotingCommand) -> None:
+        frame = cmd.response(0).encode()
+        await peer.send_raw(frame[: len(frame) // 2])
+        await peer.close()
+
+    async with FakeServer(half_then_close) as server, serving(server) as running:
+        with anyio.fail_after(1), pytest.raises(ConnectionLost) as info:
+            await running.conn.request(_req(), timeout=30)
+        assert isinstance(info.value.__cause__, ConnectionClosedByPeer)
+
+
+async def test_peer_close_fails_every_pending_request_together() -> None:
+    arrived = anyio.Event()
+
+    async def stall(peer: FakePeer, cmd: RemotingCommand) -> None:
+        if len(peer.received) == 20:
+            arrived.set()
+        await anyio.sleep_forever()
+
+    async with FakeServer(stall) as server, serving(server) as running:
+        errors: list[BaseException] = []
+
+        async def ask() -> None:
+            try:
+                await running.conn.request(_req(), timeout=60)
+            except ConnectionLost as exc:
+                errors.append(exc)
+
+        with anyio.fail_after(2):
+            async with anyio.create_task_group() as tg:
+                for _ in range(20):
+                    tg.start_soon(ask)
+                await arrived.wait()
+                await server.peers[0].close()
+        assert len(errors) == 20 and running.conn.pending == 0
+
+
+async def test_stall_times_out_and_the_connection_stays_usable() -> None:
+    async def stall_first(peer: FakePeer, cmd: RemotingCommand) -> None:
+        if len(peer.received) == 1:
+            await anyio.sleep_forever()
+        await peer.reply(cmd)
+
+    async with FakeServer(stall_first) as server, serving(server) as running:
+        with pytest.raises(RequestTimeout) as info:
+            await running.conn.request(_req(), timeout=0.05)
+        assert info.value.outcome_unknown
+        assert (await running.conn.request(_req(), timeout=5)).code == ResponseCode.SUCCESS
+        assert running.conn.is_open and running.conn.pending == 0
+
+
+async def test_late_response_after_timeout_is_dropped() -> None:
+    release = anyio.Event()
+
+    async def late(peer: FakePeer, cmd: RemotingCommand) -> None:
+        if len(peer.received) == 1:
+            await release.wait()
+        await peer.reply(cmd)
+
+    async with FakeServer(late) as server, serving(server) as running:
+        with pytest.raises(RequestTimeout):
+            await running.conn.request(_req(), timeout=0.05)
+        release.set()
+        assert (await running.conn.request(_req(), timeout=5)).code == ResponseCode.SUCCESS
+
+
+async def test_inbound_requests_reach_the_handler_and_unknown_codes_get_an_answer() -> None:
+    seen: list[int] = []
+
+    def on_request(conn: BrokerConnection, cmd: RemotingCommand) -> None:
+        seen.append(cmd.code)
+        if not cmd.is_oneway:
+            conn.send_response(cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED))
+
+    async with FakeServer() as server, serving(server, on_request=on_request) as running:
+        await running.conn.request(_req(), timeout=5)
+        peer = await server.wait_peer()
+        await peer.push(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, oneway=True, consumerGroup="g")
+        opaque = await peer.push(9999)
+        with anyio.fail_after(2):
+            await peer.wait_responses(1)
+        assert seen == [RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, 9999]
+        (answer,) = peer.responses
+        assert answer.opaque == opaque and answer.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+
+
+async def test_without_handler_two_way_requests_are_refused() -> None:
+    async with FakeServer() as server, serving(server) as running:
+        await running.conn.request(_req(), timeout=5)
+        peer = await server.wait_peer()
+        await peer.push(307, consumerGroup="g", clientId="c")
+        with anyio.fail_after(2):
+            (answer,) = await peer.wait_responses(1)
+        assert answer.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+
+
+async def test_flood_of_inbound_requests_does_not_starve_responses() -> None:
+    count = 0
+
+    def on_request(conn: BrokerConnection, cmd: RemotingCommand) -> None:
+        nonlocal count
+        count += 1
+
+    async def flood_then_answer(peer: FakePeer, cmd: RemotingCommand) -> None:
+        for _ in range(2000):
+            await peer.push(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, oneway=True, consumerGroup="g")
+        await peer.reply(cmd)
+
+    async with (
+        FakeServer(flood_then_answer) as server,
+        serving(server, on_request=on_request) as running,
+    ):
+        with anyio.fail_after(10):
+            reply = await running.conn.request(_req(), timeout=10)
+        assert reply.code == ResponseCode.SUCCESS and count == 2000
+
+
+async def test_in_flight_cap_is_backpressure_not_an_error() -> None:
+    release = anyio.Event()
+
+    async def gated(peer: FakePeer, cmd: RemotingCommand) -> None:
+        await release.wait()
+        await peer.reply(cmd)
+
+    async with FakeServer(gated) as server, serving(server, max_in_flight=2) as running:
+        done = 0
+
+        async def ask() -> None:
+            nonlocal done
+            await running.conn.request(_req(), timeout=10)
+            done += 1
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(6):
+                tg.start_soon(ask)
+            with anyio.fail_after(2):
+                peer = await server.wait_peer()
+                await peer.wait_received(2)
+            await anyio.wait_all_tasks_blocked()
+            assert len(peer.received) == 2  # the other four wait for a slot
+            release.set()
+        assert done == 6
+
+
+async def test_writes_are_coalesced() -> None:
+    async with FakeServer() as server, serving(server) as running:
+        async with anyio.create_task_group() as tg:
+            for _ in range(200):
+                tg.start_soon(running.conn.request, _req(), 10)
+        stats = running.conn.statistics()
+        assert stats["requests_sent"] == 200 and stats["writes"] < 50
+
+
+async def test_oneway_and_close() -> None:
+    async with FakeServer() as server, serving(server) as running:
+        await running.conn.oneway(_req(RequestCode.UPDATE_CONSUMER_OFFSET, topic="t"))
+        with anyio.fail_after(2):
+            received = await (await server.wait_peer()).wait_received(1)
+        assert received[0].is_oneway
+        running.conn.close()
+        await running.finished.wait()
+        assert running.error is None and not running.conn.is_open
+        with pytest.raises(ConnectionLost):
+            await running.conn.request(_req(), timeout=1)
+
+
+async def test_connect_errors_are_typed() -> None:
+    with pytest.raises(ConnectError, match=r"127\.0\.0\.1:1"):
+        await connect("127.0.0.1:1", timeout=2)
+    with pytest.raises(ValueError):
+        await connect("no-port", timeout=2)
