@@ -4,7 +4,8 @@
 :class:`DynamicSupervisor` (many concurrent callers share one start). Connections are TRANSIENT
 children: when one dies of an error the supervisor reconnects it with jittered backoff, and a
 caller arriving meanwhile waits for the new connection (up to the connect timeout) instead of
-racing it. A connection that keeps failing is given up; the next ``get`` starts afresh.
+racing it (it wakes when the connection registers, or when the supervisor gives up on it). A
+connection that keeps failing is given up; the next ``get`` starts afresh.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from functools import partial
 from types import TracebackType
 from typing import Any
 
+import anyio
 import structlog
 from anyio.abc import TaskStatus
 
@@ -57,6 +59,7 @@ class ConnectionPool:
             "connections", policy, max_children=max_connections, shutdown_timeout=shutdown_timeout
         )
         self.connects = 0
+        self._changes: dict[str, anyio.Event] = {}
 
     async def __aenter__(self) -> ConnectionPool:
         await self.supervisor.__aenter__()
@@ -68,8 +71,6 @@ class ConnectionPool:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        for addr in self.registry:
-            self.supervisor.terminate_child(addr)
         return await self.supervisor.__aexit__(exc_type, exc, tb)
 
     async def get(self, addr: str) -> BrokerConnection:
@@ -84,14 +85,26 @@ class ConnectionPool:
                     return conn
                 if not self.supervisor.has_child(addr):
                     spec: ChildSpec[BrokerConnection] = ChildSpec(
-                        addr, partial(self._run, addr), Restart.TRANSIENT
+                        addr,
+                        partial(self._run, addr),
+                        Restart.TRANSIENT,
+                        shutdown=BrokerConnection.close,
+                        on_exit=partial(self._changed, addr),
                     )
                     return await self.supervisor.start_child(spec)
-                # a dead connection is being restarted by the supervisor: wait for it
+                # the supervisor is reconnecting (or about to give up): wait for either
                 remaining = deadline - time.monotonic()
-                fresh = await self.registry.wait_for(addr, max(remaining, 0.0), exclude=conn)
-                if fresh is None:
+                if remaining <= 0:
                     raise ConnectError(addr, "reconnecting; no connection yet")
+                event = self._changes.setdefault(addr, anyio.Event())
+                with anyio.move_on_after(remaining):
+                    await event.wait()
+
+    def _changed(self, addr: str) -> None:
+        """A connection to ``addr`` registered, or its supervised child is gone."""
+        event = self._changes.pop(addr, None)
+        if event is not None:
+            event.set()
 
     async def request(self, addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
         conn = await self.get(addr)
@@ -125,6 +138,7 @@ class ConnectionPool:
         )
         self.connects += 1
         self.registry.register(addr, conn)
+        self._changed(addr)
         log.info("connection.opened", addr=addr, tls=self._ssl is not None)
         try:
             task_status.started(conn)

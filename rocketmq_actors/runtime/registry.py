@@ -15,13 +15,11 @@ V = TypeVar("V")
 
 class Registry(Generic[K, V]):
     """Unique keys to values. ``lock(key)`` serializes get-or-start per key, so many callers
-    asking for the same key at once start one actor; ``wait_for`` lets a caller wait for a key
-    that an actor (re)starting elsewhere will register."""
+    asking for the same key at once start one actor."""
 
     def __init__(self) -> None:
         self._entries: dict[K, V] = {}
         self._locks: dict[K, anyio.Lock] = {}
-        self._waiters: dict[K, anyio.Event] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -36,9 +34,6 @@ class Registry(Generic[K, V]):
         if key in self._entries:
             raise KeyError(f"{key!r} is already registered")
         self._entries[key] = value
-        event = self._waiters.pop(key, None)
-        if event is not None:
-            event.set()
 
     def unregister(self, key: K, value: V | None = None) -> None:
         """Remove ``key`` (only if it still maps to ``value``, when given)."""
@@ -51,15 +46,3 @@ class Registry(Generic[K, V]):
         if lock is None:
             lock = self._locks[key] = anyio.Lock()
         return lock
-
-    async def wait_for(self, key: K, timeout: float, *, exclude: V | None = None) -> V | None:
-        """The value of ``key`` once registered (and not ``exclude``, a known-stale value),
-        or None after ``timeout`` seconds."""
-        with anyio.move_on_after(timeout):
-            while (value := self._entries.get(key)) is None or value is exclude:
-                event = self._waiters.get(key)
-                if event is None:
-                    event = self._waiters[key] = anyio.Event()
-                await event.wait()
-            return value
-        return None

@@ -11,9 +11,10 @@
   group, failing the supervisor and so its parent (``escalate=True``).
 * Between restarts it waits a jittered exponential backoff (:func:`backoff_delay`).
 * ``max_children`` bounds the live children.
-* Closing is OTP's orderly shutdown: no more restarts; every child's ``shutdown`` hook (if its
-  spec has one) is called with its ready value as a graceful stop request; the supervisor waits
-  up to ``shutdown_timeout`` for the children to exit, then cancels those still running.
+* Closing is OTP's orderly shutdown: no more restarts; every child whose spec has a
+  ``shutdown`` hook gets it called with its ready value (a graceful stop request) and up to
+  ``shutdown_timeout`` seconds to exit; children without a hook, and any still running after
+  the timeout, are cancelled.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class ChildSpec(Generic[T]):
     start: Callable[..., Coroutine[Any, Any, None]]
     restart: Restart = Restart.TRANSIENT
     shutdown: Callable[[T], None] | None = None
+    on_exit: Callable[[], None] | None = None  # called once the child is gone for good
 
 
 def backoff_delay(attempt: int, initial: float, maximum: float, rng: random.Random) -> float:
@@ -143,11 +145,15 @@ class DynamicSupervisor:
     ) -> bool | None:
         assert self._tg is not None
         self._closing = True
-        if exc_type is None and self._children:
-            for child in list(self._children.values()):
-                hook = child.spec.shutdown
-                if hook is not None and child.value is not None:
-                    hook(child.value)
+        graceful = False
+        for child in list(self._children.values()):
+            hook = child.spec.shutdown
+            if exc_type is None and hook is not None and child.value is not None:
+                hook(child.value)  # ask it to stop...
+                graceful = True
+            else:
+                child.scope.cancel()  # ...or, with nothing to ask, stop it now
+        if graceful:
             with anyio.move_on_after(self.shutdown_timeout) as waited:
                 await self._idle.wait()
             if waited.cancelled_caught:
@@ -260,3 +266,5 @@ class DynamicSupervisor:
             self._children.pop(spec.key, None)
             if not self._children:
                 self._idle.set()
+            if spec.on_exit is not None:
+                spec.on_exit()

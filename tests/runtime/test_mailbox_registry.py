@@ -66,19 +66,6 @@ async def test_registry_unique_keys_and_identity_unregister() -> None:
     assert reg.lookup("k") is None and len(reg) == 0
 
 
-async def test_registry_wait_for_and_exclude() -> None:
+async def test_registry_lock_is_per_key() -> None:
     reg: Registry[str, object] = Registry()
-    stale, fresh = object(), object()
-    reg.register("k", stale)
-    assert await reg.wait_for("k", 0.01, exclude=stale) is None
-    got: list[object | None] = []
-
-    async def waiter() -> None:
-        got.append(await reg.wait_for("k", 5, exclude=stale))
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(waiter)
-        await anyio.wait_all_tasks_blocked()
-        reg.unregister("k", stale)
-        reg.register("k", fresh)
-    assert got == [fresh]
+    assert reg.lock("a") is reg.lock("a") and reg.lock("a") is not reg.lock("b")

@@ -1,0 +1,1 @@
+"""NameServer client, route table, heartbeats and the ClientInstance that owns them."""

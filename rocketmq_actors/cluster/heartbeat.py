@@ -1,0 +1,118 @@
+"""Heartbeats: the broker's registry of this client's producer and consumer groups.
+
+Every ``interval`` seconds (and on demand) a HEART_BEAT with every registered group goes to the
+brokers this instance knows: masters for producers; every broker (masters and slaves) once a
+consumer is registered, as the Java client does. On close, UNREGISTER_CLIENT per group and broker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import anyio
+import structlog
+from anyio.abc import TaskStatus
+
+from rocketmq_actors.errors import BrokerError, RocketMQError
+from rocketmq_actors.protocol.bodies import ConsumerData, HeartbeatData
+from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
+from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.protocol.headers import UnregisterClientRequestHeader
+from rocketmq_actors.runtime.pool import ConnectionPool
+
+from .routes import RouteTable
+
+__all__ = ["HeartbeatService"]
+
+log = structlog.get_logger("rocketmq_actors.cluster")
+
+
+class HeartbeatService:
+    def __init__(
+        self,
+        pool: ConnectionPool,
+        routes: RouteTable,
+        client_id: str,
+        *,
+        interval: float = 30.0,
+        timeout: float = 3.0,
+    ) -> None:
+        self.client_id = client_id
+        self.interval = interval
+        self.timeout = timeout
+        self._pool = pool
+        self._routes = routes
+        self._producers: set[str] = set()
+        self._consumers: dict[str, Callable[[], ConsumerData]] = {}
+        self.rounds = 0
+
+    def add_producer(self, group: str) -> None:
+        self._producers.add(group)
+
+    def remove_producer(self, group: str) -> None:
+        self._producers.discard(group)
+
+    def add_consumer(self, group: str, data: Callable[[], ConsumerData]) -> None:
+        """``data()`` is called at each heartbeat: subscriptions may change over time."""
+        self._consumers[group] = data
+
+    def remove_consumer(self, group: str) -> None:
+        self._consumers.pop(group, None)
+
+    def heartbeat_data(self) -> HeartbeatData:
+        return HeartbeatData(
+            client_id=self.client_id,
+            producer_groups=tuple(sorted(self._producers)),
+            consumers=tuple(data() for _, data in sorted(self._consumers.items())),
+        )
+
+    def targets(self) -> set[str]:
+        return self._routes.broker_addrs(masters_only=not self._consumers)
+
+    async def beat(self) -> dict[str, str | None]:
+        """One heartbeat to every target broker now; returns ``addr -> error (or None)``."""
+        if not self._producers and not self._consumers:
+            return {}
+        body = self.heartbeat_data().encode()
+        results: dict[str, str | None] = {}
+
+        async def one(addr: str) -> None:
+            try:
+                reply = await self._pool.request(
+                    addr, RemotingCommand.request(RequestCode.HEART_BEAT, body=body), self.timeout
+                )
+                if reply.code != ResponseCode.SUCCESS:
+                    raise BrokerError(addr, reply.code, reply.remark)
+                results[addr] = None
+            except RocketMQError as exc:
+                results[addr] = str(exc)
+                log.warning("heartbeat.failed", addr=addr, error=str(exc))
+
+        async with anyio.create_task_group() as tg:
+            for addr in sorted(self.targets()):
+                tg.start_soon(one, addr)
+        self.rounds += 1
+        return results
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            await self.beat()
+            await anyio.sleep(self.interval)
+
+    async def unregister(self, *, producer: str | None = None, consumer: str | None = None) -> None:
+        """Tell every known broker this client left ``producer`` / ``consumer`` group."""
+        header = UnregisterClientRequestHeader(
+            client_id=self.client_id, producer_group=producer, consumer_group=consumer
+        )
+
+        async def one(addr: str) -> None:
+            try:
+                cmd = RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, header.to_ext())
+                await self._pool.request(addr, cmd, self.timeout)
+            except RocketMQError as exc:
+                log.info("heartbeat.unregister_failed", addr=addr, error=str(exc))
+
+        async with anyio.create_task_group() as tg:
+            for addr in sorted(self._routes.broker_addrs(masters_only=False)):
+                tg.start_soon(one, addr)

@@ -1,0 +1,174 @@
+"""ClientInstance: the root of one client's actor tree.
+
+    ClientInstance(client id "ip@pid#n#t")
+    ├─ ConnectionPool      DynamicSupervisor of BrokerConnections, registered by address
+    ├─ Router              broker requests -> producer/consumer mailboxes
+    ├─ NameServerClient    sticky NameServer with cool-down failover
+    ├─ RouteTable.run      refresh every route_refresh_interval
+    └─ HeartbeatService.run heartbeat every heartbeat_interval
+
+Producers and consumers created on one instance share its connections. Everything runs in the
+instance's task group: leaving ``async with`` unregisters the groups (best effort), stops the
+loops and closes every connection.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import ssl
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any
+
+import anyio
+import structlog
+
+from rocketmq_actors.errors import ClientClosed
+from rocketmq_actors.protocol.bodies import ConsumerData
+from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.runtime.mailbox import Mailbox
+from rocketmq_actors.runtime.netinfo import local_ipv4
+from rocketmq_actors.runtime.pool import ConnectionPool
+from rocketmq_actors.runtime.router import Inbound, Router
+
+from .heartbeat import HeartbeatService
+from .namesrv import NameServerClient, parse_namesrv
+from .routes import RouteTable
+
+__all__ = ["ClientInstance"]
+
+log = structlog.get_logger("rocketmq_actors.cluster")
+_instances = itertools.count(1)
+
+
+class ClientInstance:
+    def __init__(
+        self,
+        namesrv: str | Sequence[str],
+        *,
+        instance_name: str | None = None,
+        connect_timeout: float = 3.0,
+        request_timeout: float = 3.0,
+        ssl_context: ssl.SSLContext | None = None,
+        heartbeat_interval: float = 30.0,
+        route_refresh_interval: float = 30.0,
+        namesrv_cooldown: float = 10.0,
+    ) -> None:
+        parse_namesrv(namesrv)  # bad addresses fail here, before any I/O
+        if connect_timeout <= 0 or request_timeout <= 0:
+            raise ValueError("timeouts must be positive")
+        name = instance_name or str(next(_instances))
+        self.client_id = f"{local_ipv4()}@{os.getpid()}#{name}#{time.time_ns()}"
+        self.request_timeout = request_timeout
+        self.router = Router()
+        self.pool = ConnectionPool(
+            on_request=self.router.dispatch,
+            connect_timeout=connect_timeout,
+            ssl_context=ssl_context,
+        )
+        self.namesrv = NameServerClient(
+            self.pool, namesrv, timeout=request_timeout, cooldown=namesrv_cooldown
+        )
+        self.routes = RouteTable(self.namesrv, refresh_interval=route_refresh_interval)
+        self.heartbeat = HeartbeatService(
+            self.pool, self.routes, self.client_id, interval=heartbeat_interval,
+            timeout=request_timeout,
+        )  # fmt: skip
+        self._stack: AsyncExitStack | None = None
+        self._producer_groups: set[str] = set()
+        self._consumer_groups: set[str] = set()
+
+    @property
+    def running(self) -> bool:
+        return self._stack is not None
+
+    async def __aenter__(self) -> ClientInstance:
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(self.pool)
+            tg = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(tg.cancel_scope.cancel)  # runs first on exit: stop the loops
+            await tg.start(self.routes.run)
+            await tg.start(self.heartbeat.run)
+            self._stack = stack.pop_all()
+        log.info("instance.started", client_id=self.client_id, namesrv=self.namesrv.addrs)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        stack, self._stack = self._stack, None
+        if stack is None:
+            return None
+        with anyio.move_on_after(self.request_timeout, shield=True):
+            for group in sorted(self._producer_groups):
+                await self.heartbeat.unregister(producer=group)
+            for group in sorted(self._consumer_groups):
+                await self.heartbeat.unregister(consumer=group)
+        log.info("instance.stopped", client_id=self.client_id)
+        return await stack.__aexit__(exc_type, exc, tb)
+
+    def _check_running(self) -> None:
+        if self._stack is None:
+            raise ClientClosed("the client instance is not running (use 'async with')")
+
+    # ---- owners -------------------------------------------------------------------------
+
+    def register_producer(self, group: str, mailbox: Mailbox[Inbound]) -> None:
+        self._check_running()
+        if group in self._producer_groups:
+            raise ValueError(f"producer group {group!r} is already registered on this instance")
+        self._producer_groups.add(group)
+        self.router.register_producer(group, mailbox)
+        self.heartbeat.add_producer(group)
+
+    def register_consumer(
+        self, group: str, mailbox: Mailbox[Inbound], data: Callable[[], ConsumerData]
+    ) -> None:
+        self._check_running()
+        if group in self._consumer_groups:
+            raise ValueError(f"consumer group {group!r} is already registered on this instance")
+        self._consumer_groups.add(group)
+        self.router.register_consumer(group, mailbox)
+        self.heartbeat.add_consumer(group, data)
+
+    async def unregister_producer(self, group: str) -> None:
+        if group in self._producer_groups:
+            self._producer_groups.discard(group)
+            self.router.unregister_producer(group)
+            self.heartbeat.remove_producer(group)
+            await self.heartbeat.unregister(producer=group)
+
+    async def unregister_consumer(self, group: str) -> None:
+        if group in self._consumer_groups:
+            self._consumer_groups.discard(group)
+            self.router.unregister_consumer(group)
+            self.heartbeat.remove_consumer(group)
+            await self.heartbeat.unregister(consumer=group)
+
+    # ---- requests -----------------------------------------------------------------------
+
+    async def request(
+        self, addr: str, cmd: RemotingCommand, timeout: float | None = None
+    ) -> RemotingCommand:
+        self._check_running()
+        return await self.pool.request(addr, cmd, timeout or self.request_timeout)
+
+    async def oneway(self, addr: str, cmd: RemotingCommand) -> None:
+        self._check_running()
+        await self.pool.oneway(addr, cmd)
+
+    def statistics(self) -> dict[str, Any]:
+        return {
+            "client_id": self.client_id,
+            "pool": self.pool.statistics(),
+            "routes": self.routes.topics(),
+            "heartbeat_rounds": self.heartbeat.rounds,
+            "router": {"unsupported": self.router.unsupported,
+                       "undeliverable": self.router.undeliverable},
+        }  # fmt: skip

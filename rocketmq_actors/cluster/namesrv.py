@@ -1,0 +1,120 @@
+"""NameServer client: several addresses, a sticky choice, failover with a per-address cool-down.
+
+Like the Java client it keeps using one NameServer while it answers. An address that fails
+(cannot connect, connection lost, timeout) is cooled down for ``cooldown`` seconds: other
+addresses are tried first; cooled-down ones only as a last resort.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+
+import structlog
+
+from rocketmq_actors.errors import (
+    BrokerError,
+    NameServerUnavailable,
+    RocketMQError,
+    TopicNotFound,
+)
+from rocketmq_actors.protocol.bodies import ClusterInfo, TopicRouteData
+from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
+from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.protocol.errors import ProtocolError
+from rocketmq_actors.protocol.headers import GetRouteInfoRequestHeader
+from rocketmq_actors.runtime.connection import split_addr
+from rocketmq_actors.runtime.pool import ConnectionPool
+
+__all__ = ["NameServerClient", "parse_namesrv"]
+
+log = structlog.get_logger("rocketmq_actors.cluster")
+
+
+def parse_namesrv(namesrv: str | Sequence[str]) -> tuple[str, ...]:
+    """``"a:9876;b:9876"`` or a list of addresses; each must be ``host:port``."""
+    items = namesrv.split(";") if isinstance(namesrv, str) else list(namesrv)
+    addrs = tuple(a.strip() for a in items if a and a.strip())
+    if not addrs:
+        raise ValueError("no NameServer address given (expected 'host:port[;host:port...]')")
+    for addr in addrs:
+        split_addr(addr)  # ValueError on a malformed address, before any network I/O
+    return addrs
+
+
+class NameServerClient:
+    def __init__(
+        self,
+        pool: ConnectionPool,
+        namesrv: str | Sequence[str],
+        *,
+        timeout: float = 3.0,
+        cooldown: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.addrs = parse_namesrv(namesrv)
+        self.timeout = timeout
+        self.cooldown = cooldown
+        self._pool = pool
+        self._clock = clock
+        self._current = random.randrange(len(self.addrs))
+        self._cool_until: dict[str, float] = {}
+
+    @property
+    def current(self) -> str:
+        return self.addrs[self._current]
+
+    def _candidates(self) -> list[str]:
+        now = self._clock()
+        ordered = self.addrs[self._current :] + self.addrs[: self._current]
+        fresh = [a for a in ordered if self._cool_until.get(a, 0.0) <= now]
+        cooling = [a for a in ordered if a not in fresh]
+        return fresh + cooling
+
+    async def request(self, build: Callable[[], RemotingCommand]) -> RemotingCommand:
+        """Send a fresh command from ``build()`` to one NameServer after another until one
+        answers (with any code)."""
+        last: RocketMQError | None = None
+        for addr in self._candidates():
+            try:
+                reply = await self._pool.request(addr, build(), self.timeout)
+            except RocketMQError as exc:
+                if not exc.retriable:
+                    raise
+                self._cool_until[addr] = self._clock() + self.cooldown
+                log.warning("namesrv.failed", addr=addr, error=str(exc))
+                last = exc
+                continue
+            if addr != self.current:
+                log.info("namesrv.switched", addr=addr)
+                self._current = self.addrs.index(addr)
+            self._cool_until.pop(addr, None)
+            return reply
+        raise NameServerUnavailable(
+            f"no NameServer of {';'.join(self.addrs)} answered: {last}"
+        ) from last
+
+    async def topic_route(self, topic: str) -> TopicRouteData:
+        reply = await self.request(
+            lambda: RemotingCommand.request(
+                RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                GetRouteInfoRequestHeader(topic=topic, accept_standard_json_only=True).to_ext(),
+            )
+        )
+        if reply.code == ResponseCode.TOPIC_NOT_EXIST:
+            raise TopicNotFound(topic)
+        if reply.code != ResponseCode.SUCCESS:
+            raise BrokerError(self.current, reply.code, reply.remark)
+        try:
+            return TopicRouteData.decode(reply.body)
+        except ProtocolError as exc:
+            raise BrokerError(self.current, reply.code, f"bad route body: {exc}") from exc
+
+    async def cluster_info(self) -> ClusterInfo:
+        reply = await self.request(
+            lambda: RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO)
+        )
+        if reply.code != ResponseCode.SUCCESS:
+            raise BrokerError(self.current, reply.code, reply.remark)
+        return ClusterInfo.decode(reply.body)

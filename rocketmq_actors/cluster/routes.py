@@ -1,0 +1,145 @@
+"""Topic routes: publish and subscribe queue views, refreshed periodically and on demand.
+
+A route that was fetched once keeps serving while every NameServer is down: refresh failures
+are logged and the cached route stays. Concurrent ``get`` calls for an uncached topic share one
+NameServer request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import anyio
+import attrs
+import structlog
+from anyio.abc import TaskStatus
+
+from rocketmq_actors.errors import RocketMQError, TopicNotFound
+from rocketmq_actors.protocol.bodies import (
+    MASTER_ID,
+    PERM_READ,
+    PERM_WRITE,
+    BrokerData,
+    MessageQueue,
+    TopicRouteData,
+)
+
+from .namesrv import NameServerClient
+
+__all__ = ["RouteTable", "TopicRoute"]
+
+log = structlog.get_logger("rocketmq_actors.cluster")
+
+
+@attrs.frozen
+class TopicRoute:
+    topic: str
+    data: TopicRouteData
+    publish_queues: tuple[MessageQueue, ...]
+    subscribe_queues: tuple[MessageQueue, ...]
+    brokers: Mapping[str, BrokerData]
+
+    @classmethod
+    def from_data(cls, topic: str, data: TopicRouteData) -> TopicRoute:
+        brokers = {b.broker_name: b for b in data.broker_datas}
+        publish: list[MessageQueue] = []
+        if data.order_topic_conf:
+            for item in data.order_topic_conf.split(";"):
+                name, _, count = item.partition(":")
+                if name and count.isdigit():
+                    publish += (MessageQueue(topic, name, i) for i in range(int(count)))
+        else:
+            for q in sorted(data.queue_datas, key=lambda q: q.broker_name):
+                broker = brokers.get(q.broker_name)
+                if q.perm & PERM_WRITE and broker is not None and broker.master_addr:
+                    publish += (
+                        MessageQueue(topic, q.broker_name, i) for i in range(q.write_queue_nums)
+                    )
+        subscribe = [
+            MessageQueue(topic, q.broker_name, i)
+            for q in data.queue_datas
+            if q.perm & PERM_READ
+            for i in range(q.read_queue_nums)
+        ]
+        return cls(topic, data, tuple(publish), tuple(sorted(subscribe)), brokers)
+
+    def master_addr(self, broker_name: str) -> str | None:
+        broker = self.brokers.get(broker_name)
+        return broker.broker_addrs.get(MASTER_ID) if broker else None
+
+
+class RouteTable:
+    def __init__(self, namesrv: NameServerClient, *, refresh_interval: float = 30.0) -> None:
+        self.namesrv = namesrv
+        self.refresh_interval = refresh_interval
+        self._routes: dict[str, TopicRoute] = {}
+        self._locks: dict[str, anyio.Lock] = {}
+
+    def cached(self, topic: str) -> TopicRoute | None:
+        return self._routes.get(topic)
+
+    def topics(self) -> list[str]:
+        return list(self._routes)
+
+    async def get(self, topic: str) -> TopicRoute:
+        route = self._routes.get(topic)
+        if route is not None:
+            return route
+        lock = self._locks.setdefault(topic, anyio.Lock())
+        async with lock:
+            route = self._routes.get(topic)
+            return route if route is not None else await self.refresh(topic)
+
+    async def refresh(self, topic: str) -> TopicRoute:
+        """Fetch the route now; on failure keep serving a cached one if there is one."""
+        try:
+            data = await self.namesrv.topic_route(topic)
+        except TopicNotFound:
+            if self._routes.pop(topic, None) is not None:
+                log.warning("route.removed", topic=topic)
+            raise
+        except RocketMQError as exc:
+            cached = self._routes.get(topic)
+            if cached is None:
+                raise
+            log.warning("route.refresh_failed", topic=topic, error=str(exc), serving="cached")
+            return cached
+        route = TopicRoute.from_data(topic, data)
+        old = self._routes.get(topic)
+        if old is None or old.data != route.data:
+            log.info(
+                "route.changed",
+                topic=topic,
+                publish=len(route.publish_queues),
+                subscribe=len(route.subscribe_queues),
+                brokers=sorted(route.brokers),
+            )
+        self._routes[topic] = route
+        return route
+
+    def master_addr(self, broker_name: str) -> str | None:
+        for route in self._routes.values():
+            addr = route.master_addr(broker_name)
+            if addr:
+                return addr
+        return None
+
+    def broker_addrs(self, *, masters_only: bool = True) -> set[str]:
+        addrs: set[str] = set()
+        for route in self._routes.values():
+            for broker in route.brokers.values():
+                for broker_id, addr in broker.broker_addrs.items():
+                    if broker_id == MASTER_ID or not masters_only:
+                        addrs.add(addr)
+        return addrs
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Refresh every known topic every ``refresh_interval`` seconds."""
+        task_status.started()
+        while True:
+            await anyio.sleep(self.refresh_interval)
+            for topic in self.topics():
+                try:
+                    await self.refresh(topic)
+                except RocketMQError as exc:
+                    log.info("route.refresh_error", topic=topic, error=str(exc))
