@@ -11,6 +11,7 @@ Frame layout (all big-endian)::
 from __future__ import annotations
 
 import json
+import json.scanner
 import struct
 from collections.abc import Mapping
 from typing import Any
@@ -120,21 +121,37 @@ class RemotingCommand:
         return b"".join((prefix, header, self.body))
 
 
+# The C encoder/scanner of the json module, built once (json.dumps/JSONEncoder.encode build a
+# new C encoder object on every call).
+def _unserializable(value: object) -> object:
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+_c_encoder = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+    None, _unserializable, json.encoder.encode_basestring, None, ":", ",", False, False, True
+)
+
+
+def _encode_json(value: object) -> str:
+    if value.__class__ is str:
+        return json.encoder.encode_basestring(value)
+    return "".join(_c_encoder(value, 0))
+
+
+_scan_json = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+
+
 def encode_header(cmd: RemotingCommand) -> bytes:
     if cmd.serialize_type == SerializeType.ROCKETMQ:
         return _encode_binary_header(cmd)
-    obj: dict[str, Any] = {
-        "code": cmd.code,
-        "extFields": cmd.ext_fields,
-        "flag": cmd.flag,
-        "language": cmd.language.name,
-        "opaque": cmd.opaque,
-        "serializeTypeCurrentRPC": "JSON",
-        "version": cmd.version,
-    }
-    if cmd.remark is not None:
-        obj["remark"] = cmd.remark
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    # fastjson's field order (alphabetical); readers do not depend on it
+    remark = "" if cmd.remark is None else f',"remark":{_encode_json(cmd.remark)}'
+    return (
+        f'{{"code":{int(cmd.code)},"extFields":{_encode_json(cmd.ext_fields)},'
+        f'"flag":{int(cmd.flag)},"language":"{cmd.language.name}",'
+        f'"opaque":{int(cmd.opaque)}{remark},"serializeTypeCurrentRPC":"JSON",'
+        f'"version":{int(cmd.version)}}}'
+    ).encode()
 
 
 def _encode_binary_header(cmd: RemotingCommand) -> bytes:
@@ -177,51 +194,72 @@ def decode_header(serialize_type: int, header: bytes | memoryview, body: bytes) 
     raise ProtocolError("bad-serialize-type", f"unknown header serialization type {serialize_type}")
 
 
-def _as_int(obj: Mapping[str, Any], key: str, default: int | None = None) -> int:
-    value = obj.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ProtocolError("bad-header-json", f"field {key!r} is not an integer: {value!r}")
-    return value
+def _bad_int(key: str, value: object) -> ProtocolError:
+    return ProtocolError("bad-header-json", f"field {key!r} is not an integer: {value!r}")
 
 
 def _decode_json_header(header: bytes | memoryview, body: bytes) -> RemotingCommand:
     try:
-        obj = json.loads(bytes(header))
+        text = str(header, "utf-8")
+        obj, end = _scan_json(text, 0)
+    except StopIteration:
+        raise ProtocolError("bad-header-json", "header is not JSON") from None
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise ProtocolError("bad-header-json", str(exc)) from None
-    if not isinstance(obj, dict):
+    if end != len(text) and text[end:].strip():
+        raise ProtocolError("bad-header-json", f"trailing data after offset {end}")
+    if obj.__class__ is not dict:
         raise ProtocolError("bad-header-json", "header is not a JSON object")
-    code = _as_int(obj, "code")
-    opaque = _as_int(obj, "opaque", 0)
-    flag = _as_int(obj, "flag", 0)
-    version = _as_int(obj, "version", 0)
+    # exact class checks: bool is an int subclass and must not pass for one
+    code = obj.get("code")
+    if code.__class__ is not int:
+        raise _bad_int("code", code)
+    opaque = obj.get("opaque", 0)
+    if opaque.__class__ is not int:
+        raise _bad_int("opaque", opaque)
+    flag = obj.get("flag", 0)
+    if flag.__class__ is not int:
+        raise _bad_int("flag", flag)
+    version = obj.get("version", 0)
+    if version.__class__ is not int:
+        raise _bad_int("version", version)
     remark = obj.get("remark")
-    if remark is not None and not isinstance(remark, str):
+    if remark is not None and remark.__class__ is not str:
         raise ProtocolError("bad-header-json", "remark is not a string")
-    raw_ext = obj.get("extFields")
-    ext: dict[str, str] = {}
-    if raw_ext is not None:
-        if not isinstance(raw_ext, dict):
-            raise ProtocolError("bad-header-json", "extFields is not an object")
-        for key, value in raw_ext.items():
-            if value is None:
-                continue
-            if isinstance(value, str):
-                ext[key] = value
-            elif isinstance(value, bool):
-                ext[key] = "true" if value else "false"
-            elif isinstance(value, (int, float)):
-                ext[key] = str(value)
-            else:
-                raise ProtocolError("bad-header-json", f"extFields[{key!r}] is not a scalar")
+    ext = obj.get("extFields")
+    if ext is None:
+        ext = {}
+    elif ext.__class__ is not dict:
+        raise ProtocolError("bad-header-json", "extFields is not an object")
+    elif not all(v.__class__ is str for v in ext.values()):
+        ext = _coerce_ext(ext)
     lang = obj.get("language")
-    language = LanguageCode.OTHER
-    if isinstance(lang, str):
-        language = _LANGUAGE_BY_NAME.get(lang, LanguageCode.OTHER)
+    language = (
+        _LANGUAGE_BY_NAME.get(lang, LanguageCode.OTHER)
+        if lang.__class__ is str
+        else LanguageCode.OTHER  # also for hostile unhashable values such as []
+    )
     # positional, in field order (the cheapest attrs init on the receive path)
     return RemotingCommand(
         code, opaque, flag, ext, body, remark, language, version, SerializeType.JSON
     )
+
+
+def _coerce_ext(raw: dict[str, Any]) -> dict[str, str]:
+    """Slow path: extFields values that are not all strings (nulls dropped, scalars rendered)."""
+    ext: dict[str, str] = {}
+    for key, value in raw.items():
+        if value is None:
+            continue
+        if isinstance(value, str):
+            ext[key] = value
+        elif isinstance(value, bool):
+            ext[key] = "true" if value else "false"
+        elif isinstance(value, (int, float)):
+            ext[key] = str(value)
+        else:
+            raise ProtocolError("bad-header-json", f"extFields[{key!r}] is not a scalar")
+    return ext
 
 
 def _decode_binary_header(header: bytes | memoryview, body: bytes) -> RemotingCommand:

@@ -30,6 +30,8 @@ from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.framing import FrameDecoder
 
+from .waiters import Clock, DeadlineWatcher, Waiter, waiter_factory
+
 __all__ = ["BrokerConnection", "ConnectionClosedByPeer", "connect"]
 
 log = structlog.get_logger("rocketmq_actors.runtime")
@@ -39,15 +41,6 @@ RequestHandler = Callable[["BrokerConnection", RemotingCommand], None]
 
 class ConnectionClosedByPeer(Exception):
     """The server closed the connection."""
-
-
-class _Pending:
-    __slots__ = ("error", "event", "result")
-
-    def __init__(self) -> None:
-        self.event = anyio.Event()
-        self.result: RemotingCommand | None = None
-        self.error: BaseException | None = None
 
 
 def split_addr(addr: str) -> tuple[str, int]:
@@ -91,7 +84,10 @@ class BrokerConnection:
         self._stream = stream
         self._on_request = on_request
         self._decoder = FrameDecoder()
-        self._pending: dict[int, _Pending] = {}
+        self._pending: dict[int, Waiter] = {}
+        self._new_waiter: Callable[[], Waiter] | None = None
+        self._clock: Clock = anyio.current_time
+        self._deadlines = DeadlineWatcher(self._pending, self._expire)
         self._next_opaque = 0
         self._outbox: list[bytes] = []
         self._outbox_ready = anyio.Event()
@@ -100,6 +96,7 @@ class BrokerConnection:
         self._in_flight = 0
         self._in_flight_bytes = 0
         self._capacity_freed = anyio.Event()
+        self._capacity_waiters = 0
         self._closed: BaseException | None = None
         self._scope: anyio.CancelScope | None = None
         self.requests_sent = 0
@@ -139,6 +136,7 @@ class BrokerConnection:
             with anyio.CancelScope() as self._scope:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(self._writer)
+                    tg.start_soon(self._deadlines.run)
                     await self._reader()
         except Exception as exc:
             reason = unwrap_group(exc)
@@ -162,12 +160,15 @@ class BrokerConnection:
 
     def _fail_pending(self, reason: BaseException) -> None:
         pending, self._pending = self._pending, {}
+        self._deadlines.rebind(self._pending)
         for waiter in pending.values():
             error = ConnectionLost(self.addr, str(reason) or type(reason).__name__)
             error.__cause__ = reason
-            waiter.error = error
-            waiter.event.set()
+            waiter.set_exception(error)
         self._capacity_freed.set()
+
+    def _expire(self, opaque: int, waiter: Waiter) -> None:
+        waiter.set_exception(RequestTimeout(self.addr, waiter.code, waiter.timeout))
 
     async def _reader(self) -> None:
         receive = self._stream.receive
@@ -183,8 +184,7 @@ class BrokerConnection:
                     if cmd.flag & 1:  # response
                         waiter = pending.pop(cmd.opaque, None)
                         if waiter is not None:
-                            waiter.result = cmd
-                            waiter.event.set()
+                            waiter.set_result(cmd)
                         else:
                             log.debug("connection.response.unmatched", addr=self.addr,
                                       opaque=cmd.opaque, code=cmd.code)  # fmt: skip
@@ -212,79 +212,105 @@ class BrokerConnection:
 
     def _enqueue(self, frame: bytes) -> None:
         self._outbox.append(frame)
-        self._outbox_ready.set()
+        if len(self._outbox) == 1:  # the writer is (or will be) waiting for the first frame
+            self._outbox_ready.set()
 
     def _take_opaque(self) -> int:
         opaque = self._next_opaque
         self._next_opaque = (opaque + 1) & 0x7FFFFFFF
         return opaque
 
-    async def _acquire(self, size: int) -> None:
-        while self._closed is None and (
-            self._in_flight >= self._max_in_flight
-            or (self._in_flight_bytes and self._in_flight_bytes + size > self._max_bytes)
-        ):
-            if self._capacity_freed.is_set():
-                self._capacity_freed = anyio.Event()
-            await self._capacity_freed.wait()
+    def _has_capacity(self, size: int) -> bool:
+        return self._in_flight < self._max_in_flight and (
+            not self._in_flight_bytes or self._in_flight_bytes + size <= self._max_bytes
+        )
+
+    async def _wait_for_capacity(self, size: int) -> None:
+        """Backpressure: wait until a slot (and room for ``size`` bytes) is free."""
+        self._capacity_waiters += 1
+        try:
+            while self._closed is None and not self._has_capacity(size):
+                if self._capacity_freed.is_set():
+                    self._capacity_freed = anyio.Event()
+                await self._capacity_freed.wait()
+        finally:
+            self._capacity_waiters -= 1
         if self._closed is not None:
             raise ConnectionLost(self.addr, str(self._closed)) from self._closed
-        self._in_flight += 1
-        self._in_flight_bytes += size
 
     def _release(self, size: int) -> None:
         self._in_flight -= 1
         self._in_flight_bytes -= size
-        self._capacity_freed.set()
+        if self._capacity_waiters:
+            self._capacity_freed.set()
+
+    def _new_request_waiter(self, code: int, timeout: float) -> tuple[int, Waiter]:
+        """Take a slot's opaque and register its waiter (the slot is already held)."""
+        new_waiter = self._new_waiter
+        if new_waiter is None:  # a request may arrive before serve() first runs
+            new_waiter, self._clock = waiter_factory()
+            self._new_waiter = new_waiter
+        opaque = self._next_opaque
+        self._next_opaque = (opaque + 1) & 0x7FFFFFFF
+        waiter = new_waiter()
+        waiter.code = code
+        waiter.timeout = timeout
+        waiter.deadline = deadline = self._clock() + timeout
+        self._pending[opaque] = waiter
+        self._deadlines.track(deadline)
+        return opaque, waiter
+
+    def _forget(self, opaque: int, waiter: Waiter, size: int) -> None:
+        if not waiter.done():  # the caller was cancelled (or encoding failed)
+            self._pending.pop(opaque, None)
+        self._release(size)
 
     async def request(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
         """Send ``cmd`` (a new opaque is assigned) and return its response."""
-        return await self.request_encoded(cmd.code, _encoder(cmd), timeout, len(cmd.body))
+        size = len(cmd.body)
+        if self._closed is not None or not self._has_capacity(size):
+            await self._wait_for_capacity(size)
+        self._in_flight += 1
+        self._in_flight_bytes += size
+        opaque, waiter = self._new_request_waiter(cmd.code, timeout)
+        try:
+            cmd.opaque = opaque
+            self._enqueue(cmd.encode())
+            self.requests_sent += 1
+            result: RemotingCommand = await waiter
+            return result
+        finally:
+            self._forget(opaque, waiter, size)
 
     async def request_encoded(
         self, code: int, encode: Callable[[int], bytes], timeout: float, size_hint: int = 0
     ) -> RemotingCommand:
         """Like :meth:`request` for a caller that builds the frame itself from an opaque
         (the producer's pre-rendered send frames)."""
-        await self._acquire(size_hint)
+        if self._closed is not None or not self._has_capacity(size_hint):
+            await self._wait_for_capacity(size_hint)
+        self._in_flight += 1
+        self._in_flight_bytes += size_hint
+        opaque, waiter = self._new_request_waiter(code, timeout)
         try:
-            opaque = self._take_opaque()
-            frame = encode(opaque)
-            waiter = _Pending()
-            self._pending[opaque] = waiter
-            self._enqueue(frame)
+            self._enqueue(encode(opaque))
             self.requests_sent += 1
-            with anyio.move_on_after(timeout):
-                await waiter.event.wait()
-            if waiter.result is not None:
-                return waiter.result
-            if waiter.error is not None:
-                raise waiter.error
-            self._pending.pop(opaque, None)
-            raise RequestTimeout(self.addr, code, timeout)
+            result: RemotingCommand = await waiter
+            return result
         finally:
-            self._release(size_hint)
+            self._forget(opaque, waiter, size_hint)
 
     async def oneway(self, cmd: RemotingCommand) -> None:
         """Send without waiting for (or expecting) a response."""
-        await self._acquire(len(cmd.body))
-        try:
-            cmd.opaque = self._take_opaque()
-            cmd.flag |= 0x2
-            self._enqueue(cmd.encode())
-            self.requests_sent += 1
-        finally:
-            self._release(len(cmd.body))
+        size = len(cmd.body)
+        if self._closed is not None or not self._has_capacity(size):
+            await self._wait_for_capacity(size)
+        cmd.opaque = self._take_opaque()
+        cmd.flag |= 0x2
+        self._enqueue(cmd.encode())
+        self.requests_sent += 1
 
     def send_response(self, response: RemotingCommand) -> None:
         """Queue a reply to a broker-initiated request (never blocks)."""
         if self._closed is None:
             self._enqueue(response.encode())
-
-
-def _encoder(cmd: RemotingCommand) -> Callable[[int], bytes]:
-    def encode(opaque: int) -> bytes:
-        cmd.opaque = opaque
-        return cmd.encode()
-
-    return encode

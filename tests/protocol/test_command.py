@@ -89,6 +89,9 @@ def test_flags_and_response_helper() -> None:
 def test_unknown_language_name_and_number_decode_as_other() -> None:
     raw = b'{"code":0,"language":"COBOL","opaque":1,"flag":1,"version":1}'
     assert decode_header(0, raw, b"").language == LanguageCode.OTHER
+    for hostile in (b"[]", b"{}", b"7"):  # unhashable or not a name: still just OTHER
+        raw = b'{"code":0,"language":' + hostile + b"}"
+        assert decode_header(0, raw, b"").language == LanguageCode.OTHER
     binary = bytearray(GOLDEN_BINARY_HEADER)
     binary[2] = 99
     assert decode_header(1, bytes(binary), b"").language == LanguageCode.OTHER
@@ -110,6 +113,9 @@ def test_json_ext_fields_scalars_are_stringified() -> None:
         b'{"code":1,"extFields":[]}',
         b'{"code":1,"extFields":{"a":{}}}',
         b'{"code":1,"remark":5}',
+        b'{"code":1,"opaque":1.5}',
+        b'{"code":1} trailing',
+        b"",
         b"\xff\xfe",
     ],
 )

@@ -1,0 +1,136 @@
+"""Per-request waiters and a deadline watcher: the request path's cheap primitives.
+
+Measured on the build machine: an ``anyio.Event`` costs ~7 us to create, set and await and an
+``anyio.move_on_after`` scope ~11 us; an asyncio future costs ~0.4 us. At tens of thousands of
+requests per second that difference is the client's throughput. So:
+
+* under asyncio a waiter is a loop future; under any other anyio backend it is an
+  ``anyio.Event`` with the same small interface;
+* request timeouts are not one cancel scope per request: a :class:`DeadlineWatcher` task per
+  connection sleeps until the earliest deadline it knows and expires what is overdue. With
+  uniform timeouts it scans the pending table about once per timeout period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Generator, MutableMapping
+from typing import Any, Protocol
+
+import anyio
+
+__all__ = ["Clock", "DeadlineWatcher", "Waiter", "waiter_factory"]
+
+Clock = Callable[[], float]
+
+
+class Waiter(Protocol):
+    deadline: float
+    code: int  # request code and timeout, for the RequestTimeout error
+    timeout: float
+
+    def set_result(self, result: Any) -> None: ...
+    def set_exception(self, exc: BaseException) -> None: ...
+    def done(self) -> bool: ...
+    def __await__(self) -> Generator[Any, None, Any]: ...
+
+
+class _FutureWaiter(asyncio.Future[Any]):
+    """An asyncio future that also carries its deadline."""
+
+    deadline: float = math.inf
+    code: int = 0
+    timeout: float = 0.0
+
+
+class _EventWaiter:
+    """The same interface on any anyio backend."""
+
+    __slots__ = ("_error", "_event", "_result", "code", "deadline", "timeout")
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+        self._result: Any = None
+        self._error: BaseException | None = None
+        self.deadline = math.inf
+        self.code = 0
+        self.timeout = 0.0
+
+    def set_result(self, result: Any) -> None:
+        if not self._event.is_set():
+            self._result = result
+            self._event.set()
+
+    def set_exception(self, exc: BaseException) -> None:
+        if not self._event.is_set():
+            self._error = exc
+            self._event.set()
+
+    def done(self) -> bool:
+        return self._event.is_set()
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        yield from self._event.wait().__await__()
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+def waiter_factory() -> tuple[Callable[[], Waiter], Clock]:
+    """A constructor of waiters for the running event loop, and its clock (the loop's own
+    ``time`` under asyncio: ``anyio.current_time`` costs ~4 us of backend dispatch)."""
+    try:
+        loop = asyncio.get_running_loop()  # raises outside asyncio (e.g. on trio)
+    except RuntimeError:
+        return _EventWaiter, anyio.current_time
+    return (lambda: _FutureWaiter(loop=loop)), loop.time
+
+
+class DeadlineWatcher:
+    """Expires the waiters of ``pending`` whose deadline has passed.
+
+    ``expire(key, waiter)`` is called for each overdue entry, after it was removed from
+    ``pending``. Call :meth:`track` with each new deadline: it wakes the watcher only when the
+    new deadline is earlier than any it is sleeping towards.
+    """
+
+    def __init__(
+        self,
+        pending: MutableMapping[int, Waiter],
+        expire: Callable[[int, Waiter], None],
+    ) -> None:
+        self._pending = pending
+        self._expire = expire
+        self._next = math.inf
+        self._wake = anyio.Event()
+        self.scans = 0
+
+    def track(self, deadline: float) -> None:
+        if deadline < self._next:
+            self._next = deadline
+            self._wake.set()
+
+    def rebind(self, pending: MutableMapping[int, Waiter]) -> None:
+        self._pending = pending
+
+    async def run(self) -> None:
+        while True:
+            now = anyio.current_time()
+            if now >= self._next:
+                self.scans += 1
+                earliest = math.inf
+                for key, waiter in list(self._pending.items()):
+                    if waiter.deadline <= now:
+                        del self._pending[key]
+                        self._expire(key, waiter)
+                    elif waiter.deadline < earliest:
+                        earliest = waiter.deadline
+                self._next = earliest
+            if self._wake.is_set():
+                self._wake = anyio.Event()
+            if self._next == math.inf:
+                await self._wake.wait()
+            else:
+                with anyio.move_on_after(max(self._next - anyio.current_time(), 0.0)):
+                    await self._wake.wait()
