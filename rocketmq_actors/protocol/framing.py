@@ -51,6 +51,10 @@ class FrameDecoder:
         out: list[RemotingCommand] = []
         pos = self._pos
         end = len(buf)
+        # One view for the whole call, released before the buffer is resized below: headers
+        # are decoded straight from it and bodies copied out once (a bytearray slice would
+        # copy, and bytes() of it copy again).
+        view = memoryview(buf)
         try:
             while end - pos >= 8:
                 total, word = _PREFIX.unpack_from(buf, pos)
@@ -69,15 +73,18 @@ class FrameDecoder:
                 frame_end = pos + 4 + total
                 if frame_end > end:
                     break
-                header_start = pos + 8
-                body_start = header_start + header_len
-                header = bytes(buf[header_start:body_start])
-                body = bytes(buf[body_start:frame_end])
-                out.append(decode_header((word >> 24) & 0xFF, header, body))
+                body_start = pos + 8 + header_len
+                out.append(
+                    decode_header(
+                        word >> 24, view[pos + 8 : body_start], bytes(view[body_start:frame_end])
+                    )
+                )
                 pos = frame_end
         except ProtocolError as exc:
             self._error = exc
             raise
+        finally:
+            view.release()
         if pos == end:
             buf.clear()
             pos = 0
