@@ -46,6 +46,8 @@ test: lint typecheck pytest
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.codec
+	$(PY) -m benchmarks.roundtrip
+	$(PY) -m benchmarks.roundtrip --uvloop --out benchmarks/results/roundtrip-uvloop.json
 
 cluster-up: $(STAMP)
 	$(VENV)/bin/rocketmq-actors cluster start --state-dir $(STATE)

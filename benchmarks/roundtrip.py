@@ -90,11 +90,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--in-flight", type=int, default=256)
     parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument(
+        "--warmup", type=float, default=15.0, help="seconds before measuring (broker JIT warm-up)"
+    )
     parser.add_argument("--broker", help="use this broker instead of starting a cluster")
     parser.add_argument("--uvloop", action="store_true", help="run on uvloop (optional extra)")
     parser.add_argument("--out", type=Path, default=RESULTS / "roundtrip.json")
     args = parser.parse_args(argv)
+    if args.uvloop:
+        try:
+            import uvloop  # noqa: F401
+        except ImportError:
+            parser.error("--uvloop needs the uvloop package: pip install 'rocketmq-actors[uvloop]'")
 
     def measure(broker: str) -> dict[str, float]:
         options = {"use_uvloop": True} if args.uvloop else {}
