@@ -7,6 +7,7 @@ Applications call :func:`configure_logging` once, or configure structlog their o
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from typing import TextIO
@@ -14,6 +15,22 @@ from typing import TextIO
 import structlog
 
 __all__ = ["configure_logging"]
+
+
+class _StderrAtWriteTime:
+    """``sys.stderr`` as it is when a line is written (not when logging was configured), and
+    a write that fails - a closed or broken stream - drops the line instead of raising into
+    the client code that logged it."""
+
+    def write(self, text: str) -> int:
+        try:
+            return sys.stderr.write(text)
+        except (ValueError, OSError):
+            return 0
+
+    def flush(self) -> None:
+        with contextlib.suppress(ValueError, OSError):
+            sys.stderr.flush()
 
 
 def configure_logging(
@@ -37,6 +54,6 @@ def configure_logging(
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(stream or _StderrAtWriteTime()),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )

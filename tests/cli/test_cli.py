@@ -26,3 +26,24 @@ def test_stop_without_state_is_one_line_error(
     assert main(["cluster", "stop", "--state-dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "state.json" in err and "Traceback" not in err
+
+
+def test_logging_survives_a_closed_stderr(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Log lines to a closed stream are dropped, never raised into the code that logged."""
+    import io
+
+    import structlog
+
+    from rocketmq_actors.logs import configure_logging
+
+    configure_logging()
+    closed = io.StringIO()
+    closed.close()
+    monkeypatch.setattr("sys.stderr", closed)
+    structlog.get_logger("t").warning("connection.closed", addr="x")  # must not raise
+    live = io.StringIO()
+    monkeypatch.setattr("sys.stderr", live)
+    structlog.get_logger("t").warning("connection.closed", addr="y")
+    assert "connection.closed" in live.getvalue() and "addr=y" in live.getvalue()
