@@ -10,9 +10,6 @@ least 500k 128-byte messages per second from a pull body.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
-import sys
 import timeit
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +22,7 @@ from rocketmq_actors.protocol.records import decode_messages
 from rocketmq_actors.protocol.sendframe import SendFrameEncoder
 from rocketmq_actors.testing.stored import encode_stored
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from .common import RESULTS, write_results
 
 # What a real 5.3.3 broker returns on a message from a producer (see the pull fixture).
 PROPS = {
@@ -123,9 +120,6 @@ def main(argv: list[str] | None = None) -> int:
     decode_props = bench_decode(with_properties=True)
     encode_fast = bench_encode_fast()
     results = {
-        "python": platform.python_version(),
-        "machine": platform.machine(),
-        "calibration_sum_range_1000_us": round(_best(lambda: sum(range(1000)), 10_000) * 1e6, 2),
         "encode_send_v2_us": round(encode_fast * 1e6, 3),
         "encode_send_v2_target_us": 3.0,
         "encode_send_v2_generic_path_us": round(bench_encode_generic() * 1e6, 3),
@@ -134,9 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         "decode_128b_with_properties_msgs_per_s": round(1 / decode_props),
         "decode_response_frame_us": round(bench_decode_response_frames() * 1e6, 3),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
-    sys.stdout.write(json.dumps(results) + "\n")
+    write_results(args.out, results)
     return 0
 
 

@@ -10,11 +10,7 @@ cluster (the broker shares this machine's cores, as the target assumes). Target:
 from __future__ import annotations
 
 import argparse
-import json
-import platform
-import sys
 import time
-import timeit
 from pathlib import Path
 
 import anyio
@@ -25,14 +21,7 @@ from rocketmq_actors.protocol.headers import GetMaxOffsetRequestHeader
 from rocketmq_actors.runtime.pool import ConnectionPool
 from rocketmq_actors.testing.cluster import LocalCluster
 
-RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def calibration_us() -> float:
-    """This VM's speed varies ~2x over minutes; report it beside every figure."""
-    return round(
-        min(timeit.repeat(lambda: sum(range(1000)), number=2000, repeat=5)) / 2000 * 1e6, 2
-    )
+from .common import RESULTS, write_results
 
 
 async def run(broker: str, in_flight: int, seconds: float, warmup: float) -> dict[str, float]:
@@ -114,18 +103,16 @@ def main(argv: list[str] | None = None) -> int:
     else:
         with LocalCluster() as cluster:
             figures = measure(cluster.broker("broker-a").addr)
-    result = {
-        "python": platform.python_version(),
-        "calibration_sum_range_1000_us": calibration_us(),
-        "event_loop": "uvloop" if args.uvloop else "asyncio",
-        "in_flight": args.in_flight,
-        "seconds": args.seconds,
-        **figures,
-        "target_requests_per_s": 40_000,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    sys.stdout.write(json.dumps(result) + "\n")
+    write_results(
+        args.out,
+        {
+            "event_loop": "uvloop" if args.uvloop else "asyncio",
+            "in_flight": args.in_flight,
+            "seconds": args.seconds,
+            **figures,
+            "target_requests_per_s": 40_000,
+        },
+    )
     return 0
 
 

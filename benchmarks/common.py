@@ -1,0 +1,34 @@
+"""What every benchmark shares: the machine calibration figure and the results file."""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import timeit
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def calibration_us() -> float:
+    """Best time of ``sum(range(1000))`` in microseconds. The build VM's speed varies about 2x
+    over minutes; every results file carries this figure so runs can be compared."""
+    return round(
+        min(timeit.repeat(lambda: sum(range(1000)), number=2000, repeat=5)) / 2000 * 1e6, 2
+    )
+
+
+def write_results(path: Path, figures: dict[str, Any]) -> None:
+    """Write ``figures`` (with Python version and calibration) to ``path`` and one JSON line to
+    stdout."""
+    result = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "calibration_sum_range_1000_us": calibration_us(),
+        **figures,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    sys.stdout.write(json.dumps(result) + "\n")
