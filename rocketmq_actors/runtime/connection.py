@@ -250,8 +250,7 @@ class BrokerConnection:
         if new_waiter is None:  # a request may arrive before serve() first runs
             new_waiter, self._clock = waiter_factory()
             self._new_waiter = new_waiter
-        opaque = self._next_opaque
-        self._next_opaque = (opaque + 1) & 0x7FFFFFFF
+        opaque = self._take_opaque()
         waiter = new_waiter()
         waiter.code = code
         waiter.timeout = timeout

@@ -14,8 +14,9 @@ from rocketmq_actors.protocol.bodies import ClusterInfo, TopicRouteData
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode, SerializeType
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.framing import FrameDecoder
+from rocketmq_actors.runtime.connection import split_addr
 
-__all__ = ["ProbeError", "cluster_info", "request", "split_addr", "topic_route"]
+__all__ = ["ProbeError", "cluster_info", "request", "topic_route"]
 
 _opaque = itertools.count(1)
 
@@ -26,13 +27,6 @@ class ProbeError(Exception):
     def __init__(self, message: str, code: int | None = None) -> None:
         super().__init__(message)
         self.code = code
-
-
-def split_addr(addr: str) -> tuple[str, int]:
-    host, _, port = addr.rpartition(":")
-    if not host or not port.isdigit():
-        raise ValueError(f"address {addr!r} is not host:port")
-    return host, int(port)
 
 
 def request(addr: str, cmd: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
