@@ -16,9 +16,11 @@ __all__ = [
     "ClientClosed",
     "ConnectError",
     "ConnectionLost",
+    "InvalidMessage",
     "NameServerUnavailable",
     "RequestTimeout",
     "RocketMQError",
+    "SendFailed",
     "SupervisorGaveUp",
     "TopicNotFound",
     "unwrap_group",
@@ -112,6 +114,27 @@ class TopicNotFound(RocketMQError):
     def __init__(self, topic: str) -> None:
         self.topic = topic
         super().__init__(f"no route for topic {topic!r}")
+
+
+class InvalidMessage(ValueError):
+    """A message (or its topic, properties, delay) that cannot be sent; raised before any I/O."""
+
+
+class SendFailed(RocketMQError):
+    """Every attempt to send failed. ``outcome_unknown`` is true when an attempt may have stored
+    the message (a timeout or a connection lost mid-request): a retry may then duplicate it.
+    ``__cause__`` is the last attempt's error; ``attempts`` lists every attempt's error."""
+
+    def __init__(self, topic: str, attempts: list[RocketMQError]) -> None:
+        self.topic = topic
+        self.attempts = attempts
+        self.outcome_unknown = any(a.outcome_unknown for a in attempts)
+        self.retriable = all(a.retriable for a in attempts)
+        last = attempts[-1] if attempts else None
+        state = "outcome unknown" if self.outcome_unknown else "not stored"
+        super().__init__(
+            f"send to {topic!r} failed after {len(attempts)} attempt(s), {state}: {last}"
+        )
 
 
 class SupervisorGaveUp(RocketMQError):

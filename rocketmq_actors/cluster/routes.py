@@ -38,6 +38,7 @@ class TopicRoute:
     publish_queues: tuple[MessageQueue, ...]
     subscribe_queues: tuple[MessageQueue, ...]
     brokers: Mapping[str, BrokerData]
+    auto_created: bool = False  # derived from the template topic; the broker will create it
 
     @classmethod
     def from_data(cls, topic: str, data: TopicRouteData) -> TopicRoute:
@@ -67,6 +68,24 @@ class TopicRoute:
         broker = self.brokers.get(broker_name)
         return broker.broker_addrs.get(MASTER_ID) if broker else None
 
+    @classmethod
+    def from_template(cls, topic: str, template: TopicRouteData, queues: int) -> TopicRoute:
+        """The route to use for a topic the NameServer does not know yet: the template topic's
+        brokers (TBW102), ``min(queues, readQueueNums)`` queues each; sending with
+        ``defaultTopic`` set makes a broker with autoCreateTopicEnable create the topic."""
+        data = attrs.evolve(
+            template,
+            queue_datas=tuple(
+                attrs.evolve(
+                    q,
+                    read_queue_nums=min(queues, q.read_queue_nums),
+                    write_queue_nums=min(queues, q.read_queue_nums),
+                )
+                for q in template.queue_datas
+            ),
+        )
+        return attrs.evolve(cls.from_data(topic, data), auto_created=True)
+
 
 class RouteTable:
     def __init__(self, namesrv: NameServerClient, *, refresh_interval: float = 30.0) -> None:
@@ -81,20 +100,38 @@ class RouteTable:
     def topics(self) -> list[str]:
         return list(self._routes)
 
-    async def get(self, topic: str) -> TopicRoute:
+    async def get(
+        self, topic: str, *, template: str | None = None, template_queues: int = 4
+    ) -> TopicRoute:
+        """The route of ``topic``; if the NameServer knows none and ``template`` is given, a
+        route derived from the template topic's (see :meth:`TopicRoute.from_template`)."""
         route = self._routes.get(topic)
         if route is not None:
             return route
         lock = self._locks.setdefault(topic, anyio.Lock())
         async with lock:
             route = self._routes.get(topic)
-            return route if route is not None else await self.refresh(topic)
+            if route is not None:
+                return route
+            try:
+                return await self.refresh(topic)
+            except TopicNotFound:
+                if template is None:
+                    raise
+            base = await self.get(template)
+            route = TopicRoute.from_template(topic, base.data, template_queues)
+            self._routes[topic] = route
+            log.info("route.auto_create", topic=topic, template=template)
+            return route
 
     async def refresh(self, topic: str) -> TopicRoute:
         """Fetch the route now; on failure keep serving a cached one if there is one."""
         try:
             data = await self.namesrv.topic_route(topic)
         except TopicNotFound:
+            cached = self._routes.get(topic)
+            if cached is not None and cached.auto_created:
+                return cached  # not registered yet: keep sending through the template's brokers
             if self._routes.pop(topic, None) is not None:
                 log.warning("route.removed", topic=topic)
             raise

@@ -211,8 +211,9 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int]:
 
 @attrs.define(kw_only=True, slots=True)
 class Message:
-    """A message to send. ``properties`` are user properties; the well-known ones (tags, keys,
-    delay, timer delivery) have their own fields."""
+    """A message to send. ``properties`` are user properties; the well-known ones have their
+    own fields: ``delay_level`` (1-18, the broker's levels 1s .. 2h), and 5.x timer delivery
+    at an absolute time (``deliver_at_ms``) or after a delay (``delay_ms``)."""
 
     topic: str
     body: bytes
@@ -221,6 +222,7 @@ class Message:
     properties: Mapping[str, str] = attrs.field(factory=dict)
     delay_level: int = 0
     deliver_at_ms: int | None = None
+    delay_ms: int | None = None
     flag: int = 0
     wait_store: bool = True
 
@@ -235,6 +237,8 @@ class Message:
             props[Property.DELAY] = str(self.delay_level)
         if self.deliver_at_ms is not None:
             props[Property.TIMER_DELIVER_MS] = str(self.deliver_at_ms)
+        if self.delay_ms is not None:
+            props[Property.TIMER_DELAY_MS] = str(self.delay_ms)
         if not self.wait_store:
             props[Property.WAIT] = "false"
         return props

@@ -309,6 +309,13 @@ class BrokerConnection:
         self._enqueue(cmd.encode())
         self.requests_sent += 1
 
+    async def oneway_encoded(self, encode: Callable[[int], bytes], size_hint: int = 0) -> None:
+        """Like :meth:`oneway` for a pre-rendered frame (the encoder must set the oneway flag)."""
+        if self._closed is not None or not self._has_capacity(size_hint):
+            await self._wait_for_capacity(size_hint)
+        self._enqueue(encode(self._take_opaque()))
+        self.requests_sent += 1
+
     def send_response(self, response: RemotingCommand) -> None:
         """Queue a reply to a broker-initiated request (never blocks)."""
         if self._closed is None:

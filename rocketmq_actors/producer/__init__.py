@@ -1,0 +1,22 @@
+"""Producers: send, send_nowait, send_oneway, send_batch, ordered sends, transactions."""
+
+from rocketmq_actors.protocol.messages import Message
+
+from .admin import create_topic
+from .producer import Producer
+from .result import SendResult, SendStatus
+from .selector import QueueSelector, select_by_key
+from .transaction import LocalTransactionState, TransactionOutcome, TransactionProducer
+
+__all__ = [
+    "LocalTransactionState",
+    "Message",
+    "Producer",
+    "QueueSelector",
+    "SendResult",
+    "SendStatus",
+    "TransactionOutcome",
+    "TransactionProducer",
+    "create_topic",
+    "select_by_key",
+]

@@ -1,0 +1,215 @@
+"""Checking and preparing a message for the wire, before any network I/O.
+
+Validation follows the Java client's ``Validators``: a topic of at most 127 characters from
+``[%|a-zA-Z0-9_-]`` that is not a system topic; a non-empty body no larger than the maximum
+message size; property names and values free of the separators (U+0001, U+0002) and names not
+reserved by the client; a delay level from 1 to 18 and at most one delay mechanism.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Sequence
+
+import attrs
+
+from rocketmq_actors.errors import InvalidMessage
+from rocketmq_actors.protocol.messages import (
+    RESERVED_PROPERTIES,
+    Message,
+    MessageSysFlag,
+    Property,
+    UniqueIdGenerator,
+    encode_batch,
+    encode_properties,
+)
+
+__all__ = ["Prepared", "prepare", "prepare_batch", "validate_group", "validate_topic", "wrap"]
+
+_TOPIC = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+_SYSTEM_TOPICS = frozenset(
+    {
+        "TBW102",
+        "SCHEDULE_TOPIC_XXXX",
+        "BenchmarkTest",
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "RMQ_SYS_TRACE_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+        "SELF_TEST_TOPIC",
+        "OFFSET_MOVED_EVENT",
+    }
+)
+MAX_TOPIC_LENGTH = 127
+MAX_GROUP_LENGTH = 120
+MAX_DELAY_LEVEL = 18
+
+
+def validate_topic(topic: str) -> None:
+    if not topic or not topic.strip():
+        raise InvalidMessage("the topic is empty")
+    if len(topic) > MAX_TOPIC_LENGTH:
+        raise InvalidMessage(
+            f"topic {topic[:20]!r}... is longer than {MAX_TOPIC_LENGTH} characters"
+        )
+    if not _TOPIC.match(topic):
+        raise InvalidMessage(f"topic {topic!r} has characters outside [%|a-zA-Z0-9_-]")
+    if topic in _SYSTEM_TOPICS or topic.startswith("RMQ_SYS_"):
+        raise InvalidMessage(f"topic {topic!r} is a RocketMQ system topic")
+
+
+def validate_group(group: str) -> None:
+    if not group or len(group) > MAX_GROUP_LENGTH or not _TOPIC.match(group):
+        raise ValueError(
+            f"group {group!r} must be 1-{MAX_GROUP_LENGTH} characters of [%|a-zA-Z0-9_-]"
+        )
+
+
+def wrap(namespace: str | None, name: str) -> str:
+    """``namespace%name`` (the Java client's namespace wrapping), unless already wrapped."""
+    if not namespace or name.startswith(f"{namespace}%"):
+        return name
+    return f"{namespace}%{name}"
+
+
+def _check_text(what: str, text: str) -> None:
+    if "\x01" in text or "\x02" in text:
+        raise InvalidMessage(f"{what} {text!r} contains a reserved separator (U+0001/U+0002)")
+
+
+def _validate(msg: Message, max_size: int) -> None:
+    validate_topic(msg.topic)
+    if not isinstance(msg.body, (bytes, bytearray, memoryview)):
+        raise InvalidMessage(f"the body must be bytes, not {type(msg.body).__name__}")
+    if len(msg.body) == 0:
+        raise InvalidMessage("the body is empty")
+    if len(msg.body) > max_size:
+        raise InvalidMessage(f"the body has {len(msg.body)} bytes, over the {max_size}-byte limit")
+    for name, value in msg.properties.items():
+        _check_text("property name", name)
+        _check_text("property value", value)
+        if name in RESERVED_PROPERTIES:
+            raise InvalidMessage(f"property name {name!r} is reserved by the client")
+    if msg.tags is not None:
+        _check_text("tags", msg.tags)
+    for key in msg.keys:
+        _check_text("key", key)
+        if not key or " " in key:
+            raise InvalidMessage(f"key {key!r} must be non-empty and contain no space")
+    if msg.delay_level and not 1 <= msg.delay_level <= MAX_DELAY_LEVEL:
+        raise InvalidMessage(f"delay level {msg.delay_level} is outside 1..{MAX_DELAY_LEVEL}")
+    delays = [msg.delay_level > 0, msg.deliver_at_ms is not None, msg.delay_ms is not None]
+    if sum(delays) > 1:
+        raise InvalidMessage("use only one of delay_level, deliver_at_ms and delay_ms")
+    if msg.delay_ms is not None and msg.delay_ms < 0:
+        raise InvalidMessage("delay_ms must not be negative")
+
+
+@attrs.frozen(kw_only=True)
+class Prepared:
+    """A validated message (or batch) ready for the wire."""
+
+    topic: str  # as sent (namespace-wrapped)
+    user_topic: str
+    body: bytes
+    properties: str  # encoded
+    msg_id: str  # UNIQ_KEY (comma-joined for a batch)
+    sys_flag: int = 0
+    flag: int = 0
+    batch_ids: tuple[str, ...] = ()
+
+    @property
+    def size(self) -> int:
+        return len(self.body)
+
+
+def prepare(
+    msg: Message,
+    *,
+    ids: UniqueIdGenerator,
+    namespace: str | None,
+    max_size: int,
+    compress_threshold: int,
+    compress_level: int,
+    extra: dict[str, str] | None = None,
+    sys_flag: int = 0,
+) -> Prepared:
+    _validate(msg, max_size)
+    props = msg.wire_properties()
+    if extra:
+        props.update(extra)
+    msg_id = ids.next_id()
+    props[Property.UNIQ_KEY] = msg_id
+    body = bytes(msg.body)
+    if compress_threshold and len(body) >= compress_threshold:
+        # bit 0x1 alone means zlib to every broker and consumer version (4.x and 5.x)
+        body = zlib.compress(body, compress_level)
+        sys_flag |= MessageSysFlag.COMPRESSED
+    return Prepared(
+        topic=wrap(namespace, msg.topic),
+        user_topic=msg.topic,
+        body=body,
+        properties=encode_properties(props),
+        msg_id=msg_id,
+        sys_flag=sys_flag,
+        flag=msg.flag,
+    )
+
+
+def prepare_batch(
+    messages: Sequence[Message],
+    *,
+    ids: UniqueIdGenerator,
+    namespace: str | None,
+    max_size: int,
+) -> list[Prepared]:
+    """Validate a batch and cut it into SEND_BATCH_MESSAGE bodies of at most ``max_size``."""
+    if not messages:
+        raise InvalidMessage("the batch is empty")
+    topic = messages[0].topic
+    wait = messages[0].wait_store
+    items: list[tuple[bytes, int, str, str]] = []
+    for msg in messages:
+        _validate(msg, max_size)
+        if msg.topic != topic:
+            raise InvalidMessage("every message of a batch must have the same topic")
+        if msg.wait_store != wait:
+            raise InvalidMessage("every message of a batch must have the same wait_store")
+        if msg.delay_level or msg.deliver_at_ms is not None or msg.delay_ms is not None:
+            raise InvalidMessage("batch messages cannot be delayed")
+        if topic.startswith("%RETRY%"):
+            raise InvalidMessage("batches cannot be sent to retry topics")
+        props = msg.wire_properties()
+        msg_id = ids.next_id()
+        props[Property.UNIQ_KEY] = msg_id
+        items.append((bytes(msg.body), msg.flag, encode_properties(props), msg_id))
+    chunks: list[Prepared] = []
+    current: list[tuple[bytes, int, str, str]] = []
+    size = 0
+    for item in items:
+        record = 22 + len(item[0]) + len(item[2].encode())
+        if current and size + record > max_size:
+            chunks.append(_batch(current, topic, namespace, wait))
+            current, size = [], 0
+        current.append(item)
+        size += record
+    chunks.append(_batch(current, topic, namespace, wait))
+    return chunks
+
+
+def _batch(
+    items: list[tuple[bytes, int, str, str]], topic: str, namespace: str | None, wait: bool
+) -> Prepared:
+    body = encode_batch((b, f, p) for b, f, p, _ in items)
+    # A 5.x broker appends the batch-level properties to every inner message: a batch-level
+    # UNIQ_KEY would replace each message's own (the Java client sets none on the batch).
+    props = {} if wait else {Property.WAIT: "false"}
+    return Prepared(
+        topic=wrap(namespace, topic),
+        user_topic=topic,
+        body=body,
+        properties=encode_properties(props),
+        msg_id=",".join(i for _, _, _, i in items),
+        batch_ids=tuple(i for _, _, _, i in items),
+    )

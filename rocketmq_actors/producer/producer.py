@@ -1,0 +1,397 @@
+"""The producer: an actor on a ClientInstance that sends messages.
+
+    async with Producer(namesrv="127.0.0.1:9876", group="orders") as producer:
+        result = await producer.send(Message(topic="orders", body=b"...", tags="paid"))
+        pending = await producer.send_nowait(msg)   # backpressure first, then a future
+        await producer.send_oneway(msg)
+        results = await producer.send_batch(msgs)   # cut at the size limit
+        await producer.send(msg, sharding_key="user-42")  # same key -> same queue, in order
+
+Sync sends try up to ``1 + retry_times`` queues, each on another broker than the last failure,
+all within ``send_timeout``. Ordered sends (a sharding key or selector) never switch queue.
+Every failure is a :class:`~rocketmq_actors.errors.SendFailed` that says whether the message was
+definitely not stored or the outcome is unknown.
+"""
+
+from __future__ import annotations
+
+import ssl
+import time
+from collections.abc import Awaitable, Sequence
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+import attrs
+import structlog
+from anyio.abc import TaskGroup
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.cluster.routes import TopicRoute
+from rocketmq_actors.errors import (
+    BrokerError,
+    ClientClosed,
+    RequestTimeout,
+    RocketMQError,
+    SendFailed,
+)
+from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
+from rocketmq_actors.protocol.headers import SendMessageResponseHeader
+from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE, Message, UniqueIdGenerator
+from rocketmq_actors.protocol.sendframe import SendFrameEncoder
+from rocketmq_actors.runtime.mailbox import Mailbox
+from rocketmq_actors.runtime.netinfo import local_ipv4
+from rocketmq_actors.runtime.router import Inbound
+from rocketmq_actors.runtime.waiters import Waiter, waiter_factory
+
+from .prepare import Prepared, prepare, prepare_batch, validate_group, wrap
+from .result import SendResult, SendStatus
+from .selector import LatencyFaultTolerance, QueueSelector, RoundRobin, select_by_key
+
+__all__ = ["Producer"]
+
+log = structlog.get_logger("rocketmq_actors.producer")
+
+TEMPLATE_TOPIC = "TBW102"
+
+
+@attrs.frozen
+class _Routing:
+    """How to pick the queue: round robin (no key, no selector), by key, or by selector."""
+
+    message: Message | None = None
+    sharding_key: str | None = None
+    selector: QueueSelector | None = None
+    arg: object = None
+
+    @property
+    def ordered(self) -> bool:
+        return self.sharding_key is not None or self.selector is not None
+
+
+_ROUND_ROBIN = _Routing()
+# answers meaning "this topic does not look like your (guessed) route says"
+_STALE_GUESS = frozenset({ResponseCode.INVALID_PARAMETER, ResponseCode.TOPIC_NOT_EXIST})
+
+
+class Producer:
+    def __init__(
+        self,
+        *,
+        namesrv: str | Sequence[str] | None = None,
+        group: str = "DEFAULT_PRODUCER",
+        instance: ClientInstance | None = None,
+        namespace: str | None = None,
+        send_timeout: float = 3.0,
+        retry_times: int = 2,
+        compress_threshold: int = 4096,
+        compress_level: int = 5,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+        max_pending: int = 10_000,
+        max_pending_bytes: int = 64 * 1024 * 1024,
+        latency_fault_tolerance: bool = False,
+        topics: Sequence[str] = (),
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        validate_group(group)
+        if instance is None and namesrv is None:
+            raise ValueError("give a NameServer address (namesrv=...) or a ClientInstance")
+        if send_timeout <= 0 or retry_times < 0 or max_pending < 1:
+            raise ValueError("send_timeout must be > 0, retry_times >= 0, max_pending >= 1")
+        if not 0 <= compress_level <= 9:
+            raise ValueError("compress_level must be 0..9")
+        self.group = wrap(namespace, group)
+        self.namespace = namespace
+        self.send_timeout = send_timeout
+        self.retry_times = retry_times
+        self.compress_threshold = compress_threshold
+        self.compress_level = compress_level
+        self.max_message_size = max_message_size
+        self._own_instance = instance is None
+        self._instance = instance or ClientInstance(namesrv or (), ssl_context=ssl_context)
+        self._topics = [wrap(namespace, t) for t in topics]
+        self._ids = UniqueIdGenerator(ip=bytes(int(p) for p in local_ipv4().split(".")))
+        self._encoder = SendFrameEncoder(self.group)
+        self.faults = LatencyFaultTolerance(enabled=latency_fault_tolerance)
+        self._round_robin = RoundRobin(self.faults)
+        self._max_pending = max_pending
+        self._max_pending_bytes = max_pending_bytes
+        self._pending = 0
+        self._pending_bytes = 0
+        self._pending_changed = anyio.Event()
+        self._stack: AsyncExitStack | None = None
+        self._tg: TaskGroup | None = None
+        self.mailbox: Mailbox[Inbound] = Mailbox(f"producer:{self.group}")
+
+    @property
+    def instance(self) -> ClientInstance:
+        return self._instance
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        async with AsyncExitStack() as stack:
+            if self._own_instance:
+                await stack.enter_async_context(self._instance)
+            self._instance.register_producer(self.group, self.mailbox)
+            stack.push_async_callback(self._instance.unregister_producer, self.group)
+            self._tg = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(self._tg.cancel_scope.cancel)  # after the drain below
+            stack.push_async_callback(self._drain)
+            self._tg.start_soon(self._serve_mailbox)
+            for topic in self._topics:  # know the brokers now: heartbeats can reach them
+                await self._instance.routes.get(topic, template=TEMPLATE_TOPIC)
+            if self._topics:
+                await self._instance.heartbeat.beat()
+            self._stack = stack.pop_all()
+        log.info("producer.started", group=self.group, client_id=self._instance.client_id)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        stack, self._stack = self._stack, None
+        if stack is None:
+            return None
+        self.mailbox.close()
+        log.info("producer.stopping", group=self.group, pending=self._pending)
+        return await stack.__aexit__(exc_type, exc, tb)
+
+    async def _drain(self) -> None:
+        """Let send_nowait sends already admitted finish (bounded by the send timeout)."""
+        with anyio.move_on_after(self.send_timeout + 1):
+            while self._pending:
+                await self._wait_pending_change()
+
+    async def _wait_pending_change(self) -> None:
+        if self._pending_changed.is_set():
+            self._pending_changed = anyio.Event()
+        await self._pending_changed.wait()
+
+    async def _serve_mailbox(self) -> None:
+        async for inbound in self.mailbox:
+            await self.on_broker_request(inbound)
+
+    async def on_broker_request(self, inbound: Inbound) -> None:
+        """Broker requests for this group (transaction checks); a plain producer has none to
+        answer. :class:`TransactionProducer` overrides this."""
+        log.warning("producer.unexpected_request", code=inbound.command.code, group=self.group)
+
+    def _check_running(self) -> None:
+        if self._stack is None:
+            raise ClientClosed("the producer is not running (use 'async with')")
+
+    # ---- sending ------------------------------------------------------------------------
+
+    def _prepare(self, message: Message, **kwargs: Any) -> Prepared:
+        return prepare(
+            message,
+            ids=self._ids,
+            namespace=self.namespace,
+            max_size=self.max_message_size,
+            compress_threshold=self.compress_threshold,
+            compress_level=self.compress_level,
+            **kwargs,
+        )
+
+    async def send(
+        self,
+        message: Message,
+        *,
+        sharding_key: str | None = None,
+        selector: QueueSelector | None = None,
+        arg: object = None,
+        timeout: float | None = None,
+    ) -> SendResult:
+        """Send and wait for the broker's answer. With ``sharding_key`` (or ``selector`` and
+        ``arg``) the queue is chosen by the key: same key, same queue, in order."""
+        prepared = self._prepare(message)
+        self._check_running()
+        return await self._send(prepared, _Routing(message, sharding_key, selector, arg), timeout)
+
+    async def send_nowait(
+        self,
+        message: Message,
+        *,
+        sharding_key: str | None = None,
+        selector: QueueSelector | None = None,
+        arg: object = None,
+        timeout: float | None = None,
+    ) -> Awaitable[SendResult]:
+        """Admit the message (waiting while ``max_pending`` sends or ``max_pending_bytes`` are
+        in flight), then return a future of its result without waiting for the broker."""
+        prepared = self._prepare(message)
+        self._check_running()
+        while self._pending >= self._max_pending or (
+            self._pending and self._pending_bytes + prepared.size > self._max_pending_bytes
+        ):
+            await self._wait_pending_change()
+        new_future, _ = waiter_factory()
+        future = new_future()
+        self._pending += 1
+        self._pending_bytes += prepared.size
+        assert self._tg is not None
+        routing = _Routing(message, sharding_key, selector, arg)
+        self._tg.start_soon(self._send_into, future, prepared, routing, timeout)
+        return future
+
+    async def _send_into(
+        self, future: Waiter, prepared: Prepared, routing: _Routing, timeout: float | None
+    ) -> None:
+        try:
+            future.set_result(await self._send(prepared, routing, timeout))
+        except RocketMQError as exc:
+            future.set_exception(exc)
+        finally:
+            self._pending -= 1
+            self._pending_bytes -= prepared.size
+            self._pending_changed.set()
+
+    async def send_oneway(self, message: Message, *, sharding_key: str | None = None) -> None:
+        """Send without waiting for any answer (at most once: no retry, no result)."""
+        prepared = self._prepare(message)
+        self._check_running()
+        route = await self._route(prepared.topic)
+        queue = self._choose(route, _Routing(message, sharding_key), None)
+        addr = self._master(route, queue)
+        conn = await self._instance.pool.get(addr)
+        born = time.time_ns() // 1_000_000
+
+        def encode(opaque: int) -> bytes:
+            return self._encoder.encode(
+                opaque, prepared.topic, queue.queue_id, prepared.body, born,
+                prepared.properties, queue.broker_name, sys_flag=prepared.sys_flag,
+                flag=prepared.flag, oneway=True,
+            )  # fmt: skip
+
+        await conn.oneway_encoded(encode, prepared.size)
+
+    async def send_batch(
+        self, messages: Sequence[Message], *, timeout: float | None = None
+    ) -> list[SendResult]:
+        """Send ``messages`` (one topic) as SEND_BATCH_MESSAGE requests, cut so that each body
+        stays within the maximum message size. Returns one result per message."""
+        chunks = prepare_batch(
+            messages, ids=self._ids, namespace=self.namespace, max_size=self.max_message_size
+        )
+        self._check_running()
+        results: list[SendResult] = []
+        for chunk in chunks:
+            result = await self._send(chunk, _ROUND_ROBIN, timeout)
+            offset_ids = result.offset_msg_id.split(",")
+            for i, msg_id in enumerate(chunk.batch_ids):
+                results.append(
+                    SendResult(
+                        status=result.status,
+                        msg_id=msg_id,
+                        offset_msg_id=offset_ids[i] if i < len(offset_ids) else "",
+                        queue=result.queue,
+                        queue_offset=result.queue_offset + i,
+                        region_id=result.region_id,
+                    )
+                )
+        return results
+
+    # ---- the send loop ----------------------------------------------------------------
+
+    async def _route(self, topic: str) -> TopicRoute:
+        return await self._instance.routes.get(topic, template=TEMPLATE_TOPIC)
+
+    def _choose(self, route: TopicRoute, routing: _Routing, avoid: str | None) -> MessageQueue:
+        queues = route.publish_queues
+        if not queues:
+            raise SendFailed(route.topic, [BrokerError("-", 17, "no writable queue in route")])
+        if routing.message is not None and routing.sharding_key is not None:
+            return select_by_key(queues, routing.message, routing.sharding_key)
+        if routing.message is not None and routing.selector is not None:
+            return routing.selector(queues, routing.message, routing.arg)
+        return self._round_robin.choose(queues, avoid)
+
+    @staticmethod
+    def _master(route: TopicRoute, queue: MessageQueue) -> str:
+        addr = route.master_addr(queue.broker_name)
+        if addr is None:
+            raise SendFailed(
+                route.topic, [BrokerError(queue.broker_name, 14, "the broker has no master")]
+            )
+        return addr
+
+    async def _send(
+        self, prepared: Prepared, routing: _Routing, timeout: float | None
+    ) -> SendResult:
+        timeout = timeout or self.send_timeout
+        deadline = time.monotonic() + timeout
+        ordered = routing.ordered
+        attempts: list[RocketMQError] = []
+        avoid: str | None = None
+        batch = bool(prepared.batch_ids)
+        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        for _ in range(1 if ordered else 1 + self.retry_times):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                route = await self._route(prepared.topic)
+            except RocketMQError as exc:
+                attempts.append(exc)
+                if not exc.retriable:
+                    break
+                continue
+            queue = self._choose(route, routing, avoid)
+            broker = queue.broker_name
+            born = time.time_ns() // 1_000_000
+            started = time.monotonic()
+
+            def encode(opaque: int, queue: MessageQueue = queue, born: int = born) -> bytes:
+                return self._encoder.encode(
+                    opaque, prepared.topic, queue.queue_id, prepared.body, born,
+                    prepared.properties, queue.broker_name, sys_flag=prepared.sys_flag,
+                    flag=prepared.flag, batch=batch,
+                )  # fmt: skip
+
+            try:
+                addr = self._master(route, queue)
+                conn = await self._instance.pool.get(addr)
+                reply = await conn.request_encoded(code, encode, remaining, prepared.size)
+            except SendFailed:
+                raise
+            except RocketMQError as exc:
+                self.faults.record(broker, 0, failed=True)
+                attempts.append(exc)
+                avoid = broker
+                log.info("producer.send.retry", topic=prepared.topic, broker=broker,
+                         error=str(exc))  # fmt: skip
+                continue
+            status = SendStatus.from_code(reply.code)
+            if status is None:
+                error = BrokerError(addr, reply.code, reply.remark)
+                attempts.append(error)
+                if route.auto_created and reply.code in _STALE_GUESS:
+                    # the route was a guess from the template topic, and the topic has since
+                    # been created with other queues: look again and retry
+                    await self._instance.routes.refresh(prepared.topic)
+                    continue
+                self.faults.record(broker, 0, failed=True)
+                if not error.retriable:
+                    break
+                avoid = broker
+                continue
+            self.faults.record(broker, (time.monotonic() - started) * 1000)
+            header = SendMessageResponseHeader.from_ext(reply.ext_fields)
+            return SendResult(
+                status=status,
+                msg_id=prepared.msg_id,
+                offset_msg_id=header.msg_id,
+                queue=MessageQueue(prepared.user_topic, broker, header.queue_id),
+                queue_offset=header.queue_offset,
+                transaction_id=header.transaction_id,
+                region_id=header.region_id,
+            )
+        if not attempts:  # the deadline passed before any attempt could start
+            attempts.append(RequestTimeout("-", code, timeout))
+        raise SendFailed(prepared.user_topic, attempts) from attempts[-1]

@@ -1,0 +1,153 @@
+"""Transactional messages: a half message, the local transaction, then commit or rollback.
+
+    async def charge(message: Message, arg: object) -> LocalTransactionState: ...
+    async def check(message: MessageExt) -> LocalTransactionState: ...  # the broker asks later
+
+    async with TransactionProducer(namesrv=..., group="payments", checker=check,
+                                   topics=["payments"]) as producer:
+        outcome = await producer.send_in_transaction(Message(topic="payments", body=b"..."),
+                                                     charge, arg=order)
+
+The half message is stored invisible to consumers. ``execute`` runs after it is stored; its
+answer goes to the broker as END_TRANSACTION (one-way). When the answer is UNKNOWN, lost, or the
+producer died, the broker later sends CHECK_TRANSACTION_STATE to *any* live producer of the
+group: it arrives through this producer's mailbox and ``checker`` decides. Give ``topics`` so a
+freshly started producer heartbeats to the brokers at once and can serve checks.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import structlog
+
+from rocketmq_actors.errors import InvalidMessage, RocketMQError
+from rocketmq_actors.protocol.codes import RequestCode
+from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.protocol.errors import ProtocolError
+from rocketmq_actors.protocol.headers import (
+    CheckTransactionStateRequestHeader,
+    EndTransactionRequestHeader,
+)
+from rocketmq_actors.protocol.messages import (
+    Message,
+    MessageSysFlag,
+    Property,
+    decode_offset_msg_id,
+)
+from rocketmq_actors.protocol.records import MessageExt, decode_messages
+from rocketmq_actors.runtime.router import Inbound
+
+from .producer import Producer, _Routing
+from .result import SendResult, SendStatus
+
+__all__ = ["LocalTransactionState", "TransactionOutcome", "TransactionProducer"]
+
+log = structlog.get_logger("rocketmq_actors.producer")
+
+
+class LocalTransactionState(enum.Enum):
+    COMMIT = MessageSysFlag.TRANSACTION_COMMIT  # 8
+    ROLLBACK = MessageSysFlag.TRANSACTION_ROLLBACK  # 12
+    UNKNOWN = 0  # the broker will check later
+
+
+LocalTransaction = Callable[[Message, Any], Awaitable[LocalTransactionState]]
+TransactionChecker = Callable[[MessageExt], Awaitable[LocalTransactionState]]
+
+
+@attrs.frozen
+class TransactionOutcome:
+    send: SendResult
+    state: LocalTransactionState
+
+
+class TransactionProducer(Producer):
+    def __init__(self, *, checker: TransactionChecker, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.checker = checker
+        self.checks = 0
+
+    async def send_in_transaction(
+        self, message: Message, execute: LocalTransaction, arg: Any = None
+    ) -> TransactionOutcome:
+        if message.delay_level or message.deliver_at_ms is not None or message.delay_ms is not None:
+            raise InvalidMessage("transactional messages cannot be delayed")
+        prepared = self._prepare(
+            message,
+            extra={Property.TRAN_MSG: "true", Property.PGROUP: self.group},
+            sys_flag=MessageSysFlag.TRANSACTION_PREPARED,
+        )
+        self._check_running()
+        sent = await self._send(prepared, _Routing(message), None)
+        if sent.status is not SendStatus.SEND_OK:
+            state = LocalTransactionState.ROLLBACK  # stored, but not durably: Java rolls back
+        else:
+            try:
+                state = await execute(message, arg)
+            except Exception:
+                log.exception("producer.transaction.local_failed", msg_id=sent.msg_id)
+                state = LocalTransactionState.UNKNOWN
+        await self._end(sent, prepared.topic, state)
+        return TransactionOutcome(sent, state)
+
+    async def _end(self, sent: SendResult, topic: str, state: LocalTransactionState) -> None:
+        route = await self._route(topic)
+        addr = self._master(route, sent.queue)
+        _, commit_log_offset = decode_offset_msg_id(sent.offset_msg_id)
+        header = EndTransactionRequestHeader(
+            producer_group=self.group,
+            tran_state_table_offset=sent.queue_offset,
+            commit_log_offset=commit_log_offset,
+            commit_or_rollback=state.value,
+            from_transaction_check=False,
+            msg_id=sent.msg_id,
+            transaction_id=sent.transaction_id,
+            topic=topic,
+            broker_name=sent.queue.broker_name,
+        )
+        try:
+            await self._instance.oneway(
+                addr, RemotingCommand.request(RequestCode.END_TRANSACTION, header.to_ext())
+            )
+        except RocketMQError as exc:  # the broker will check: the outcome is not lost
+            log.warning("producer.transaction.end_failed", msg_id=sent.msg_id, error=str(exc))
+
+    async def on_broker_request(self, inbound: Inbound) -> None:
+        cmd = inbound.command
+        if cmd.code != RequestCode.CHECK_TRANSACTION_STATE:
+            await super().on_broker_request(inbound)
+            return
+        try:
+            header = CheckTransactionStateRequestHeader.from_ext(cmd.ext_fields)
+            (message,) = decode_messages(cmd.body)[:1]
+        except (ProtocolError, ValueError) as exc:
+            log.warning("producer.transaction.bad_check", error=str(exc))
+            return
+        self.checks += 1
+        try:
+            state = await self.checker(message)
+        except Exception:
+            log.exception("producer.transaction.check_failed", msg_id=message.msg_id)
+            state = LocalTransactionState.UNKNOWN
+        uniq = message.properties.get(Property.UNIQ_KEY)
+        end = EndTransactionRequestHeader(
+            producer_group=self.group,
+            tran_state_table_offset=header.tran_state_table_offset,
+            commit_log_offset=header.commit_log_offset,
+            commit_or_rollback=state.value,
+            from_transaction_check=True,
+            msg_id=uniq or header.msg_id or message.offset_msg_id,
+            transaction_id=header.transaction_id or uniq,
+            broker_name=header.broker_name,
+        )
+        log.info("producer.transaction.checked", msg_id=end.msg_id, state=state.name)
+        try:
+            await inbound.connection.oneway(
+                RemotingCommand.request(RequestCode.END_TRANSACTION, end.to_ext())
+            )
+        except RocketMQError as exc:
+            log.warning("producer.transaction.check_reply_failed", error=str(exc))

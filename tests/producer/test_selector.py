@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from collections import Counter
+
+from rocketmq_actors.producer.selector import LatencyFaultTolerance, RoundRobin, select_by_key
+from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.messages import Message
+
+QUEUES = [MessageQueue("t", b, i) for b in ("a", "b") for i in range(4)] + [
+    MessageQueue("t", "c", 0)
+]
+MSG = Message(topic="t", body=b"x")
+
+
+def test_select_by_key_matches_javas_hash_selector() -> None:
+    # Java 17: "user-42".hashCode() == -147182656; -147182656 % 9 == -4; abs -> queue 4
+    assert select_by_key(QUEUES, MSG, "user-42") == QUEUES[4]
+    assert select_by_key(QUEUES[:4], MSG, "user-42") == QUEUES[0]  # -147182656 % 4 == 0
+
+
+def test_round_robin_is_weighted_by_write_queues() -> None:
+    rr = RoundRobin(LatencyFaultTolerance())
+    counts = Counter(rr.choose(QUEUES).broker_name for _ in range(900))
+    assert counts == {"a": 400, "b": 400, "c": 100}
+
+
+def test_round_robin_avoids_the_failed_broker() -> None:
+    rr = RoundRobin(LatencyFaultTolerance())
+    assert all(rr.choose(QUEUES, avoid="a").broker_name != "a" for _ in range(50))
+    only_a = [q for q in QUEUES if q.broker_name == "a"]
+    assert rr.choose(only_a, avoid="a").broker_name == "a"  # nothing else left
+
+
+def test_latency_fault_tolerance_isolates_slow_and_failed_brokers() -> None:
+    now = [100.0]
+    faults = LatencyFaultTolerance(enabled=True, clock=lambda: now[0])
+    faults.record("a", 600)  # 550 ms step: 2 s out
+    faults.record("b", 0, failed=True)  # failure counts as 10 s latency: 30 s out
+    faults.record("c", 40)
+    assert (faults.available("a"), faults.available("b"), faults.available("c")) == (
+        False, False, True,
+    )  # fmt: skip
+    rr = RoundRobin(faults)
+    assert {rr.choose(QUEUES).broker_name for _ in range(20)} == {"c"}
+    now[0] += 2.5
+    assert faults.available("a") and not faults.available("b")
+
+
+def test_fault_tolerance_is_off_by_default() -> None:
+    faults = LatencyFaultTolerance()
+    faults.record("a", 0, failed=True)
+    assert faults.available("a")

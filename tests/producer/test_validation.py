@@ -1,0 +1,74 @@
+"""Bad input is a typed error raised before any network I/O."""
+
+from __future__ import annotations
+
+import pytest
+
+from rocketmq_actors.errors import InvalidMessage
+from rocketmq_actors.producer import Message, Producer
+from rocketmq_actors.producer.prepare import prepare_batch
+from rocketmq_actors.protocol.messages import UniqueIdGenerator
+
+
+def _message(**kwargs: object) -> Message:
+    values: dict[str, object] = {"topic": "T", "body": b"x"}
+    values.update(kwargs)
+    return Message(**values)  # type: ignore[arg-type]
+
+
+BAD = [
+    ("empty topic", _message(topic="")),
+    ("illegal topic", _message(topic="a b")),
+    ("long topic", _message(topic="t" * 128)),
+    ("system topic", _message(topic="TBW102")),
+    ("system prefix", _message(topic="RMQ_SYS_X")),
+    ("empty body", _message(body=b"")),
+    ("body not bytes", _message(body="text")),
+    ("body over the limit", _message(body=b"x" * (4 * 1024 * 1024 + 1))),
+    ("delay level 19", _message(delay_level=19)),
+    ("negative delay level", _message(delay_level=-1)),
+    ("two delays", _message(delay_level=1, delay_ms=5)),
+    ("reserved property", _message(properties={"UNIQ_KEY": "x"})),
+    ("separator in property", _message(properties={"a\x01": "b"})),
+    ("space in key", _message(keys=["a b"])),
+]
+
+
+@pytest.mark.parametrize(("what", "message"), BAD, ids=[b[0] for b in BAD])
+async def test_bad_messages_fail_before_any_io(what: str, message: Message) -> None:
+    # an unreachable NameServer: any I/O would surface as a connection error instead
+    async with Producer(namesrv="127.0.0.1:1", group="G") as producer:
+        with pytest.raises(InvalidMessage):
+            await producer.send(message)
+        with pytest.raises(InvalidMessage):
+            await producer.send_nowait(message)
+        with pytest.raises(InvalidMessage):
+            await producer.send_oneway(message)
+        assert producer.instance.pool.connects == 0
+
+
+def test_bad_producer_configuration() -> None:
+    with pytest.raises(ValueError, match="namesrv"):
+        Producer(group="G")
+    with pytest.raises(ValueError, match="group"):
+        Producer(namesrv="127.0.0.1:9876", group="bad group")
+    with pytest.raises(ValueError):
+        Producer(namesrv="nonsense", group="G")
+    with pytest.raises(ValueError):
+        Producer(namesrv="127.0.0.1:9876", send_timeout=0)
+
+
+def test_batches_are_cut_at_the_size_limit_and_checked() -> None:
+    ids = UniqueIdGenerator()
+    messages = [Message(topic="T", body=b"x" * 1000) for _ in range(100)]
+    chunks = prepare_batch(messages, ids=ids, namespace=None, max_size=10_000)
+    assert all(c.size <= 10_000 for c in chunks) and len(chunks) > 10
+    assert sum(len(c.batch_ids) for c in chunks) == 100
+    with pytest.raises(InvalidMessage, match="same topic"):
+        prepare_batch([Message(topic="A", body=b"x"), Message(topic="B", body=b"x")],
+                      ids=ids, namespace=None, max_size=10_000)  # fmt: skip
+    with pytest.raises(InvalidMessage, match="delayed"):
+        prepare_batch([Message(topic="A", body=b"x", delay_level=1)], ids=ids, namespace=None,
+                      max_size=10_000)  # fmt: skip
+    with pytest.raises(InvalidMessage, match="empty"):
+        prepare_batch([], ids=ids, namespace=None, max_size=10_000)
