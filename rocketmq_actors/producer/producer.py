@@ -137,6 +137,7 @@ class Producer:
                 await stack.enter_async_context(self._instance)
             self._instance.register_producer(self.group, self.mailbox)
             stack.push_async_callback(self._instance.unregister_producer, self.group)
+            stack.callback(self.mailbox.dispose)  # once the task group below has ended
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(self._tg.cancel_scope.cancel)  # after the drain below
             stack.push_async_callback(self._drain)

@@ -9,13 +9,17 @@ import anyio
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-__all__ = ["Mailbox", "MailboxFull", "MailboxStatistics"]
+__all__ = ["Mailbox", "MailboxClosed", "MailboxFull", "MailboxStatistics"]
 
 T = TypeVar("T")
 
 
 class MailboxFull(Exception):
     """``post_nowait`` on a full mailbox (the sender should shed or answer "busy")."""
+
+
+class MailboxClosed(MailboxFull):
+    """The owner closed the mailbox: nothing more is delivered."""
 
 
 @attrs.frozen
@@ -59,6 +63,9 @@ class Mailbox(Generic[T]):
         except anyio.WouldBlock:
             self._rejected += 1
             raise MailboxFull(self.name) from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._rejected += 1
+            raise MailboxClosed(self.name) from None
         self._delivered += 1
 
     async def receive(self) -> T:
@@ -71,6 +78,11 @@ class Mailbox(Generic[T]):
     def close(self) -> None:
         """No more deliveries; the receiver drains what is queued, then iteration ends."""
         self._send.close()
+
+    def dispose(self) -> None:
+        """Close both ends (after the owner's receive loop has ended); queued items are dropped."""
+        self._send.close()
+        self._receive.close()
 
     def statistics(self) -> MailboxStatistics:
         stats = self._send.statistics()

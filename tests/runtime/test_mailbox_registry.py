@@ -3,7 +3,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from rocketmq_actors.runtime.mailbox import Mailbox, MailboxFull
+from rocketmq_actors.runtime.mailbox import Mailbox, MailboxClosed, MailboxFull
 from rocketmq_actors.runtime.registry import Registry
 
 
@@ -69,3 +69,14 @@ async def test_registry_unique_keys_and_identity_unregister() -> None:
 async def test_registry_lock_is_per_key() -> None:
     reg: Registry[str, object] = Registry()
     assert reg.lock("a") is reg.lock("a") and reg.lock("a") is not reg.lock("b")
+
+
+async def test_posting_to_a_closed_mailbox_is_typed_and_dispose_closes_both_ends() -> None:
+    box: Mailbox[int] = Mailbox("inbox")
+    box.close()
+    with pytest.raises(MailboxClosed):
+        box.post_nowait(1)
+    assert [item async for item in box] == []
+    box.dispose()
+    with pytest.raises(anyio.ClosedResourceError):
+        await box.receive()

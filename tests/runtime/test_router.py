@@ -101,3 +101,13 @@ def test_bad_check_body_is_dropped() -> None:
         router, _request(RequestCode.CHECK_TRANSACTION_STATE, b"\x00garbage", oneway=True)
     )
     assert conn.replies == [] and router.undeliverable == 1
+
+
+def test_closed_mailbox_is_answered_busy_not_raised() -> None:
+    """A request racing its owner's shutdown must not raise into the connection's reader."""
+    router = Router()
+    box: Mailbox[Inbound] = Mailbox("c")
+    router.register_consumer("cg", box)
+    box.close()
+    conn = _dispatch(router, _request(RequestCode.GET_CONSUMER_RUNNING_INFO, consumerGroup="cg"))
+    assert conn.replies[0].code == ResponseCode.SYSTEM_BUSY
