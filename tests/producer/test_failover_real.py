@@ -1,0 +1,57 @@
+"""Two masters, one killed while sending: sends move to the survivor, nothing acknowledged is
+lost."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import anyio
+import pytest
+
+from rocketmq_actors.errors import SendFailed
+from rocketmq_actors.producer import Message, Producer, SendResult, create_topic
+from rocketmq_actors.testing.cluster import LocalCluster
+
+from .pull import pull
+
+pytestmark = pytest.mark.integration
+
+TOTAL = 1500
+KILL_AFTER = 500
+
+
+async def test_kill_one_master_while_sending(
+    rocketmq_cluster_factory: Callable[..., LocalCluster], unique_topic: str
+) -> None:
+    cluster = rocketmq_cluster_factory(brokers=2)
+    acked: list[SendResult] = []
+    failed: list[SendFailed] = []
+    async with Producer(
+        namesrv=cluster.namesrv_addr, group="G_failover", latency_fault_tolerance=True
+    ) as producer:
+        assert len(await create_topic(producer.instance, unique_topic, queues=4)) == 2
+        for i in range(TOTAL):
+            if i == KILL_AFTER:
+                await anyio.to_thread.run_sync(cluster.kill_broker, "broker-b")
+            try:
+                acked.append(
+                    await producer.send(Message(topic=unique_topic, body=f"m{i}".encode()))
+                )
+            except SendFailed as exc:
+                failed.append(exc)
+        before, after = acked[:KILL_AFTER], acked[KILL_AFTER:]
+        assert {r.queue.broker_name for r in before} == {"broker-a", "broker-b"}
+        # every send after the kill that was acknowledged went to the survivor
+        assert {r.queue.broker_name for r in after} == {"broker-a"}
+        assert len(failed) <= 5, [str(f) for f in failed]  # in-flight at the kill, at most
+        assert all(f.outcome_unknown or f.retriable for f in failed)
+
+        await anyio.to_thread.run_sync(cluster.restart_broker, "broker-b")
+        received: set[str] = set()
+        for queue in sorted({r.queue for r in acked}):
+            expect = sum(1 for r in acked if r.queue == queue)
+            got = await pull(producer.instance, queue, expect=expect, timeout=30)
+            received |= {m.msg_id for m in got}
+        missing = {r.msg_id for r in acked} - received
+        assert missing == set(), f"{len(missing)} acknowledged messages lost"
+    assert len(acked) + len(failed) == TOTAL
