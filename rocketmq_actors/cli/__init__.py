@@ -7,9 +7,12 @@ import sys
 from collections.abc import Sequence
 
 from rocketmq_actors._version import __version__
+from rocketmq_actors.errors import RocketMQError
 from rocketmq_actors.logs import configure_logging
+from rocketmq_actors.testing.jars import LauncherError
 
 from . import cluster as cluster_cmd
+from . import produce as produce_cmd
 
 __all__ = ["UsageError", "main"]
 
@@ -21,7 +24,7 @@ class UsageError(Exception):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rocketmq-actors",
-        description="Apache RocketMQ from Python: a local cluster, and (soon) produce/consume.",
+        description="Apache RocketMQ from Python: a local cluster, produce (consume: soon).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument(
@@ -30,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-json", action="store_true", help="log as JSON lines on stderr")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     cluster_cmd.register(sub)
+    produce_cmd.register(sub)
     return parser
 
 
@@ -42,7 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         sys.stderr.write(f"rocketmq-actors: error: {exc}\n")
         return 2
-    except cluster_cmd.handled_errors() as exc:
+    except ValueError as exc:  # bad arguments, addresses, messages
+        sys.stderr.write(f"rocketmq-actors: error: {exc}\n")
+        return 2
+    except (LauncherError, RocketMQError) as exc:
         sys.stderr.write(f"rocketmq-actors: error: {exc}\n")
         return 1
     except KeyboardInterrupt:

@@ -10,17 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
-from rocketmq_actors.testing.jars import DEFAULT_VERSION, LauncherError
+from rocketmq_actors.testing.jars import DEFAULT_VERSION
 
 
 def default_state_dir() -> Path:
     xdg = os.environ.get("XDG_STATE_HOME")
     base = Path(xdg) if xdg else Path.home() / ".local" / "state"
     return base / "rocketmq-actors" / "cluster"
-
-
-def handled_errors() -> tuple[type[Exception], ...]:
-    return (LauncherError,)
 
 
 def _emit(obj: Any) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ssl
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, Self
@@ -223,9 +223,10 @@ class Producer:
         selector: QueueSelector | None = None,
         arg: object = None,
         timeout: float | None = None,
-    ) -> Awaitable[SendResult]:
+    ) -> Waiter:
         """Admit the message (waiting while ``max_pending`` sends or ``max_pending_bytes`` are
-        in flight), then return a future of its result without waiting for the broker."""
+        in flight), then return a future of its :class:`SendResult` without waiting for the
+        broker: ``await`` it, or check ``done()`` and ``result()``."""
         prepared = self._prepare(message)
         self._check_running()
         while self._pending >= self._max_pending or (

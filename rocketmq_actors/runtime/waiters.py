@@ -33,6 +33,7 @@ class Waiter(Protocol):
     def set_result(self, result: Any) -> None: ...
     def set_exception(self, exc: BaseException) -> None: ...
     def done(self) -> bool: ...
+    def result(self) -> Any: ...  # the result, or raise the error (only once done)
     def __await__(self) -> Generator[Any, None, Any]: ...
 
 
@@ -69,6 +70,13 @@ class _EventWaiter:
 
     def done(self) -> bool:
         return self._event.is_set()
+
+    def result(self) -> Any:
+        if not self._event.is_set():
+            raise RuntimeError("the result is not ready")
+        if self._error is not None:
+            raise self._error
+        return self._result
 
     def __await__(self) -> Generator[Any, None, Any]:
         yield from self._event.wait().__await__()

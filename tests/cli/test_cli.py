@@ -47,3 +47,14 @@ def test_logging_survives_a_closed_stderr(
     monkeypatch.setattr("sys.stderr", live)
     structlog.get_logger("t").warning("connection.closed", addr="y")
     assert "connection.closed" in live.getvalue() and "addr=y" in live.getvalue()
+
+
+def test_produce_rejects_a_bad_address_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["produce", "--namesrv", "nonsense", "--topic", "T"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nonsense" in err and "Traceback" not in err
+
+
+def test_produce_rejects_bad_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["produce", "--namesrv", "127.0.0.1:9876", "--topic", "T", "--count", "0"]) == 2
+    assert "--count" in capsys.readouterr().err
