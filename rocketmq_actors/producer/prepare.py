@@ -46,7 +46,18 @@ MAX_GROUP_LENGTH = 120
 MAX_DELAY_LEVEL = 18
 
 
+_valid_topics: set[str] = set()  # validated once each: producers send to few topics
+
+
 def validate_topic(topic: str) -> None:
+    if topic in _valid_topics:
+        return
+    _check_topic(topic)
+    if len(_valid_topics) < 10_000:
+        _valid_topics.add(topic)
+
+
+def _check_topic(topic: str) -> None:
     if not topic or not topic.strip():
         raise InvalidMessage("the topic is empty")
     if len(topic) > MAX_TOPIC_LENGTH:

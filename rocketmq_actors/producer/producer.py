@@ -38,7 +38,6 @@ from rocketmq_actors.errors import (
 )
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
-from rocketmq_actors.protocol.headers import SendMessageResponseHeader
 from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE, Message, UniqueIdGenerator
 from rocketmq_actors.protocol.sendframe import SendFrameEncoder
 from rocketmq_actors.runtime.mailbox import Mailbox
@@ -213,7 +212,12 @@ class Producer:
         ``arg``) the queue is chosen by the key: same key, same queue, in order."""
         prepared = self._prepare(message)
         self._check_running()
-        return await self._send(prepared, _Routing(message, sharding_key, selector, arg), timeout)
+        routing = (
+            _ROUND_ROBIN
+            if sharding_key is None and selector is None
+            else _Routing(message, sharding_key, selector, arg)
+        )
+        return await self._send(prepared, routing, timeout)
 
     async def send_nowait(
         self,
@@ -302,7 +306,9 @@ class Producer:
     # ---- the send loop ----------------------------------------------------------------
 
     async def _route(self, topic: str) -> TopicRoute:
-        return await self._instance.routes.get(topic, template=TEMPLATE_TOPIC)
+        return self._instance.routes.cached(topic) or await self._instance.routes.get(
+            topic, template=TEMPLATE_TOPIC
+        )
 
     def _choose(self, route: TopicRoute, routing: _Routing, avoid: str | None) -> MessageQueue:
         queues = route.publish_queues
@@ -338,7 +344,9 @@ class Producer:
             if remaining <= 0:
                 break
             try:
-                route = await self._route(prepared.topic)
+                route = self._instance.routes.cached(prepared.topic) or await self._route(
+                    prepared.topic
+                )
             except RocketMQError as exc:
                 attempts.append(exc)
                 if not exc.retriable:
@@ -358,7 +366,9 @@ class Producer:
 
             try:
                 addr = self._master(route, queue)
-                conn = await self._instance.pool.get(addr)
+                conn = self._instance.pool.registry.lookup(addr)
+                if conn is None or not conn.is_open:
+                    conn = await self._instance.pool.get(addr)
                 reply = await conn.request_encoded(code, encode, remaining, prepared.size)
             except SendFailed:
                 raise
@@ -383,17 +393,24 @@ class Producer:
                     break
                 avoid = broker
                 continue
-            self.faults.record(broker, (time.monotonic() - started) * 1000)
-            header = SendMessageResponseHeader.from_ext(reply.ext_fields)
-            return SendResult(
-                status=status,
-                msg_id=prepared.msg_id,
-                offset_msg_id=header.msg_id,
-                queue=MessageQueue(prepared.user_topic, broker, header.queue_id),
-                queue_offset=header.queue_offset,
-                transaction_id=header.transaction_id,
-                region_id=header.region_id,
-            )
+            if self.faults.enabled:
+                self.faults.record(broker, (time.monotonic() - started) * 1000)
+            ext = reply.ext_fields
+            try:  # the hot path: read the four fields directly (SendMessageResponseHeader)
+                return SendResult(
+                    status=status,
+                    msg_id=prepared.msg_id,
+                    offset_msg_id=ext["msgId"],
+                    queue=MessageQueue(prepared.user_topic, broker, int(ext["queueId"])),
+                    queue_offset=int(ext["queueOffset"]),
+                    transaction_id=ext.get("transactionId"),
+                    region_id=ext.get("MSG_REGION"),
+                )
+            except (KeyError, ValueError) as exc:
+                raise SendFailed(
+                    prepared.user_topic,
+                    [BrokerError(addr, reply.code, f"malformed send response: {exc!r}")],
+                ) from None
         if not attempts:  # the deadline passed before any attempt could start
             attempts.append(RequestTimeout("-", code, timeout))
         raise SendFailed(prepared.user_topic, attempts) from attempts[-1]

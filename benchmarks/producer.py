@@ -1,0 +1,103 @@
+"""Producer throughput and latency against a real broker on this machine.
+
+    python -m benchmarks.producer [--seconds 10] [--concurrency 256] [--uvloop]
+
+(a) sync sends, one in flight: latency; (b) 1 KiB sends with ``--concurrency`` in flight from
+one process: messages/s and latency; (c) batches of 16 x 1 KiB the same way. Starts its own
+local cluster. The Java client runs beside it in the benchmarks issue's harness.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from rocketmq_actors.producer import Message, Producer, create_topic
+from rocketmq_actors.testing.cluster import LocalCluster
+
+from .common import RESULTS, write_results
+
+BODY = b"x" * 1024
+
+
+def _percentiles(latencies: list[float]) -> dict[str, float]:
+    latencies.sort()
+
+    def at(p: float) -> float:
+        return round(latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000, 3)
+
+    return {"p50_ms": at(0.5), "p99_ms": at(0.99)}
+
+
+async def _run(producer: Producer, topic: str, concurrency: int, seconds: float,
+               batch: int) -> dict[str, Any]:  # fmt: skip
+    latencies: list[float] = []
+    sent = 0
+    stop = time.monotonic() + seconds
+    messages = [Message(topic=topic, body=BODY) for _ in range(batch)]
+
+    async def worker() -> None:
+        nonlocal sent
+        while time.monotonic() < stop:
+            started = time.perf_counter()
+            if batch > 1:
+                await producer.send_batch(messages)
+            else:
+                await producer.send(messages[0])
+            latencies.append(time.perf_counter() - started)
+            sent += batch
+
+    began = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(concurrency):
+            tg.start_soon(worker)
+    elapsed = time.perf_counter() - began
+    return {"msgs_per_s": round(sent / elapsed), "messages": sent, **_percentiles(latencies)}
+
+
+async def bench(namesrv: str, seconds: float, concurrency: int, warmup: float) -> dict[str, Any]:
+    async with Producer(namesrv=namesrv, group="bench_producer", max_pending=100_000) as producer:
+        topic = f"bench_{int(time.time())}"
+        await create_topic(producer.instance, topic, queues=8)
+        await _run(producer, topic, concurrency, warmup, 1)  # broker JIT and connections
+        return {
+            "sync_one_in_flight": await _run(producer, topic, 1, seconds, 1),
+            "pipelined_1k": await _run(producer, topic, concurrency, seconds, 1),
+            "batch_16x1k": await _run(producer, topic, max(1, concurrency // 16), seconds, 16),
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--warmup", type=float, default=15.0)
+    parser.add_argument("--uvloop", action="store_true")
+    parser.add_argument("--namesrv", help="use this cluster instead of starting one")
+    parser.add_argument("--out", type=Path, default=RESULTS / "producer.json")
+    args = parser.parse_args(argv)
+    options = {"use_uvloop": True} if args.uvloop else {}
+
+    def measure(namesrv: str) -> dict[str, Any]:
+        return anyio.run(bench, namesrv, args.seconds, args.concurrency, args.warmup,
+                         backend_options=options)  # fmt: skip
+
+    if args.namesrv:
+        figures = measure(args.namesrv)
+    else:
+        with LocalCluster() as cluster:
+            figures = measure(cluster.namesrv_addr)
+    write_results(
+        args.out,
+        {"event_loop": "uvloop" if args.uvloop else "asyncio", "concurrency": args.concurrency,
+         "seconds": args.seconds, **figures},
+    )  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
