@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.codec
 	$(PY) -m benchmarks.roundtrip
 	$(PY) -m benchmarks.roundtrip --uvloop --out benchmarks/results/roundtrip-uvloop.json
+	$(PY) -m benchmarks.producer
 
 cluster-up: $(STAMP)
 	$(VENV)/bin/rocketmq-actors cluster start --state-dir $(STATE)
