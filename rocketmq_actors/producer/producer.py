@@ -11,6 +11,10 @@ Sync sends try up to ``1 + retry_times`` queues, each on another broker than the
 all within ``send_timeout``. Ordered sends (a sharding key or selector) never switch queue.
 Every failure is a :class:`~rocketmq_actors.errors.SendFailed` that says whether the message was
 definitely not stored or the outcome is unknown.
+
+``send_nowait`` admits at most ``max_pending`` sends (1024 by default; measured: 10,000 in
+flight from one process made a broker on the same two cores answer SYSTEM_BUSY
+"[TIMEOUT_CLEAN_QUEUE]" once its send queue waited past 1 s).
 """
 
 from __future__ import annotations
@@ -88,7 +92,7 @@ class Producer:
         compress_threshold: int = 4096,
         compress_level: int = 5,
         max_message_size: int = MAX_MESSAGE_SIZE,
-        max_pending: int = 10_000,
+        max_pending: int = 1024,
         max_pending_bytes: int = 64 * 1024 * 1024,
         latency_fault_tolerance: bool = False,
         topics: Sequence[str] = (),
