@@ -19,5 +19,5 @@ def _python_blocks() -> list[str]:
 def test_sending_example_runs(rocketmq_namesrv: str, capsys: pytest.CaptureFixture[str]) -> None:
     (block,) = [b for b in _python_blocks() if "Producer(" in b]
     code = block.replace("127.0.0.1:9876", rocketmq_namesrv)
-    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})  # noqa: S102
+    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
     assert "SendStatus.SEND_OK" in capsys.readouterr().out

@@ -20,15 +20,14 @@ import ssl
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
-from types import TracebackType
 from typing import Any
 
 import anyio
 import structlog
 
-from rocketmq_actors.errors import ClientClosed
 from rocketmq_actors.protocol.bodies import ConsumerData
 from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.runtime.lifecycle import Lifecycle
 from rocketmq_actors.runtime.mailbox import Mailbox
 from rocketmq_actors.runtime.netinfo import local_ipv4
 from rocketmq_actors.runtime.pool import ConnectionPool
@@ -44,7 +43,7 @@ log = structlog.get_logger("rocketmq_actors.cluster")
 _instances = itertools.count(1)
 
 
-class ClientInstance:
+class ClientInstance(Lifecycle):
     def __init__(
         self,
         namesrv: str | Sequence[str],
@@ -77,45 +76,24 @@ class ClientInstance:
             self.pool, self.routes, self.client_id, interval=heartbeat_interval,
             timeout=request_timeout,
         )  # fmt: skip
-        self._stack: AsyncExitStack | None = None
         self._producer_groups: set[str] = set()
         self._consumer_groups: set[str] = set()
 
-    @property
-    def running(self) -> bool:
-        return self._stack is not None
-
-    async def __aenter__(self) -> ClientInstance:
-        async with AsyncExitStack() as stack:
-            await stack.enter_async_context(self.pool)
-            tg = await stack.enter_async_context(anyio.create_task_group())
-            stack.callback(tg.cancel_scope.cancel)  # runs first on exit: stop the loops
-            await tg.start(self.routes.run)
-            await tg.start(self.heartbeat.run)
-            self._stack = stack.pop_all()
+    async def _open(self, stack: AsyncExitStack) -> None:
+        await stack.enter_async_context(self.pool)
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(tg.cancel_scope.cancel)  # runs first on exit: stop the loops
+        await tg.start(self.routes.run)
+        await tg.start(self.heartbeat.run)
         log.info("instance.started", client_id=self.client_id, namesrv=self.namesrv.addrs)
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        stack, self._stack = self._stack, None
-        if stack is None:
-            return None
+    async def _closing(self) -> None:
         with anyio.move_on_after(self.request_timeout, shield=True):
             for group in sorted(self._producer_groups):
                 await self.heartbeat.unregister(producer=group)
             for group in sorted(self._consumer_groups):
                 await self.heartbeat.unregister(consumer=group)
         log.info("instance.stopped", client_id=self.client_id)
-        return await stack.__aexit__(exc_type, exc, tb)
-
-    def _check_running(self) -> None:
-        if self._stack is None:
-            raise ClientClosed("the client instance is not running (use 'async with')")
 
     # ---- owners -------------------------------------------------------------------------
 

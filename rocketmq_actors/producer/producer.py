@@ -23,8 +23,7 @@ import ssl
 import time
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import anyio
 import attrs
@@ -35,7 +34,6 @@ from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.routes import TopicRoute
 from rocketmq_actors.errors import (
     BrokerError,
-    ClientClosed,
     RequestTimeout,
     RocketMQError,
     SendFailed,
@@ -44,6 +42,7 @@ from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE, Message, UniqueIdGenerator
 from rocketmq_actors.protocol.sendframe import SendFrameEncoder
+from rocketmq_actors.runtime.lifecycle import Lifecycle
 from rocketmq_actors.runtime.mailbox import Mailbox
 from rocketmq_actors.runtime.netinfo import local_ipv4
 from rocketmq_actors.runtime.router import Inbound
@@ -79,7 +78,7 @@ _ROUND_ROBIN = _Routing()
 _STALE_GUESS = frozenset({ResponseCode.INVALID_PARAMETER, ResponseCode.TOPIC_NOT_EXIST})
 
 
-class Producer:
+class Producer(Lifecycle):
     def __init__(
         self,
         *,
@@ -124,7 +123,6 @@ class Producer:
         self._pending = 0
         self._pending_bytes = 0
         self._pending_changed = anyio.Event()
-        self._stack: AsyncExitStack | None = None
         self._tg: TaskGroup | None = None
         self.mailbox: Mailbox[Inbound] = Mailbox(f"producer:{self.group}")
 
@@ -134,37 +132,25 @@ class Producer:
 
     # ---- lifecycle ----------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        async with AsyncExitStack() as stack:
-            if self._own_instance:
-                await stack.enter_async_context(self._instance)
-            self._instance.register_producer(self.group, self.mailbox)
-            stack.push_async_callback(self._instance.unregister_producer, self.group)
-            stack.callback(self.mailbox.dispose)  # once the task group below has ended
-            self._tg = await stack.enter_async_context(anyio.create_task_group())
-            stack.callback(self._tg.cancel_scope.cancel)  # after the drain below
-            stack.push_async_callback(self._drain)
-            self._tg.start_soon(self._serve_mailbox)
-            for topic in self._topics:  # know the brokers now: heartbeats can reach them
-                await self._instance.routes.get(topic, template=TEMPLATE_TOPIC)
-            if self._topics:
-                await self._instance.heartbeat.beat()
-            self._stack = stack.pop_all()
+    async def _open(self, stack: AsyncExitStack) -> None:
+        if self._own_instance:
+            await stack.enter_async_context(self._instance)
+        self._instance.register_producer(self.group, self.mailbox)
+        stack.push_async_callback(self._instance.unregister_producer, self.group)
+        stack.callback(self.mailbox.dispose)  # once the task group below has ended
+        self._tg = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(self._tg.cancel_scope.cancel)  # after the drain below
+        stack.push_async_callback(self._drain)
+        self._tg.start_soon(self._serve_mailbox)
+        for topic in self._topics:  # know the brokers now: heartbeats can reach them
+            await self._instance.routes.get(topic, template=TEMPLATE_TOPIC)
+        if self._topics:
+            await self._instance.heartbeat.beat()
         log.info("producer.started", group=self.group, client_id=self._instance.client_id)
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        stack, self._stack = self._stack, None
-        if stack is None:
-            return None
+    async def _closing(self) -> None:
         self.mailbox.close()
         log.info("producer.stopping", group=self.group, pending=self._pending)
-        return await stack.__aexit__(exc_type, exc, tb)
 
     async def _drain(self) -> None:
         """Let send_nowait sends already admitted finish (bounded by the send timeout)."""
@@ -185,10 +171,6 @@ class Producer:
         """Broker requests for this group (transaction checks); a plain producer has none to
         answer. :class:`TransactionProducer` overrides this."""
         log.warning("producer.unexpected_request", code=inbound.command.code, group=self.group)
-
-    def _check_running(self) -> None:
-        if self._stack is None:
-            raise ClientClosed("the producer is not running (use 'async with')")
 
     # ---- sending ------------------------------------------------------------------------
 
