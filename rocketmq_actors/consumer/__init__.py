@@ -1,0 +1,1 @@
+"""Consumers: rebalance strategies, offset stores (push and pull consumers to come)."""
