@@ -1,0 +1,182 @@
+"""Consumer offsets: where each queue resumes.
+
+* :class:`RemoteOffsetStore` (clustering): the broker keeps the group's offsets.
+  QUERY_CONSUMER_OFFSET reads one (QUERY_NOT_FOUND means the group never committed);
+  UPDATE_CONSUMER_OFFSET (one-way, as the Java client sends it) writes one, to the master.
+  The broker accepts it only for a group it knows - one a consumer heartbeat has registered
+  (measured: an unknown group is answered SUBSCRIPTION_GROUP_NOT_EXIST, which a one-way
+  request never shows).
+* :class:`LocalOffsetStore` (broadcasting): every consumer keeps its own offsets in a JSON
+  file, replaced atomically on each persist so a crash never leaves half a file.
+
+Both keep the offsets in memory; ``update`` only moves an offset forward unless told otherwise
+(a slow acknowledgement must not move a queue back), and ``persist`` writes them out - every few
+seconds, when a queue is released, and on shutdown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import anyio
+import structlog
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.errors import BrokerError, RocketMQError
+from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
+from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.protocol.headers import (
+    OffsetResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+
+__all__ = ["LocalOffsetStore", "OffsetFileError", "OffsetStore", "RemoteOffsetStore"]
+
+log = structlog.get_logger("rocketmq_actors.consumer")
+
+
+class OffsetFileError(RocketMQError):
+    """The local offset file exists but cannot be read; starting over could skip or repeat
+    messages, so the consumer refuses to guess."""
+
+
+class OffsetStore:
+    """In-memory offsets plus a backing store (see the subclasses)."""
+
+    def __init__(self) -> None:
+        self._offsets: dict[MessageQueue, int] = {}
+
+    def read(self, queue: MessageQueue) -> int | None:
+        return self._offsets.get(queue)
+
+    def update(self, queue: MessageQueue, offset: int, *, increase_only: bool = True) -> None:
+        current = self._offsets.get(queue)
+        if current is None or not increase_only or offset > current:
+            self._offsets[queue] = offset
+
+    def remove(self, queue: MessageQueue) -> None:
+        self._offsets.pop(queue, None)
+
+    def snapshot(self) -> dict[MessageQueue, int]:
+        return dict(self._offsets)
+
+    async def fetch(self, queue: MessageQueue) -> int | None:
+        """The committed offset of ``queue`` from the backing store (None: none yet)."""
+        raise NotImplementedError
+
+    async def persist(self, queues: Iterable[MessageQueue] | None = None) -> None:
+        """Write the in-memory offsets of ``queues`` (all when None) to the backing store."""
+        raise NotImplementedError
+
+
+class RemoteOffsetStore(OffsetStore):
+    def __init__(self, instance: ClientInstance, group: str) -> None:
+        super().__init__()
+        self._instance = instance
+        self.group = group
+
+    async def _master(self, queue: MessageQueue) -> str:
+        route = self._instance.routes.cached(queue.topic) or await self._instance.routes.get(
+            queue.topic
+        )
+        addr = route.master_addr(queue.broker_name)
+        if addr is None:
+            raise BrokerError(queue.broker_name, ResponseCode.SERVICE_NOT_AVAILABLE, "no master")
+        return addr
+
+    async def fetch(self, queue: MessageQueue) -> int | None:
+        addr = await self._master(queue)
+        header = QueryConsumerOffsetRequestHeader(
+            consumer_group=self.group,
+            topic=queue.topic,
+            queue_id=queue.queue_id,
+            set_zero_if_not_found=False,
+            broker_name=queue.broker_name,
+        )
+        reply = await self._instance.request(
+            addr, RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext())
+        )
+        if reply.code == ResponseCode.QUERY_NOT_FOUND:
+            return None
+        if reply.code != ResponseCode.SUCCESS:
+            raise BrokerError(addr, reply.code, reply.remark)
+        return OffsetResponseHeader.from_ext(reply.ext_fields).offset
+
+    async def persist(self, queues: Iterable[MessageQueue] | None = None) -> None:
+        targets = list(self._offsets) if queues is None else list(queues)
+        for queue in targets:
+            offset = self._offsets.get(queue)
+            if offset is None:
+                continue
+            try:
+                addr = await self._master(queue)
+                header = UpdateConsumerOffsetRequestHeader(
+                    consumer_group=self.group,
+                    topic=queue.topic,
+                    queue_id=queue.queue_id,
+                    commit_offset=offset,
+                    broker_name=queue.broker_name,
+                )
+                await self._instance.oneway(
+                    addr,
+                    RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext()),
+                )
+            except RocketMQError as exc:  # kept in memory; the next persist tries again
+                log.warning("offsets.persist_failed", queue=str(queue), error=str(exc))
+
+
+class LocalOffsetStore(OffsetStore):
+    """Offsets of one broadcasting consumer group in ``<directory>/<group>/offsets.json``."""
+
+    def __init__(self, directory: Path | str, group: str) -> None:
+        super().__init__()
+        self.path = Path(directory) / group / "offsets.json"
+        self._stored = self._load()
+
+    def _load(self) -> dict[MessageQueue, int]:
+        try:
+            raw = json.loads(self.path.read_text())
+            return {
+                MessageQueue(row["topic"], row["brokerName"], int(row["queueId"])): int(
+                    row["offset"]
+                )
+                for row in raw["offsets"]
+            }
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise OffsetFileError(f"cannot read consumer offsets from {self.path}: {exc}") from exc
+
+    async def fetch(self, queue: MessageQueue) -> int | None:
+        return self._stored.get(queue)
+
+    async def persist(self, queues: Iterable[MessageQueue] | None = None) -> None:
+        targets = list(self._offsets) if queues is None else list(queues)
+        for queue in targets:
+            if queue in self._offsets:
+                self._stored[queue] = self._offsets[queue]
+        rows = [
+            {"topic": q.topic, "brokerName": q.broker_name, "queueId": q.queue_id, "offset": o}
+            for q, o in sorted(self._stored.items())
+        ]
+        await anyio.to_thread.run_sync(self._write, {"offsets": rows})
+
+    def _write(self, document: dict[str, list[dict[str, object]]]) -> None:
+        """Blocking (fsync): runs in a worker thread."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".offsets-", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(document, fh, indent=1)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)  # atomic: readers see the old or the new file
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
