@@ -180,18 +180,6 @@ class PullConsumer(Lifecycle):
         route = await self._instance.routes.get(wire_topic)
         return list(route.subscribe_queues)
 
-    async def _broker(self, queue: MessageQueue) -> str:
-        route = self._instance.routes.cached(queue.topic) or await self._instance.routes.get(
-            queue.topic
-        )
-        broker = route.brokers.get(queue.broker_name)
-        addr = broker.broker_addrs.get(MASTER_ID) if broker else None
-        if addr is None and broker and broker.broker_addrs:
-            addr = broker.broker_addrs[min(broker.broker_addrs)]  # a slave can serve pulls
-        if addr is None:
-            raise BrokerError(queue.broker_name, ResponseCode.SERVICE_NOT_AVAILABLE, "no address")
-        return addr
-
     async def pull(
         self,
         queue: MessageQueue,
@@ -208,39 +196,11 @@ class PullConsumer(Lifecycle):
         if offset < 0 or max_messages < 1 or wait < 0:
             raise ValueError("offset >= 0, max_messages >= 1 and wait >= 0 are required")
         subscription = await self._subscribe(queue.topic, expression, expression_type)
-        addr = await self._broker(queue)
-        header = PullMessageRequestHeader(
-            consumer_group=self.group,
-            topic=queue.topic,
-            queue_id=queue.queue_id,
-            queue_offset=offset,
-            max_msg_nums=max_messages,
-            sys_flag=PullSysFlag.build(commit_offset=False, suspend=wait > 0, subscription=True),
-            suspend_timeout_millis=int(wait * 1000),
-            subscription=subscription.expression,
-            sub_version=self._sub_version,
-            expression_type=subscription.expression_type,
-            broker_name=queue.broker_name,
-        )
-        # the broker's hold service answers up to ~5 s after the suspend time
-        reply = await self._instance.request(
-            addr,
-            RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext()),
-            timeout=self.request_timeout + (wait + 5 if wait > 0 else 0),
-        )
-        status = _STATUS.get(reply.code)
-        if status is None:
-            raise BrokerError(addr, reply.code, reply.remark)
-        response = PullMessageResponseHeader.from_ext(reply.ext_fields)
-        messages: tuple[MessageExt, ...] = ()
-        if status is PullStatus.FOUND:
-            decoded = decode_messages(reply.body)
-            for message in decoded:
-                message.broker_name = queue.broker_name
-            messages = tuple(m for m in decoded if subscription.matches(m))
-        return PullResult(
-            status, response.next_begin_offset, response.min_offset, response.max_offset, messages
-        )
+        return await pull_once(
+            self._instance, self.group, queue, offset, subscription=subscription,
+            sub_version=self._sub_version, max_messages=max_messages, wait=wait,
+            request_timeout=self.request_timeout,
+        )  # fmt: skip
 
     # ---- offsets ----------------------------------------------------------------------
 
@@ -258,7 +218,7 @@ class PullConsumer(Lifecycle):
         await self.offsets.persist()
 
     async def _offset_request(self, queue: MessageQueue, code: int, ext: dict[str, str]) -> int:
-        addr = await self._broker(queue)
+        addr = await broker_addr(self._instance, queue)
         reply = await self._instance.request(addr, RemotingCommand.request(code, ext))
         if reply.code != ResponseCode.SUCCESS:
             raise BrokerError(addr, reply.code, reply.remark)
@@ -289,3 +249,63 @@ _STATUS: dict[int, PullStatus] = {
     ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
     ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
 }
+
+
+async def broker_addr(instance: ClientInstance, queue: MessageQueue) -> str:
+    """The master serving ``queue`` (a slave if the master is gone: slaves serve pulls)."""
+    route = instance.routes.cached(queue.topic) or await instance.routes.get(queue.topic)
+    broker = route.brokers.get(queue.broker_name)
+    addr = broker.broker_addrs.get(MASTER_ID) if broker else None
+    if addr is None and broker and broker.broker_addrs:
+        addr = broker.broker_addrs[min(broker.broker_addrs)]
+    if addr is None:
+        raise BrokerError(queue.broker_name, ResponseCode.SERVICE_NOT_AVAILABLE, "no address")
+    return addr
+
+
+async def pull_once(
+    instance: ClientInstance,
+    group: str,
+    queue: MessageQueue,
+    offset: int,
+    *,
+    subscription: Subscription,
+    sub_version: int,
+    max_messages: int,
+    wait: float,
+    request_timeout: float,
+) -> PullResult:
+    """One PULL_MESSAGE (shared by the pull and push consumers)."""
+    addr = await broker_addr(instance, queue)
+    header = PullMessageRequestHeader(
+        consumer_group=group,
+        topic=queue.topic,
+        queue_id=queue.queue_id,
+        queue_offset=offset,
+        max_msg_nums=max_messages,
+        sys_flag=PullSysFlag.build(commit_offset=False, suspend=wait > 0, subscription=True),
+        suspend_timeout_millis=int(wait * 1000),
+        subscription=subscription.expression,
+        sub_version=sub_version,
+        expression_type=subscription.expression_type,
+        broker_name=queue.broker_name,
+    )
+    # the broker's hold service answers up to ~5 s after the suspend time
+    reply = await instance.request(
+        addr,
+        RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext()),
+        timeout=request_timeout + (wait + 5 if wait > 0 else 0),
+    )
+    status = _STATUS.get(reply.code)
+    if status is None:
+        raise BrokerError(addr, reply.code, reply.remark)
+    response = PullMessageResponseHeader.from_ext(reply.ext_fields)
+    messages: tuple[MessageExt, ...] = ()
+    if status is PullStatus.FOUND:
+        decoded = decode_messages(reply.body)
+        for message in decoded:
+            message.broker_name = queue.broker_name
+        messages = tuple(m for m in decoded if subscription.matches(m))
+    return PullResult(
+        status, response.next_begin_offset, response.min_offset, response.max_offset, messages
+    )

@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rocketmq_actors.consumer.process_queue import ProcessQueue
+from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.records import MessageExt
+
+MQ = MessageQueue("t", "b", 0)
+
+
+def _msg(offset: int, size: int = 10) -> MessageExt:
+    return MessageExt(
+        topic="t", body=b"x" * size, raw_properties=b"", queue_id=0, queue_offset=offset,
+        commit_log_offset=0, sys_flag=0, flag=0, born_timestamp=0, born_ip=b"\0" * 4,
+        born_port=0, store_timestamp=0, store_ip=b"\0" * 4, store_port=0, reconsume_times=0,
+        prepared_transaction_offset=0, body_crc=0,
+    )  # fmt: skip
+
+
+def test_commit_offset_is_the_smallest_unconsumed() -> None:
+    pq = ProcessQueue(MQ, 100)
+    assert pq.commit_offset() == 100  # nothing cached yet: where we start
+    msgs = [_msg(o) for o in (100, 101, 102)]
+    assert pq.put(msgs) == msgs and (pq.count, pq.cached_bytes, pq.span) == (3, 30, 2)
+    assert pq.remove(msgs[1]) == 100  # 100 is still in process: it holds the queue back
+    assert pq.remove(msgs[0]) == 102
+    assert pq.remove(msgs[2]) == 103  # empty: one past the highest ever cached
+    assert pq.remove(msgs[2]) == 103  # removing twice is harmless
+
+
+def test_duplicates_are_not_handed_out_twice() -> None:
+    pq = ProcessQueue(MQ, 0)
+    pq.put([_msg(0)])
+    assert pq.put([_msg(0), _msg(1)]) == [pq._messages[1]]
+
+
+@given(st.lists(st.integers(0, 200), unique=True, min_size=1), st.randoms())
+def test_never_commits_past_an_unconsumed_message(offsets: list[int], rnd: object) -> None:
+    pq = ProcessQueue(MQ, 0)
+    msgs = [_msg(o) for o in offsets]
+    pq.put(msgs)
+    order = list(msgs)
+    rnd.shuffle(order)  # type: ignore[attr-defined]
+    consumed: set[int] = set()
+    for m in order:
+        committed = pq.remove(m)
+        consumed.add(m.queue_offset)
+        unconsumed = [o for o in offsets if o not in consumed]
+        assert committed == (min(unconsumed) if unconsumed else max(offsets) + 1)
