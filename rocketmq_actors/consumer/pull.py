@@ -217,30 +217,16 @@ class PullConsumer(Lifecycle):
     async def persist(self) -> None:
         await self.offsets.persist()
 
-    async def _offset_request(self, queue: MessageQueue, code: int, ext: dict[str, str]) -> int:
-        addr = await broker_addr(self._instance, queue)
-        reply = await self._instance.request(addr, RemotingCommand.request(code, ext))
-        if reply.code != ResponseCode.SUCCESS:
-            raise BrokerError(addr, reply.code, reply.remark)
-        return OffsetResponseHeader.from_ext(reply.ext_fields).offset
-
     async def min_offset(self, queue: MessageQueue) -> int:
-        header = GetMinOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id)
-        return await self._offset_request(queue, RequestCode.GET_MIN_OFFSET, header.to_ext())
+        return await min_offset(self._instance, queue)
 
     async def max_offset(self, queue: MessageQueue) -> int:
         """The offset the next message will get (one past the last stored)."""
-        header = GetMaxOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id)
-        return await self._offset_request(queue, RequestCode.GET_MAX_OFFSET, header.to_ext())
+        return await max_offset(self._instance, queue)
 
     async def offset_for_time(self, queue: MessageQueue, timestamp_ms: int) -> int:
         """The first offset stored at or after ``timestamp_ms``."""
-        header = SearchOffsetRequestHeader(
-            topic=queue.topic, queue_id=queue.queue_id, timestamp=timestamp_ms
-        )
-        return await self._offset_request(
-            queue, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header.to_ext()
-        )
+        return await offset_for_time(self._instance, queue, timestamp_ms)
 
 
 _STATUS: dict[int, PullStatus] = {
@@ -308,4 +294,33 @@ async def pull_once(
         messages = tuple(m for m in decoded if subscription.matches(m))
     return PullResult(
         status, response.next_begin_offset, response.min_offset, response.max_offset, messages
+    )
+
+
+async def _offset_request(
+    instance: ClientInstance, queue: MessageQueue, code: int, ext: dict[str, str]
+) -> int:
+    addr = await broker_addr(instance, queue)
+    reply = await instance.request(addr, RemotingCommand.request(code, ext))
+    if reply.code != ResponseCode.SUCCESS:
+        raise BrokerError(addr, reply.code, reply.remark)
+    return OffsetResponseHeader.from_ext(reply.ext_fields).offset
+
+
+async def min_offset(instance: ClientInstance, queue: MessageQueue) -> int:
+    header = GetMinOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id)
+    return await _offset_request(instance, queue, RequestCode.GET_MIN_OFFSET, header.to_ext())
+
+
+async def max_offset(instance: ClientInstance, queue: MessageQueue) -> int:
+    header = GetMaxOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id)
+    return await _offset_request(instance, queue, RequestCode.GET_MAX_OFFSET, header.to_ext())
+
+
+async def offset_for_time(instance: ClientInstance, queue: MessageQueue, timestamp_ms: int) -> int:
+    header = SearchOffsetRequestHeader(
+        topic=queue.topic, queue_id=queue.queue_id, timestamp=timestamp_ms
+    )
+    return await _offset_request(
+        instance, queue, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header.to_ext()
     )

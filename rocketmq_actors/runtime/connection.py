@@ -98,6 +98,7 @@ class BrokerConnection:
         self._capacity_freed = anyio.Event()
         self._capacity_waiters = 0
         self._closed: BaseException | None = None
+        self._close_when_flushed = False
         self._scope: anyio.CancelScope | None = None
         self.requests_sent = 0
         self.bytes_written = 0
@@ -152,10 +153,14 @@ class BrokerConnection:
             log.info("connection.closed", addr=self.addr, reason=repr(self._closed))
 
     def close(self) -> None:
-        """Stop serving; pending requests fail with :class:`ConnectionLost`."""
+        """Stop serving once the frames already queued are written (one-way requests such as
+        offset commits and END_TRANSACTION have nothing else to deliver them); pending
+        requests fail with :class:`ConnectionLost`."""
         if self._closed is None:
             self._closed = ClientClosed(f"connection to {self.addr} closed")
-        if self._scope is not None:
+        if self._outbox:
+            self._close_when_flushed = True  # the writer cancels after its last send
+        elif self._scope is not None:
             self._scope.cancel()
 
     def _fail_pending(self, reason: BaseException) -> None:
@@ -164,11 +169,13 @@ class BrokerConnection:
         for waiter in pending.values():
             error = ConnectionLost(self.addr, str(reason) or type(reason).__name__)
             error.__cause__ = reason
-            waiter.set_exception(error)
+            if not waiter.done():
+                waiter.set_exception(error)
         self._capacity_freed.set()
 
     def _expire(self, opaque: int, waiter: Waiter) -> None:
-        waiter.set_exception(RequestTimeout(self.addr, waiter.code, waiter.timeout))
+        if not waiter.done():
+            waiter.set_exception(RequestTimeout(self.addr, waiter.code, waiter.timeout))
 
     async def _reader(self) -> None:
         receive = self._stream.receive
@@ -183,7 +190,7 @@ class BrokerConnection:
                 for cmd in feed(chunk):
                     if cmd.flag & 1:  # response
                         waiter = pending.pop(cmd.opaque, None)
-                        if waiter is not None:
+                        if waiter is not None and not waiter.done():
                             waiter.set_result(cmd)
                         else:
                             log.debug("connection.response.unmatched", addr=self.addr,
@@ -207,10 +214,14 @@ class BrokerConnection:
             self.writes += 1
             self.bytes_written += len(data)
             await send(data)
+            if self._close_when_flushed and not self._outbox and self._scope is not None:
+                self._scope.cancel()
 
     # ---- requests --------------------------------------------------------------------------
 
     def _enqueue(self, frame: bytes) -> None:
+        if self._close_when_flushed:
+            raise ClientClosed(f"connection to {self.addr} is closing")
         self._outbox.append(frame)
         if len(self._outbox) == 1:  # the writer is (or will be) waiting for the first frame
             self._outbox_ready.set()
@@ -260,8 +271,10 @@ class BrokerConnection:
         return opaque, waiter
 
     def _forget(self, opaque: int, waiter: Waiter, size: int) -> None:
-        if not waiter.done():  # the caller was cancelled (or encoding failed)
-            self._pending.pop(opaque, None)
+        # The caller may have been cancelled (asyncio then cancels the awaited future too):
+        # drop our entry whatever the waiter's state, so a late response finds nothing.
+        if self._pending.get(opaque) is waiter:
+            del self._pending[opaque]
         self._release(size)
 
     async def request(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:

@@ -260,3 +260,36 @@ async def test_connect_errors_are_typed() -> None:
         await connect("127.0.0.1:1", timeout=2)
     with pytest.raises(ValueError):
         await connect("no-port", timeout=2)
+
+
+async def test_close_flushes_queued_oneway_frames_first() -> None:
+    """One-way requests (offset commits, END_TRANSACTION) queued before close() are written."""
+    async with FakeServer() as server, serving(server) as running:
+        for i in range(50):
+            await running.conn.oneway(_req(RequestCode.UPDATE_CONSUMER_OFFSET, n=str(i)))
+        running.conn.close()
+        await running.finished.wait()
+        peer = await server.wait_peer()
+        with anyio.fail_after(2):
+            received = await peer.wait_received(50)
+        assert [c.ext_fields["n"] for c in received] == [str(i) for i in range(50)]
+
+
+async def test_a_cancelled_caller_does_not_break_the_connection() -> None:
+    """A caller cancelled mid-request (its future is cancelled with it): the late response
+    must be dropped, not raise in the reader and kill every other request."""
+    release = anyio.Event()
+
+    async def late(peer: FakePeer, cmd: RemotingCommand) -> None:
+        if cmd.ext_fields.get("slow"):
+            await release.wait()
+        await peer.reply(cmd)
+
+    async with FakeServer(late) as server, serving(server) as running:
+        with anyio.move_on_after(0.05):
+            await running.conn.request(_req(slow="1"), timeout=30)
+        assert running.conn.pending == 0
+        release.set()  # the response to the cancelled request arrives now
+        for _ in range(3):
+            assert (await running.conn.request(_req(), timeout=5)).code == ResponseCode.SUCCESS
+        assert running.conn.is_open and running.error is None
