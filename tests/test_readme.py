@@ -16,6 +16,13 @@ def _python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
 
 
+def test_every_python_example_compiles() -> None:
+    blocks = _python_blocks()
+    assert len(blocks) >= 3
+    for block in blocks:
+        compile(block, "README.md", "exec")
+
+
 def test_sending_example_runs(rocketmq_namesrv: str, capsys: pytest.CaptureFixture[str]) -> None:
     (block,) = [b for b in _python_blocks() if "Producer(" in b]
     code = block.replace("127.0.0.1:9876", rocketmq_namesrv)

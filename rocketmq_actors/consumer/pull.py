@@ -25,6 +25,7 @@ import attrs
 import structlog
 
 from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.cluster.member import GroupMember
 from rocketmq_actors.errors import BrokerError
 from rocketmq_actors.producer.prepare import validate_group, validate_topic, wrap
 from rocketmq_actors.protocol.bodies import (
@@ -45,9 +46,6 @@ from rocketmq_actors.protocol.headers import (
 )
 from rocketmq_actors.protocol.messages import PullSysFlag, java_string_hash
 from rocketmq_actors.protocol.records import MessageExt, decode_messages
-from rocketmq_actors.runtime.lifecycle import Lifecycle
-from rocketmq_actors.runtime.mailbox import Mailbox
-from rocketmq_actors.runtime.router import Inbound
 
 from .offsets import RemoteOffsetStore
 
@@ -108,7 +106,7 @@ class Subscription:
         return not self.tags or message.tags in self.tags
 
 
-class PullConsumer(Lifecycle):
+class PullConsumer(GroupMember):
     def __init__(
         self,
         *,
@@ -119,28 +117,21 @@ class PullConsumer(Lifecycle):
         request_timeout: float = 3.0,
     ) -> None:
         validate_group(group)
-        if instance is None and namesrv is None:
-            raise ValueError("give a NameServer address (namesrv=...) or a ClientInstance")
-        self.group = wrap(namespace, group)
+        super().__init__(
+            kind="pull-consumer", group=wrap(namespace, group), namesrv=namesrv, instance=instance
+        )
         self.namespace = namespace
         self.request_timeout = request_timeout
-        self._own_instance = instance is None
-        self._instance = instance or ClientInstance(namesrv or ())
         self._subscriptions: dict[str, Subscription] = {}
         self._sub_version = time.time_ns() // 1_000_000
         self.offsets = RemoteOffsetStore(self._instance, self.group)
-        self.mailbox: Mailbox[Inbound] = Mailbox(f"pull-consumer:{self.group}")
-
-    @property
-    def instance(self) -> ClientInstance:
-        return self._instance
 
     async def _open(self, stack: AsyncExitStack) -> None:
-        if self._own_instance:
-            await stack.enter_async_context(self._instance)
-        self._instance.register_consumer(self.group, self.mailbox, self._consumer_data)
-        stack.push_async_callback(self._instance.unregister_consumer, self.group)
-        stack.callback(self.mailbox.dispose)
+        await self._join(
+            stack,
+            lambda: self._instance.register_consumer(self.group, self.mailbox, self._consumer_data),
+            self._instance.unregister_consumer,
+        )
         stack.push_async_callback(self.offsets.persist)
         tg = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tg.cancel_scope.cancel)

@@ -39,6 +39,7 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.cluster.member import GroupMember
 from rocketmq_actors.errors import RocketMQError, TopicNotFound
 from rocketmq_actors.producer.prepare import validate_group, validate_topic, wrap
 from rocketmq_actors.protocol.bodies import ConsumerData, MessageQueue, decode_consumer_list
@@ -50,9 +51,6 @@ from rocketmq_actors.protocol.headers import (
 )
 from rocketmq_actors.protocol.messages import Property
 from rocketmq_actors.protocol.records import MessageExt
-from rocketmq_actors.runtime.lifecycle import Lifecycle
-from rocketmq_actors.runtime.mailbox import Mailbox
-from rocketmq_actors.runtime.router import Inbound
 
 from .offsets import LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from .process_queue import ProcessQueue
@@ -79,7 +77,7 @@ class ConsumeFrom(enum.Enum):
     TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
 
 
-class PushConsumer(Lifecycle):
+class PushConsumer(GroupMember):
     def __init__(
         self,
         *,
@@ -113,13 +111,13 @@ class PushConsumer(Lifecycle):
             raise ValueError("subscribe to at least one topic")
         for topic in subscriptions:
             validate_topic(topic)
-        if instance is None and namesrv is None:
-            raise ValueError("give a NameServer address (namesrv=...) or a ClientInstance")
+        super().__init__(
+            kind="push-consumer", group=wrap(namespace, group), namesrv=namesrv, instance=instance
+        )
         if concurrency < 1 or pull_batch_size < 1 or max_cached_messages < 1:
             raise ValueError("concurrency, pull_batch_size and max_cached_messages must be >= 1")
         if consume_from is ConsumeFrom.TIMESTAMP and consume_timestamp_ms is None:
             consume_timestamp_ms = int((time.time() - 1800) * 1000)  # Java: 30 minutes ago
-        self.group = wrap(namespace, group)
         self.model = model
         self.handler = handler
         self.consume_from = consume_from
@@ -138,8 +136,6 @@ class PushConsumer(Lifecycle):
         self.pull_suspend = pull_suspend
         self.request_timeout = request_timeout
         self.on_rebalance = on_rebalance
-        self._own_instance = instance is None
-        self._instance = instance or ClientInstance(namesrv or ())
         self._subscriptions = {
             wrap(namespace, t): Subscription.parse(wrap(namespace, t), e)
             for t, e in subscriptions.items()
@@ -155,7 +151,6 @@ class PushConsumer(Lifecycle):
                 offset_dir or Path.home() / ".rocketmq_actors" / "offsets", self.group
             )
         )
-        self.mailbox: Mailbox[Inbound] = Mailbox(f"push-consumer:{self.group}")
         self._queues: dict[MessageQueue, tuple[ProcessQueue, anyio.CancelScope]] = {}
         self._rebalance_now = anyio.Event()
         self._rebalance_lock = anyio.Lock()
@@ -165,10 +160,6 @@ class PushConsumer(Lifecycle):
         self.consumed = 0
         self.failed = 0
 
-    @property
-    def instance(self) -> ClientInstance:
-        return self._instance
-
     def assigned(self) -> list[MessageQueue]:
         """The queues this member consumes now."""
         return sorted(self._queues)
@@ -176,11 +167,11 @@ class PushConsumer(Lifecycle):
     # ---- lifecycle ----------------------------------------------------------------------
 
     async def _open(self, stack: AsyncExitStack) -> None:
-        if self._own_instance:
-            await stack.enter_async_context(self._instance)
-        self._instance.register_consumer(self.group, self.mailbox, self._consumer_data)
-        stack.push_async_callback(self._instance.unregister_consumer, self.group)
-        stack.callback(self.mailbox.dispose)
+        await self._join(
+            stack,
+            lambda: self._instance.register_consumer(self.group, self.mailbox, self._consumer_data),
+            self._instance.unregister_consumer,
+        )
         stack.push_async_callback(self.offsets.persist)  # after every worker has stopped
         send, receive = anyio.create_memory_object_stream[tuple[ProcessQueue, MessageExt]](
             self.concurrency * 2

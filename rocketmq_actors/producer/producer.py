@@ -31,6 +31,7 @@ import structlog
 from anyio.abc import TaskGroup
 
 from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.cluster.member import GroupMember
 from rocketmq_actors.cluster.routes import TopicRoute
 from rocketmq_actors.errors import (
     BrokerError,
@@ -42,8 +43,6 @@ from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE, Message, UniqueIdGenerator
 from rocketmq_actors.protocol.sendframe import SendFrameEncoder
-from rocketmq_actors.runtime.lifecycle import Lifecycle
-from rocketmq_actors.runtime.mailbox import Mailbox
 from rocketmq_actors.runtime.netinfo import local_ipv4
 from rocketmq_actors.runtime.router import Inbound
 from rocketmq_actors.runtime.waiters import Waiter, waiter_factory
@@ -78,7 +77,7 @@ _ROUND_ROBIN = _Routing()
 _STALE_GUESS = frozenset({ResponseCode.INVALID_PARAMETER, ResponseCode.TOPIC_NOT_EXIST})
 
 
-class Producer(Lifecycle):
+class Producer(GroupMember):
     def __init__(
         self,
         *,
@@ -98,21 +97,20 @@ class Producer(Lifecycle):
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         validate_group(group)
-        if instance is None and namesrv is None:
-            raise ValueError("give a NameServer address (namesrv=...) or a ClientInstance")
+        super().__init__(
+            kind="producer", group=wrap(namespace, group), namesrv=namesrv, instance=instance,
+            ssl_context=ssl_context,
+        )  # fmt: skip
         if send_timeout <= 0 or retry_times < 0 or max_pending < 1:
             raise ValueError("send_timeout must be > 0, retry_times >= 0, max_pending >= 1")
         if not 0 <= compress_level <= 9:
             raise ValueError("compress_level must be 0..9")
-        self.group = wrap(namespace, group)
         self.namespace = namespace
         self.send_timeout = send_timeout
         self.retry_times = retry_times
         self.compress_threshold = compress_threshold
         self.compress_level = compress_level
         self.max_message_size = max_message_size
-        self._own_instance = instance is None
-        self._instance = instance or ClientInstance(namesrv or (), ssl_context=ssl_context)
         self._topics = [wrap(namespace, t) for t in topics]
         self._ids = UniqueIdGenerator(ip=bytes(int(p) for p in local_ipv4().split(".")))
         self._encoder = SendFrameEncoder(self.group)
@@ -124,20 +122,15 @@ class Producer(Lifecycle):
         self._pending_bytes = 0
         self._pending_changed = anyio.Event()
         self._tg: TaskGroup | None = None
-        self.mailbox: Mailbox[Inbound] = Mailbox(f"producer:{self.group}")
-
-    @property
-    def instance(self) -> ClientInstance:
-        return self._instance
 
     # ---- lifecycle ----------------------------------------------------------------------
 
     async def _open(self, stack: AsyncExitStack) -> None:
-        if self._own_instance:
-            await stack.enter_async_context(self._instance)
-        self._instance.register_producer(self.group, self.mailbox)
-        stack.push_async_callback(self._instance.unregister_producer, self.group)
-        stack.callback(self.mailbox.dispose)  # once the task group below has ended
+        await self._join(
+            stack,
+            lambda: self._instance.register_producer(self.group, self.mailbox),
+            self._instance.unregister_producer,
+        )
         self._tg = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(self._tg.cancel_scope.cancel)  # after the drain below
         stack.push_async_callback(self._drain)
