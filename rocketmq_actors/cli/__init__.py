@@ -12,6 +12,7 @@ from rocketmq_actors.logs import configure_logging
 from rocketmq_actors.testing.jars import LauncherError
 
 from . import cluster as cluster_cmd
+from . import consume as consume_cmd
 from . import produce as produce_cmd
 
 __all__ = ["UsageError", "main"]
@@ -24,7 +25,7 @@ class UsageError(Exception):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rocketmq-actors",
-        description="Apache RocketMQ from Python: a local cluster, produce (consume: soon).",
+        description="Apache RocketMQ from Python: a local cluster, produce, consume.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument(
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     cluster_cmd.register(sub)
     produce_cmd.register(sub)
+    consume_cmd.register(sub)
     return parser
 
 

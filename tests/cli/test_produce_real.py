@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 
@@ -32,3 +33,45 @@ def test_produce_to_an_unreachable_name_server_fails_in_one_line() -> None:
     assert proc.returncode == 1
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["sent"] == 0 and result["failed"] == 1 and "NameServer" in result["last_error"]
+
+
+def test_produce_then_consume_round_trip(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    produced = subprocess.run(
+        [sys.executable, "-m", "rocketmq_actors", "produce", "--namesrv", rocketmq_namesrv,
+         "--topic", unique_topic, "--count", "200", "--keys", "--json"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert produced.returncode == 0, produced.stderr
+    consumed = subprocess.run(
+        [sys.executable, "-m", "rocketmq_actors", "consume", "--namesrv", rocketmq_namesrv,
+         "--topic", unique_topic, "--group", unique_group, "--from-first", "--count", "200",
+         "--json"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert consumed.returncode == 0, consumed.stderr
+    result = json.loads(consumed.stdout.strip().splitlines()[-1])
+    assert result["unique"] == 200 and result["received"] >= 200 and result["msgs_per_s"] > 0
+
+
+def test_consume_stops_on_sigterm_with_a_summary(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rocketmq_actors", "--log-level", "info", "consume",
+         "--namesrv", rocketmq_namesrv, "--topic", unique_topic, "--group", unique_group,
+         "--follow", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    for line in proc.stderr:  # its own log says when it has joined the group
+        if "consumer.started" in line:
+            break
+    else:
+        raise AssertionError(f"consume exited early: {proc.wait()}")
+    assert proc.poll() is None  # --follow: still running
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert json.loads(out.strip().splitlines()[-1])["received"] == 0

@@ -1,0 +1,117 @@
+"""``rocketmq-actors consume``: receive messages of a topic as a group member."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from typing import Any
+
+import anyio
+
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.protocol.records import MessageExt
+
+
+async def consume(args: argparse.Namespace) -> dict[str, Any]:
+    received = 0
+    ids: set[str] = set()
+    arrived = anyio.Event()
+    enough = anyio.Event()
+    first_at: float | None = None
+
+    async def handle(message: MessageExt) -> None:
+        nonlocal received, arrived, first_at
+        if first_at is None:
+            first_at = time.monotonic()
+        received += 1
+        ids.add(message.msg_id)
+        if args.print:
+            sys.stdout.write(message.body.decode(errors="replace") + "\n")
+        arrived.set()
+        arrived = anyio.Event()
+        if args.count and len(ids) >= args.count:
+            enough.set()
+
+    consume_from, timestamp = ConsumeFrom.LAST_OFFSET, None
+    if args.from_first:
+        consume_from = ConsumeFrom.FIRST_OFFSET
+    elif args.from_timestamp is not None:
+        consume_from, timestamp = ConsumeFrom.TIMESTAMP, args.from_timestamp
+    started = time.monotonic()
+    # installed before the consumer starts: a signal can never find the default handler
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with (
+            PushConsumer(
+                namesrv=args.namesrv, group=args.group, subscriptions={args.topic: args.tags},
+                handler=handle, consume_from=consume_from, consume_timestamp_ms=timestamp,
+            ),
+            anyio.create_task_group() as tg,
+        ):  # fmt: skip
+
+            async def stop_on_signal() -> None:
+                async for _ in signals:
+                    enough.set()  # graceful: offsets are persisted on the way out
+                    return
+
+            async def stop_when_idle() -> None:
+                while not args.follow:
+                    with anyio.move_on_after(args.idle) as idle:
+                        await arrived.wait()
+                    if idle.cancelled_caught:
+                        enough.set()
+                        return
+
+            tg.start_soon(stop_on_signal)
+            tg.start_soon(stop_when_idle)
+            await enough.wait()
+            tg.cancel_scope.cancel()
+    elapsed = time.monotonic() - (first_at or started)
+    return {
+        "topic": args.topic,
+        "group": args.group,
+        "received": received,
+        "unique": len(ids),
+        "seconds": round(time.monotonic() - started, 3),
+        "msgs_per_s": round(received / elapsed, 1) if received and elapsed > 0 else 0.0,
+    }
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.count < 0 or args.idle <= 0:
+        raise ValueError("--count must be >= 0 and --idle > 0")
+    result = anyio.run(consume, args)
+    if args.json:
+        sys.stdout.write(json.dumps(result) + "\n")
+    else:
+        sys.stderr.write(f"received {result['received']} ({result['unique']} unique)\n")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("consume", help="receive messages as a member of a consumer group")
+    p.add_argument("--namesrv", required=True, help="NameServer address(es), host:port[;host:port]")
+    p.add_argument("--topic", required=True)
+    p.add_argument("--group", required=True, help="consumer group")
+    p.add_argument("--tags", default="*", help="tag expression, e.g. 'a || b' (default *)")
+    p.add_argument("--count", type=int, default=0, help="stop after N distinct messages")
+    start = p.add_mutually_exclusive_group()
+    start.add_argument("--from-first", action="store_true", help="a new group starts at the oldest")
+    start.add_argument(
+        "--from-last", action="store_true", help="a new group starts at the newest (default)"
+    )
+    start.add_argument(
+        "--from-timestamp", type=int, metavar="MS", help="a new group starts at this time"
+    )
+    p.add_argument("--follow", action="store_true", help="keep consuming until SIGINT/SIGTERM")
+    p.add_argument(
+        "--idle",
+        type=float,
+        default=10.0,
+        help="without --follow: stop after this many idle seconds",
+    )
+    p.add_argument("--print", action="store_true", help="print each body on stdout")
+    p.add_argument("--json", action="store_true", help="end with one JSON line of figures")
+    p.set_defaults(handler=_run)
