@@ -32,7 +32,7 @@ def _wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> Non
         time.sleep(0.1)
 
 
-def _java_pids_for(state_dir: Path) -> list[int]:
+def _processes_of(state_dir: Path) -> list[int]:
     out = subprocess.run(
         ["pgrep", "-f", str(state_dir)], capture_output=True, text=True, check=False
     )
@@ -114,8 +114,8 @@ def test_cli_start_stop_twice_and_in_parallel(tmp_path: Path) -> None:
         stopped = _cli("cluster", "stop", "--state-dir", str(first))
         assert stopped.returncode == 0, stopped.stderr
         assert sorted(json.loads(stopped.stdout)["stopped"]) == ["broker-a", "namesrv"]
-        assert _java_pids_for(first) == []
-    assert _java_pids_for(second) == []
+        assert _processes_of(first) == []
+    assert _processes_of(second) == []
     status = _cli("cluster", "status", "--state-dir", str(first))
     assert status.returncode == 3  # nothing running
     assert json.loads(status.stdout)["namesrv_reachable"] is False
@@ -147,7 +147,9 @@ def test_no_jvm_outlives_a_killed_launcher(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGKILL)  # no finally, no atexit: only the watchdog can help
     proc.wait()
     _wait_until(lambda: not any(pid_alive(p) for p in pids), 30, "the JVMs to be killed")
-    assert _java_pids_for(tmp_path) == []
+    # nothing of the cluster is left: the watchdog (whose command line also names the state
+    # directory) exits right after its kills
+    _wait_until(lambda: _processes_of(tmp_path) == [], 10, "the watchdog to exit")
 
 
 def test_compat_version_cluster(rocketmq_cluster_factory: Callable[..., LocalCluster]) -> None:
