@@ -14,7 +14,7 @@ import attrs
 import structlog
 from anyio.abc import TaskStatus
 
-from rocketmq_actors.errors import RocketMQError, TopicNotFound
+from rocketmq_actors.errors import BrokerError, RocketMQError, TopicNotFound
 from rocketmq_actors.protocol.bodies import (
     MASTER_ID,
     PERM_READ,
@@ -23,6 +23,7 @@ from rocketmq_actors.protocol.bodies import (
     MessageQueue,
     TopicRouteData,
 )
+from rocketmq_actors.protocol.codes import ResponseCode
 
 from .namesrv import NameServerClient
 
@@ -153,6 +154,24 @@ class RouteTable:
             )
         self._routes[topic] = route
         return route
+
+    async def broker_addr(self, queue: MessageQueue, *, master_only: bool) -> str:
+        """The address serving ``queue``: its master, or - when ``master_only`` is false (pulls,
+        which slaves serve too) and the master is gone - the lowest-id slave. Offsets,
+        send-backs and locks must go to the master, as in the Java client."""
+        route = self._routes.get(queue.topic) or await self.get(queue.topic)
+        broker = route.brokers.get(queue.broker_name)
+        addrs = broker.broker_addrs if broker is not None else {}
+        addr = addrs.get(MASTER_ID)
+        if addr is None and not master_only and addrs:
+            addr = addrs[min(addrs)]
+        if addr is None:
+            raise BrokerError(
+                queue.broker_name,
+                ResponseCode.SERVICE_NOT_AVAILABLE,
+                "no master" if master_only else "no address",
+            )
+        return addr
 
     def master_addr(self, broker_name: str) -> str | None:
         for route in self._routes.values():

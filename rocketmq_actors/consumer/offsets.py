@@ -63,9 +63,6 @@ class OffsetStore:
     def remove(self, queue: MessageQueue) -> None:
         self._offsets.pop(queue, None)
 
-    def snapshot(self) -> dict[MessageQueue, int]:
-        return dict(self._offsets)
-
     async def fetch(self, queue: MessageQueue) -> int | None:
         """The committed offset of ``queue`` from the backing store (None: none yet)."""
         raise NotImplementedError
@@ -81,17 +78,8 @@ class RemoteOffsetStore(OffsetStore):
         self._instance = instance
         self.group = group
 
-    async def _master(self, queue: MessageQueue) -> str:
-        route = self._instance.routes.cached(queue.topic) or await self._instance.routes.get(
-            queue.topic
-        )
-        addr = route.master_addr(queue.broker_name)
-        if addr is None:
-            raise BrokerError(queue.broker_name, ResponseCode.SERVICE_NOT_AVAILABLE, "no master")
-        return addr
-
     async def fetch(self, queue: MessageQueue) -> int | None:
-        addr = await self._master(queue)
+        addr = await self._instance.routes.broker_addr(queue, master_only=True)
         header = QueryConsumerOffsetRequestHeader(
             consumer_group=self.group,
             topic=queue.topic,
@@ -115,7 +103,7 @@ class RemoteOffsetStore(OffsetStore):
             if offset is None:
                 continue
             try:
-                addr = await self._master(queue)
+                addr = await self._instance.routes.broker_addr(queue, master_only=True)
                 header = UpdateConsumerOffsetRequestHeader(
                     consumer_group=self.group,
                     topic=queue.topic,

@@ -29,7 +29,6 @@ from rocketmq_actors.cluster.member import GroupMember
 from rocketmq_actors.errors import BrokerError
 from rocketmq_actors.producer.prepare import validate_group, validate_topic, wrap
 from rocketmq_actors.protocol.bodies import (
-    MASTER_ID,
     ConsumerData,
     MessageQueue,
     SubscriptionData,
@@ -228,18 +227,6 @@ _STATUS: dict[int, PullStatus] = {
 }
 
 
-async def broker_addr(instance: ClientInstance, queue: MessageQueue) -> str:
-    """The master serving ``queue`` (a slave if the master is gone: slaves serve pulls)."""
-    route = instance.routes.cached(queue.topic) or await instance.routes.get(queue.topic)
-    broker = route.brokers.get(queue.broker_name)
-    addr = broker.broker_addrs.get(MASTER_ID) if broker else None
-    if addr is None and broker and broker.broker_addrs:
-        addr = broker.broker_addrs[min(broker.broker_addrs)]
-    if addr is None:
-        raise BrokerError(queue.broker_name, ResponseCode.SERVICE_NOT_AVAILABLE, "no address")
-    return addr
-
-
 async def pull_once(
     instance: ClientInstance,
     group: str,
@@ -253,7 +240,7 @@ async def pull_once(
     request_timeout: float,
 ) -> PullResult:
     """One PULL_MESSAGE (shared by the pull and push consumers)."""
-    addr = await broker_addr(instance, queue)
+    addr = await instance.routes.broker_addr(queue, master_only=False)
     header = PullMessageRequestHeader(
         consumer_group=group,
         topic=queue.topic,
@@ -291,7 +278,7 @@ async def pull_once(
 async def _offset_request(
     instance: ClientInstance, queue: MessageQueue, code: int, ext: dict[str, str]
 ) -> int:
-    addr = await broker_addr(instance, queue)
+    addr = await instance.routes.broker_addr(queue, master_only=True)
     reply = await instance.request(addr, RemotingCommand.request(code, ext))
     if reply.code != ResponseCode.SUCCESS:
         raise BrokerError(addr, reply.code, reply.remark)

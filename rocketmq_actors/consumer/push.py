@@ -54,7 +54,7 @@ from rocketmq_actors.protocol.records import MessageExt
 
 from .offsets import LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from .process_queue import ProcessQueue
-from .pull import PullStatus, Subscription, broker_addr, max_offset, offset_for_time, pull_once
+from .pull import PullStatus, Subscription, max_offset, offset_for_time, pull_once
 from .rebalance import Strategy, allocate
 
 __all__ = ["ConsumeFrom", "MessageModel", "PushConsumer"]
@@ -389,7 +389,7 @@ class PushConsumer(GroupMember):
         """CONSUMER_SEND_MSG_BACK: the broker redelivers later (or dead-letters)."""
         queue = MessageQueue(message.topic, message.broker_name, message.queue_id)
         try:
-            addr = await broker_addr(self._instance, queue)
+            addr = await self._instance.routes.broker_addr(queue, master_only=True)
             header = ConsumerSendMsgBackRequestHeader(
                 offset=message.commit_log_offset,
                 group=self.group,

@@ -285,9 +285,7 @@ class Producer(GroupMember):
     # ---- the send loop ----------------------------------------------------------------
 
     async def _route(self, topic: str) -> TopicRoute:
-        return self._instance.routes.cached(topic) or await self._instance.routes.get(
-            topic, template=TEMPLATE_TOPIC
-        )
+        return await self._instance.routes.get(topic, template=TEMPLATE_TOPIC)
 
     def _choose(self, route: TopicRoute, routing: _Routing, avoid: str | None) -> MessageQueue:
         queues = route.publish_queues
@@ -323,6 +321,7 @@ class Producer(GroupMember):
             if remaining <= 0:
                 break
             try:
+                # the hot path: a cached route without even a coroutine
                 route = self._instance.routes.cached(prepared.topic) or await self._route(
                     prepared.topic
                 )

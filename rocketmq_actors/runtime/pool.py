@@ -114,10 +114,6 @@ class ConnectionPool:
         conn = await self.get(addr)
         await conn.oneway(cmd)
 
-    def close_connection(self, addr: str) -> None:
-        """Close the connection to ``addr`` for good (no reconnect)."""
-        self.supervisor.terminate_child(addr)
-
     def statistics(self) -> dict[str, Any]:
         return {
             "connections": [

@@ -9,7 +9,7 @@ import pytest
 
 from rocketmq_actors.cluster.namesrv import NameServerClient, parse_namesrv
 from rocketmq_actors.cluster.routes import RouteTable, TopicRoute
-from rocketmq_actors.errors import NameServerUnavailable, TopicNotFound
+from rocketmq_actors.errors import BrokerError, NameServerUnavailable, TopicNotFound
 from rocketmq_actors.protocol.bodies import MessageQueue, TopicRouteData
 from rocketmq_actors.protocol.codes import ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
@@ -136,3 +136,22 @@ def test_queue_views_follow_the_java_client() -> None:
         MessageQueue("t", "b", 1),
         MessageQueue("t", "a", 0),
     )
+
+
+async def test_broker_addr_falls_back_to_a_slave_only_for_pulls() -> None:
+    """Master gone: pulls may go to a slave, offsets and send-backs must not."""
+
+    async def slave_only(peer: FakePeer, cmd: RemotingCommand) -> None:
+        body = {
+            "brokerDatas": [{"brokerName": "b", "cluster": "C",
+                             "brokerAddrs": {"1": "10.0.0.9:10911", "2": "10.0.0.8:10911"}}],
+            "queueDatas": [{"brokerName": "b", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6}],
+        }  # fmt: skip
+        await peer.reply(cmd, ResponseCode.SUCCESS, body=json.dumps(body).encode())
+
+    async with FakeServer(slave_only) as server, ConnectionPool(policy=FAST) as pool:
+        routes = RouteTable(NameServerClient(pool, server.addr, timeout=2))
+        queue = MessageQueue("t", "b", 0)
+        assert await routes.broker_addr(queue, master_only=False) == "10.0.0.9:10911"
+        with pytest.raises(BrokerError, match="no master"):
+            await routes.broker_addr(queue, master_only=True)

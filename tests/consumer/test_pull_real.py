@@ -94,6 +94,41 @@ async def test_offsets_illegal_committed_and_by_time(
         assert await again.offsets.fetch(queue) == high
 
 
+async def test_tags_are_refiltered_by_name_when_hash_codes_collide(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    """Java's "Aa" and "BB" share the hash code 2112, so the broker's hash filter lets a "BB"
+    message through to an "Aa" subscription: only the client's exact-tag check removes it."""
+    sent = [Message(topic=unique_topic, body=t.encode(), tags=t) for t in ("Aa", "BB", "Aa")]
+    await _send_all(rocketmq_namesrv, unique_topic, sent)
+    async with PullConsumer(namesrv=rocketmq_namesrv, group=unique_group) as consumer:
+        got = [
+            m for q in await consumer.queues(unique_topic)
+            for m in await _drain(consumer, q, expression="Aa")
+        ]  # fmt: skip
+    assert [m.tags for m in got] == ["Aa", "Aa"]
+
+
+def test_subscription_match_is_by_exact_tag() -> None:
+    from rocketmq_actors.protocol.messages import java_string_hash
+
+    assert java_string_hash("Aa") == java_string_hash("BB") == 2112  # a real collision
+    sub = Subscription.parse("t", "Aa")
+    assert sub.wire(1).codes == (2112,)
+
+    def tagged(tag: str | None) -> MessageExt:
+        props = b"" if tag is None else f"TAGS\x01{tag}\x02".encode()
+        return MessageExt(
+            topic="t", body=b"", raw_properties=props, queue_id=0, queue_offset=0,
+            commit_log_offset=0, sys_flag=0, flag=0, born_timestamp=0, born_ip=bytes(4),
+            born_port=0, store_timestamp=0, store_ip=bytes(4), store_port=0, reconsume_times=0,
+            prepared_transaction_offset=0, body_crc=0,
+        )  # fmt: skip
+
+    assert sub.matches(tagged("Aa")) and not sub.matches(tagged("BB"))
+    assert Subscription.parse("t", "*").matches(tagged("BB"))
+
+
 def test_subscription_parsing() -> None:
     sub = Subscription.parse("t", " b || a ||a ")
     assert sub.tags == {"a", "b"} and sub.expression == "a || b"
