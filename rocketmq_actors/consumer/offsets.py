@@ -67,8 +67,11 @@ class OffsetStore:
         """The committed offset of ``queue`` from the backing store (None: none yet)."""
         raise NotImplementedError
 
-    async def persist(self, queues: Iterable[MessageQueue] | None = None) -> None:
-        """Write the in-memory offsets of ``queues`` (all when None) to the backing store."""
+    async def persist(
+        self, queues: Iterable[MessageQueue] | None = None, *, confirmed: bool = False
+    ) -> None:
+        """Write the in-memory offsets of ``queues`` (all when None) to the backing store;
+        ``confirmed``: return only once the store has them (before handing a queue over)."""
         raise NotImplementedError
 
 
@@ -96,7 +99,9 @@ class RemoteOffsetStore(OffsetStore):
             raise BrokerError(addr, reply.code, reply.remark)
         return OffsetResponseHeader.from_ext(reply.ext_fields).offset
 
-    async def persist(self, queues: Iterable[MessageQueue] | None = None) -> None:
+    async def persist(
+        self, queues: Iterable[MessageQueue] | None = None, *, confirmed: bool = False
+    ) -> None:
         targets = list(self._offsets) if queues is None else list(queues)
         for queue in targets:
             offset = self._offsets.get(queue)
@@ -111,10 +116,13 @@ class RemoteOffsetStore(OffsetStore):
                     commit_offset=offset,
                     broker_name=queue.broker_name,
                 )
-                await self._instance.oneway(
-                    addr,
-                    RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext()),
-                )
+                cmd = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext())
+                if not confirmed:
+                    await self._instance.oneway(addr, cmd)
+                    continue
+                reply = await self._instance.request(addr, cmd)
+                if reply.code != ResponseCode.SUCCESS:
+                    raise BrokerError(addr, reply.code, reply.remark)
             except RocketMQError as exc:  # kept in memory; the next persist tries again
                 log.warning("offsets.persist_failed", queue=str(queue), error=str(exc))
 
@@ -144,7 +152,9 @@ class LocalOffsetStore(OffsetStore):
     async def fetch(self, queue: MessageQueue) -> int | None:
         return self._stored.get(queue)
 
-    async def persist(self, queues: Iterable[MessageQueue] | None = None) -> None:
+    async def persist(
+        self, queues: Iterable[MessageQueue] | None = None, *, confirmed: bool = False
+    ) -> None:
         targets = list(self._offsets) if queues is None else list(queues)
         for queue in targets:
             if queue in self._offsets:

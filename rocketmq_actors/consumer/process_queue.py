@@ -3,12 +3,19 @@
 The offset to commit is the smallest offset still cached (a message still being consumed holds
 the queue back), or one past the highest offset ever cached when nothing is left. Flow control
 reads the cached count, bytes and span (highest - lowest cached offset).
+
+Orderly consumption takes messages out in offset order (:meth:`take`), and either commits them
+(:meth:`commit_taken`) or puts them back to be consumed again first (:meth:`rollback_taken`);
+``locked``/``lock_time`` mirror the broker-side lock, and ``consume_lock`` is held while a
+handler runs so that a release waits for it.
 """
 
 from __future__ import annotations
 
 import bisect
 import time
+
+import anyio
 
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
@@ -22,14 +29,20 @@ class ProcessQueue:
         self.next_offset = next_offset  # where the next pull starts
         self.dropped = False
         self.last_pull = time.monotonic()
-        self._offsets: list[int] = []  # sorted offsets of cached messages
+        self.last_consume = 0.0
+        self.locked = False
+        self.lock_time = 0.0
+        self.consume_lock = anyio.Lock()
+        self._offsets: list[int] = []  # sorted offsets of cached messages not taken
         self._messages: dict[int, MessageExt] = {}
+        self._taken: list[MessageExt] = []
         self._bytes = 0
         self._highest = next_offset - 1
+        self._arrived = anyio.Event()
 
     @property
     def count(self) -> int:
-        return len(self._offsets)
+        return len(self._messages)
 
     @property
     def cached_bytes(self) -> int:
@@ -38,6 +51,14 @@ class ProcessQueue:
     @property
     def span(self) -> int:
         return self._offsets[-1] - self._offsets[0] if self._offsets else 0
+
+    @property
+    def lowest(self) -> int | None:
+        return min(self._messages) if self._messages else None
+
+    @property
+    def highest(self) -> int:
+        return self._highest
 
     def put(self, messages: list[MessageExt]) -> list[MessageExt]:
         """Cache pulled messages; returns those not cached already (a redelivered duplicate of
@@ -52,6 +73,8 @@ class ProcessQueue:
             self._bytes += len(message.body)
             self._highest = max(self._highest, offset)
             fresh.append(message)
+        if fresh:
+            self._arrived.set()
         return fresh
 
     def remove(self, message: MessageExt) -> int:
@@ -63,4 +86,38 @@ class ProcessQueue:
         return self.commit_offset()
 
     def commit_offset(self) -> int:
+        if self._taken:
+            return self._taken[0].queue_offset
         return self._offsets[0] if self._offsets else self._highest + 1
+
+    # ---- orderly ------------------------------------------------------------------------
+
+    def take(self, limit: int) -> list[MessageExt]:
+        """The next ``limit`` messages in offset order (orderly consumption)."""
+        assert not self._taken, "commit or roll back what was taken first"
+        offsets, self._offsets = self._offsets[:limit], self._offsets[limit:]
+        self._taken = [self._messages[o] for o in offsets]
+        return list(self._taken)
+
+    def commit_taken(self) -> int:
+        """The taken messages are consumed: forget them, return the offset to commit."""
+        for message in self._taken:
+            self._messages.pop(message.queue_offset, None)
+            self._bytes -= len(message.body)
+        self._taken = []
+        return self.commit_offset()
+
+    def rollback_taken(self) -> None:
+        """Consume the taken messages again, before anything else."""
+        self._offsets = [m.queue_offset for m in self._taken] + self._offsets
+        self._taken = []
+
+    def wake(self) -> None:
+        """Wake :meth:`wait_arrival` (a stop, or a renewed lock)."""
+        self._arrived.set()
+
+    async def wait_arrival(self) -> None:
+        """Until :meth:`put` caches something new (returns at once if it did since the last
+        call)."""
+        await self._arrived.wait()
+        self._arrived = anyio.Event()

@@ -7,33 +7,55 @@
                             subscriptions={"orders": "paid || refunded"}, handler=handle):
         await anyio.sleep_forever()
 
+or, without a handler, iterate (a message counts as consumed when the loop asks for the next):
+
+    async with PushConsumer(namesrv=..., group="billing", subscriptions={"orders": "*"}) as c:
+        async for message in c:
+            ...
+
 The actors under it (all in the consumer's task group):
 
 * a rebalancer - every ``rebalance_interval`` and at once when the broker sends
   NOTIFY_CONSUMER_IDS_CHANGED to the mailbox - allocates queues (clustering: with the group's
   strategy over the group's client ids; broadcasting: all of them) and starts or releases them;
-* one pull loop per owned queue: long polling, per-queue flow control (cached messages, bytes,
-  offset span), messages into the process queue and onto the work channel;
-* ``concurrency`` workers calling the handler; a success removes the message from its process
-  queue and moves the queue's offset to the smallest offset not yet consumed;
-* an offset persister every ``persist_interval`` (and on release and close).
+* one pull loop per owned queue: long polling, flow control per queue (cached messages, bytes,
+  offset span) and per topic, messages into the process queue;
+* concurrent mode: ``concurrency`` workers taking batches of up to ``consume_batch_size``
+  messages off one work channel; a success moves the queue's offset to the smallest offset not
+  yet consumed;
+* orderly mode: one consume loop per queue, taking messages in offset order while the broker's
+  lock on the queue is held (LOCK_BATCH_MQ before the queue is started, renewed every
+  ``lock_interval``, released with UNLOCK_BATCH_MQ after the last handler on it returned); at
+  most ``concurrency`` handlers run at once over all queues;
+* an offset persister every ``persist_interval`` (and on release and close);
+* the mailbox server answering the broker: rebalance now (40), reset offsets (220), consumer
+  status (221), running info (307) and consume directly (309).
 
 A handler failure in clustering mode sends the message back to the broker
 (CONSUMER_SEND_MSG_BACK), which redelivers it through ``%RETRY%<group>`` with growing delays and
-moves it to ``%DLQ%<group>`` after ``max_reconsume_times``. If the send-back itself fails, the
-message is consumed again locally after ``local_retry_delay``: never dropped. In broadcasting
-mode a failed message is logged and skipped, as the Java client does.
+moves it to ``%DLQ%<group>`` after ``max_reconsume_times`` (16). If the send-back itself fails,
+the message is consumed again locally after ``local_retry_delay``: never dropped. In
+broadcasting mode a failed message is logged and skipped, as the Java client does. In orderly
+mode a failure suspends the queue for ``suspend_delay`` and the same messages are consumed again,
+in order; after ``max_reconsume_times`` (unbounded by default, as in Java) they go to the DLQ.
+
+Closing stops pulling, waits up to ``drain_timeout`` for handlers in flight, persists offsets,
+releases orderly locks and unregisters.
 """
 
 from __future__ import annotations
 
 import enum
+import os
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
 import anyio
+import attrs
 import structlog
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -42,26 +64,42 @@ from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import GroupMember
 from rocketmq_actors.errors import RocketMQError, TopicNotFound
 from rocketmq_actors.producer.prepare import validate_group, validate_topic, wrap
-from rocketmq_actors.protocol.bodies import ConsumerData, MessageQueue, decode_consumer_list
+from rocketmq_actors.protocol.bodies import (
+    ConsumerData,
+    MessageQueue,
+    decode_consumer_list,
+    decode_offset_table,
+    encode_consume_directly_result,
+    encode_consumer_status,
+    encode_running_info,
+)
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
     GetConsumerListByGroupRequestHeader,
+    GetConsumerStatusRequestHeader,
+    ResetOffsetRequestHeader,
 )
 from rocketmq_actors.protocol.messages import Property
-from rocketmq_actors.protocol.records import MessageExt
+from rocketmq_actors.protocol.records import MessageExt, decode_messages
+from rocketmq_actors.runtime.router import Inbound
 
+from .locks import LOCK_MAX_LIVE, lock_queues, unlock_queues
 from .offsets import LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from .process_queue import ProcessQueue
 from .pull import PullStatus, Subscription, max_offset, offset_for_time, pull_once
 from .rebalance import Strategy, allocate
 
-__all__ = ["ConsumeFrom", "MessageModel", "PushConsumer"]
+__all__ = ["BatchHandler", "ConsumeFrom", "Handler", "MessageModel", "PushConsumer"]
 
 log = structlog.get_logger("rocketmq_actors.consumer")
 
 Handler = Callable[[MessageExt], Awaitable[None]]
+BatchHandler = Callable[[list[MessageExt]], Awaitable[None]]
+
+_DLQ_NOW = -1  # CONSUMER_SEND_MSG_BACK delay level that dead-letters at once
 
 
 class MessageModel(enum.Enum):
@@ -77,6 +115,29 @@ class ConsumeFrom(enum.Enum):
     TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
 
 
+class _ReconsumeLater(Exception):
+    """An iterated message was handed back with :meth:`PushConsumer.reconsume_later`."""
+
+
+class _Abandoned(Exception):
+    """The consumer closed while a message waited for (or was in) ``async for``: it is left
+    unconsumed (its offset is not committed), so it is delivered again later."""
+
+
+@attrs.define(eq=False)
+class _Delivery:
+    message: MessageExt
+    done: anyio.Event = attrs.field(factory=anyio.Event)
+    failed: bool = False
+    abandoned: bool = False
+
+
+@attrs.define
+class _Owned:
+    pq: ProcessQueue
+    pull_scope: anyio.CancelScope
+
+
 class PushConsumer(GroupMember):
     def __init__(
         self,
@@ -84,22 +145,31 @@ class PushConsumer(GroupMember):
         namesrv: str | Sequence[str] | None = None,
         group: str,
         subscriptions: Mapping[str, str],
-        handler: Handler,
+        handler: Handler | None = None,
+        batch_handler: BatchHandler | None = None,
         instance: ClientInstance | None = None,
         namespace: str | None = None,
         model: MessageModel = MessageModel.CLUSTERING,
+        orderly: bool = False,
         consume_from: ConsumeFrom = ConsumeFrom.LAST_OFFSET,
         consume_timestamp_ms: int | None = None,
         strategy: Strategy = Strategy.AVG,
         concurrency: int = 20,
+        consume_batch_size: int = 1,
         pull_batch_size: int = 32,
         max_cached_messages: int = 1000,
         max_cached_bytes: int = 100 * 1024 * 1024,
+        max_cached_messages_per_topic: int | None = None,
+        max_cached_bytes_per_topic: int | None = None,
         max_span: int = 2000,
-        max_reconsume_times: int = 16,
+        max_reconsume_times: int | None = None,
         retry_delay_level: int = 0,
         local_retry_delay: float = 5.0,
+        suspend_delay: float = 1.0,
+        consume_timeout: float | None = 15 * 60.0,
+        drain_timeout: float = 10.0,
         rebalance_interval: float = 20.0,
+        lock_interval: float = 20.0,
         persist_interval: float = 5.0,
         pull_suspend: float = 15.0,
         offset_dir: Path | str | None = None,
@@ -111,27 +181,48 @@ class PushConsumer(GroupMember):
             raise ValueError("subscribe to at least one topic")
         for topic in subscriptions:
             validate_topic(topic)
+        if handler is not None and batch_handler is not None:
+            raise ValueError("give handler or batch_handler, not both")
+        if consume_batch_size > 1 and batch_handler is None:
+            raise ValueError("consume_batch_size > 1 needs a batch_handler")
+        if min(concurrency, pull_batch_size, max_cached_messages, consume_batch_size) < 1:
+            raise ValueError(
+                "concurrency, pull_batch_size, max_cached_messages and consume_batch_size "
+                "must be >= 1"
+            )
+        if consume_timeout is not None and consume_timeout <= 0:
+            raise ValueError("consume_timeout must be > 0 (or None)")
         super().__init__(
             kind="push-consumer", group=wrap(namespace, group), namesrv=namesrv, instance=instance
         )
-        if concurrency < 1 or pull_batch_size < 1 or max_cached_messages < 1:
-            raise ValueError("concurrency, pull_batch_size and max_cached_messages must be >= 1")
         if consume_from is ConsumeFrom.TIMESTAMP and consume_timestamp_ms is None:
             consume_timestamp_ms = int((time.time() - 1800) * 1000)  # Java: 30 minutes ago
         self.model = model
+        self.orderly = orderly
         self.handler = handler
+        self.batch_handler = batch_handler
         self.consume_from = consume_from
         self.consume_timestamp_ms = consume_timestamp_ms
         self.strategy = strategy
         self.concurrency = concurrency
+        self.consume_batch_size = consume_batch_size
         self.pull_batch_size = pull_batch_size
         self.max_cached_messages = max_cached_messages
         self.max_cached_bytes = max_cached_bytes
+        self.max_cached_messages_per_topic = max_cached_messages_per_topic
+        self.max_cached_bytes_per_topic = max_cached_bytes_per_topic
         self.max_span = max_span
+        # Java: 16 in concurrent mode, unbounded (Integer.MAX_VALUE) in orderly mode
+        if max_reconsume_times is None:
+            max_reconsume_times = 2**31 - 1 if orderly else 16
         self.max_reconsume_times = max_reconsume_times
         self.retry_delay_level = retry_delay_level
         self.local_retry_delay = local_retry_delay
+        self.suspend_delay = suspend_delay
+        self.consume_timeout = consume_timeout
+        self.drain_timeout = drain_timeout
         self.rebalance_interval = rebalance_interval
+        self.lock_interval = lock_interval
         self.persist_interval = persist_interval
         self.pull_suspend = pull_suspend
         self.request_timeout = request_timeout
@@ -151,14 +242,30 @@ class PushConsumer(GroupMember):
                 offset_dir or Path.home() / ".rocketmq_actors" / "offsets", self.group
             )
         )
-        self._queues: dict[MessageQueue, tuple[ProcessQueue, anyio.CancelScope]] = {}
+        self._queues: dict[MessageQueue, _Owned] = {}
+        self._per_topic: Counter[str] = Counter()
+        self._missing: set[str] = set()  # subscribed topics with no route yet
         self._rebalance_now = anyio.Event()
         self._rebalance_lock = anyio.Lock()
         self._flow = anyio.Event()
         self._tg: TaskGroup | None = None
-        self._work_send: MemoryObjectSendStream[tuple[ProcessQueue, MessageExt]] | None = None
+        self._work_send: MemoryObjectSendStream[tuple[ProcessQueue, list[MessageExt]]] | None
+        self._work_send = None
+        self._slots = anyio.Semaphore(concurrency)  # orderly: handlers running at once
+        self._stopping = False
+        self._in_flight = 0
+        self._idle = anyio.Event()
+        self._started_ms = 0
+        # iteration mode (no handler): deliveries pass one at a time to ``async for``
+        self._deliveries: tuple[MemoryObjectSendStream[_Delivery],
+                                MemoryObjectReceiveStream[_Delivery]] | None = None  # fmt: skip
+        self._current: _Delivery | None = None
         self.consumed = 0
         self.failed = 0
+
+    @property
+    def _locking(self) -> bool:
+        return self.orderly and self.model is MessageModel.CLUSTERING
 
     def assigned(self) -> list[MessageQueue]:
         """The queues this member consumes now."""
@@ -167,13 +274,21 @@ class PushConsumer(GroupMember):
     # ---- lifecycle ----------------------------------------------------------------------
 
     async def _open(self, stack: AsyncExitStack) -> None:
+        self._stopping = False
+        self._started_ms = time.time_ns() // 1_000_000
         await self._join(
             stack,
             lambda: self._instance.register_consumer(self.group, self.mailbox, self._consumer_data),
             self._instance.unregister_consumer,
         )
-        stack.push_async_callback(self.offsets.persist)  # after every worker has stopped
-        send, receive = anyio.create_memory_object_stream[tuple[ProcessQueue, MessageExt]](
+        if self._locking:  # runs after the offsets are persisted
+            stack.push_async_callback(self._unlock_all)
+        stack.push_async_callback(self.offsets.persist)  # after every handler has stopped
+        if self.handler is None and self.batch_handler is None:
+            self._deliveries = anyio.create_memory_object_stream[_Delivery](0)
+            stack.callback(self._deliveries[0].close)
+            stack.callback(self._deliveries[1].close)
+        send, receive = anyio.create_memory_object_stream[tuple[ProcessQueue, list[MessageExt]]](
             self.concurrency * 2
         )
         self._work_send = send
@@ -181,8 +296,9 @@ class PushConsumer(GroupMember):
         stack.callback(send.close)
         self._tg = tg = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tg.cancel_scope.cancel)
-        for _ in range(self.concurrency):
-            tg.start_soon(self._worker, receive.clone())
+        if not self.orderly:
+            for _ in range(self.concurrency):
+                tg.start_soon(self._worker, receive.clone())
         tg.start_soon(self._serve_mailbox)
         for topic in self._subscriptions:
             try:
@@ -193,15 +309,36 @@ class PushConsumer(GroupMember):
         await self._rebalance()
         tg.start_soon(self._rebalance_loop)
         tg.start_soon(self._persist_loop)
+        if self._locking:
+            tg.start_soon(self._lock_loop)
         log.info("consumer.started", group=self.group, model=self.model.value,
-                 queues=len(self._queues))  # fmt: skip
+                 orderly=self.orderly, queues=len(self._queues))  # fmt: skip
 
     async def _closing(self) -> None:
-        # Stop pulling; keep every offset in memory: the stack persists them once the workers
-        # have stopped (releasing queues here would forget them before they are written).
-        for pq, scope in self._queues.values():
-            pq.dropped = True
-            scope.cancel()
+        """Stop pulling, then wait (bounded) for handlers in flight; their offsets are kept and
+        persisted once the task group has stopped."""
+        self._stopping = True
+        for owned in self._queues.values():
+            owned.pull_scope.cancel()
+            owned.pq.wake()
+        if self._deliveries is not None:  # what ``async for`` did not finish stays unconsumed
+            self._deliveries[1].close()
+            if self._current is not None:
+                self._current.abandoned = True
+                self._current.done.set()
+                self._current = None
+        with anyio.move_on_after(self.drain_timeout) as scope:
+            while self._in_flight:
+                self._idle = anyio.Event()
+                await self._idle.wait()
+        if scope.cancelled_caught:
+            log.warning("consumer.drain_timeout", group=self.group, in_flight=self._in_flight)
+        log.info("consumer.stopping", group=self.group, consumed=self.consumed,
+                 failed=self.failed)  # fmt: skip
+
+    async def _unlock_all(self) -> None:
+        if self._queues:
+            await unlock_queues(self._instance, self.group, list(self._queues))
 
     def _consumer_data(self) -> ConsumerData:
         return ConsumerData(
@@ -212,11 +349,63 @@ class PushConsumer(GroupMember):
             subscriptions=tuple(s.wire(self._sub_version) for s in self._subscriptions.values()),
         )
 
+    # ---- iteration ----------------------------------------------------------------------
+
+    def __aiter__(self) -> PushConsumer:
+        if self._deliveries is None:
+            raise TypeError("this consumer has a handler (iterate a consumer created without one)")
+        return self
+
+    async def __anext__(self) -> MessageExt:
+        """The next message; the previous one counts as consumed now (unless it was handed to
+        :meth:`reconsume_later`)."""
+        self._check_running()
+        assert self._deliveries is not None
+        if self._current is not None:
+            self._current.done.set()
+            self._current = None
+        try:
+            delivery = await self._deliveries[1].receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+        self._current = delivery
+        return delivery.message
+
+    def reconsume_later(self, message: MessageExt) -> None:
+        """Hand the message ``async for`` is on back: it is retried as a handler failure is."""
+        if self._current is None or self._current.message is not message:
+            raise ValueError("only the message the iteration is on can be handed back")
+        self._current.failed = True
+        self._current.done.set()
+        self._current = None
+
+    async def _deliver(self, messages: list[MessageExt]) -> None:
+        assert self._deliveries is not None
+        for message in messages:
+            delivery = _Delivery(message)
+            try:
+                await self._deliveries[0].send(delivery)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                raise _Abandoned from None
+            await delivery.done.wait()
+            if delivery.abandoned:
+                raise _Abandoned
+            if delivery.failed:
+                raise _ReconsumeLater
+
     # ---- rebalance ----------------------------------------------------------------------
 
     async def _rebalance_loop(self) -> None:
+        # a subscribed topic without a route yet (created after we started, or %RETRY% before
+        # the first failure) is looked up again after 1, 2, 4 ... s, up to the interval
+        missing_wait = 1.0
         while True:
-            with anyio.move_on_after(self.rebalance_interval):
+            wait = self.rebalance_interval
+            if self._missing:
+                wait, missing_wait = min(wait, missing_wait), missing_wait * 2
+            else:
+                missing_wait = 1.0
+            with anyio.move_on_after(wait):
                 await self._rebalance_now.wait()
             self._rebalance_now = anyio.Event()
             await self._rebalance()
@@ -238,6 +427,8 @@ class PushConsumer(GroupMember):
 
     async def _rebalance(self) -> None:
         async with self._rebalance_lock:
+            if self._stopping:
+                return
             wanted: set[MessageQueue] = set()
             for topic in self._subscriptions:
                 try:
@@ -246,25 +437,38 @@ class PushConsumer(GroupMember):
                         mine = list(route.subscribe_queues)
                     else:
                         ids = await self._consumer_ids(topic)
+                        if self._instance.client_id not in ids:  # a broker new to us
+                            await self._instance.heartbeat.beat()
+                            ids = await self._consumer_ids(topic)
                         mine = allocate(self.strategy, route.subscribe_queues, ids,
                                         self._instance.client_id)  # fmt: skip
                 except RocketMQError as exc:  # try again at the next rebalance
+                    if isinstance(exc, TopicNotFound):
+                        self._missing.add(topic)
                     log.info("consumer.rebalance_skipped", topic=topic, error=str(exc))
                     wanted |= {q for q in self._queues if q.topic == topic}
                     continue
+                self._missing.discard(topic)
                 wanted |= set(mine)
             for queue in [q for q in self._queues if q not in wanted]:
                 await self._release(queue)
-            added = 0
-            for queue in sorted(wanted - set(self._queues)):
+            new = sorted(wanted - set(self._queues))
+            if new and self._locking:  # orderly: a queue is started only once it is locked
+                locked = await lock_queues(self._instance, self.group, new)
+                for queue in new:
+                    if queue not in locked:
+                        log.info("consumer.lock_not_granted", queue=str(queue))
+                new = [q for q in new if q in locked]
+            for queue in new:
                 try:
                     start = await self._start_offset(queue)
                 except RocketMQError as exc:
                     log.info("consumer.start_offset_failed", queue=str(queue), error=str(exc))
+                    if self._locking:
+                        await unlock_queues(self._instance, self.group, [queue])
                     continue
-                self._start(queue, start)
-                added += 1
-            if added:
+                self._start(queue, start, locked=self._locking)
+            if new:
                 log.info("consumer.rebalanced", group=self.group, queues=len(self._queues))
             if self.on_rebalance is not None:
                 self.on_rebalance(self.assigned())
@@ -283,28 +487,73 @@ class PushConsumer(GroupMember):
             return await offset_for_time(self._instance, queue, self.consume_timestamp_ms)
         return await max_offset(self._instance, queue)
 
-    def _start(self, queue: MessageQueue, offset: int) -> None:
+    def _start(self, queue: MessageQueue, offset: int, *, locked: bool) -> ProcessQueue:
         assert self._tg is not None
         pq = ProcessQueue(queue, offset)
+        if locked:
+            pq.locked, pq.lock_time = True, time.monotonic()
         scope = anyio.CancelScope()
-        self._queues[queue] = (pq, scope)
+        self._queues[queue] = _Owned(pq, scope)
+        self._per_topic[queue.topic] += 1
         self._tg.start_soon(self._pull_loop, pq, scope)
+        if self.orderly:
+            self._tg.start_soon(self._consume_orderly, pq)
+        return pq
+
+    async def _stop(self, queue: MessageQueue) -> ProcessQueue:
+        """Stop pulling and consuming ``queue``; once this returns, no handler runs on it."""
+        owned = self._queues.pop(queue)
+        self._per_topic[queue.topic] -= 1
+        owned.pq.dropped = True
+        owned.pull_scope.cancel()
+        owned.pq.wake()
+        if self.orderly:  # wait for the handler in flight, so that the next owner comes after
+            async with owned.pq.consume_lock:
+                pass
+        return owned.pq
 
     async def _release(self, queue: MessageQueue) -> None:
-        pq, scope = self._queues.pop(queue)
-        pq.dropped = True
-        scope.cancel()
-        await self.offsets.persist([queue])
+        await self._stop(queue)
+        await self.offsets.persist([queue], confirmed=True)
         self.offsets.remove(queue)
+        if self._locking:
+            await unlock_queues(self._instance, self.group, [queue])
         log.info("consumer.queue_released", queue=str(queue))
+
+    async def _lock_loop(self) -> None:
+        """Renew the locks of the queues this member consumes in order."""
+        while True:
+            await anyio.sleep(self.lock_interval)
+            await self._renew_locks()
+
+    async def _renew_locks(self) -> None:
+        async with self._rebalance_lock:  # never renews a lock a release is giving back
+            owned = dict(self._queues)
+            if not owned or self._stopping:
+                return
+            granted = await lock_queues(self._instance, self.group, owned)
+        now = time.monotonic()
+        for queue, entry in owned.items():
+            if queue in granted:
+                entry.pq.locked, entry.pq.lock_time = True, now
+                entry.pq.wake()
+            elif entry.pq.locked:
+                entry.pq.locked = False
+                log.warning("consumer.lock_lost", queue=str(queue))
 
     # ---- pulling ------------------------------------------------------------------------
 
     def _over_limits(self, pq: ProcessQueue) -> bool:
+        max_count, max_bytes = self.max_cached_messages, self.max_cached_bytes
+        share = max(1, self._per_topic[pq.queue.topic])  # Java: topic limit / owned queues
+        if self.max_cached_messages_per_topic is not None:
+            max_count = min(max_count, max(1, self.max_cached_messages_per_topic // share))
+        if self.max_cached_bytes_per_topic is not None:
+            max_bytes = min(max_bytes, max(1, self.max_cached_bytes_per_topic // share))
         return (
-            pq.count >= self.max_cached_messages
-            or pq.cached_bytes >= self.max_cached_bytes
-            or pq.span > self.max_span
+            pq.count >= max_count
+            or pq.cached_bytes >= max_bytes
+            or (not self.orderly and pq.span > self.max_span)
         )
 
     async def _pull_loop(self, pq: ProcessQueue, scope: anyio.CancelScope) -> None:
@@ -312,7 +561,8 @@ class PushConsumer(GroupMember):
         subscription = self._subscriptions[pq.queue.topic]
         with scope:
             while not pq.dropped:
-                if self._over_limits(pq):  # flow control: wait for the workers to catch up
+                if self._over_limits(pq) or (self._locking and not pq.locked):
+                    # flow control (or an orderly queue whose lock lapsed): wait, look again
                     if self._flow.is_set():
                         self._flow = anyio.Event()
                     with anyio.move_on_after(1.0):
@@ -331,28 +581,24 @@ class PushConsumer(GroupMember):
                     continue
                 pq.last_pull = time.monotonic()
                 if result.status is PullStatus.OFFSET_ILLEGAL:
-                    log.warning("consumer.offset_illegal", queue=str(pq.queue),
+                    # out of range, or reset on the broker (5.x server-side reset): start over
+                    # there with a fresh process queue (Java drops the queue the same way)
+                    log.warning("consumer.offset_moved", queue=str(pq.queue),
                                 offset=pq.next_offset, next=result.next_offset)  # fmt: skip
-                    self.offsets.update(pq.queue, result.next_offset, increase_only=False)
-                    await self.offsets.persist([pq.queue])
+                    assert self._tg is not None
+                    self._tg.start_soon(self._move, {pq.queue: result.next_offset})
+                    return
                 pq.next_offset = result.next_offset
                 if result.status is not PullStatus.FOUND:
                     if pq.count == 0:  # nothing in flight: the queue is consumed up to here
                         self.offsets.update(pq.queue, result.next_offset)
                     continue
-                for message in pq.put(list(result.messages)):
-                    await self._work_send.send((pq, message))
+                fresh = pq.put(list(result.messages))
+                if not self.orderly:
+                    for i in range(0, len(fresh), self.consume_batch_size):
+                        await self._work_send.send((pq, fresh[i : i + self.consume_batch_size]))
 
     # ---- consuming ----------------------------------------------------------------------
-
-    async def _worker(
-        self, work: MemoryObjectReceiveStream[tuple[ProcessQueue, MessageExt]]
-    ) -> None:
-        async with work:
-            async for pq, message in work:
-                if pq.dropped:
-                    continue
-                await self._consume(pq, message)
 
     def _present(self, message: MessageExt) -> MessageExt:
         """Retried messages come from ``%RETRY%<group>``: show them under their topic."""
@@ -361,31 +607,108 @@ class PushConsumer(GroupMember):
             message.topic = original
         return message
 
-    async def _consume(self, pq: ProcessQueue, message: MessageExt) -> None:
+    async def _invoke(self, messages: list[MessageExt]) -> bool | None:
+        """Run the handler (or hand the messages to ``async for``); True when consumed, False
+        when it failed, None when left unconsumed by a closing ``async for``."""
+        self._in_flight += 1
         try:
-            await self.handler(self._present(message))
-            done = True
-            self.consumed += 1
+            with anyio.fail_after(self.consume_timeout):
+                presented = [self._present(m) for m in messages]
+                if self.batch_handler is not None:
+                    await self.batch_handler(presented)
+                elif self.handler is not None:
+                    for message in presented:
+                        await self.handler(message)
+                else:
+                    await self._deliver(presented)
+            self.consumed += len(messages)
+            return True
+        except _Abandoned:
+            return None
         except Exception as exc:
-            self.failed += 1
-            log.info("consumer.handler_failed", msg_id=message.msg_id, error=repr(exc),
-                     reconsume_times=message.reconsume_times)  # fmt: skip
-            done = self.model is MessageModel.BROADCASTING or await self._send_back(message)
-        if not done:  # keep it (it holds the offset back) and consume it again here, later
-            assert self._tg is not None
-            self._tg.start_soon(self._retry_locally, pq, message)
+            self.failed += len(messages)
+            log.info("consumer.handler_failed", msg_id=messages[0].msg_id, count=len(messages),
+                     error=repr(exc), reconsume_times=messages[0].reconsume_times)  # fmt: skip
+            return False
+        finally:
+            self._in_flight -= 1
+            if not self._in_flight:
+                self._idle.set()
+
+    async def _worker(
+        self, work: MemoryObjectReceiveStream[tuple[ProcessQueue, list[MessageExt]]]
+    ) -> None:
+        async with work:
+            async for pq, messages in work:
+                if pq.dropped or self._stopping:
+                    continue
+                await self._consume(pq, messages)
+
+    async def _consume(self, pq: ProcessQueue, messages: list[MessageExt]) -> None:
+        done = messages
+        outcome = await self._invoke(messages)
+        if outcome is None:  # left in the process queue: the offset stays before them
             return
-        offset = pq.remove(message)
+        if not outcome and self.model is MessageModel.CLUSTERING:
+            sent = [await self._send_back(m, self.retry_delay_level) for m in messages]
+            done = [m for m, ok in zip(messages, sent, strict=True) if ok]
+            kept = [m for m, ok in zip(messages, sent, strict=True) if not ok]
+            if kept:  # they hold the offset back, and are consumed again here, later
+                assert self._tg is not None
+                self._tg.start_soon(self._retry_locally, pq, kept)
+        offset = pq.commit_offset()
+        for message in done:
+            offset = pq.remove(message)
         if not pq.dropped:
             self.offsets.update(pq.queue, offset)
         self._flow.set()
 
-    async def _retry_locally(self, pq: ProcessQueue, message: MessageExt) -> None:
+    async def _retry_locally(self, pq: ProcessQueue, messages: list[MessageExt]) -> None:
         await anyio.sleep(self.local_retry_delay)
-        if not pq.dropped and self._work_send is not None:
-            await self._work_send.send((pq, message))
+        if not pq.dropped and not self._stopping and self._work_send is not None:
+            await self._work_send.send((pq, messages))
 
-    async def _send_back(self, message: MessageExt) -> bool:
+    async def _consume_orderly(self, pq: ProcessQueue) -> None:
+        """One queue, in offset order: take a batch, consume it under the queue's consume lock,
+        commit it or suspend the queue and consume the same batch again."""
+        while not pq.dropped and not self._stopping:
+            if self._locking and (not pq.locked or time.monotonic() - pq.lock_time > LOCK_MAX_LIVE):
+                with anyio.move_on_after(self.suspend_delay):
+                    await pq.wait_arrival()  # woken by a renewal, a new message or a stop
+                continue
+            async with self._slots, pq.consume_lock:
+                if pq.dropped or self._stopping:
+                    return
+                batch = pq.take(self.consume_batch_size)
+                if not batch:
+                    pq.rollback_taken()
+                else:
+                    ok = await self._invoke(batch)
+                    if ok is False:
+                        ok = await self._give_up_on(batch)
+                    if ok:
+                        self.offsets.update(pq.queue, pq.commit_taken())
+                        pq.last_consume = time.monotonic()
+                        self._flow.set()
+                        continue
+                    pq.rollback_taken()
+            with anyio.move_on_after(self.suspend_delay if batch else None):
+                await pq.wait_arrival()
+
+    async def _give_up_on(self, batch: list[MessageExt]) -> bool:
+        """Orderly failure: messages past ``max_reconsume_times`` go to the DLQ; True when the
+        batch may be committed (Java's checkReconsumeTimes)."""
+        suspend = False
+        for message in batch:
+            if message.reconsume_times >= self.max_reconsume_times and (
+                self.model is MessageModel.BROADCASTING or await self._send_back(message, _DLQ_NOW)
+            ):
+                continue
+            suspend = True
+            message.reconsume_times += 1
+        return not suspend
+
+    async def _send_back(self, message: MessageExt, delay_level: int) -> bool:
         """CONSUMER_SEND_MSG_BACK: the broker redelivers later (or dead-letters)."""
         queue = MessageQueue(message.topic, message.broker_name, message.queue_id)
         try:
@@ -393,7 +716,7 @@ class PushConsumer(GroupMember):
             header = ConsumerSendMsgBackRequestHeader(
                 offset=message.commit_log_offset,
                 group=self.group,
-                delay_level=self.retry_delay_level,
+                delay_level=delay_level,
                 origin_msg_id=message.msg_id,
                 origin_topic=message.topic,
                 max_reconsume_times=self.max_reconsume_times,
@@ -409,7 +732,12 @@ class PushConsumer(GroupMember):
             log.warning("consumer.send_back_refused", msg_id=message.msg_id, code=reply.code,
                         remark=reply.remark)  # fmt: skip
             return False
+        if self.model is MessageModel.CLUSTERING and not self._owns_topic(self.retry_topic):
+            self._rebalance_now.set()  # the broker has just created %RETRY%<group>: pull it
         return True
+
+    def _owns_topic(self, topic: str) -> bool:
+        return self._per_topic[topic] > 0
 
     async def _persist_loop(self) -> None:
         while True:
@@ -419,10 +747,128 @@ class PushConsumer(GroupMember):
     # ---- broker requests ----------------------------------------------------------------
 
     async def _serve_mailbox(self) -> None:
+        assert self._tg is not None
         async for inbound in self.mailbox:
             code = inbound.command.code
-            if code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
-                log.info("consumer.ids_changed", group=self.group)
-                self._rebalance_now.set()
-            else:
-                inbound.reply(ResponseCode.SYSTEM_ERROR, remark=f"request {code} not supported yet")
+            try:
+                if code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
+                    log.info("consumer.ids_changed", group=self.group)
+                    self._rebalance_now.set()
+                elif code == RequestCode.RESET_CONSUMER_CLIENT_OFFSET:
+                    # one-way: a bad request is logged (the except below), never answered
+                    topic = ResetOffsetRequestHeader.from_ext(inbound.command.ext_fields).topic
+                    table = decode_offset_table(inbound.command.body)
+                    self._tg.start_soon(self._reset_offsets, topic, table)
+                elif code == RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT:
+                    ext = inbound.command.ext_fields
+                    topic = GetConsumerStatusRequestHeader.from_ext(ext).topic
+                    inbound.reply(body=encode_consumer_status(self._offsets_of(topic)))
+                elif code == RequestCode.GET_CONSUMER_RUNNING_INFO:
+                    inbound.reply(body=self._running_info())
+                elif code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
+                    self._tg.start_soon(self._consume_directly, inbound)
+                else:
+                    inbound.reply(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark=f"code {code}")
+            except (ProtocolError, ValueError) as exc:
+                log.warning("consumer.bad_broker_request", code=code, error=str(exc))
+                inbound.reply(ResponseCode.SYSTEM_ERROR, remark=f"bad request: {exc}")
+
+    def _offsets_of(self, topic: str) -> dict[MessageQueue, int]:
+        out = {}
+        for queue in self._queues:
+            offset = self.offsets.read(queue)
+            if queue.topic == topic and offset is not None:
+                out[queue] = offset
+        return out
+
+    async def _reset_offsets(self, topic: str, table: Mapping[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET (220): restart the topic's owned queues at the offsets
+        the broker computed (e.g. by timestamp), and commit them."""
+        moved = await self._move({q: o for q, o in table.items() if q.topic == topic})
+        log.info("consumer.offsets_reset", topic=topic, queues=len(moved))
+
+    async def _move(self, targets: Mapping[MessageQueue, int]) -> list[MessageQueue]:
+        """Restart the owned queues among ``targets`` at the given offsets (fresh process
+        queues, orderly locks kept) and commit those offsets."""
+        async with self._rebalance_lock:
+            if self._stopping:
+                return []
+            moved = []
+            for queue, offset in sorted(targets.items()):
+                if queue not in self._queues:
+                    continue
+                old = await self._stop(queue)
+                self.offsets.update(queue, offset, increase_only=False)
+                pq = self._start(queue, offset, locked=old.locked)
+                pq.lock_time = old.lock_time
+                moved.append(queue)
+            await self.offsets.persist(moved, confirmed=True)
+            return moved
+
+    def _running_info(self) -> bytes:
+        now = time.monotonic()
+        queues: dict[MessageQueue, dict[str, Any]] = {}
+        for queue, owned in sorted(self._queues.items()):
+            pq = owned.pq
+            lowest = pq.lowest
+            queues[queue] = {
+                "commitOffset": self.offsets.read(queue) or 0,
+                "cachedMsgMinOffset": lowest if lowest is not None else 0,
+                "cachedMsgMaxOffset": pq.highest if lowest is not None else 0,
+                "cachedMsgCount": pq.count,
+                "cachedMsgSizeInMiB": pq.cached_bytes // (1024 * 1024),
+                "locked": pq.locked,
+                "lastLockTimestamp": _wall_ms(pq.lock_time, now) if pq.lock_time else 0,
+                "droped": pq.dropped,
+                "lastPullTimestamp": _wall_ms(pq.last_pull, now),
+                "lastConsumeTimestamp": _wall_ms(pq.last_consume, now) if pq.last_consume else 0,
+            }
+        properties = {
+            "PROP_NAMESERVER_ADDR": ";".join(self._instance.namesrv.addrs),
+            "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
+            "PROP_CONSUME_ORDERLY": str(self.orderly).lower(),
+            "PROP_THREADPOOL_CORE_SIZE": str(self.concurrency),
+            "PROP_CONSUMER_START_TIMESTAMP": str(self._started_ms),
+            "messageModel": self.model.value,
+            "consumeFromWhere": self.consume_from.value,
+            "consumed": str(self.consumed),
+            "failed": str(self.failed),
+            "inFlight": str(self._in_flight),
+            "clientVersion": "rocketmq-actors",
+            "pid": str(os.getpid()),
+        }
+        return encode_running_info(
+            properties=properties,
+            subscriptions=[s.wire(self._sub_version) for s in self._subscriptions.values()],
+            queue_offsets=queues,
+        )
+
+    async def _consume_directly(self, inbound: Inbound) -> None:
+        """CONSUME_MESSAGE_DIRECTLY (309): run the handler on one message the broker sends,
+        outside the queues (no offset is committed), and report how it went."""
+        if self.handler is None and self.batch_handler is None:
+            inbound.reply(ResponseCode.SYSTEM_ERROR, remark="this consumer has no handler")
+            return
+        try:
+            messages = decode_messages(inbound.command.body)
+        except ProtocolError as exc:
+            inbound.reply(ResponseCode.SYSTEM_ERROR, remark=f"bad message: {exc}")
+            return
+        if len(messages) != 1:
+            inbound.reply(ResponseCode.SYSTEM_ERROR, remark="expected exactly one message")
+            return
+        message = messages[0]
+        message.broker_name = inbound.command.ext_fields.get("brokerName", "")
+        began = time.monotonic()
+        ok = await self._invoke([message])
+        spent = int((time.monotonic() - began) * 1000)
+        result = "CR_SUCCESS" if ok else "CR_THROW_EXCEPTION"
+        log.info("consumer.consumed_directly", msg_id=message.msg_id, result=result)
+        inbound.reply(body=encode_consume_directly_result(
+            result=result, remark="" if ok else "handler failed", spent_ms=spent,
+            order=self.orderly,
+        ))  # fmt: skip
+
+
+def _wall_ms(monotonic: float, now: float) -> int:
+    return int((time.time() - (now - monotonic)) * 1000)

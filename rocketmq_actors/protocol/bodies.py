@@ -327,3 +327,70 @@ def encode_running_info(
             "userConsumerInfo": {},
         }
     )
+
+
+# --------------------------------------------------------------------------------------------
+# administration replies (forwarded by the broker from the group's clients)
+
+
+def _object(body: bytes, what: str) -> Mapping[Any, Any]:
+    obj = jsonlax.loads(body)
+    if not isinstance(obj, Mapping):
+        raise ProtocolError("bad-body", f"{what} is not an object")
+    return obj
+
+
+def _queue_map(table: Any, what: str) -> dict[MessageQueue, Any]:
+    if not isinstance(table, Mapping):
+        raise ProtocolError("bad-body", f"{what} is not an object")
+    return {MessageQueue.from_json(key): value for key, value in table.items()}
+
+
+def decode_consumer_status(body: bytes) -> dict[str, dict[MessageQueue, int]]:
+    """INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223) reply: client id -> queue -> offset."""
+    table = _object(body, "consumer status").get("consumerTable", {})
+    if not isinstance(table, Mapping):
+        raise ProtocolError("bad-body", "consumerTable is not an object")
+    return {str(cid): _queue_map(queues, "queue table") for cid, queues in table.items()}
+
+
+@attrs.frozen(kw_only=True)
+class RunningInfo:
+    """GET_CONSUMER_RUNNING_INFO (307) reply, as far as this client reads it."""
+
+    properties: Mapping[str, str]
+    queues: Mapping[MessageQueue, Mapping[str, Any]]
+    subscriptions: tuple[str, ...]
+
+    @classmethod
+    def decode(cls, body: bytes) -> RunningInfo:
+        obj = _object(body, "running info")
+        props = obj.get("properties", {})
+        subs = obj.get("subscriptionSet", [])
+        if not isinstance(props, Mapping) or not isinstance(subs, list):
+            raise ProtocolError("bad-body", "running info has bad properties or subscriptions")
+        return cls(
+            properties={str(k): str(v) for k, v in props.items()},
+            queues=_queue_map(obj.get("mqTable", {}), "mqTable"),
+            subscriptions=tuple(sorted(_field(s, "topic", str) for s in subs)),
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ConsumeDirectlyResult:
+    """CONSUME_MESSAGE_DIRECTLY (309) reply."""
+
+    result: str
+    remark: str
+    spent_ms: int
+    order: bool
+
+    @classmethod
+    def decode(cls, body: bytes) -> ConsumeDirectlyResult:
+        obj = _object(body, "consume-directly result")
+        return cls(
+            result=_field(obj, "consumeResult", str),
+            remark=_field(obj, "remark", str, "") or "",
+            spent_ms=_field(obj, "spentTimeMills", int, 0),
+            order=bool(obj.get("order", False)),
+        )

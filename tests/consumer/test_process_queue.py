@@ -49,3 +49,25 @@ def test_never_commits_past_an_unconsumed_message(offsets: list[int], rnd: objec
         consumed.add(m.queue_offset)
         unconsumed = [o for o in offsets if o not in consumed]
         assert committed == (min(unconsumed) if unconsumed else max(offsets) + 1)
+
+
+def test_orderly_take_commit_and_rollback_keep_offset_order() -> None:
+    pq = ProcessQueue(MQ, 0)
+    pq.put([_msg(o) for o in (2, 0, 1, 3)])
+    first = pq.take(2)
+    assert [m.queue_offset for m in first] == [0, 1]
+    assert pq.count == 4 and pq.commit_offset() == 0  # taken messages still hold the offset
+    pq.rollback_taken()  # failed: the same two come out first again
+    assert [m.queue_offset for m in pq.take(3)] == [0, 1, 2]
+    assert pq.commit_taken() == 3 and pq.count == 1 and pq.cached_bytes == 10
+    assert [m.queue_offset for m in pq.take(5)] == [3]
+    assert pq.commit_taken() == 4
+    assert pq.take(1) == [] and pq.commit_taken() == 4  # nothing left: one past the highest
+
+
+async def test_wait_arrival_is_woken_by_put_and_by_wake() -> None:
+    pq = ProcessQueue(MQ, 0)
+    pq.put([_msg(0)])
+    await pq.wait_arrival()  # something arrived since the last wait: returns at once
+    pq.wake()
+    await pq.wait_arrival()

@@ -169,3 +169,113 @@ async def test_broadcasting_every_member_gets_everything_and_offsets_survive(
         await _produce(rocketmq_namesrv, unique_topic, [b"after"], queues=2)
         await restarted.wait_for(1)
     assert restarted.bodies == [b"after"]  # its local offsets survived the restart
+
+
+async def test_async_for_acknowledges_on_next_and_reconsume_later_retries(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    await _produce(rocketmq_namesrv, unique_topic, [b"a", b"again", b"c"], queues=1)
+    got: list[tuple[bytes, int]] = []
+    async with PushConsumer(
+        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
+        consume_from=ConsumeFrom.FIRST_OFFSET, retry_delay_level=1, persist_interval=0.2,
+    ) as consumer:  # fmt: skip
+        with anyio.fail_after(30):
+            async for message in consumer:
+                got.append((message.body, message.reconsume_times))
+                if message.body == b"again" and message.reconsume_times == 0:
+                    consumer.reconsume_later(message)
+                if len(got) == 4:
+                    break
+    assert got == [(b"a", 0), (b"again", 0), (b"c", 0), (b"again", 1)]
+    # the last message was being iterated when the loop broke: not acknowledged, so it
+    # comes again; everything acknowledged before does not
+    later: list[bytes] = []
+    async with PushConsumer(
+        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
+        consume_from=ConsumeFrom.FIRST_OFFSET,
+    ) as consumer:  # fmt: skip
+        await _produce(rocketmq_namesrv, unique_topic, [b"d"], queues=1)
+        with anyio.fail_after(30):
+            async for message in consumer:
+                later.append(message.body)
+                if b"d" in later and b"again" in later:
+                    break
+    assert sorted(later) == [b"again", b"d"]
+
+
+async def test_batches_timeout_and_drain(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    await _produce(rocketmq_namesrv, unique_topic, [b"m%d" % i for i in range(64)], queues=1)
+    sizes: list[int] = []
+    attempts: dict[bytes, int] = {}
+    got = anyio.Event()
+    total = 0
+
+    async def handle(batch: list[MessageExt]) -> None:
+        nonlocal total
+        sizes.append(len(batch))
+        for m in batch:
+            attempts[m.body] = attempts.get(m.body, 0) + 1
+        if any(m.body == b"m7" for m in batch) and attempts[b"m7"] == 1:
+            await anyio.sleep_forever()  # stuck: the consume timeout takes over
+        total += len(batch)
+        if total >= 64:
+            got.set()
+
+    async with PushConsumer(
+        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
+        batch_handler=handle, consume_batch_size=8, consume_timeout=0.5, retry_delay_level=1,
+        consume_from=ConsumeFrom.FIRST_OFFSET,
+    ) as consumer:  # fmt: skip
+        with anyio.fail_after(40):
+            await got.wait()
+        assert consumer.failed == 8  # the timed-out batch, sent back and consumed again
+    assert max(sizes) == 8 and sum(sizes) == 64 + 8  # the stuck batch came back once
+    assert attempts[b"m7"] == 2
+
+
+async def test_close_waits_for_the_handler_in_flight_and_commits_it(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    await _produce(rocketmq_namesrv, unique_topic, [b"slow"], queues=1)
+    started, finished = anyio.Event(), anyio.Event()
+
+    async def handle(message: MessageExt) -> None:
+        started.set()
+        await anyio.sleep(0.3)  # a handler doing work when the consumer is closed
+        finished.set()
+
+    queue = MessageQueue(unique_topic, "broker-a", 0)
+    async with PushConsumer(
+        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
+        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET,
+    ):  # fmt: skip
+        with anyio.fail_after(30):
+            await started.wait()
+    assert finished.is_set()  # drained, not cancelled
+    async with PullConsumer(namesrv=rocketmq_namesrv, group=unique_group) as reader:
+        assert await reader.committed(queue) == 1  # and its offset was committed on close
+
+
+async def test_consume_from_timestamp_starts_at_the_first_later_message(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    await _produce(rocketmq_namesrv, unique_topic, [b"old%d" % i for i in range(5)], queues=1)
+    await anyio.sleep(0.05)  # not synchronisation: gives the two batches distinct store times
+    await _produce(rocketmq_namesrv, unique_topic, [b"new%d" % i for i in range(5)], queues=1)
+    queue = MessageQueue(unique_topic, "broker-a", 0)
+    async with PullConsumer(namesrv=rocketmq_namesrv, group=unique_group + "_r") as reader:
+        stored = (await reader.pull(queue, 0, max_messages=10)).messages
+    assert len(stored) == 10
+    start = stored[5].store_timestamp  # the first "new" message's store time
+    expected = [m.body for m in stored if m.store_timestamp >= start]
+    assert b"old0" not in expected and expected[0] == b"new0"
+    inbox = Inbox()
+    async with PushConsumer(
+        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
+        handler=inbox.handle, consume_from=ConsumeFrom.TIMESTAMP, consume_timestamp_ms=start,
+    ):  # fmt: skip
+        await inbox.wait_for(len(expected))
+    assert inbox.bodies == expected

@@ -1,0 +1,72 @@
+"""PushConsumer settings checked before any network I/O, and its flow-control arithmetic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rocketmq_actors.consumer.process_queue import ProcessQueue
+from rocketmq_actors.consumer.push import PushConsumer
+from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.records import MessageExt
+
+from .test_process_queue import _msg
+
+
+async def _noop(message: MessageExt) -> None:
+    return None
+
+
+def _consumer(**kwargs: Any) -> PushConsumer:
+    kwargs.setdefault("handler", _noop)
+    return PushConsumer(namesrv="127.0.0.1:9", group="G", subscriptions={"t": "*"}, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"batch_handler": _noop}, "not both"),
+        ({"consume_batch_size": 4}, "needs a batch_handler"),
+        ({"concurrency": 0}, "must be >= 1"),
+        ({"consume_timeout": 0}, "consume_timeout"),
+    ],
+)
+def test_bad_settings_are_refused_up_front(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        _consumer(**kwargs)
+
+
+def test_iterating_a_consumer_with_a_handler_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="has a handler"):
+        aiter(_consumer())
+
+
+def test_max_reconsume_defaults_follow_java() -> None:
+    assert _consumer().max_reconsume_times == 16
+    assert _consumer(orderly=True).max_reconsume_times == 2**31 - 1
+
+
+def test_topic_limits_are_shared_by_the_topic_queues() -> None:
+    consumer = _consumer(max_cached_messages=1000, max_cached_messages_per_topic=100,
+                         max_cached_bytes_per_topic=4000)  # fmt: skip
+    pq = ProcessQueue(MessageQueue("t", "b", 0), 0)
+    consumer._per_topic["t"] = 4  # four owned queues: 25 messages / 1000 bytes each
+    pq.put([_msg(o, size=10) for o in range(24)])
+    assert not consumer._over_limits(pq)
+    pq.put([_msg(24, size=10)])
+    assert consumer._over_limits(pq)  # 25 messages
+    consumer._per_topic["t"] = 2  # fewer queues: a bigger share each
+    assert not consumer._over_limits(pq)
+    pq.put([_msg(25, size=800)])
+    assert not consumer._over_limits(pq)  # 26 messages, 1050 bytes: under 50 and 2000
+    pq.put([_msg(26, size=1000)])
+    assert consumer._over_limits(pq)  # 2050 bytes > 4000 / 2
+
+
+def test_orderly_ignores_the_span_limit() -> None:
+    consumer = _consumer(orderly=True, max_span=5)
+    pq = ProcessQueue(MessageQueue("t", "b", 0), 0)
+    pq.put([_msg(0), _msg(50)])
+    assert not consumer._over_limits(pq)
+    assert _consumer(max_span=5)._over_limits(pq)
