@@ -67,7 +67,6 @@ from rocketmq_actors.producer.prepare import validate_group, validate_topic, wra
 from rocketmq_actors.protocol.bodies import (
     ConsumerData,
     MessageQueue,
-    decode_consumer_list,
     decode_offset_table,
     encode_consume_directly_result,
     encode_consumer_status,
@@ -78,7 +77,6 @@ from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
-    GetConsumerListByGroupRequestHeader,
     GetConsumerStatusRequestHeader,
     ResetOffsetRequestHeader,
 )
@@ -86,11 +84,12 @@ from rocketmq_actors.protocol.messages import Property
 from rocketmq_actors.protocol.records import MessageExt, decode_messages
 from rocketmq_actors.runtime.router import Inbound
 
+from .assignment import allocated
 from .locks import LOCK_MAX_LIVE, lock_queues, unlock_queues
 from .offsets import LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from .process_queue import ProcessQueue
 from .pull import PullStatus, Subscription, max_offset, offset_for_time, pull_once
-from .rebalance import Strategy, allocate
+from .rebalance import Strategy
 
 __all__ = ["BatchHandler", "ConsumeFrom", "Handler", "MessageModel", "PushConsumer"]
 
@@ -410,21 +409,6 @@ class PushConsumer(GroupMember):
             self._rebalance_now = anyio.Event()
             await self._rebalance()
 
-    async def _consumer_ids(self, topic: str) -> list[str]:
-        route = self._instance.routes.cached(topic) or await self._instance.routes.get(topic)
-        header = GetConsumerListByGroupRequestHeader(consumer_group=self.group)
-        for name in sorted(route.brokers):
-            addr = route.master_addr(name)
-            if addr is None:
-                continue
-            reply = await self._instance.request(
-                addr,
-                RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header.to_ext()),
-            )
-            if reply.code == ResponseCode.SUCCESS:
-                return list(decode_consumer_list(reply.body))
-        return []
-
     async def _rebalance(self) -> None:
         async with self._rebalance_lock:
             if self._stopping:
@@ -432,16 +416,10 @@ class PushConsumer(GroupMember):
             wanted: set[MessageQueue] = set()
             for topic in self._subscriptions:
                 try:
-                    route = await self._instance.routes.get(topic)
-                    if self.model is MessageModel.BROADCASTING:
-                        mine = list(route.subscribe_queues)
-                    else:
-                        ids = await self._consumer_ids(topic)
-                        if self._instance.client_id not in ids:  # a broker new to us
-                            await self._instance.heartbeat.beat()
-                            ids = await self._consumer_ids(topic)
-                        mine = allocate(self.strategy, route.subscribe_queues, ids,
-                                        self._instance.client_id)  # fmt: skip
+                    mine = await allocated(
+                        self._instance, self.group, topic, self.strategy,
+                        broadcasting=self.model is MessageModel.BROADCASTING,
+                    )  # fmt: skip
                 except RocketMQError as exc:  # try again at the next rebalance
                     if isinstance(exc, TopicNotFound):
                         self._missing.add(topic)

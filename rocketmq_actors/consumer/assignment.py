@@ -1,0 +1,46 @@
+"""Which of a topic's queues this client takes in its group (the I/O half of a rebalance; the
+pure allocation strategies are in :mod:`.rebalance`)."""
+
+from __future__ import annotations
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.protocol.bodies import MessageQueue, decode_consumer_list
+from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
+from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.protocol.headers import GetConsumerListByGroupRequestHeader
+
+from .rebalance import Strategy, allocate
+
+__all__ = ["allocated", "consumer_ids"]
+
+
+async def consumer_ids(instance: ClientInstance, group: str, topic: str) -> list[str]:
+    """The group's online client ids, as the first master hosting ``topic`` knows them."""
+    route = instance.routes.cached(topic) or await instance.routes.get(topic)
+    header = GetConsumerListByGroupRequestHeader(consumer_group=group)
+    for name in sorted(route.brokers):
+        addr = route.master_addr(name)
+        if addr is None:
+            continue
+        reply = await instance.request(
+            addr, RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header.to_ext())
+        )
+        if reply.code == ResponseCode.SUCCESS:
+            return list(decode_consumer_list(reply.body))
+    return []
+
+
+async def allocated(
+    instance: ClientInstance, group: str, topic: str, strategy: Strategy, *, broadcasting: bool
+) -> list[MessageQueue]:
+    """This client's share of ``topic`` (all of it when broadcasting). Raises
+    :class:`~rocketmq_actors.errors.RocketMQError` (TopicNotFound among them) to mean "keep
+    what you have and try again later"."""
+    route = await instance.routes.get(topic)
+    if broadcasting:
+        return list(route.subscribe_queues)
+    ids = await consumer_ids(instance, group, topic)
+    if instance.client_id not in ids:  # a broker new to us: register there first
+        await instance.heartbeat.beat()
+        ids = await consumer_ids(instance, group, topic)
+    return allocate(strategy, route.subscribe_queues, ids, instance.client_id)
