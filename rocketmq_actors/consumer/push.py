@@ -83,6 +83,7 @@ from rocketmq_actors.protocol.headers import (
 from rocketmq_actors.protocol.messages import Property
 from rocketmq_actors.protocol.records import MessageExt, decode_messages
 from rocketmq_actors.runtime.router import Inbound
+from rocketmq_actors.runtime.workqueue import WorkQueue
 
 from .assignment import allocated
 from .locks import LOCK_MAX_LIVE, lock_queues, unlock_queues
@@ -129,6 +130,13 @@ class _Delivery:
     done: anyio.Event = attrs.field(factory=anyio.Event)
     failed: bool = False
     abandoned: bool = False
+
+
+@attrs.define(eq=False)
+class _Worker:
+    scope: anyio.CancelScope | None = None
+    started: float = 0.0
+    busy: bool = False
 
 
 @attrs.define
@@ -248,8 +256,8 @@ class PushConsumer(GroupMember):
         self._rebalance_lock = anyio.Lock()
         self._flow = anyio.Event()
         self._tg: TaskGroup | None = None
-        self._work_send: MemoryObjectSendStream[tuple[ProcessQueue, list[MessageExt]]] | None
-        self._work_send = None
+        self._work: WorkQueue[tuple[ProcessQueue, list[MessageExt]]] | None = None
+        self._workers: list[_Worker] = []
         self._slots = anyio.Semaphore(concurrency)  # orderly: handlers running at once
         self._stopping = False
         self._in_flight = 0
@@ -287,17 +295,16 @@ class PushConsumer(GroupMember):
             self._deliveries = anyio.create_memory_object_stream[_Delivery](0)
             stack.callback(self._deliveries[0].close)
             stack.callback(self._deliveries[1].close)
-        send, receive = anyio.create_memory_object_stream[tuple[ProcessQueue, list[MessageExt]]](
-            self.concurrency * 2
-        )
-        self._work_send = send
-        stack.callback(receive.close)
-        stack.callback(send.close)
+        self._work = work = WorkQueue[tuple[ProcessQueue, list[MessageExt]]](self.concurrency * 2)
+        stack.callback(work.close)
         self._tg = tg = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tg.cancel_scope.cancel)
         if not self.orderly:
+            self._workers = []
             for _ in range(self.concurrency):
-                tg.start_soon(self._worker, receive.clone())
+                tg.start_soon(self._worker, work)
+            if self.consume_timeout is not None:
+                tg.start_soon(self._sweep_timeouts, self.consume_timeout)
         tg.start_soon(self._serve_mailbox)
         for topic in self._subscriptions:
             try:
@@ -535,7 +542,7 @@ class PushConsumer(GroupMember):
         )
 
     async def _pull_loop(self, pq: ProcessQueue, scope: anyio.CancelScope) -> None:
-        assert self._work_send is not None
+        assert self._work is not None
         subscription = self._subscriptions[pq.queue.topic]
         with scope:
             while not pq.dropped:
@@ -574,59 +581,100 @@ class PushConsumer(GroupMember):
                 fresh = pq.put(list(result.messages))
                 if not self.orderly:
                     for i in range(0, len(fresh), self.consume_batch_size):
-                        await self._work_send.send((pq, fresh[i : i + self.consume_batch_size]))
+                        await self._work.put((pq, fresh[i : i + self.consume_batch_size]))
 
     # ---- consuming ----------------------------------------------------------------------
 
     def _present(self, message: MessageExt) -> MessageExt:
         """Retried messages come from ``%RETRY%<group>``: show them under their topic."""
-        original = message.properties.get(Property.RETRY_TOPIC)
-        if original and message.topic.startswith("%RETRY%"):
-            message.topic = original
+        if message.topic.startswith("%RETRY%"):  # (properties are parsed only then)
+            original = message.properties.get(Property.RETRY_TOPIC)
+            if original:
+                message.topic = original
         return message
 
-    async def _invoke(self, messages: list[MessageExt]) -> bool | None:
+    async def _invoke(self, messages: list[MessageExt], *, timed: bool = True) -> bool | None:
         """Run the handler (or hand the messages to ``async for``); True when consumed, False
-        when it failed, None when left unconsumed by a closing ``async for``."""
+        when it failed, None when left unconsumed by a closing ``async for``. ``timed``: bound
+        it by ``consume_timeout`` here (the concurrent workers are bounded by the sweeper)."""
         self._in_flight += 1
         try:
-            with anyio.fail_after(self.consume_timeout):
-                presented = [self._present(m) for m in messages]
-                if self.batch_handler is not None:
-                    await self.batch_handler(presented)
-                elif self.handler is not None:
-                    for message in presented:
-                        await self.handler(message)
-                else:
-                    await self._deliver(presented)
+            if timed and self.consume_timeout is not None:
+                with anyio.fail_after(self.consume_timeout):
+                    await self._call_handler(messages)
+            else:
+                await self._call_handler(messages)
             self.consumed += len(messages)
             return True
         except _Abandoned:
             return None
         except Exception as exc:
-            self.failed += len(messages)
-            log.info("consumer.handler_failed", msg_id=messages[0].msg_id, count=len(messages),
-                     error=repr(exc), reconsume_times=messages[0].reconsume_times)  # fmt: skip
+            self._failed(messages, exc)
             return False
         finally:
             self._in_flight -= 1
             if not self._in_flight:
                 self._idle.set()
 
-    async def _worker(
-        self, work: MemoryObjectReceiveStream[tuple[ProcessQueue, list[MessageExt]]]
-    ) -> None:
-        async with work:
-            async for pq, messages in work:
-                if pq.dropped or self._stopping:
-                    continue
-                await self._consume(pq, messages)
+    async def _call_handler(self, messages: list[MessageExt]) -> None:
+        presented = [self._present(m) for m in messages]
+        if self.batch_handler is not None:
+            await self.batch_handler(presented)
+        elif self.handler is not None:
+            for message in presented:
+                await self.handler(message)
+        else:
+            await self._deliver(presented)
 
-    async def _consume(self, pq: ProcessQueue, messages: list[MessageExt]) -> None:
-        done = messages
-        outcome = await self._invoke(messages)
+    def _failed(self, messages: list[MessageExt], exc: BaseException) -> None:
+        self.failed += len(messages)
+        log.info("consumer.handler_failed", msg_id=messages[0].msg_id, count=len(messages),
+                 error=repr(exc), reconsume_times=messages[0].reconsume_times)  # fmt: skip
+
+    async def _worker(self, work: WorkQueue[tuple[ProcessQueue, list[MessageExt]]]) -> None:
+        """Consume batches off the work channel. A handler running past ``consume_timeout`` is
+        cancelled by the sweeper through this worker's cancel scope (one scope per worker, not
+        one per message: a scope per message costs a third of the throughput)."""
+        me = _Worker()
+        self._workers.append(me)
+        while True:
+            current: tuple[ProcessQueue, list[MessageExt]] | None = None
+            with anyio.CancelScope() as me.scope:
+                while True:
+                    try:
+                        pq, messages = await work.get()
+                    except anyio.EndOfStream:
+                        return
+                    if pq.dropped or self._stopping:
+                        continue
+                    current = (pq, messages)
+                    me.started, me.busy = time.monotonic(), True
+                    outcome = await self._invoke(messages, timed=False)
+                    me.busy = False
+                    await self._settle(pq, messages, outcome)
+                    current = None
+            me.busy = False  # cancelled by the sweeper: the handler timed out
+            if current is not None:
+                self._failed(current[1], TimeoutError("consume_timeout"))
+                await self._settle(*current, False)
+
+    async def _sweep_timeouts(self, timeout: float) -> None:
+        """Cancel handlers that have run longer than ``timeout`` (checked every
+        min(1 s, timeout / 4))."""
+        while True:
+            await anyio.sleep(min(1.0, timeout / 4))
+            now = time.monotonic()
+            for worker in self._workers:
+                if worker.busy and now - worker.started > timeout and worker.scope is not None:
+                    worker.scope.cancel()
+
+    async def _settle(
+        self, pq: ProcessQueue, messages: list[MessageExt], outcome: bool | None
+    ) -> None:
+        """After a handler: commit (success), send back or keep to retry here (failure)."""
         if outcome is None:  # left in the process queue: the offset stays before them
             return
+        done = messages
         if not outcome and self.model is MessageModel.CLUSTERING:
             sent = [await self._send_back(m, self.retry_delay_level) for m in messages]
             done = [m for m, ok in zip(messages, sent, strict=True) if ok]
@@ -643,8 +691,8 @@ class PushConsumer(GroupMember):
 
     async def _retry_locally(self, pq: ProcessQueue, messages: list[MessageExt]) -> None:
         await anyio.sleep(self.local_retry_delay)
-        if not pq.dropped and not self._stopping and self._work_send is not None:
-            await self._work_send.send((pq, messages))
+        if not pq.dropped and not self._stopping and self._work is not None:
+            await self._work.put((pq, messages))
 
     async def _consume_orderly(self, pq: ProcessQueue) -> None:
         """One queue, in offset order: take a batch, consume it under the queue's consume lock,
