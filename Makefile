@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.roundtrip
 	$(PY) -m benchmarks.roundtrip --uvloop --out benchmarks/results/roundtrip-uvloop.json
 	$(PY) -m benchmarks.producer
+	$(PY) -m benchmarks.consumer
 
 cluster-up: $(STAMP)
 	$(VENV)/bin/rocketmq-actors cluster start --state-dir $(STATE)
