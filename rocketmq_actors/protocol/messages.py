@@ -102,6 +102,18 @@ class Property:
     SHARDING_KEY = "__SHARDINGKEY"
     MSG_REGION = "MSG_REGION"
     TRACE_ON = "TRACE_ON"
+    # added by brokers to stored messages
+    CLUSTER = "CLUSTER"
+    INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
+    INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
+    DLQ_ORIGIN_TOPIC = "DLQ_ORIGIN_TOPIC"
+    DLQ_ORIGIN_MESSAGE_ID = "DLQ_ORIGIN_MESSAGE_ID"
+    TIMER_OUT_MS = "TIMER_OUT_MS"
+    TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
+    TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
+    TIMER_ROLL_TIMES = "TIMER_ROLL_TIMES"
+    POP_CK = "POP_CK"
+    FIRST_POP_TIME = "1ST_POP_TIME"
 
 
 #: Properties the client manages itself; user properties may not use these names.

@@ -1,0 +1,207 @@
+"""Blocking facade: the async client from synchronous code (scripts, Spark tasks, notebooks).
+
+    with BlockingProducer(namesrv="127.0.0.1:9876", group="jobs") as producer:
+        producer.send(Message(topic="orders", body=b"..."))
+        summary = producer.send_many((Message(topic="orders", body=b), None) for b in bodies)
+
+The producer and its connections live in an event loop on a portal thread of its own (anyio's
+blocking portal), so this works where the calling thread already runs an event loop (Jupyter)
+- but not from inside that portal's loop. ``close()`` (or leaving ``with``) stops it; producers
+still open when the interpreter exits are closed by an ``atexit`` hook.
+
+``send_many`` streams messages with bounded memory: the calling thread cuts them into chunks of
+``chunk_size``; at most ``max_chunks`` chunks are in flight in the loop (each sends its messages
+concurrently), and results come back in order. Failures are counted, never raised.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from contextlib import AbstractContextManager
+from functools import partial
+from types import TracebackType
+from typing import Any, Self
+
+import attrs
+import structlog
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from rocketmq_actors.errors import RocketMQError
+from rocketmq_actors.producer import Message, Producer
+from rocketmq_actors.producer.result import SendResult
+
+__all__ = ["BlockingProducer", "SendSummary"]
+
+log = structlog.get_logger("rocketmq_actors.blocking")
+
+Item = tuple[Message, str | None]  # a message and its sharding key
+Outcome = SendResult | Exception
+
+
+@attrs.define
+class SendSummary:
+    """What :meth:`BlockingProducer.send_many` did. ``errors`` keeps the first
+    ``max_errors`` failures as ``"<keys>: <error>"``."""
+
+    sent: int = 0
+    failed: int = 0
+    errors: list[str] = attrs.field(factory=list)
+    seconds: float = 0.0
+    max_errors: int = 100
+
+    def fail(self, what: str, error: BaseException | str) -> None:
+        self.failed += 1
+        if len(self.errors) < self.max_errors:
+            self.errors.append(f"{what}: {error}")
+
+    def merge(self, other: SendSummary) -> None:
+        self.sent += other.sent
+        self.failed += other.failed
+        self.errors.extend(other.errors[: max(0, self.max_errors - len(self.errors))])
+
+    @property
+    def messages_per_second(self) -> float:
+        return self.sent / self.seconds if self.seconds > 0 else 0.0
+
+
+_open: weakref.WeakSet[BlockingProducer] = weakref.WeakSet()
+_open_lock = threading.Lock()
+
+
+@atexit.register
+def _close_all() -> None:
+    with _open_lock:
+        still_open = list(_open)
+    for producer in still_open:
+        producer.close()
+
+
+class BlockingProducer:
+    def __init__(self, **producer_options: Any) -> None:
+        """``producer_options`` are :class:`~rocketmq_actors.producer.Producer`'s."""
+        self._portal_cm: AbstractContextManager[BlockingPortal] = start_blocking_portal("asyncio")
+        self._portal = self._portal_cm.__enter__()
+        try:
+            # built in the loop thread: its anyio primitives belong to that loop
+            self.producer: Producer = self._portal.call(partial(Producer, **producer_options))
+            self._running = self._portal.wrap_async_context_manager(self.producer)
+            self._running.__enter__()
+        except BaseException:
+            self._portal_cm.__exit__(None, None, None)
+            raise
+        self._closed = False
+        with _open_lock:
+            _open.add(self)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Wait for the sends in flight, stop the producer and its loop thread (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        with _open_lock:
+            _open.discard(self)
+        try:
+            self._running.__exit__(None, None, None)
+        finally:
+            self._portal_cm.__exit__(None, None, None)
+
+    def _check(self) -> None:
+        if self._closed:
+            raise RuntimeError("this BlockingProducer is closed")
+
+    def send(self, message: Message, *, sharding_key: str | None = None) -> SendResult:
+        self._check()
+        return self._portal.call(partial(self.producer.send, message, sharding_key=sharding_key))
+
+    def send_batch(self, messages: list[Message]) -> list[SendResult]:
+        self._check()
+        return self._portal.call(self.producer.send_batch, messages)
+
+    def send_oneway(self, message: Message) -> None:
+        self._check()
+        self._portal.call(self.producer.send_oneway, message)
+
+    async def _send_chunk(self, items: list[Item]) -> list[Outcome]:
+        futures: list[Any] = []
+        for message, key in items:
+            try:
+                futures.append(await self.producer.send_nowait(message, sharding_key=key))
+            except (RocketMQError, ValueError) as exc:  # ValueError: InvalidMessage
+                futures.append(exc)
+        outcomes: list[Outcome] = []
+        for future in futures:
+            if isinstance(future, Exception):
+                outcomes.append(future)
+                continue
+            try:
+                outcomes.append(await future)
+            except RocketMQError as exc:
+                outcomes.append(exc)
+        return outcomes
+
+    def send_many(
+        self,
+        items: Iterable[Item],
+        *,
+        chunk_size: int = 128,
+        max_chunks: int = 4,
+        progress: Callable[[SendSummary], None] | None = None,
+        progress_every: int = 10_000,
+    ) -> SendSummary:
+        """Send ``(message, sharding_key)`` pairs, at most ``chunk_size * max_chunks`` in flight;
+        ``progress`` is called about every ``progress_every`` messages, and at the end."""
+        self._check()
+        if chunk_size < 1 or max_chunks < 1:
+            raise ValueError("chunk_size and max_chunks must be >= 1")
+        summary = SendSummary()
+        began = time.perf_counter()
+        in_flight: deque[tuple[list[Item], Future[list[Outcome]]]] = deque()
+        next_report = progress_every
+
+        def settle_oldest() -> None:
+            nonlocal next_report
+            chunk, future = in_flight.popleft()
+            for (message, _), outcome in zip(chunk, future.result(), strict=True):
+                if isinstance(outcome, Exception):
+                    summary.fail(",".join(message.keys) or message.topic, repr(outcome))
+                else:
+                    summary.sent += 1
+            if progress is not None and summary.sent + summary.failed >= next_report:
+                next_report += progress_every
+                progress(summary)
+
+        chunk: list[Item] = []
+        for item in items:
+            chunk.append(item)
+            if len(chunk) >= chunk_size:
+                if len(in_flight) >= max_chunks:
+                    settle_oldest()
+                in_flight.append((chunk, self._portal.start_task_soon(self._send_chunk, chunk)))
+                chunk = []
+        if chunk:
+            in_flight.append((chunk, self._portal.start_task_soon(self._send_chunk, chunk)))
+        while in_flight:
+            settle_oldest()
+        summary.seconds = time.perf_counter() - began
+        if progress is not None:
+            progress(summary)  # and once at the end
+        log.info("blocking.send_many_done", sent=summary.sent, failed=summary.failed,
+                 seconds=round(summary.seconds, 3))  # fmt: skip
+        return summary

@@ -1,0 +1,137 @@
+"""Options of the ``rocketmq`` Spark data source (and of :func:`publish_dataframe`), checked
+on the driver before any task runs. Spark passes option values as strings.
+
+| option | default | meaning |
+|---|---|---|
+| ``namesrv`` | required | ``host:port[;host:port]`` |
+| ``topic`` | - | default topic (a ``topic`` column overrides it per row) |
+| ``group`` | ``rocketmq_actors_spark`` | producer group |
+| ``namespace`` | - | namespace wrapped around topic and group |
+| ``sendTimeout`` | ``3`` | seconds per send, retries included |
+| ``retryTimes`` | ``2`` | retries of a failed send on other brokers |
+| ``chunkSize`` / ``maxChunks`` | ``128`` / ``4`` | in flight per task: their product |
+| ``failOnError`` | ``true`` | a task whose sends failed fails (Spark retries it: at-least-once) |
+| ``ignoreExtraColumns`` | ``false`` | drop columns that are not message fields |
+| ``tls`` / ``tlsInsecure`` | ``false`` | TLS to NameServer and brokers; skip certificate checks |
+| ``accessKey`` / ``secretKey`` | - | ACL credentials: refused for now (not in this client yet) |
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from rocketmq_actors.cluster.namesrv import parse_namesrv
+from rocketmq_actors.producer.prepare import validate_group
+
+__all__ = ["OptionError", "SinkOptions"]
+
+_KNOWN = {
+    "namesrv", "topic", "group", "namespace", "sendtimeout", "retrytimes", "chunksize",
+    "maxchunks", "failonerror", "ignoreextracolumns", "tls", "tlsinsecure", "accesskey",
+    "secretkey",
+    "path", "checkpointlocation", "queryname",  # Spark's own, passed along to every source
+}  # fmt: skip
+
+
+class OptionError(ValueError):
+    """A ``rocketmq`` data source option is missing or wrong."""
+
+
+def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = options.get(name)
+    if raw is None:
+        return default
+    value = str(raw).strip().lower()
+    if value not in ("true", "false"):
+        raise OptionError(f"option {name!r} must be true or false, not {raw!r}")
+    return value == "true"
+
+
+def _number(options: Mapping[str, str], name: str, default: float, *, integer: bool) -> Any:
+    raw = options.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw) if integer else float(raw)
+    except ValueError:
+        raise OptionError(f"option {name!r} must be a number, not {raw!r}") from None
+    if value < (0 if name == "retryTimes" else 1e-9):
+        raise OptionError(f"option {name!r} must be positive, not {raw!r}")
+    return value
+
+
+@attrs.frozen
+class SinkOptions:
+    namesrv: str
+    topic: str | None
+    group: str
+    namespace: str | None
+    send_timeout: float
+    retry_times: int
+    chunk_size: int
+    max_chunks: int
+    fail_on_error: bool
+    ignore_extra_columns: bool
+    tls: bool
+    tls_insecure: bool
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> SinkOptions:
+        lowered = {str(k).lower(): v for k, v in options.items()}
+        unknown = sorted(set(lowered) - _KNOWN)
+        if unknown:
+            raise OptionError(f"unknown option(s) {unknown} for the rocketmq data source")
+        if lowered.get("accesskey") or lowered.get("secretkey"):
+            raise OptionError(
+                "ACL credentials (accessKey/secretKey) are not supported by this client yet"
+            )
+        namesrv = lowered.get("namesrv")
+        if not namesrv:
+            raise OptionError("option 'namesrv' is required (host:port[;host:port...])")
+        try:
+            parse_namesrv(namesrv)
+            group = lowered.get("group") or "rocketmq_actors_spark"
+            validate_group(group)
+        except ValueError as exc:
+            raise OptionError(str(exc)) from exc
+        get = {"sendTimeout": "sendtimeout", "retryTimes": "retrytimes",
+               "chunkSize": "chunksize", "maxChunks": "maxchunks"}  # fmt: skip
+        view = {name: lowered[key] for name, key in get.items() if key in lowered}
+        return cls(
+            namesrv=namesrv,
+            topic=lowered.get("topic") or None,
+            group=group,
+            namespace=lowered.get("namespace") or None,
+            send_timeout=_number(view, "sendTimeout", 3.0, integer=False),
+            retry_times=_number(view, "retryTimes", 2, integer=True),
+            chunk_size=_number(view, "chunkSize", 128, integer=True),
+            max_chunks=_number(view, "maxChunks", 4, integer=True),
+            fail_on_error=_bool(lowered, "failonerror", True),
+            ignore_extra_columns=_bool(lowered, "ignoreextracolumns", False),
+            tls=_bool(lowered, "tls", False),
+            tls_insecure=_bool(lowered, "tlsinsecure", False),
+        )
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        if not self.tls:
+            return None
+        context = ssl.create_default_context()
+        if self.tls_insecure:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        return context
+
+    def producer_options(self) -> dict[str, Any]:
+        return {
+            "namesrv": self.namesrv,
+            "group": self.group,
+            "namespace": self.namespace,
+            "send_timeout": self.send_timeout,
+            "retry_times": self.retry_times,
+            "max_pending": max(self.chunk_size * self.max_chunks, 1),
+            "ssl_context": self.ssl_context(),
+        }

@@ -1,0 +1,42 @@
+"""Publishing rows: the loop shared by the driver-side publisher and the executor-side sink."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+import structlog
+
+from rocketmq_actors.blocking import BlockingProducer, SendSummary
+
+from .columns import RowPlan
+
+__all__ = ["publish_rows"]
+
+log = structlog.get_logger("rocketmq_actors.spark")
+
+
+def publish_rows(
+    rows: Iterable[Sequence[Any]],
+    plan: RowPlan,
+    producer: BlockingProducer,
+    *,
+    chunk_size: int,
+    max_chunks: int,
+    progress: Callable[[SendSummary], None] | None = None,
+) -> SendSummary:
+    """Turn rows into messages and send them; rows that are not messages count as failures."""
+    refused = SendSummary()
+
+    def messages() -> Iterator[tuple[Any, str | None]]:
+        for number, row in enumerate(rows):
+            try:
+                yield plan.to_message(row)
+            except ValueError as exc:  # a null body, a bad topic name, ...
+                refused.fail(f"row {number}", exc)
+
+    summary = producer.send_many(
+        messages(), chunk_size=chunk_size, max_chunks=max_chunks, progress=progress
+    )
+    summary.merge(refused)
+    return summary

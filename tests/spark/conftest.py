@@ -1,0 +1,30 @@
+"""One local SparkSession (2 worker threads, up to 3 attempts per task) for the spark tests."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+
+import pytest
+from pyspark.sql import SparkSession
+
+from rocketmq_actors.spark import register
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers use this venv
+    session = (
+        SparkSession.builder.master("local[2,3]")  # 2 threads; a failed task is tried 3 times
+        .appName("rocketmq-actors-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    yield session
+    session.stop()
