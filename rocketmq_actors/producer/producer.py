@@ -19,10 +19,12 @@ flight from one process made a broker on the same two cores answer SYSTEM_BUSY
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
+from functools import partial
 from typing import Any
 
 import anyio
@@ -121,6 +123,7 @@ class Producer(GroupMember):
         self._pending = 0
         self._pending_bytes = 0
         self._pending_changed = anyio.Event()
+        self._lanes: dict[MessageQueue, Waiter] = {}  # ordered sends: the last one per queue
         self._tg: TaskGroup | None = None
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -216,14 +219,47 @@ class Producer(GroupMember):
             self._pending and self._pending_bytes + prepared.size > self._max_pending_bytes
         ):
             await self._wait_pending_change()
+        routing = _Routing(message, sharding_key, selector, arg)
+        lane = await self._lane_of(prepared.topic, routing) if routing.ordered else None
         new_future, _ = waiter_factory()
         future = new_future()
         self._pending += 1
         self._pending_bytes += prepared.size
         assert self._tg is not None
-        routing = _Routing(message, sharding_key, selector, arg)
+        if lane is not None:  # ordered: after the previous send to the same queue completed
+            previous = self._lanes.get(lane)
+            self._lanes[lane] = future
+            send = partial(self._send_into, future, prepared, routing, timeout)
+            self._tg.start_soon(self._send_in_lane, lane, previous, future, send)
+            return future
         self._tg.start_soon(self._send_into, future, prepared, routing, timeout)
         return future
+
+    async def _lane_of(self, topic: str, routing: _Routing) -> MessageQueue | None:
+        """The queue an ordered message goes to. A broker stores concurrent sends of one
+        connection in any order (5.x runs several send threads), so ordered sends to one queue
+        go one at a time - as the Java client's synchronous ordered send does."""
+        try:
+            route = self._instance.routes.cached(topic) or await self._route(topic)
+            return self._choose(route, routing, None)
+        except RocketMQError:
+            return None  # the send itself reports it
+
+    async def _send_in_lane(
+        self,
+        lane: MessageQueue,
+        previous: Waiter | None,
+        future: Waiter,
+        send: Callable[[], Awaitable[None]],
+    ) -> None:
+        if previous is not None:
+            with contextlib.suppress(Exception):  # its own caller hears about a failure
+                await previous
+        try:
+            await send()
+        finally:
+            if self._lanes.get(lane) is future:
+                del self._lanes[lane]
 
     async def _send_into(
         self, future: Waiter, prepared: Prepared, routing: _Routing, timeout: float | None

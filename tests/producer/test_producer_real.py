@@ -223,3 +223,23 @@ async def test_unknown_transaction_is_checked_by_another_instance(
         queue = MessageQueue(unique_topic, "broker-a", 0)
         assert await _visible(second.instance, queue, timeout=30) == [b"tx"]
         assert checked == [outcome.send.msg_id]
+
+
+async def test_pipelined_sends_with_one_sharding_key_are_stored_in_order(
+    rocketmq_namesrv: str, unique_topic: str
+) -> None:
+    """A 5.x broker runs several send threads: concurrent sends of one connection can be
+    stored in any order. send_nowait with a sharding key goes one at a time per queue."""
+    async with Producer(namesrv=rocketmq_namesrv, group="G_lanes") as producer:
+        await create_topic(producer.instance, unique_topic, queues=2)
+        futures = [
+            await producer.send_nowait(Message(topic=unique_topic, body=b"%d" % i),
+                                       sharding_key="k" if i % 2 else "other")  # fmt: skip
+            for i in range(400)
+        ]
+        results = [await f for f in futures]
+    for parity in (0, 1):
+        mine = results[parity::2]
+        assert len({r.queue for r in mine}) == 1  # one key, one queue
+        offsets = [r.queue_offset for r in mine]
+        assert offsets == sorted(offsets)  # stored in the order they were sent
