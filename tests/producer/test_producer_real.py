@@ -232,11 +232,11 @@ async def test_pipelined_sends_with_one_sharding_key_are_stored_in_order(
     stored in any order. send_nowait with a sharding key goes one at a time per queue."""
     async with Producer(namesrv=rocketmq_namesrv, group="G_lanes") as producer:
         await create_topic(producer.instance, unique_topic, queues=2)
-        futures = [
-            await producer.send_nowait(Message(topic=unique_topic, body=b"%d" % i),
-                                       sharding_key="k" if i % 2 else "other")  # fmt: skip
-            for i in range(400)
-        ]
+        futures = []
+        for i in range(400):
+            message = Message(topic=unique_topic, body=b"%d" % i)
+            key = "k" if i % 2 else "other"
+            futures.append(await producer.send_nowait(message, sharding_key=key))
         results = [await f for f in futures]
     for parity in (0, 1):
         mine = results[parity::2]
