@@ -22,9 +22,8 @@ from __future__ import annotations
 import contextlib
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
-from functools import partial
 from typing import Any
 
 import anyio
@@ -48,6 +47,7 @@ from rocketmq_actors.protocol.sendframe import SendFrameEncoder
 from rocketmq_actors.runtime.netinfo import local_ipv4
 from rocketmq_actors.runtime.router import Inbound
 from rocketmq_actors.runtime.waiters import Waiter, waiter_factory
+from rocketmq_actors.runtime.workqueue import WorkQueue
 
 from .prepare import Prepared, prepare, prepare_batch, validate_group, wrap
 from .result import SendResult, SendStatus
@@ -58,6 +58,19 @@ __all__ = ["Producer"]
 log = structlog.get_logger("rocketmq_actors.producer")
 
 TEMPLATE_TOPIC = "TBW102"
+
+
+SENDERS = 256  # sender tasks of send_nowait (fewer if max_pending is lower)
+
+
+@attrs.define(slots=True)
+class _Queued:
+    future: Waiter
+    prepared: Prepared
+    routing: _Routing
+    timeout: float | None
+    lane: MessageQueue | None
+    previous: Waiter | None
 
 
 @attrs.frozen
@@ -124,6 +137,7 @@ class Producer(GroupMember):
         self._pending_bytes = 0
         self._pending_changed = anyio.Event()
         self._lanes: dict[MessageQueue, Waiter] = {}  # ordered sends: the last one per queue
+        self._outbox: WorkQueue[_Queued] | None = None
         self._tg: TaskGroup | None = None
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -138,6 +152,12 @@ class Producer(GroupMember):
         stack.callback(self._tg.cancel_scope.cancel)  # after the drain below
         stack.push_async_callback(self._drain)
         self._tg.start_soon(self._serve_mailbox)
+        # send_nowait: a fixed pool of sender tasks (a task per message costs more than the
+        # send itself); at most max_pending messages wait or fly
+        self._outbox = WorkQueue[_Queued](self._max_pending)
+        stack.callback(self._outbox.close)
+        for _ in range(min(self._max_pending, SENDERS)):
+            self._tg.start_soon(self._sender, self._outbox)
         for topic in self._topics:  # know the brokers now: heartbeats can reach them
             await self._instance.routes.get(topic, template=TEMPLATE_TOPIC)
         if self._topics:
@@ -225,14 +245,12 @@ class Producer(GroupMember):
         future = new_future()
         self._pending += 1
         self._pending_bytes += prepared.size
-        assert self._tg is not None
+        previous = None
         if lane is not None:  # ordered: after the previous send to the same queue completed
             previous = self._lanes.get(lane)
             self._lanes[lane] = future
-            send = partial(self._send_into, future, prepared, routing, timeout)
-            self._tg.start_soon(self._send_in_lane, lane, previous, future, send)
-            return future
-        self._tg.start_soon(self._send_into, future, prepared, routing, timeout)
+        assert self._outbox is not None
+        await self._outbox.put(_Queued(future, prepared, routing, timeout, lane, previous))
         return future
 
     async def _lane_of(self, topic: str, routing: _Routing) -> MessageQueue | None:
@@ -245,21 +263,23 @@ class Producer(GroupMember):
         except RocketMQError:
             return None  # the send itself reports it
 
-    async def _send_in_lane(
-        self,
-        lane: MessageQueue,
-        previous: Waiter | None,
-        future: Waiter,
-        send: Callable[[], Awaitable[None]],
-    ) -> None:
-        if previous is not None:
-            with contextlib.suppress(Exception):  # its own caller hears about a failure
-                await previous
-        try:
-            await send()
-        finally:
-            if self._lanes.get(lane) is future:
-                del self._lanes[lane]
+    async def _sender(self, outbox: WorkQueue[_Queued]) -> None:
+        """Sends what send_nowait queued. An ordered message waits for the one before it in
+        its lane; that one was queued earlier, so another sender already holds it: no
+        deadlock, whatever the number of senders."""
+        while True:
+            try:
+                item = await outbox.get()
+            except anyio.EndOfStream:
+                return
+            if item.previous is not None:
+                with contextlib.suppress(Exception):  # its own caller hears about a failure
+                    await item.previous
+            try:
+                await self._send_into(item.future, item.prepared, item.routing, item.timeout)
+            finally:
+                if item.lane is not None and self._lanes.get(item.lane) is item.future:
+                    del self._lanes[item.lane]
 
     async def _send_into(
         self, future: Waiter, prepared: Prepared, routing: _Routing, timeout: float | None

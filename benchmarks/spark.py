@@ -1,0 +1,94 @@
+"""Rows per second published from PySpark: driver-side and through the ``rocketmq`` sink.
+
+    python -m benchmarks.spark [--rows 100000] [--partitions 4]
+
+A DataFrame of ``--rows`` rows (a 256-byte body, a key and a tag per row) in ``--partitions``
+partitions, Spark in local mode with 2 worker threads: (a) ``publish_dataframe`` from the
+driver; (b) ``df.write.format("rocketmq")`` from the executors. The DataFrame is cached and
+counted first so that both paths time publishing, not generating rows; the Spark session's
+start is not timed. Starts its own local RocketMQ cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from rocketmq_actors.producer import Producer, create_topic
+from rocketmq_actors.spark import publish_dataframe, register
+from rocketmq_actors.testing.cluster import LocalCluster
+
+from .common import RESULTS, write_results
+
+
+def _topic(namesrv: str, name: str) -> str:
+    async def create() -> None:
+        async with Producer(namesrv=namesrv, group="bench_spark_admin") as producer:
+            await create_topic(producer.instance, name, queues=8)
+
+    anyio.run(create)
+    return name
+
+
+def bench(namesrv: str, rows: int, partitions: int) -> dict[str, Any]:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (
+        SparkSession.builder.master("local[2]").appName("rocketmq-actors-bench")
+        .config("spark.ui.enabled", "false").getOrCreate()
+    )  # fmt: skip
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    try:
+        df = spark.range(rows, numPartitions=partitions).select(
+            F.concat(F.lit("x" * 240), F.lpad(F.col("id").cast("string"), 16, "0")).alias("body"),
+            F.concat(F.lit("k"), F.col("id").cast("string")).alias("keys"),
+            F.lit("bench").alias("tags"),
+        )
+        df.cache().count()
+        stamp = time.time_ns()
+        began = time.perf_counter()
+        report = publish_dataframe(df, _topic(namesrv, f"bench_spark_driver_{stamp}"),
+                                   namesrv=namesrv, progress=None)  # fmt: skip
+        driver_s = time.perf_counter() - began
+        topic = _topic(namesrv, f"bench_spark_sink_{stamp}")
+        began = time.perf_counter()
+        (df.write.format("rocketmq").option("namesrv", namesrv).option("topic", topic)
+            .mode("append").save())  # fmt: skip
+        sink_s = time.perf_counter() - began
+    finally:
+        spark.stop()
+    return {
+        "rows": rows,
+        "partitions": partitions,
+        "driver": {"sent": report.sent, "failed": report.failed, "seconds": round(driver_s, 2),
+                   "rows_per_s": round(rows / driver_s)},
+        "sink": {"seconds": round(sink_s, 2), "rows_per_s": round(rows / sink_s)},
+    }  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--namesrv", help="use this cluster instead of starting one")
+    parser.add_argument("--out", type=Path, default=RESULTS / "spark.json")
+    args = parser.parse_args(argv)
+    if args.namesrv:
+        figures = bench(args.namesrv, args.rows, args.partitions)
+    else:
+        with LocalCluster() as cluster:
+            figures = bench(cluster.namesrv_addr, args.rows, args.partitions)
+    write_results(args.out, {"spark_master": "local[2]", "body_bytes": 256, **figures})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
