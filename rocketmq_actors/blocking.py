@@ -28,6 +28,7 @@ from functools import partial
 from types import TracebackType
 from typing import Any, Self
 
+import anyio
 import attrs
 import structlog
 from anyio.from_thread import BlockingPortal, start_blocking_portal
@@ -138,23 +139,55 @@ class BlockingProducer:
         self._check()
         self._portal.call(self.producer.send_oneway, message)
 
-    async def _send_chunk(self, items: list[Item]) -> list[Outcome]:
-        futures: list[Any] = []
-        for message, key in items:
+    async def _send_chunk(self, items: list[Item], batch_size: int) -> list[Outcome]:
+        """Send one chunk: runs of up to ``batch_size`` un-keyed messages of one topic as
+        SEND_BATCH_MESSAGE requests (all at once), keyed messages one by one through
+        send_nowait (in order per queue)."""
+        outcomes: list[Any] = [None] * len(items)
+
+        async def batch(start: int, messages: list[Message]) -> None:
             try:
-                futures.append(await self.producer.send_nowait(message, sharding_key=key))
-            except (RocketMQError, ValueError) as exc:  # ValueError: InvalidMessage
-                futures.append(exc)
-        outcomes: list[Outcome] = []
-        for future in futures:
-            if isinstance(future, Exception):
-                outcomes.append(future)
-                continue
-            try:
-                outcomes.append(await future)
+                results: list[Any] = await self.producer.send_batch(messages)
+            except ValueError:  # a message the broker would refuse: find it, send the rest
+                results = [await self._one(m, None) for m in messages]
             except RocketMQError as exc:
-                outcomes.append(exc)
+                results = [exc] * len(messages)
+            outcomes[start : start + len(messages)] = results
+
+        futures: list[tuple[int, Any]] = []
+        async with anyio.create_task_group() as tg:
+            run: list[Message] = []
+            run_start = 0
+            for index, (message, key) in enumerate(items):
+                if run and (key is not None or message.topic != run[0].topic
+                            or len(run) >= batch_size):  # fmt: skip
+                    tg.start_soon(batch, run_start, run)
+                    run = []
+                if key is None and batch_size > 1:
+                    if not run:
+                        run_start = index
+                    run.append(message)
+                    continue
+                try:
+                    futures.append(
+                        (index, await self.producer.send_nowait(message, sharding_key=key))
+                    )
+                except (RocketMQError, ValueError) as exc:  # ValueError: InvalidMessage
+                    outcomes[index] = exc
+            if run:
+                tg.start_soon(batch, run_start, run)
+            for index, future in futures:
+                try:
+                    outcomes[index] = await future
+                except RocketMQError as exc:
+                    outcomes[index] = exc
         return outcomes
+
+    async def _one(self, message: Message, key: str | None) -> Outcome:
+        try:
+            return await self.producer.send(message, sharding_key=key)
+        except (RocketMQError, ValueError) as exc:
+            return exc
 
     def send_many(
         self,
@@ -162,14 +195,16 @@ class BlockingProducer:
         *,
         chunk_size: int = 128,
         max_chunks: int = 4,
+        batch_size: int = 32,
         progress: Callable[[SendSummary], None] | None = None,
         progress_every: int = 10_000,
     ) -> SendSummary:
         """Send ``(message, sharding_key)`` pairs, at most ``chunk_size * max_chunks`` in flight;
-        ``progress`` is called about every ``progress_every`` messages, and at the end."""
+        un-keyed messages go in batches of up to ``batch_size`` (1: one by one). ``progress`` is
+        called about every ``progress_every`` messages, and at the end."""
         self._check()
-        if chunk_size < 1 or max_chunks < 1:
-            raise ValueError("chunk_size and max_chunks must be >= 1")
+        if chunk_size < 1 or max_chunks < 1 or batch_size < 1:
+            raise ValueError("chunk_size, max_chunks and batch_size must be >= 1")
         summary = SendSummary()
         began = time.perf_counter()
         in_flight: deque[tuple[list[Item], Future[list[Outcome]]]] = deque()
@@ -187,16 +222,17 @@ class BlockingProducer:
                 next_report += progress_every
                 progress(summary)
 
+        start = self._portal.start_task_soon
         chunk: list[Item] = []
         for item in items:
             chunk.append(item)
             if len(chunk) >= chunk_size:
                 if len(in_flight) >= max_chunks:
                     settle_oldest()
-                in_flight.append((chunk, self._portal.start_task_soon(self._send_chunk, chunk)))
+                in_flight.append((chunk, start(self._send_chunk, chunk, batch_size)))
                 chunk = []
         if chunk:
-            in_flight.append((chunk, self._portal.start_task_soon(self._send_chunk, chunk)))
+            in_flight.append((chunk, start(self._send_chunk, chunk, batch_size)))
         while in_flight:
             settle_oldest()
         summary.seconds = time.perf_counter() - began

@@ -111,9 +111,10 @@ class RocketMQWriter(DataSourceWriter):
         partition = context.partitionId() if context else -1
         attempt = context.attemptNumber() if context else 0
         with BlockingProducer(**self.settings.producer_options()) as producer:
-            summary = publish_rows(iterator, self.plan, producer,
-                                   chunk_size=self.settings.chunk_size,
-                                   max_chunks=self.settings.max_chunks)  # fmt: skip
+            summary = publish_rows(
+                iterator, self.plan, producer, chunk_size=self.settings.chunk_size,
+                max_chunks=self.settings.max_chunks, batch_size=self.settings.batch_size,
+            )  # fmt: skip
         log.info("spark.task_published", partition=partition, attempt=attempt,
                  sent=summary.sent, failed=summary.failed)  # fmt: skip
         if summary.failed and self.settings.fail_on_error:

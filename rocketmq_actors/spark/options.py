@@ -10,6 +10,7 @@ on the driver before any task runs. Spark passes option values as strings.
 | ``sendTimeout`` | ``3`` | seconds per send, retries included |
 | ``retryTimes`` | ``2`` | retries of a failed send on other brokers |
 | ``chunkSize`` / ``maxChunks`` | ``128`` / ``4`` | in flight per task: their product |
+| ``batchSize`` | ``32`` | rows without a sharding key go in batches of this many (1: one by one) |
 | ``failOnError`` | ``true`` | a task whose sends failed fails (Spark retries it: at-least-once) |
 | ``ignoreExtraColumns`` | ``false`` | drop columns that are not message fields |
 | ``tls`` / ``tlsInsecure`` | ``false`` | TLS to NameServer and brokers; skip certificate checks |
@@ -31,8 +32,8 @@ __all__ = ["OptionError", "SinkOptions"]
 
 _KNOWN = {
     "namesrv", "topic", "group", "namespace", "sendtimeout", "retrytimes", "chunksize",
-    "maxchunks", "failonerror", "ignoreextracolumns", "tls", "tlsinsecure", "accesskey",
-    "secretkey",
+    "maxchunks", "batchsize", "failonerror", "ignoreextracolumns", "tls", "tlsinsecure",
+    "accesskey", "secretkey",
     "path", "checkpointlocation", "queryname",  # Spark's own, passed along to every source
 }  # fmt: skip
 
@@ -74,6 +75,7 @@ class SinkOptions:
     retry_times: int
     chunk_size: int
     max_chunks: int
+    batch_size: int
     fail_on_error: bool
     ignore_extra_columns: bool
     tls: bool
@@ -99,7 +101,8 @@ class SinkOptions:
         except ValueError as exc:
             raise OptionError(str(exc)) from exc
         get = {"sendTimeout": "sendtimeout", "retryTimes": "retrytimes",
-               "chunkSize": "chunksize", "maxChunks": "maxchunks"}  # fmt: skip
+               "chunkSize": "chunksize", "maxChunks": "maxchunks",
+               "batchSize": "batchsize"}  # fmt: skip
         view = {name: lowered[key] for name, key in get.items() if key in lowered}
         return cls(
             namesrv=namesrv,
@@ -110,6 +113,7 @@ class SinkOptions:
             retry_times=_number(view, "retryTimes", 2, integer=True),
             chunk_size=_number(view, "chunkSize", 128, integer=True),
             max_chunks=_number(view, "maxChunks", 4, integer=True),
+            batch_size=_number(view, "batchSize", 32, integer=True),
             fail_on_error=_bool(lowered, "failonerror", True),
             ignore_extra_columns=_bool(lowered, "ignoreextracolumns", False),
             tls=_bool(lowered, "tls", False),

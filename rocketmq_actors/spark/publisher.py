@@ -55,7 +55,8 @@ def publish_dataframe(
     with BlockingProducer(**settings.producer_options()) as producer:
         summary = publish_rows(
             df.toLocalIterator(prefetchPartitions=prefetch_partitions), plan, producer,
-            chunk_size=settings.chunk_size, max_chunks=settings.max_chunks, progress=progress,
+            chunk_size=settings.chunk_size, max_chunks=settings.max_chunks,
+            batch_size=settings.batch_size, progress=progress,
         )  # fmt: skip
     log.info("spark.published", sent=summary.sent, failed=summary.failed,
              seconds=round(summary.seconds, 2))  # fmt: skip

@@ -23,6 +23,7 @@ def publish_rows(
     *,
     chunk_size: int,
     max_chunks: int,
+    batch_size: int,
     progress: Callable[[SendSummary], None] | None = None,
 ) -> SendSummary:
     """Turn rows into messages and send them; rows that are not messages count as failures."""
@@ -36,7 +37,11 @@ def publish_rows(
                 refused.fail(f"row {number}", exc)
 
     summary = producer.send_many(
-        messages(), chunk_size=chunk_size, max_chunks=max_chunks, progress=progress
+        messages(),
+        chunk_size=chunk_size,
+        max_chunks=max_chunks,
+        batch_size=batch_size,
+        progress=progress,
     )
     summary.merge(refused)
     return summary
