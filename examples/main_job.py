@@ -1,82 +1,147 @@
-"""The main job behind `make run`.
+"""The main job behind `make run`: a real pipeline over a real local RocketMQ.
 
-Today it starts a real local RocketMQ cluster, publishes 10,000 messages through this
-project's producer, and confirms through the brokers' own queue offsets that every one was
-stored. The consumer and Spark issues extend it into the full pipeline: Spark publishes a
-dataset, a consumer daemon aggregates it.
+1. start a local RocketMQ cluster (NameServer + broker, jars from Maven Central);
+2. start the consumer daemon (`examples/aggregator.py`) in its own process;
+3. in Spark (local mode, 2 worker threads): generate 50,000 orders, keep the paid ones, price
+   them (tax by region), and publish them from the executors through the ``rocketmq`` data
+   source - one message per order, keyed by order id, tagged by region;
+4. the daemon totals orders and revenue per region (de-duplicating by key) and writes them;
+5. compare its totals with the same aggregation done by Spark: equal, or exit 1.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
-from collections import deque
+from pathlib import Path
+from typing import Any
 
 import anyio
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
-from rocketmq_actors.errors import SendFailed
 from rocketmq_actors.logs import configure_logging
-from rocketmq_actors.producer import Message, Producer, create_topic
-from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
-from rocketmq_actors.protocol.command import RemotingCommand
-from rocketmq_actors.protocol.headers import GetMaxOffsetRequestHeader, OffsetResponseHeader
-from rocketmq_actors.runtime.waiters import Waiter
+from rocketmq_actors.producer import Producer, create_topic
+from rocketmq_actors.spark import register
 from rocketmq_actors.testing.cluster import LocalCluster
 
-TOPIC = "main_job_orders"
-COUNT = 10_000
+TOPIC = "pipeline_orders"
+GROUP = "pipeline_totals"
+ORDERS = 50_000
+TAX = {"north": 0.20, "south": 0.10, "east": 0.15, "west": 0.05, "central": 0.0}
+HERE = Path(__file__).resolve().parent
 
 
-async def publish(namesrv: str) -> dict[str, object]:
-    async with Producer(namesrv=namesrv, group="main_job") as producer:
-        await create_topic(producer.instance, TOPIC, queues=4)
-        started = time.monotonic()
-        pending: deque[Waiter] = deque()
-        for i in range(COUNT):
-            body = json.dumps({"order": i, "amount": i % 97}).encode()
-            message = Message(topic=TOPIC, body=body, tags="order", keys=[f"order-{i}"])
-            pending.append(await producer.send_nowait(message))
-        acknowledged = failed = 0
-        for future in pending:
-            try:
-                await future
-                acknowledged += 1
-            except SendFailed:  # typed: counted, never silently dropped
-                failed += 1
-        seconds = time.monotonic() - started
-        # ask the broker how many messages each queue of the topic holds
-        route = await producer.instance.routes.refresh(TOPIC)
-        stored = 0
-        for queue in route.subscribe_queues:
-            addr = route.master_addr(queue.broker_name)
-            assert addr is not None
-            header = GetMaxOffsetRequestHeader(topic=TOPIC, queue_id=queue.queue_id)
-            reply = await producer.instance.request(
-                addr, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, header.to_ext())
-            )
-            assert reply.code == ResponseCode.SUCCESS, reply.remark
-            stored += OffsetResponseHeader.from_ext(reply.ext_fields).offset
-    return {
-        "published": acknowledged,
-        "failed": failed,
-        "stored_by_broker": stored,
-        "lost": acknowledged - stored if stored < acknowledged else 0,
-        "publish_seconds": round(seconds, 2),
-        "msgs_per_s": round(acknowledged / seconds),
-    }
+def orders(spark: SparkSession, count: int = ORDERS) -> DataFrame:
+    """Generated, deterministic: order id, customer, region, amount in cents, status."""
+    regions = F.array(*[F.lit(r) for r in TAX])
+    return spark.range(count, numPartitions=4).select(
+        F.format_string("order-%06d", F.col("id")).alias("order_id"),
+        F.format_string("customer-%04d", (F.col("id") * 7919) % 1000).alias("customer"),
+        F.element_at(regions, (F.floor(F.col("id") / 5) % len(TAX) + 1).cast("int")).alias(
+            "region"
+        ),
+        ((F.col("id") * 104729) % 20000 + 100).alias("amount_cents"),
+        F.when(F.col("id") % 5 == 0, F.lit("cancelled")).otherwise(F.lit("paid")).alias("status"),
+    )
+
+
+def priced(df: DataFrame) -> DataFrame:
+    """Paid orders with their tax and total, as the messages to publish."""
+    rate = F.create_map(*[x for r, t in TAX.items() for x in (F.lit(r), F.lit(t))])
+    paid = df.where(F.col("status") == "paid").withColumn(
+        "total_cents", F.round(F.col("amount_cents") * (1 + rate[F.col("region")])).cast("long")
+    )
+    return paid.select(
+        F.to_json(F.struct("order_id", "customer", "region", "amount_cents", "total_cents"))
+        .alias("body"),
+        F.col("order_id").alias("keys"),
+        F.col("region").alias("tags"),
+        F.create_map(F.lit("customer"), F.col("customer")).alias("properties"),
+        F.col("region"), F.col("total_cents"),
+    )  # fmt: skip
+
+
+def expected(messages: DataFrame) -> dict[str, Any]:
+    rows = messages.groupBy("region").agg(
+        F.count("*").alias("orders"), F.sum("total_cents").alias("revenue_cents")
+    )
+    by_region = {r["region"]: {"orders": r["orders"], "revenue_cents": r["revenue_cents"]}
+                 for r in rows.collect()}  # fmt: skip
+    return {"orders": sum(v["orders"] for v in by_region.values()),
+            "by_region": dict(sorted(by_region.items()))}  # fmt: skip
+
+
+def create(namesrv: str, topic: str = TOPIC) -> None:
+    async def run() -> None:
+        async with Producer(namesrv=namesrv, group="pipeline_admin") as producer:
+            await create_topic(producer.instance, topic, queues=8)
+
+    anyio.run(run)
+
+
+def say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 def main() -> int:
-    configure_logging(level="warning")
-    started = time.monotonic()
-    with LocalCluster() as cluster:
-        summary = anyio.run(publish, cluster.namesrv_addr)
-        summary["namesrv"] = cluster.namesrv_addr
-        summary["cluster_startup_s"] = round(cluster.timings["total_s"], 2)
-    summary["total_s"] = round(time.monotonic() - started, 2)
-    sys.stdout.write(json.dumps(summary, indent=2) + "\n")
-    return 0 if summary["lost"] == 0 and summary["failed"] == 0 else 1
+    configure_logging(level="WARNING")  # the report below is the output; the daemon logs JSON
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    began = time.monotonic()
+    with LocalCluster() as cluster, tempfile.TemporaryDirectory() as tmp:
+        namesrv = cluster.namesrv_addr
+        say(f"cluster up: NameServer {namesrv} ({time.monotonic() - began:.1f} s)")
+        create(namesrv)
+        out = Path(tmp) / "totals.json"
+        spark = (
+            SparkSession.builder.master("local[2]").appName("rocketmq-actors-pipeline")
+            .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+            .config("spark.ui.showConsoleProgress", "false")
+            .getOrCreate()
+        )  # fmt: skip
+        spark.sparkContext.setLogLevel("ERROR")
+        register(spark)
+        try:
+            messages = priced(orders(spark)).cache()
+            want = expected(messages)
+            daemon = subprocess.Popen(
+                [sys.executable, str(HERE / "aggregator.py"), "--namesrv", namesrv,
+                 "--topic", TOPIC, "--group", GROUP, "--expect", str(want["orders"]),
+                 "--out", str(out)],
+                stderr=open(Path(tmp) / "aggregator.log", "w"),  # noqa: SIM115
+            )  # fmt: skip
+            started = time.monotonic()
+            publish = messages.drop("region", "total_cents").write.format("rocketmq")
+            publish.option("namesrv", namesrv).option("topic", TOPIC).mode("append").save()
+            published = time.monotonic() - started
+            say(f"spark published {want['orders']} orders in {published:.1f} s "
+                  f"({want['orders'] / published:.0f} rows/s)")  # fmt: skip
+        finally:
+            spark.stop()
+        try:
+            daemon.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            daemon.terminate()  # graceful: it writes what it has
+            daemon.wait(timeout=30)
+        got: dict[str, Any] = (
+            json.loads(out.read_text()) if out.exists() else {"orders": 0, "by_region": {}}
+        )
+    say(f"consumer daemon counted {got['orders']} orders "
+          f"({got.get('duplicates', 0)} duplicate deliveries ignored)")  # fmt: skip
+    for region, totals in want["by_region"].items():
+        mine = got["by_region"].get(region, {})
+        flag = "ok" if mine == totals else "MISMATCH"
+        say(f"  {region:8} orders {totals['orders']:6}  revenue "
+              f"{totals['revenue_cents'] / 100:12,.2f}  {flag}")  # fmt: skip
+    same = got["orders"] == want["orders"] and got["by_region"] == want["by_region"]
+    say(f"{'PASS' if same else 'FAIL'}: totals {'match' if same else 'differ'}; "
+          f"{time.monotonic() - began:.1f} s in all")  # fmt: skip
+    return 0 if same else 1
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ from rocketmq_actors.blocking import BlockingProducer
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.namesrv import parse_namesrv
 from rocketmq_actors.consumer.pull import PullConsumer, PullStatus, max_offset, min_offset
+from rocketmq_actors.logs import configure_logging
 from rocketmq_actors.producer.prepare import validate_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.messages import RESERVED_PROPERTIES
@@ -107,6 +108,7 @@ class RocketMQWriter(DataSourceWriter):
                               ignore_extra=self.settings.ignore_extra_columns)  # fmt: skip
 
     def write(self, iterator: Iterator[Row]) -> RocketMQCommitMessage:
+        _quiet_worker_logs(self.settings.log_level)
         context = TaskContext.get()
         partition = context.partitionId() if context else -1
         attempt = context.attemptNumber() if context else 0
@@ -132,19 +134,30 @@ class RocketMQWriter(DataSourceWriter):
                 "failed": sum(m.failed for m in ours)}  # fmt: skip
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        _quiet_worker_logs(self.settings.log_level)
         log.info("spark.sink_committed", **self._totals(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        _quiet_worker_logs(self.settings.log_level)
         # what the finished tasks sent stays sent: at-least-once, de-duplicate by key
         log.warning("spark.sink_aborted", **self._totals(messages))
 
 
 class RocketMQStreamWriter(RocketMQWriter, DataSourceStreamWriter):
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]
+        _quiet_worker_logs(self.settings.log_level)
         log.info("spark.sink_committed", batch=batchId, **self._totals(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]
+        _quiet_worker_logs(self.settings.log_level)
         log.warning("spark.sink_aborted", batch=batchId, **self._totals(messages))
+
+
+def _quiet_worker_logs(level: str) -> None:
+    """An executor's Python worker is not the user's program: unless it configured structlog,
+    log at ``level`` (the ``logLevel`` option, WARNING by default) to stderr."""
+    if not structlog.is_configured():
+        configure_logging(level=level)
 
 
 # ---- batch reads ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@ on the driver before any task runs. Spark passes option values as strings.
 | ``failOnError`` | ``true`` | a task whose sends failed fails (Spark retries it: at-least-once) |
 | ``ignoreExtraColumns`` | ``false`` | drop columns that are not message fields |
 | ``tls`` / ``tlsInsecure`` | ``false`` | TLS to NameServer and brokers; skip certificate checks |
+| ``logLevel`` | ``WARNING`` | structlog level in executor workers (unless they configured it) |
 | ``accessKey`` / ``secretKey`` | - | ACL credentials: refused for now (not in this client yet) |
 """
 
@@ -33,7 +34,7 @@ __all__ = ["OptionError", "SinkOptions"]
 _KNOWN = {
     "namesrv", "topic", "group", "namespace", "sendtimeout", "retrytimes", "chunksize",
     "maxchunks", "batchsize", "failonerror", "ignoreextracolumns", "tls", "tlsinsecure",
-    "accesskey", "secretkey",
+    "accesskey", "secretkey", "loglevel",
     "path", "checkpointlocation", "queryname",  # Spark's own, passed along to every source
 }  # fmt: skip
 
@@ -65,6 +66,12 @@ def _number(options: Mapping[str, str], name: str, default: float, *, integer: b
     return value
 
 
+def _level(raw: str) -> str:
+    if str(raw).upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise OptionError(f"option 'logLevel' must be DEBUG, INFO, WARNING or ERROR, not {raw!r}")
+    return str(raw).upper()
+
+
 @attrs.frozen
 class SinkOptions:
     namesrv: str
@@ -80,6 +87,7 @@ class SinkOptions:
     ignore_extra_columns: bool
     tls: bool
     tls_insecure: bool
+    log_level: str = "WARNING"
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SinkOptions:
@@ -118,6 +126,7 @@ class SinkOptions:
             ignore_extra_columns=_bool(lowered, "ignoreextracolumns", False),
             tls=_bool(lowered, "tls", False),
             tls_insecure=_bool(lowered, "tlsinsecure", False),
+            log_level=_level(lowered.get("loglevel", "WARNING")),
         )
 
     def ssl_context(self) -> ssl.SSLContext | None:
