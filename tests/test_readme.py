@@ -24,7 +24,15 @@ def test_every_python_example_compiles() -> None:
 
 
 def test_sending_example_runs(rocketmq_namesrv: str, capsys: pytest.CaptureFixture[str]) -> None:
-    (block,) = [b for b in _python_blocks() if "Producer(" in b]
+    (block,) = [b for b in _python_blocks() if "async with Producer(" in b]
     code = block.replace("127.0.0.1:9876", rocketmq_namesrv)
     exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
     assert "SendStatus.SEND_OK" in capsys.readouterr().out
+
+
+def test_blocking_example_runs(rocketmq_namesrv: str) -> None:
+    (block,) = [b for b in _python_blocks() if "BlockingProducer(" in b]
+    code = block.replace("127.0.0.1:9876", rocketmq_namesrv)
+    namespace: dict[str, object] = {"__name__": "readme"}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert namespace["producer"].__class__.__name__ == "BlockingProducer"
