@@ -6,8 +6,9 @@ import json
 import platform
 import sys
 import timeit
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -32,3 +33,16 @@ def write_results(path: Path, figures: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2) + "\n")
     sys.stdout.write(json.dumps(result) + "\n")
+
+
+T = TypeVar("T")
+
+
+def on_cluster(namesrv: str | None, measure: Callable[[str], T]) -> T:
+    """Run ``measure(namesrv)`` on the given cluster, or on a local one started for it."""
+    if namesrv:
+        return measure(namesrv)
+    from rocketmq_actors.testing.cluster import LocalCluster
+
+    with LocalCluster() as cluster:
+        return measure(cluster.namesrv_addr)

@@ -6,13 +6,17 @@
 topic pre-filled with ``--messages`` 1 KiB messages over 8 queues: messages/s; (b) the same
 with PullConsumer.getmany; (c) a PushConsumer whose handler takes 10 ms runs over the same
 backlog for ``--slow-seconds``: this process's RSS (VmRSS) is sampled every 0.25 s and reported
-with the messages the consumer held in its process queues. Starts its own local cluster. The
-Java client runs beside it in the benchmarks issue's harness.
+with the messages the consumer held in its process queues; (d) the Java client's
+DefaultMQPushConsumer (benchmarks/java/ConsumeBench.java, 20 consume threads) drains the same
+topic with a fresh group, and the Python/Java ratio of (a) is reported. Starts its own local
+cluster.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -23,9 +27,9 @@ from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
-from rocketmq_actors.testing.cluster import LocalCluster
+from rocketmq_actors.testing.jars import find_java, resolve_server_jars
 
-from .common import RESULTS, write_results
+from .common import RESULTS, on_cluster, write_results
 
 BODY = b"x" * 1024
 QUEUES = 8
@@ -80,6 +84,19 @@ async def push_drain(namesrv: str, topic: str, count: int) -> dict[str, Any]:
     return {"messages": seen, "seconds": round(elapsed, 2), "msgs_per_s": round(seen / elapsed)}
 
 
+def java_drain(namesrv: str, topic: str, count: int) -> dict[str, Any]:
+    """The Java client's DefaultMQPushConsumer on the same topic (benchmarks/java)."""
+    lib = resolve_server_jars()
+    source = Path(__file__).resolve().parent / "java" / "ConsumeBench.java"
+    done = subprocess.run(
+        [find_java(), "-Xmx512m", "-cp", f"{lib}/*", str(source), namesrv, topic,
+         f"bench_java_{time.time_ns()}", str(count)],
+        capture_output=True, text=True, timeout=900, check=True,
+    )  # fmt: skip
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
 async def pull_drain(namesrv: str, topic: str, count: int) -> dict[str, Any]:
     seen = 0
     began = time.perf_counter()
@@ -132,9 +149,13 @@ async def slow_handler_memory(namesrv: str, topic: str, seconds: float) -> dict[
 async def bench(namesrv: str, messages: int, slow_seconds: float) -> dict[str, Any]:
     topic = f"bench_consume_{int(time.time())}"
     fill = await prefill(namesrv, topic, messages)
+    push = await push_drain(namesrv, topic, messages)
+    java = await anyio.to_thread.run_sync(java_drain, namesrv, topic, messages)
     return {
         "prefill_seconds": round(fill, 2),
-        "push_concurrent": await push_drain(namesrv, topic, messages),
+        "push_concurrent": push,
+        "java_push_concurrent": java,
+        "python_to_java_ratio": round(push["msgs_per_s"] / java["msgs_per_s"], 2),
         "pull_getmany": await pull_drain(namesrv, topic, messages),
         "slow_handler": await slow_handler_memory(namesrv, topic, slow_seconds),
     }
@@ -154,11 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         return anyio.run(bench, namesrv, args.messages, args.slow_seconds,
                          backend_options=options)  # fmt: skip
 
-    if args.namesrv:
-        figures = measure(args.namesrv)
-    else:
-        with LocalCluster() as cluster:
-            figures = measure(cluster.namesrv_addr)
+    figures = on_cluster(args.namesrv, measure)
     write_results(
         args.out,
         {"event_loop": "uvloop" if args.uvloop else "asyncio", "message_bytes": len(BODY),

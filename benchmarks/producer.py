@@ -17,9 +17,8 @@ from typing import Any
 import anyio
 
 from rocketmq_actors.producer import Message, Producer, create_topic
-from rocketmq_actors.testing.cluster import LocalCluster
 
-from .common import RESULTS, write_results
+from .common import RESULTS, on_cluster, write_results
 
 BODY = b"x" * 1024
 
@@ -86,11 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         return anyio.run(bench, namesrv, args.seconds, args.concurrency, args.warmup,
                          backend_options=options)  # fmt: skip
 
-    if args.namesrv:
-        figures = measure(args.namesrv)
-    else:
-        with LocalCluster() as cluster:
-            figures = measure(cluster.namesrv_addr)
+    figures = on_cluster(args.namesrv, measure)
     write_results(
         args.out,
         {"event_loop": "uvloop" if args.uvloop else "asyncio", "concurrency": args.concurrency,

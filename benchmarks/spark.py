@@ -24,9 +24,8 @@ from pyspark.sql import functions as F
 
 from rocketmq_actors.producer import Producer, create_topic
 from rocketmq_actors.spark import publish_dataframe, register
-from rocketmq_actors.testing.cluster import LocalCluster
 
-from .common import RESULTS, write_results
+from .common import RESULTS, on_cluster, write_results
 
 
 def _topic(namesrv: str, name: str) -> str:
@@ -81,11 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--namesrv", help="use this cluster instead of starting one")
     parser.add_argument("--out", type=Path, default=RESULTS / "spark.json")
     args = parser.parse_args(argv)
-    if args.namesrv:
-        figures = bench(args.namesrv, args.rows, args.partitions)
-    else:
-        with LocalCluster() as cluster:
-            figures = bench(cluster.namesrv_addr, args.rows, args.partitions)
+    figures = on_cluster(args.namesrv, lambda namesrv: bench(namesrv, args.rows, args.partitions))
     write_results(args.out, {"spark_master": "local[2]", "body_bytes": 256, **figures})
     return 0
 

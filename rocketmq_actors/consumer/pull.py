@@ -355,16 +355,9 @@ class PullConsumer(GroupMember):
                         self._space = anyio.Event()
                     await self._space.wait()
                     continue
-                try:
-                    result = await pull_once(
-                        self._instance, self.group, fetch.queue, fetch.fetch_offset,
-                        subscription=subscription, sub_version=self._sub_version,
-                        max_messages=self.pull_batch_size, wait=self.pull_suspend,
-                        request_timeout=self.request_timeout,
-                    )  # fmt: skip
-                except RocketMQError as exc:
-                    log.info("consumer.pull_failed", queue=str(fetch.queue), error=str(exc))
-                    await anyio.sleep(1.0)
+                result = await pull_or_back_off(self, fetch.queue, fetch.fetch_offset,
+                                                subscription)  # fmt: skip
+                if result is None:
                     continue
                 if result.status is PullStatus.OFFSET_ILLEGAL:
                     log.warning("consumer.offset_moved", queue=str(fetch.queue),
@@ -609,6 +602,36 @@ async def pull_once(
     return PullResult(
         status, response.next_begin_offset, response.min_offset, response.max_offset, messages
     )
+
+
+class _Puller(Protocol):
+    """What :func:`pull_or_back_off` reads from a consumer."""
+
+    @property
+    def instance(self) -> ClientInstance: ...
+
+    group: str
+    pull_batch_size: int
+    pull_suspend: float
+    request_timeout: float
+    _sub_version: int
+
+
+async def pull_or_back_off(
+    consumer: _Puller, queue: MessageQueue, offset: int, subscription: Subscription
+) -> PullResult | None:
+    """One long-polling pull for a consumer's pull loop; on a client or broker error, log it,
+    wait a second (Java's pullTimeDelayMillsWhenException) and return None."""
+    try:
+        return await pull_once(
+            consumer.instance, consumer.group, queue, offset, subscription=subscription,
+            sub_version=consumer._sub_version, max_messages=consumer.pull_batch_size,
+            wait=consumer.pull_suspend, request_timeout=consumer.request_timeout,
+        )  # fmt: skip
+    except RocketMQError as exc:
+        log.info("consumer.pull_failed", queue=str(queue), error=str(exc))
+        await anyio.sleep(1.0)
+        return None
 
 
 async def _offset_request(

@@ -89,7 +89,7 @@ from .assignment import allocated
 from .locks import LOCK_MAX_LIVE, lock_queues, unlock_queues
 from .offsets import LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from .process_queue import ProcessQueue
-from .pull import PullStatus, Subscription, max_offset, offset_for_time, pull_once
+from .pull import PullStatus, Subscription, max_offset, offset_for_time, pull_or_back_off
 from .rebalance import Strategy
 
 __all__ = ["BatchHandler", "ConsumeFrom", "Handler", "MessageModel", "PushConsumer"]
@@ -553,16 +553,8 @@ class PushConsumer(GroupMember):
                     with anyio.move_on_after(1.0):
                         await self._flow.wait()
                     continue
-                try:
-                    result = await pull_once(
-                        self._instance, self.group, pq.queue, pq.next_offset,
-                        subscription=subscription, sub_version=self._sub_version,
-                        max_messages=self.pull_batch_size, wait=self.pull_suspend,
-                        request_timeout=self.request_timeout,
-                    )  # fmt: skip
-                except RocketMQError as exc:
-                    log.info("consumer.pull_failed", queue=str(pq.queue), error=str(exc))
-                    await anyio.sleep(1.0)  # Java's pullTimeDelayMillsWhenException
+                result = await pull_or_back_off(self, pq.queue, pq.next_offset, subscription)
+                if result is None:
                     continue
                 pq.last_pull = time.monotonic()
                 if result.status is PullStatus.OFFSET_ILLEGAL:
