@@ -11,6 +11,7 @@ from rocketmq_actors.errors import RocketMQError
 from rocketmq_actors.logs import configure_logging
 from rocketmq_actors.testing.jars import LauncherError
 
+from . import admin as admin_cmd
 from . import cluster as cluster_cmd
 from . import consume as consume_cmd
 from . import produce as produce_cmd
@@ -25,7 +26,7 @@ class UsageError(Exception):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rocketmq-actors",
-        description="Apache RocketMQ from Python: a local cluster, produce, consume.",
+        description="Apache RocketMQ from Python: a local cluster, produce, consume, inspect.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument(
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_cmd.register(sub)
     produce_cmd.register(sub)
     consume_cmd.register(sub)
+    admin_cmd.register(sub)
     return parser
 
 

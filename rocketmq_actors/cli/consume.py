@@ -1,21 +1,60 @@
-"""``rocketmq-actors consume``: receive messages of a topic as a group member."""
+"""``rocketmq-actors consume``: receive messages of a topic as a group member.
+
+With ``--handler package.module:function`` it is a consumer daemon: every message goes to your
+function (``async def f(message)``, or a plain ``def`` run in a worker thread); raising means
+"consume later" (retried, then dead-lettered). SIGTERM/SIGINT stop it gracefully: pulling
+stops, handlers in flight finish, offsets are committed.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import inspect
 import json
+import os
 import signal
 import sys
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
 
 import anyio
 
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
 from rocketmq_actors.protocol.records import MessageExt
 
+UserHandler = Callable[[MessageExt], Awaitable[None]]
+
+
+def load_handler(spec: str) -> UserHandler:
+    """``package.module:function`` -> an async handler; ``ValueError`` says what is wrong."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"--handler {spec!r}: expected package.module:function")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"--handler {spec!r}: cannot import {module_name!r}: {exc}") from None
+    target: Any = module
+    for part in attr.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            raise ValueError(f"--handler {spec!r}: {module_name!r} has no {attr!r}")
+    if not callable(target):
+        raise ValueError(f"--handler {spec!r}: {attr!r} is not callable")
+    if inspect.iscoroutinefunction(target):
+        return cast(UserHandler, target)
+    function = target
+
+    async def in_thread(message: MessageExt) -> None:
+        await anyio.to_thread.run_sync(function, message)
+
+    return in_thread
+
 
 async def consume(args: argparse.Namespace) -> dict[str, Any]:
+    user = load_handler(args.handler_spec) if args.handler_spec else None
     received = 0
     ids: set[str] = set()
     arrived = anyio.Event()
@@ -30,6 +69,8 @@ async def consume(args: argparse.Namespace) -> dict[str, Any]:
         ids.add(message.msg_id)
         if args.print:
             sys.stdout.write(message.body.decode(errors="replace") + "\n")
+        if user is not None:
+            await user(message)  # raising: retried like any handler failure
         arrived.set()
         arrived = anyio.Event()
         if args.count and len(ids) >= args.count:
@@ -47,6 +88,7 @@ async def consume(args: argparse.Namespace) -> dict[str, Any]:
             PushConsumer(
                 namesrv=args.namesrv, group=args.group, subscriptions={args.topic: args.tags},
                 handler=handle, consume_from=consume_from, consume_timestamp_ms=timestamp,
+                orderly=args.orderly,
             ),
             anyio.create_task_group() as tg,
         ):  # fmt: skip
@@ -82,6 +124,9 @@ async def consume(args: argparse.Namespace) -> dict[str, Any]:
 def _run(args: argparse.Namespace) -> int:
     if args.count < 0 or args.idle <= 0:
         raise ValueError("--count must be >= 0 and --idle > 0")
+    if args.handler_spec:
+        sys.path.insert(0, os.getcwd())  # like python -m: modules next to you are found
+        load_handler(args.handler_spec)  # a bad spec fails now, before connecting
     result = anyio.run(consume, args)
     if args.json:
         sys.stdout.write(json.dumps(result) + "\n")
@@ -113,5 +158,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="without --follow: stop after this many idle seconds",
     )
     p.add_argument("--print", action="store_true", help="print each body on stdout")
+    p.add_argument(
+        "--handler",
+        dest="handler_spec",
+        metavar="MODULE:FUNCTION",
+        help="run this function on every message (a consumer daemon; use with --follow)",
+    )
+    p.add_argument("--orderly", action="store_true", help="consume each queue in order")
     p.add_argument("--json", action="store_true", help="end with one JSON line of figures")
     p.set_defaults(handler=_run)

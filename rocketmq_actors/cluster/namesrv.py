@@ -19,7 +19,7 @@ from rocketmq_actors.errors import (
     RocketMQError,
     TopicNotFound,
 )
-from rocketmq_actors.protocol.bodies import ClusterInfo, TopicRouteData
+from rocketmq_actors.protocol.bodies import ClusterInfo, TopicRouteData, decode_topic_list
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.errors import ProtocolError
@@ -118,3 +118,15 @@ class NameServerClient:
         if reply.code != ResponseCode.SUCCESS:
             raise BrokerError(self.current, reply.code, reply.remark)
         return ClusterInfo.decode(reply.body)
+
+    async def topic_list(self) -> list[str]:
+        """Every topic the NameServers know (GET_ALL_TOPIC_LIST_FROM_NAMESERVER)."""
+        reply = await self.request(
+            lambda: RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        )
+        if reply.code != ResponseCode.SUCCESS:
+            raise BrokerError(self.current, reply.code, reply.remark)
+        try:
+            return decode_topic_list(reply.body)
+        except ProtocolError as exc:
+            raise BrokerError(self.current, reply.code, f"bad topic list: {exc}") from exc

@@ -394,3 +394,11 @@ class ConsumeDirectlyResult:
             spent_ms=_field(obj, "spentTimeMills", int, 0),
             order=bool(obj.get("order", False)),
         )
+
+
+def decode_topic_list(body: bytes) -> list[str]:
+    """GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206) reply: ``{"topicList": [...]}``, sorted."""
+    topics = _object(body, "topic list").get("topicList", [])
+    if not isinstance(topics, list) or not all(isinstance(t, str) for t in topics):
+        raise ProtocolError("bad-body", "topicList is not a list of names")
+    return sorted(topics)
