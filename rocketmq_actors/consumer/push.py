@@ -63,6 +63,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import GroupMember
 from rocketmq_actors.errors import RocketMQError, TopicNotFound
+from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.producer.prepare import validate_group, validate_topic, wrap
 from rocketmq_actors.protocol.bodies import (
     ConsumerData,
@@ -557,6 +558,11 @@ class PushConsumer(GroupMember):
                 if result is None:
                     continue
                 pq.last_pull = time.monotonic()
+                committed = self.offsets.read(pq.queue)
+                behind = result.max_offset - (pq.next_offset if committed is None else committed)
+                METRICS.set("rocketmq_consumer_lag", behind, group=self.group,
+                            topic=pq.queue.topic, broker=pq.queue.broker_name,
+                            queue=pq.queue.queue_id)  # fmt: skip
                 if result.status is PullStatus.OFFSET_ILLEGAL:
                     # out of range, or reset on the broker (5.x server-side reset): start over
                     # there with a fresh process queue (Java drops the queue the same way)
@@ -590,6 +596,7 @@ class PushConsumer(GroupMember):
         when it failed, None when left unconsumed by a closing ``async for``. ``timed``: bound
         it by ``consume_timeout`` here (the concurrent workers are bounded by the sweeper)."""
         self._in_flight += 1
+        began = time.monotonic()
         try:
             if timed and self.consume_timeout is not None:
                 with anyio.fail_after(self.consume_timeout):
@@ -597,6 +604,11 @@ class PushConsumer(GroupMember):
             else:
                 await self._call_handler(messages)
             self.consumed += len(messages)
+            topic = messages[0].topic
+            METRICS.inc("rocketmq_consume_total", len(messages), group=self.group, topic=topic,
+                        result="ok")  # fmt: skip
+            METRICS.observe("rocketmq_consume_seconds", time.monotonic() - began,
+                            group=self.group, topic=topic)  # fmt: skip
             return True
         except _Abandoned:
             return None
@@ -620,6 +632,8 @@ class PushConsumer(GroupMember):
 
     def _failed(self, messages: list[MessageExt], exc: BaseException) -> None:
         self.failed += len(messages)
+        METRICS.inc("rocketmq_consume_total", len(messages), group=self.group,
+                    topic=messages[0].topic, result="failed")  # fmt: skip
         log.info("consumer.handler_failed", msg_id=messages[0].msg_id, count=len(messages),
                  error=repr(exc), reconsume_times=messages[0].reconsume_times)  # fmt: skip
 

@@ -40,6 +40,7 @@ from rocketmq_actors.errors import (
     RocketMQError,
     SendFailed,
 )
+from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE, Message, UniqueIdGenerator
@@ -405,11 +406,13 @@ class Producer(GroupMember):
                     conn = await self._instance.pool.get(addr)
                 reply = await conn.request_encoded(code, encode, remaining, prepared.size)
             except SendFailed:
+                METRICS.inc("rocketmq_send_total", topic=prepared.user_topic, result="failed")
                 raise
             except RocketMQError as exc:
                 self.faults.record(broker, 0, failed=True)
                 attempts.append(exc)
                 avoid = broker
+                METRICS.inc("rocketmq_send_retries_total", topic=prepared.user_topic)
                 log.info("producer.send.retry", topic=prepared.topic, broker=broker,
                          error=str(exc))  # fmt: skip
                 continue
@@ -431,7 +434,7 @@ class Producer(GroupMember):
                 self.faults.record(broker, (time.monotonic() - started) * 1000)
             ext = reply.ext_fields
             try:  # the hot path: read the four fields directly (SendMessageResponseHeader)
-                return SendResult(
+                result = SendResult(
                     status=status,
                     msg_id=prepared.msg_id,
                     offset_msg_id=ext["msgId"],
@@ -441,10 +444,16 @@ class Producer(GroupMember):
                     region_id=ext.get("MSG_REGION"),
                 )
             except (KeyError, ValueError) as exc:
+                METRICS.inc("rocketmq_send_total", topic=prepared.user_topic, result="failed")
                 raise SendFailed(
                     prepared.user_topic,
                     [BrokerError(addr, reply.code, f"malformed send response: {exc!r}")],
                 ) from None
+            METRICS.inc("rocketmq_send_total", topic=prepared.user_topic, result="ok")
+            METRICS.observe("rocketmq_send_seconds", time.monotonic() - started,
+                            topic=prepared.user_topic)  # fmt: skip
+            return result
         if not attempts:  # the deadline passed before any attempt could start
             attempts.append(RequestTimeout("-", code, timeout))
+        METRICS.inc("rocketmq_send_total", topic=prepared.user_topic, result="failed")
         raise SendFailed(prepared.user_topic, attempts) from attempts[-1]

@@ -26,6 +26,7 @@ from rocketmq_actors.errors import (
     RequestTimeout,
     unwrap_group,
 )
+from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.framing import FrameDecoder
@@ -151,6 +152,7 @@ class BrokerConnection:
             with anyio.CancelScope(shield=True):
                 await self._stream.aclose()
             log.info("connection.closed", addr=self.addr, reason=repr(self._closed))
+            METRICS.inc("rocketmq_connections_closed_total", addr=self.addr)
 
     def close(self) -> None:
         """Stop serving once the frames already queued are written (one-way requests such as

@@ -21,6 +21,7 @@ import structlog
 from anyio.abc import TaskStatus
 
 from rocketmq_actors.errors import ConnectError
+from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.protocol.command import RemotingCommand
 
 from .connection import BrokerConnection, RequestHandler, connect
@@ -136,6 +137,7 @@ class ConnectionPool:
         self.registry.register(addr, conn)
         self._changed(addr)
         log.info("connection.opened", addr=addr, tls=self._ssl is not None)
+        METRICS.inc("rocketmq_connections_opened_total", addr=addr)
         try:
             task_status.started(conn)
             await conn.serve()

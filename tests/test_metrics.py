@@ -1,0 +1,58 @@
+"""Metrics: the registry, its Prometheus export, and what a send and a consume record."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.metrics import METRICS, Metrics
+from rocketmq_actors.producer import Message, Producer, create_topic
+from rocketmq_actors.protocol.records import MessageExt
+
+
+def test_registry_counts_and_exports_to_prometheus() -> None:
+    metrics = Metrics()
+    metrics.inc("rocketmq_send_total", topic="t", result="ok")
+    metrics.inc("rocketmq_send_total", 2, topic="t", result="ok")
+    metrics.set("rocketmq_consumer_lag", 7, group="g", topic="t", broker="b", queue=0)
+    for seconds in (0.0004, 0.003, 2.0):
+        metrics.observe("rocketmq_send_seconds", seconds, topic="t")
+    assert metrics.value("rocketmq_send_total", topic="t", result="ok") == 3
+    assert metrics.count("rocketmq_send_seconds", topic="t") == 3
+    registry = CollectorRegistry()
+    registry.register(metrics.prometheus_collector())
+    text = generate_latest(registry).decode()
+    assert 'rocketmq_send_total{result="ok",topic="t"} 3.0' in text
+    assert 'rocketmq_consumer_lag{broker="b",group="g",queue="0",topic="t"} 7.0' in text
+    assert 'rocketmq_send_seconds_bucket{le="0.0005",topic="t"} 1.0' in text
+    assert 'rocketmq_send_seconds_bucket{le="+Inf",topic="t"} 3.0' in text
+    assert 'rocketmq_send_seconds_count{topic="t"} 3.0' in text
+
+
+@pytest.mark.integration
+async def test_a_send_and_a_consume_are_recorded(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    done = anyio.Event()
+
+    async def handle(message: MessageExt) -> None:
+        done.set()
+
+    async with Producer(namesrv=rocketmq_namesrv, group="G_metrics") as producer:
+        await create_topic(producer.instance, unique_topic, queues=1)
+        await producer.send(Message(topic=unique_topic, body=b"m"))
+    assert METRICS.value("rocketmq_send_total", topic=unique_topic, result="ok") == 1
+    assert METRICS.count("rocketmq_send_seconds", topic=unique_topic) == 1
+    async with PushConsumer(
+        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
+        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET,
+    ):  # fmt: skip
+        with anyio.fail_after(30):
+            await done.wait()
+    labels = {"group": unique_group, "topic": unique_topic}
+    assert METRICS.value("rocketmq_consume_total", result="ok", **labels) == 1
+    assert METRICS.count("rocketmq_consume_seconds", **labels) == 1
+    lag = METRICS.value("rocketmq_consumer_lag", broker="broker-a", queue=0, **labels)
+    assert lag in (0, 1)  # 1 if the last pull came before the message was committed
