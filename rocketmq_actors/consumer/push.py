@@ -85,6 +85,7 @@ from rocketmq_actors.protocol.messages import Property
 from rocketmq_actors.protocol.records import MessageExt, decode_messages
 from rocketmq_actors.runtime.router import Inbound
 from rocketmq_actors.runtime.workqueue import WorkQueue
+from rocketmq_actors.tracing import Tracing
 
 from .assignment import allocated
 from .locks import LOCK_MAX_LIVE, lock_queues, unlock_queues
@@ -183,6 +184,7 @@ class PushConsumer(GroupMember):
         offset_dir: Path | str | None = None,
         request_timeout: float = 3.0,
         on_rebalance: Callable[[list[MessageQueue]], None] | None = None,
+        tracing: bool = False,
     ) -> None:
         validate_group(group)
         if not subscriptions:
@@ -268,6 +270,7 @@ class PushConsumer(GroupMember):
         self._deliveries: tuple[MemoryObjectSendStream[_Delivery],
                                 MemoryObjectReceiveStream[_Delivery]] | None = None  # fmt: skip
         self._current: _Delivery | None = None
+        self._tracing = Tracing(self.group) if tracing else None
         self.consumed = 0
         self.failed = 0
 
@@ -622,6 +625,13 @@ class PushConsumer(GroupMember):
 
     async def _call_handler(self, messages: list[MessageExt]) -> None:
         presented = [self._present(m) for m in messages]
+        if self._tracing is not None:  # a span per call, child of the first sender's context
+            with self._tracing.process(presented[0]):
+                await self._dispatch(presented)
+        else:
+            await self._dispatch(presented)
+
+    async def _dispatch(self, presented: list[MessageExt]) -> None:
         if self.batch_handler is not None:
             await self.batch_handler(presented)
         elif self.handler is not None:

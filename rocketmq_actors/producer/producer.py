@@ -49,6 +49,7 @@ from rocketmq_actors.runtime.netinfo import local_ipv4
 from rocketmq_actors.runtime.router import Inbound
 from rocketmq_actors.runtime.waiters import Waiter, waiter_factory
 from rocketmq_actors.runtime.workqueue import WorkQueue
+from rocketmq_actors.tracing import Tracing
 
 from .prepare import Prepared, prepare, prepare_batch, validate_group, wrap
 from .result import SendResult, SendStatus
@@ -72,6 +73,7 @@ class _Queued:
     timeout: float | None
     lane: MessageQueue | None
     previous: Waiter | None
+    span: Any = None  # tracing: the send span, ended when the send is
 
 
 @attrs.frozen
@@ -111,6 +113,7 @@ class Producer(GroupMember):
         latency_fault_tolerance: bool = False,
         topics: Sequence[str] = (),
         ssl_context: ssl.SSLContext | None = None,
+        tracing: bool = False,
     ) -> None:
         validate_group(group)
         super().__init__(
@@ -140,6 +143,7 @@ class Producer(GroupMember):
         self._lanes: dict[MessageQueue, Waiter] = {}  # ordered sends: the last one per queue
         self._outbox: WorkQueue[_Queued] | None = None
         self._tg: TaskGroup | None = None
+        self._tracing = Tracing(self.group) if tracing else None
 
     # ---- lifecycle ----------------------------------------------------------------------
 
@@ -213,6 +217,26 @@ class Producer(GroupMember):
     ) -> SendResult:
         """Send and wait for the broker's answer. With ``sharding_key`` (or ``selector`` and
         ``arg``) the queue is chosen by the key: same key, same queue, in order."""
+        if self._tracing is not None:
+            ordered = sharding_key is not None or selector is not None
+            span, message = self._tracing.start_send(message, ordered=ordered)
+            try:
+                result = await self._send_now(message, sharding_key, selector, arg, timeout)
+            except BaseException as exc:
+                self._tracing.end_send(span, None, exc)
+                raise
+            self._tracing.end_send(span, result.msg_id, None)
+            return result
+        return await self._send_now(message, sharding_key, selector, arg, timeout)
+
+    async def _send_now(
+        self,
+        message: Message,
+        sharding_key: str | None,
+        selector: QueueSelector | None,
+        arg: object,
+        timeout: float | None,
+    ) -> SendResult:
         prepared = self._prepare(message)
         self._check_running()
         routing = (
@@ -234,6 +258,28 @@ class Producer(GroupMember):
         """Admit the message (waiting while ``max_pending`` sends or ``max_pending_bytes`` are
         in flight), then return a future of its :class:`SendResult` without waiting for the
         broker: ``await`` it, or check ``done()`` and ``result()``."""
+        span = None
+        if self._tracing is not None:
+            ordered = sharding_key is not None or selector is not None
+            span, message = self._tracing.start_send(message, ordered=ordered)
+        try:
+            return await self._admit(message, sharding_key=sharding_key, selector=selector,
+                                     arg=arg, timeout=timeout, span=span)  # fmt: skip
+        except BaseException as exc:
+            if span is not None and self._tracing is not None:
+                self._tracing.end_send(span, None, exc)
+            raise
+
+    async def _admit(
+        self,
+        message: Message,
+        *,
+        sharding_key: str | None,
+        selector: QueueSelector | None,
+        arg: object,
+        timeout: float | None,
+        span: Any,
+    ) -> Waiter:
         prepared = self._prepare(message)
         self._check_running()
         while self._pending >= self._max_pending or (
@@ -251,7 +297,7 @@ class Producer(GroupMember):
             previous = self._lanes.get(lane)
             self._lanes[lane] = future
         assert self._outbox is not None
-        await self._outbox.put(_Queued(future, prepared, routing, timeout, lane, previous))
+        await self._outbox.put(_Queued(future, prepared, routing, timeout, lane, previous, span))
         return future
 
     async def _lane_of(self, topic: str, routing: _Routing) -> MessageQueue | None:
@@ -281,6 +327,20 @@ class Producer(GroupMember):
             finally:
                 if item.lane is not None and self._lanes.get(item.lane) is item.future:
                     del self._lanes[item.lane]
+                if item.span is not None:
+                    self._end_span(item)
+
+    def _end_span(self, item: _Queued) -> None:
+        assert self._tracing is not None
+        if not item.future.done():  # cancelled on the way: closing
+            self._tracing.end_send(item.span, None, anyio.get_cancelled_exc_class()())
+            return
+        try:
+            result = item.future.result()
+        except Exception as exc:
+            self._tracing.end_send(item.span, None, exc)
+        else:
+            self._tracing.end_send(item.span, result.msg_id, None)
 
     async def _send_into(
         self, future: Waiter, prepared: Prepared, routing: _Routing, timeout: float | None
