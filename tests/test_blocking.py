@@ -7,7 +7,6 @@ import sys
 import textwrap
 from functools import partial
 
-import anyio
 import pytest
 
 from rocketmq_actors.blocking import BlockingProducer
@@ -49,7 +48,6 @@ async def test_works_inside_a_running_event_loop_like_a_notebook(
                 ordered += [m.body for m in result.messages if m.body != b"one"]
                 offset = result.next_offset
     assert ordered == [b"m%d" % i for i in range(300)], ordered[:40]
-    await anyio.lowlevel.checkpoint()
 
 
 def test_refuses_bad_messages_before_sending(rocketmq_namesrv: str) -> None:
