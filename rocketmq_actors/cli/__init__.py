@@ -12,6 +12,7 @@ from rocketmq_actors.logs import configure_logging
 from rocketmq_actors.testing.jars import LauncherError
 
 from . import admin as admin_cmd
+from . import bench as bench_cmd
 from . import cluster as cluster_cmd
 from . import consume as consume_cmd
 from . import produce as produce_cmd
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     produce_cmd.register(sub)
     consume_cmd.register(sub)
     admin_cmd.register(sub)
+    bench_cmd.register(sub)
     return parser
 
 

@@ -105,3 +105,12 @@ def test_a_bad_handler_is_a_one_line_error(
                    "--handler", spec])  # fmt: skip
     err = capsys.readouterr().err
     assert status == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_bench_produces_then_consumes(rocketmq_namesrv: str, unique_topic: str) -> None:
+    done = _cli("bench", "--namesrv", rocketmq_namesrv, "--topic", unique_topic, "--count",
+                "3000", "--size", "512", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert figures["sent"] == 3000 and figures["failed"] == 0 and figures["received"] == 3000
+    assert figures["produce_msgs_per_s"] > 0 and figures["send_p99_ms"] >= figures["send_p50_ms"]
