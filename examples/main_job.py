@@ -132,7 +132,8 @@ def main() -> int:
             json.loads(out.read_text()) if out.exists() else {"orders": 0, "by_region": {}}
         )
     say(f"consumer daemon counted {got['orders']} orders "
-          f"({got.get('duplicates', 0)} duplicate deliveries ignored)")  # fmt: skip
+        f"({got.get('duplicates', 0)} duplicate deliveries ignored); "
+        f"lost {want['orders'] - got['orders']}")  # fmt: skip
     for region, totals in want["by_region"].items():
         mine = got["by_region"].get(region, {})
         flag = "ok" if mine == totals else "MISMATCH"
