@@ -67,6 +67,11 @@ class OffsetStore:
         """The committed offset of ``queue`` from the backing store (None: none yet)."""
         raise NotImplementedError
 
+    async def persist_on_close(self) -> None:
+        """Everything, confirmed: the next member of the group may read it at once (a one-way
+        update can still be queued on the broker when the next query arrives)."""
+        await self.persist(confirmed=True)
+
     async def persist(
         self, queues: Iterable[MessageQueue] | None = None, *, confirmed: bool = False
     ) -> None:

@@ -207,7 +207,7 @@ class PullConsumer(GroupMember):
             lambda: self._instance.register_consumer(self.group, self.mailbox, self._consumer_data),
             self._instance.unregister_consumer,
         )
-        stack.push_async_callback(self.offsets.persist)
+        stack.push_async_callback(self.offsets.persist_on_close)
         self._tg = tg = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tg.cancel_scope.cancel)
         tg.start_soon(self._serve_mailbox)

@@ -294,7 +294,7 @@ class PushConsumer(GroupMember):
         )
         if self._locking:  # runs after the offsets are persisted
             stack.push_async_callback(self._unlock_all)
-        stack.push_async_callback(self.offsets.persist)  # after every handler has stopped
+        stack.push_async_callback(self.offsets.persist_on_close)  # after every handler has stopped
         if self.handler is None and self.batch_handler is None:
             self._deliveries = anyio.create_memory_object_stream[_Delivery](0)
             stack.callback(self._deliveries[0].close)
