@@ -92,6 +92,7 @@ def say(line: str) -> None:
 def main() -> int:
     configure_logging(level="WARNING")  # the report below is the output; the daemon logs JSON
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # everything runs on loopback
     began = time.monotonic()
     with LocalCluster() as cluster, tempfile.TemporaryDirectory() as tmp:
         namesrv = cluster.namesrv_addr

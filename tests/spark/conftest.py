@@ -15,6 +15,7 @@ from rocketmq_actors.spark import register
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers use this venv
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     session = (
         SparkSession.builder.master("local[2,3]")  # 2 threads; a failed task is tried 3 times
         .appName("rocketmq-actors-tests")
