@@ -218,8 +218,7 @@ class Producer(GroupMember):
         """Send and wait for the broker's answer. With ``sharding_key`` (or ``selector`` and
         ``arg``) the queue is chosen by the key: same key, same queue, in order."""
         if self._tracing is not None:
-            ordered = sharding_key is not None or selector is not None
-            span, message = self._tracing.start_send(message, ordered=ordered)
+            span, message = self._start_span(message, sharding_key, selector)
             try:
                 result = await self._send_now(message, sharding_key, selector, arg, timeout)
             except BaseException as exc:
@@ -260,8 +259,7 @@ class Producer(GroupMember):
         broker: ``await`` it, or check ``done()`` and ``result()``."""
         span = None
         if self._tracing is not None:
-            ordered = sharding_key is not None or selector is not None
-            span, message = self._tracing.start_send(message, ordered=ordered)
+            span, message = self._start_span(message, sharding_key, selector)
         try:
             return await self._admit(message, sharding_key=sharding_key, selector=selector,
                                      arg=arg, timeout=timeout, span=span)  # fmt: skip
@@ -329,6 +327,13 @@ class Producer(GroupMember):
                     del self._lanes[item.lane]
                 if item.span is not None:
                     self._end_span(item)
+
+    def _start_span(
+        self, message: Message, sharding_key: str | None, selector: QueueSelector | None
+    ) -> tuple[Any, Message]:
+        assert self._tracing is not None
+        ordered = sharding_key is not None or selector is not None
+        return self._tracing.start_send(message, ordered=ordered)
 
     def _end_span(self, item: _Queued) -> None:
         assert self._tracing is not None
