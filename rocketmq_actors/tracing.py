@@ -28,17 +28,7 @@ from rocketmq_actors._version import __version__
 from rocketmq_actors.protocol.messages import Message
 from rocketmq_actors.protocol.records import MessageExt
 
-__all__ = ["Tracing", "available"]
-
-try:
-    from opentelemetry import propagate, trace
-    from opentelemetry.trace import SpanKind, Status, StatusCode
-except ImportError:  # pragma: no cover - exercised only without the extra
-    trace = None  # type: ignore[assignment]
-
-
-def available() -> bool:
-    return trace is not None
+__all__ = ["Tracing"]
 
 
 def _message_type(message: Message) -> str:
@@ -51,11 +41,19 @@ class Tracing:
     """Spans of one producer or consumer (group)."""
 
     def __init__(self, group: str) -> None:
-        if trace is None:
+        # imported here, not with the module: loading the API (and its propagators) is start-up
+        # work every producer and consumer would pay without tracing
+        try:
+            from opentelemetry import propagate, trace
+            from opentelemetry.trace import SpanKind, Status, StatusCode
+        except ImportError:
             raise RuntimeError(
                 "tracing needs the OpenTelemetry API: pip install 'rocketmq-actors[otel]'"
-            )
+            ) from None
         self.group = group
+        self._propagate, self._trace = propagate, trace
+        self._kinds = SpanKind
+        self._status = Status, StatusCode
         self._tracer = trace.get_tracer("rocketmq_actors", __version__)
 
     def start_send(self, message: Message, *, ordered: bool) -> tuple[Any, Message]:
@@ -73,28 +71,28 @@ class Tracing:
         if message.keys:
             attributes["messaging.rocketmq.message.keys"] = list(message.keys)
         span = self._tracer.start_span(
-            f"send {message.topic}", kind=SpanKind.PRODUCER, attributes=attributes
+            f"send {message.topic}", kind=self._kinds.PRODUCER, attributes=attributes
         )
         carrier: dict[str, str] = {}
-        propagate.inject(carrier, context=trace.set_span_in_context(span))
+        self._propagate.inject(carrier, context=self._trace.set_span_in_context(span))
         if carrier:
             message = attrs.evolve(message, properties={**message.properties, **carrier})
         return span, message
 
-    @staticmethod
-    def end_send(span: Any, msg_id: str | None, error: BaseException | None) -> None:
+    def end_send(self, span: Any, msg_id: str | None, error: BaseException | None) -> None:
         if msg_id:
             span.set_attribute("messaging.message.id", msg_id)
         if error is not None:
+            status, code = self._status
             span.record_exception(error)
-            span.set_status(Status(StatusCode.ERROR, type(error).__name__))
+            span.set_status(status(code.ERROR, type(error).__name__))
         span.end()
 
     @contextmanager
     def process(self, message: MessageExt) -> Iterator[Any]:
         """The ``process`` span around a handler call, child of the sender's context."""
         properties: Mapping[str, str] = message.properties
-        parent = propagate.extract(dict(properties))
+        parent = self._propagate.extract(dict(properties))
         attributes: dict[str, Any] = {
             "messaging.system": "rocketmq",
             "messaging.destination.name": message.topic,
@@ -109,7 +107,7 @@ class Tracing:
         if message.keys:
             attributes["messaging.rocketmq.message.keys"] = list(message.keys)
         with self._tracer.start_as_current_span(
-            f"process {message.topic}", context=parent, kind=SpanKind.CONSUMER,
+            f"process {message.topic}", context=parent, kind=self._kinds.CONSUMER,
             attributes=attributes, record_exception=True, set_status_on_exception=True,
         ) as span:  # fmt: skip
             yield span
