@@ -29,7 +29,7 @@ async def _route(args: argparse.Namespace) -> dict[str, Any]:
         route = await instance.routes.get(args.topic)
         return {
             "topic": args.topic,
-            "brokers": {name: route.master_addr(name) for name in sorted(route.brokers)},
+            "brokers": dict(route.masters()),
             "read_queues": [[q.broker_name, q.queue_id] for q in route.subscribe_queues],
             "write_queues": [[q.broker_name, q.queue_id] for q in route.publish_queues],
         }

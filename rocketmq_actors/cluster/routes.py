@@ -69,6 +69,11 @@ class TopicRoute:
         broker = self.brokers.get(broker_name)
         return broker.broker_addrs.get(MASTER_ID) if broker else None
 
+    def masters(self) -> list[tuple[str, str]]:
+        """``(broker name, master address)`` of every broker with a master, by name."""
+        pairs = ((name, self.master_addr(name)) for name in sorted(self.brokers))
+        return [(name, addr) for name, addr in pairs if addr is not None]
+
     @classmethod
     def from_template(cls, topic: str, template: TopicRouteData, queues: int) -> TopicRoute:
         """The route to use for a topic the NameServer does not know yet: the template topic's

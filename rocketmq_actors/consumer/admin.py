@@ -39,13 +39,7 @@ __all__ = [
 
 
 async def _masters(instance: ClientInstance, topic: str) -> list[tuple[str, str]]:
-    route = await instance.routes.get(topic)
-    out = []
-    for name in sorted(route.brokers):
-        addr = route.master_addr(name)
-        if addr is not None:
-            out.append((name, addr))
-    return out
+    return (await instance.routes.get(topic)).masters()
 
 
 async def _call(

@@ -18,10 +18,7 @@ async def consumer_ids(instance: ClientInstance, group: str, topic: str) -> list
     """The group's online client ids, as the first master hosting ``topic`` knows them."""
     route = instance.routes.cached(topic) or await instance.routes.get(topic)
     header = GetConsumerListByGroupRequestHeader(consumer_group=group)
-    for name in sorted(route.brokers):
-        addr = route.master_addr(name)
-        if addr is None:
-            continue
+    for _, addr in route.masters():
         reply = await instance.request(
             addr, RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header.to_ext())
         )
