@@ -53,16 +53,18 @@ def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
     return value == "true"
 
 
-def _number(options: Mapping[str, str], name: str, default: float, *, integer: bool) -> Any:
-    raw = options.get(name)
+def _number(options: Mapping[str, str], name: str, default: float, *, minimum: float) -> Any:
+    """Option ``name`` (looked up lower-cased) as an int, or a float when ``default`` is one;
+    at least ``minimum``."""
+    raw = options.get(name.lower())
     if raw is None:
         return default
     try:
-        value = int(raw) if integer else float(raw)
+        value = float(raw) if isinstance(default, float) else int(raw)
     except ValueError:
         raise OptionError(f"option {name!r} must be a number, not {raw!r}") from None
-    if value < (0 if name == "retryTimes" else 1e-9):
-        raise OptionError(f"option {name!r} must be positive, not {raw!r}")
+    if value < minimum:
+        raise OptionError(f"option {name!r} must be at least {minimum}, not {raw!r}")
     return value
 
 
@@ -108,20 +110,16 @@ class SinkOptions:
             validate_group(group)
         except ValueError as exc:
             raise OptionError(str(exc)) from exc
-        get = {"sendTimeout": "sendtimeout", "retryTimes": "retrytimes",
-               "chunkSize": "chunksize", "maxChunks": "maxchunks",
-               "batchSize": "batchsize"}  # fmt: skip
-        view = {name: lowered[key] for name, key in get.items() if key in lowered}
         return cls(
             namesrv=namesrv,
             topic=lowered.get("topic") or None,
             group=group,
             namespace=lowered.get("namespace") or None,
-            send_timeout=_number(view, "sendTimeout", 3.0, integer=False),
-            retry_times=_number(view, "retryTimes", 2, integer=True),
-            chunk_size=_number(view, "chunkSize", 128, integer=True),
-            max_chunks=_number(view, "maxChunks", 4, integer=True),
-            batch_size=_number(view, "batchSize", 32, integer=True),
+            send_timeout=_number(lowered, "sendTimeout", 3.0, minimum=0.001),
+            retry_times=_number(lowered, "retryTimes", 2, minimum=0),
+            chunk_size=_number(lowered, "chunkSize", 128, minimum=1),
+            max_chunks=_number(lowered, "maxChunks", 4, minimum=1),
+            batch_size=_number(lowered, "batchSize", 32, minimum=1),
             fail_on_error=_bool(lowered, "failonerror", True),
             ignore_extra_columns=_bool(lowered, "ignoreextracolumns", False),
             tls=_bool(lowered, "tls", False),

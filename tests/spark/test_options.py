@@ -1,0 +1,35 @@
+"""The rocketmq data source's options, checked without Spark."""
+
+from __future__ import annotations
+
+import pytest
+
+from rocketmq_actors.spark.options import OptionError, SinkOptions
+
+BASE = {"namesrv": "127.0.0.1:9876"}
+
+
+def test_defaults_and_case_insensitive_names() -> None:
+    options = SinkOptions.parse({**BASE, "ChunkSize": "64", "SENDTIMEOUT": "1.5"})
+    assert (options.chunk_size, options.send_timeout) == (64, 1.5)
+    assert (options.max_chunks, options.batch_size, options.retry_times) == (4, 32, 2)
+    assert options.fail_on_error and not options.tls and options.log_level == "WARNING"
+    assert SinkOptions.parse({**BASE, "retryTimes": "0"}).retry_times == 0
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"chunkSize": "many"}, "must be a number"),
+        ({"chunkSize": "0"}, "at least 1"),
+        ({"sendTimeout": "0"}, "at least 0.001"),
+        ({"retryTimes": "-1"}, "at least 0"),
+        ({"failOnError": "yes"}, "true or false"),
+        ({"logLevel": "loud"}, "logLevel"),
+        ({"group": "bad group!"}, "group"),
+        ({"namesrv": "nohostport"}, "host:port"),
+    ],
+)
+def test_bad_values_are_refused(extra: dict[str, str], message: str) -> None:
+    with pytest.raises(OptionError, match=message):
+        SinkOptions.parse({**BASE, **extra})
