@@ -48,7 +48,6 @@ from __future__ import annotations
 import enum
 import os
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -253,7 +252,6 @@ class PushConsumer(GroupMember):
             )
         )
         self._queues: dict[MessageQueue, _Owned] = {}
-        self._per_topic: Counter[str] = Counter()
         self._missing: set[str] = set()  # subscribed topics with no route yet
         self._rebalance_now = anyio.Event()
         self._rebalance_lock = anyio.Lock()
@@ -483,7 +481,6 @@ class PushConsumer(GroupMember):
             pq.locked, pq.lock_time = True, time.monotonic()
         scope = anyio.CancelScope()
         self._queues[queue] = _Owned(pq, scope)
-        self._per_topic[queue.topic] += 1
         self._tg.start_soon(self._pull_loop, pq, scope)
         if self.orderly:
             self._tg.start_soon(self._consume_orderly, pq)
@@ -492,7 +489,6 @@ class PushConsumer(GroupMember):
     async def _stop(self, queue: MessageQueue) -> ProcessQueue:
         """Stop pulling and consuming ``queue``; once this returns, no handler runs on it."""
         owned = self._queues.pop(queue)
-        self._per_topic[queue.topic] -= 1
         owned.pq.dropped = True
         owned.pull_scope.cancel()
         owned.pq.wake()
@@ -534,11 +530,16 @@ class PushConsumer(GroupMember):
 
     def _over_limits(self, pq: ProcessQueue) -> bool:
         max_count, max_bytes = self.max_cached_messages, self.max_cached_bytes
-        share = max(1, self._per_topic[pq.queue.topic])  # Java: topic limit / owned queues
-        if self.max_cached_messages_per_topic is not None:
-            max_count = min(max_count, max(1, self.max_cached_messages_per_topic // share))
-        if self.max_cached_bytes_per_topic is not None:
-            max_bytes = min(max_bytes, max(1, self.max_cached_bytes_per_topic // share))
+        topic_count, topic_bytes = (
+            self.max_cached_messages_per_topic,
+            self.max_cached_bytes_per_topic,
+        )
+        if topic_count is not None or topic_bytes is not None:
+            share = max(1, self._owned_of(pq.queue.topic))  # Java: topic limit / owned queues
+            if topic_count is not None:
+                max_count = min(max_count, max(1, topic_count // share))
+            if topic_bytes is not None:
+                max_bytes = min(max_bytes, max(1, topic_bytes // share))
         return (
             pq.count >= max_count
             or pq.cached_bytes >= max_bytes
@@ -774,12 +775,13 @@ class PushConsumer(GroupMember):
             log.warning("consumer.send_back_refused", msg_id=message.msg_id, code=reply.code,
                         remark=reply.remark)  # fmt: skip
             return False
-        if self.model is MessageModel.CLUSTERING and not self._owns_topic(self.retry_topic):
+        if self.model is MessageModel.CLUSTERING and not self._owned_of(self.retry_topic):
             self._rebalance_now.set()  # the broker has just created %RETRY%<group>: pull it
         return True
 
-    def _owns_topic(self, topic: str) -> bool:
-        return self._per_topic[topic] > 0
+    def _owned_of(self, topic: str) -> int:
+        """How many of ``topic``'s queues this member consumes now."""
+        return sum(1 for queue in self._queues if queue.topic == topic)
 
     async def _persist_loop(self) -> None:
         while True:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from rocketmq_actors.consumer.process_queue import ProcessQueue
-from rocketmq_actors.consumer.push import PushConsumer
+from rocketmq_actors.consumer.push import PushConsumer, _Owned
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
 
@@ -47,16 +48,22 @@ def test_max_reconsume_defaults_follow_java() -> None:
     assert _consumer(orderly=True).max_reconsume_times == 2**31 - 1
 
 
-def test_topic_limits_are_shared_by_the_topic_queues() -> None:
+def _own(consumer: PushConsumer, topic: str, count: int) -> None:
+    """As if the rebalancer had started ``count`` queues of ``topic``."""
+    queues = [MessageQueue(topic, "b", i) for i in range(count)]
+    consumer._queues = {q: _Owned(ProcessQueue(q, 0), anyio.CancelScope()) for q in queues}
+
+
+async def test_topic_limits_are_shared_by_the_topic_queues() -> None:
     consumer = _consumer(max_cached_messages=1000, max_cached_messages_per_topic=100,
                          max_cached_bytes_per_topic=4000)  # fmt: skip
     pq = ProcessQueue(MessageQueue("t", "b", 0), 0)
-    consumer._per_topic["t"] = 4  # four owned queues: 25 messages / 1000 bytes each
+    _own(consumer, "t", 4)  # four owned queues: 25 messages / 1000 bytes each
     pq.put([_msg(o, size=10) for o in range(24)])
     assert not consumer._over_limits(pq)
     pq.put([_msg(24, size=10)])
     assert consumer._over_limits(pq)  # 25 messages
-    consumer._per_topic["t"] = 2  # fewer queues: a bigger share each
+    _own(consumer, "t", 2)  # fewer queues: a bigger share each
     assert not consumer._over_limits(pq)
     pq.put([_msg(25, size=800)])
     assert not consumer._over_limits(pq)  # 26 messages, 1050 bytes: under 50 and 2000
