@@ -18,7 +18,8 @@ Read them with :meth:`Metrics.snapshot`, or export them to Prometheus (``pip ins
 | ``rocketmq_consume_seconds`` (histogram) | group, topic | handler time per call |
 | ``rocketmq_consumer_lag`` (gauge) | group, topic, broker, queue | past the committed offset |
 
-Updating a metric is a dictionary operation (~1 us); nothing is exported unless asked.
+Updating a metric costs about 1 us (a cached key, a lock, a dictionary update); nothing is
+exported unless asked.
 """
 
 from __future__ import annotations
@@ -65,11 +66,17 @@ class Metrics:
         self._counters: dict[Key, float] = {}
         self._gauges: dict[Key, float] = {}
         self._histograms: dict[Key, _Histogram] = {}
+        self._keys: dict[tuple[Any, ...], Key] = {}
         self._lock = threading.Lock()  # producers in portal threads share the registry
 
-    @staticmethod
-    def _key(name: str, labels: dict[str, Any]) -> Key:
-        return name, tuple(sorted((k, str(v)) for k, v in labels.items()))
+    def _key(self, name: str, labels: dict[str, Any]) -> Key:
+        # a call site passes its labels in one order: cache the canonical key by that order
+        # (sorting and str() on every update cost ~2 us on the consume and send paths)
+        raw = (name, *labels.items())
+        key = self._keys.get(raw)
+        if key is None:
+            key = self._keys[raw] = (name, tuple(sorted((k, str(v)) for k, v in labels.items())))
+        return key
 
     def inc(self, name: str, value: float = 1.0, **labels: Any) -> None:
         key = self._key(name, labels)
