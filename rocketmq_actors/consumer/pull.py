@@ -89,6 +89,27 @@ class PullResult:
 
 
 @attrs.frozen
+class MessageSelector:
+    """What a subscription keeps: ``MessageSelector.by_tag("a || b")`` (the default form, also
+    given as a plain string) or ``MessageSelector.by_sql("region = 'eu' AND amount > 10")``, a
+    SQL92 expression over message properties evaluated by the broker (the broker needs
+    ``enablePropertyFilter=true``)."""
+
+    expression: str
+    expression_type: str = "TAG"
+
+    @classmethod
+    def by_tag(cls, expression: str = "*") -> MessageSelector:
+        return cls(expression, "TAG")
+
+    @classmethod
+    def by_sql(cls, expression: str) -> MessageSelector:
+        if not expression.strip():
+            raise ValueError("a SQL92 selector needs an expression")
+        return cls(expression, "SQL92")
+
+
+@attrs.frozen
 class Subscription:
     """A parsed subscription expression: ``*``, ``a || b`` (tags), or SQL92."""
 
@@ -109,6 +130,12 @@ class Subscription:
         if not tags:
             raise ValueError(f"tag expression {expression!r} names no tag")
         return cls(topic, " || ".join(sorted(tags)), "TAG", tags)
+
+    @classmethod
+    def of(cls, topic: str, selector: str | MessageSelector) -> Subscription:
+        if isinstance(selector, MessageSelector):
+            return cls.parse(topic, selector.expression, selector.expression_type)
+        return cls.parse(topic, selector)
 
     def wire(self, sub_version: int) -> SubscriptionData:
         return SubscriptionData(

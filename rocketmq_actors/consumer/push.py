@@ -90,7 +90,14 @@ from .assignment import allocated
 from .locks import LOCK_MAX_LIVE, lock_queues, unlock_queues
 from .offsets import LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from .process_queue import ProcessQueue
-from .pull import PullStatus, Subscription, max_offset, offset_for_time, pull_or_back_off
+from .pull import (
+    MessageSelector,
+    PullStatus,
+    Subscription,
+    max_offset,
+    offset_for_time,
+    pull_or_back_off,
+)
 from .rebalance import Strategy
 
 __all__ = ["BatchHandler", "ConsumeFrom", "Handler", "MessageModel", "PushConsumer"]
@@ -152,7 +159,7 @@ class PushConsumer(GroupMember):
         *,
         namesrv: str | Sequence[str] | None = None,
         group: str,
-        subscriptions: Mapping[str, str],
+        subscriptions: Mapping[str, str | MessageSelector],
         handler: Handler | None = None,
         batch_handler: BatchHandler | None = None,
         instance: ClientInstance | None = None,
@@ -237,7 +244,7 @@ class PushConsumer(GroupMember):
         self.request_timeout = request_timeout
         self.on_rebalance = on_rebalance
         self._subscriptions = {
-            wrap(namespace, t): Subscription.parse(wrap(namespace, t), e)
+            wrap(namespace, t): Subscription.of(wrap(namespace, t), e)
             for t, e in subscriptions.items()
         }
         self.retry_topic = f"%RETRY%{self.group}"

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from rocketmq_actors.consumer.pull import PullConsumer, PullStatus
+from rocketmq_actors.consumer.pull import MessageSelector, PullConsumer, PullStatus, Subscription
 from rocketmq_actors.consumer.push import ConsumeFrom, MessageModel, PushConsumer
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
@@ -279,3 +279,32 @@ async def test_consume_from_timestamp_starts_at_the_first_later_message(
     ):  # fmt: skip
         await inbox.wait_for(len(expected))
     assert inbox.bodies == expected
+
+
+async def test_sql92_selector_is_evaluated_by_the_broker(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    async with Producer(namesrv=rocketmq_namesrv, group="G_push_feed") as producer:
+        await create_topic(producer.instance, unique_topic, queues=1)
+        for i in [*range(20), 100]:  # one queue: the sentinel 100 is pulled after all the rest
+            await producer.send(
+                Message(topic=unique_topic, body=b"%d" % i, properties={"n": str(i)})
+            )
+    inbox = Inbox()
+    async with PushConsumer(
+        namesrv=rocketmq_namesrv, group=unique_group, handler=inbox.handle,
+        subscriptions={unique_topic: MessageSelector.by_sql("n >= 15 AND n <> 17")},
+        consume_from=ConsumeFrom.FIRST_OFFSET,
+    ):  # fmt: skip
+        await inbox.wait_for(5)
+    assert sorted(int(b) for b in inbox.bodies) == [15, 16, 18, 19, 100]
+
+
+def test_selectors_parse_into_subscriptions() -> None:
+    sql = Subscription.of("T", MessageSelector.by_sql("a > 1"))
+    assert (sql.expression_type, sql.expression, sql.tags) == ("SQL92", "a > 1", frozenset())
+    tag = Subscription.of("T", "b || a")
+    assert (tag.expression_type, tag.tags) == ("TAG", frozenset({"a", "b"}))
+    assert Subscription.of("T", MessageSelector.by_tag("a || b")) == tag
+    with pytest.raises(ValueError, match="SQL92"):
+        MessageSelector.by_sql("  ")
