@@ -24,6 +24,8 @@ import anyio
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
 from rocketmq_actors.protocol.records import MessageExt
 
+from .progress import ProgressReport, add_progress_flag
+
 UserHandler = Callable[[MessageExt], Awaitable[None]]
 
 
@@ -67,6 +69,7 @@ async def consume(args: argparse.Namespace) -> dict[str, Any]:
             first_at = time.monotonic()
         received += 1
         ids.add(message.msg_id)
+        bar.advance()
         if args.print:
             sys.stdout.write(message.body.decode(errors="replace") + "\n")
         if user is not None:
@@ -82,8 +85,11 @@ async def consume(args: argparse.Namespace) -> dict[str, Any]:
     elif args.from_timestamp is not None:
         consume_from, timestamp = ConsumeFrom.TIMESTAMP, args.from_timestamp
     started = time.monotonic()
+    bar = ProgressReport(
+        "received", total=args.count or None, enabled=args.progress and not args.json
+    )
     # installed before the consumer starts: a signal can never find the default handler
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals, bar:
         async with (
             PushConsumer(
                 namesrv=args.namesrv, group=args.group, subscriptions={args.topic: args.tags},
@@ -165,5 +171,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="run this function on every message (a consumer daemon; use with --follow)",
     )
     p.add_argument("--orderly", action="store_true", help="consume each queue in order")
+    add_progress_flag(p)
     p.add_argument("--json", action="store_true", help="end with one JSON line of figures")
     p.set_defaults(handler=_run)

@@ -16,6 +16,8 @@ from rocketmq_actors.errors import RocketMQError
 from rocketmq_actors.producer import Message, Producer
 from rocketmq_actors.runtime.waiters import Waiter
 
+from .progress import ProgressReport, add_progress_flag
+
 
 async def produce(args: argparse.Namespace) -> dict[str, Any]:
     body = (b"rocketmq-actors " * (args.size // 16 + 1))[: args.size]
@@ -31,32 +33,33 @@ async def produce(args: argparse.Namespace) -> dict[str, Any]:
         except RocketMQError as exc:
             failed += 1
             last_error = str(exc)
+        bar.advance()
 
+    bar = ProgressReport("sent", total=args.count, enabled=args.progress and not args.json)
     async with Producer(
         namesrv=args.namesrv, group=args.group, send_timeout=args.timeout
     ) as producer:
         started = time.monotonic()
-        for i in range(args.count):
-            if args.rate:
-                delay = started + i / args.rate - time.monotonic()
-                if delay > 0:
-                    await anyio.sleep(delay)  # pacing, not synchronization
-            message = Message(
-                topic=args.topic,
-                body=body,
-                tags=args.tags,
-                keys=[f"{args.key_prefix}{i}"] if args.keys else (),
-            )
-            pending.append(await producer.send_nowait(message))
-            while pending and pending[0].done():
-                settle(pending.popleft())
-            if args.progress and i and i % args.progress == 0:
-                sys.stderr.write(f"sent {i}/{args.count}\n")
-        while pending:
-            future = pending.popleft()
-            with contextlib.suppress(RocketMQError):  # settle() records the failure
-                await future
-            settle(future)
+        with bar:
+            for i in range(args.count):
+                if args.rate:
+                    delay = started + i / args.rate - time.monotonic()
+                    if delay > 0:
+                        await anyio.sleep(delay)  # pacing, not synchronization
+                message = Message(
+                    topic=args.topic,
+                    body=body,
+                    tags=args.tags,
+                    keys=[f"{args.key_prefix}{i}"] if args.keys else (),
+                )
+                pending.append(await producer.send_nowait(message))
+                while pending and pending[0].done():
+                    settle(pending.popleft())
+            while pending:
+                future = pending.popleft()
+                with contextlib.suppress(RocketMQError):  # settle() records the failure
+                    await future
+                settle(future)
         elapsed = time.monotonic() - started
     result: dict[str, Any] = {
         "topic": args.topic,
@@ -98,6 +101,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--tags", default=None, help="tag of every message")
     p.add_argument("--group", default="rocketmq_actors_cli", help="producer group")
     p.add_argument("--timeout", type=float, default=3.0, help="send timeout, seconds")
-    p.add_argument("--progress", type=int, default=0, help="print progress every N messages")
+    add_progress_flag(p)
     p.add_argument("--json", action="store_true", help="end with one JSON line of figures")
     p.set_defaults(handler=_run)
