@@ -4,6 +4,10 @@ Subclasses build their resources in :meth:`_open` on an ``AsyncExitStack`` (ente
 callbacks); leaving ``async with`` first runs :meth:`_closing` (a graceful step such as
 unregistering), then unwinds the stack in reverse order. If ``_open`` fails, what it already
 built is unwound at once.
+
+An exception raised in the body of ``async with`` comes out as itself: the task groups on the
+stack would wrap it in (nested) exception groups, which callers of a client - like callers of
+aiokafka - do not expect. Groups that hold anything else are raised as they are.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Self
 
-from rocketmq_actors.errors import ClientClosed
+from rocketmq_actors.errors import ClientClosed, unwrap_group
 
 __all__ = ["Lifecycle"]
 
@@ -52,4 +56,9 @@ class Lifecycle:
         if stack is None:
             return None
         await self._closing()
-        return await stack.__aexit__(exc_type, exc, tb)
+        try:
+            return await stack.__aexit__(exc_type, exc, tb)
+        except BaseExceptionGroup as group:
+            if exc is None or unwrap_group(group) is not exc:
+                raise
+        raise exc  # outside the handler: its cause and context stay the caller's own
