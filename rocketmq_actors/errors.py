@@ -12,6 +12,7 @@ from __future__ import annotations
 from rocketmq_actors.protocol.codes import ResponseCode
 
 __all__ = [
+    "AccessDenied",
     "BrokerError",
     "ClientClosed",
     "ConnectError",
@@ -23,6 +24,7 @@ __all__ = [
     "SendFailed",
     "SupervisorGaveUp",
     "TopicNotFound",
+    "broker_error",
     "unwrap_group",
 ]
 
@@ -106,6 +108,38 @@ class BrokerError(RocketMQError):
         except ValueError:
             name = str(code)
         super().__init__(f"{addr} answered {name}: {remark or '(no remark)'}")
+
+
+class AccessDenied(BrokerError):
+    """The server refused the request's credentials: a wrong or missing access key or
+    secret (ACL). Trying again with the same credentials cannot help."""
+
+    def __init__(self, addr: str, code: int, remark: str | None) -> None:
+        super().__init__(addr, code, remark)
+        self.retriable = False
+
+
+# how 5.x (NO_PERMISSION) and 4.x (SYSTEM_ERROR with an AclException) word a refused identity
+_ACCESS_DENIED_REMARKS = (
+    "signature",
+    "accesskey",
+    "access key",
+    "username",
+    "user not",
+    "authentication",
+    "aclexception",
+)
+
+
+def broker_error(addr: str, code: int, remark: str | None) -> BrokerError:
+    """The error for a server's error answer: :class:`AccessDenied` when it refused who we
+    are, else :class:`BrokerError`."""
+    text = (remark or "").lower()
+    if code in (ResponseCode.NO_PERMISSION, ResponseCode.SYSTEM_ERROR) and any(
+        word in text for word in _ACCESS_DENIED_REMARKS
+    ):
+        return AccessDenied(addr, code, remark)
+    return BrokerError(addr, code, remark)
 
 
 class TopicNotFound(RocketMQError):

@@ -13,7 +13,7 @@ import anyio
 import structlog
 from anyio.abc import TaskStatus
 
-from rocketmq_actors.errors import BrokerError, RocketMQError
+from rocketmq_actors.errors import RocketMQError, broker_error
 from rocketmq_actors.protocol.bodies import ConsumerData, HeartbeatData
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
@@ -82,7 +82,7 @@ class HeartbeatService:
                     addr, RemotingCommand.request(RequestCode.HEART_BEAT, body=body), self.timeout
                 )
                 if reply.code != ResponseCode.SUCCESS:
-                    raise BrokerError(addr, reply.code, reply.remark)
+                    raise broker_error(addr, reply.code, reply.remark)
                 results[addr] = None
             except RocketMQError as exc:
                 results[addr] = str(exc)

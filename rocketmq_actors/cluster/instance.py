@@ -25,6 +25,7 @@ from typing import Any
 import anyio
 import structlog
 
+from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import ConsumerData
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.runtime.lifecycle import Lifecycle
@@ -52,6 +53,7 @@ class ClientInstance(Lifecycle):
         connect_timeout: float = 3.0,
         request_timeout: float = 3.0,
         ssl_context: ssl.SSLContext | None = None,
+        credentials: AclCredentials | None = None,
         heartbeat_interval: float = 30.0,
         route_refresh_interval: float = 30.0,
         namesrv_cooldown: float = 10.0,
@@ -67,6 +69,7 @@ class ClientInstance(Lifecycle):
             on_request=self.router.dispatch,
             connect_timeout=connect_timeout,
             ssl_context=ssl_context,
+            credentials=credentials,
         )
         self.namesrv = NameServerClient(
             self.pool, namesrv, timeout=request_timeout, cooldown=namesrv_cooldown

@@ -11,6 +11,7 @@ import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 
+from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.runtime.lifecycle import Lifecycle
 from rocketmq_actors.runtime.mailbox import Mailbox
 from rocketmq_actors.runtime.router import Inbound
@@ -29,12 +30,17 @@ class GroupMember(Lifecycle):
         namesrv: str | Sequence[str] | None,
         instance: ClientInstance | None,
         ssl_context: ssl.SSLContext | None = None,
+        credentials: AclCredentials | None = None,
     ) -> None:
         if instance is None and namesrv is None:
             raise ValueError("give a NameServer address (namesrv=...) or a ClientInstance")
+        if instance is not None and (ssl_context is not None or credentials is not None):
+            raise ValueError("ssl_context and credentials belong to the shared ClientInstance")
         self.group = group
         self._own_instance = instance is None
-        self._instance = instance or ClientInstance(namesrv or (), ssl_context=ssl_context)
+        self._instance = instance or ClientInstance(
+            namesrv or (), ssl_context=ssl_context, credentials=credentials
+        )
         self.mailbox: Mailbox[Inbound] = Mailbox(f"{kind}:{group}")
 
     @property

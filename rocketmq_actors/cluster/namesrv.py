@@ -18,6 +18,7 @@ from rocketmq_actors.errors import (
     NameServerUnavailable,
     RocketMQError,
     TopicNotFound,
+    broker_error,
 )
 from rocketmq_actors.protocol.bodies import ClusterInfo, TopicRouteData, decode_topic_list
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
@@ -105,7 +106,7 @@ class NameServerClient:
         if reply.code == ResponseCode.TOPIC_NOT_EXIST:
             raise TopicNotFound(topic)
         if reply.code != ResponseCode.SUCCESS:
-            raise BrokerError(self.current, reply.code, reply.remark)
+            raise broker_error(self.current, reply.code, reply.remark)
         try:
             return TopicRouteData.decode(reply.body)
         except ProtocolError as exc:
@@ -116,7 +117,7 @@ class NameServerClient:
             lambda: RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO)
         )
         if reply.code != ResponseCode.SUCCESS:
-            raise BrokerError(self.current, reply.code, reply.remark)
+            raise broker_error(self.current, reply.code, reply.remark)
         return ClusterInfo.decode(reply.body)
 
     async def topic_list(self) -> list[str]:
@@ -125,7 +126,7 @@ class NameServerClient:
             lambda: RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
         )
         if reply.code != ResponseCode.SUCCESS:
-            raise BrokerError(self.current, reply.code, reply.remark)
+            raise broker_error(self.current, reply.code, reply.remark)
         try:
             return decode_topic_list(reply.body)
         except ProtocolError as exc:

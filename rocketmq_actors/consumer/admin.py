@@ -13,7 +13,7 @@ these to the group's online clients and relays their answers.
 from __future__ import annotations
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.errors import BrokerError
+from rocketmq_actors.errors import broker_error
 from rocketmq_actors.protocol.bodies import (
     ConsumeDirectlyResult,
     MessageQueue,
@@ -47,7 +47,7 @@ async def _call(
 ) -> RemotingCommand:
     reply = await instance.request(addr, RemotingCommand.request(code, ext), timeout=timeout)
     if reply.code != ResponseCode.SUCCESS:
-        raise BrokerError(addr, reply.code, reply.remark)
+        raise broker_error(addr, reply.code, reply.remark)
     return reply
 
 

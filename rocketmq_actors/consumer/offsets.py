@@ -26,7 +26,7 @@ import anyio
 import structlog
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.errors import BrokerError, RocketMQError
+from rocketmq_actors.errors import RocketMQError, broker_error
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
@@ -101,7 +101,7 @@ class RemoteOffsetStore(OffsetStore):
         if reply.code == ResponseCode.QUERY_NOT_FOUND:
             return None
         if reply.code != ResponseCode.SUCCESS:
-            raise BrokerError(addr, reply.code, reply.remark)
+            raise broker_error(addr, reply.code, reply.remark)
         return OffsetResponseHeader.from_ext(reply.ext_fields).offset
 
     async def persist(
@@ -127,7 +127,7 @@ class RemoteOffsetStore(OffsetStore):
                     continue
                 reply = await self._instance.request(addr, cmd)
                 if reply.code != ResponseCode.SUCCESS:
-                    raise BrokerError(addr, reply.code, reply.remark)
+                    raise broker_error(addr, reply.code, reply.remark)
             except RocketMQError as exc:  # kept in memory; the next persist tries again
                 log.warning("offsets.persist_failed", queue=str(queue), error=str(exc))
 

@@ -23,6 +23,7 @@ hash codes can collide; SQL92 expressions are evaluated by the broker.
 from __future__ import annotations
 
 import enum
+import ssl
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,8 +37,9 @@ from anyio.abc import TaskGroup
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import GroupMember
-from rocketmq_actors.errors import BrokerError, RocketMQError
+from rocketmq_actors.errors import RocketMQError, broker_error
 from rocketmq_actors.producer.prepare import validate_group, validate_topic, wrap
+from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import (
     ConsumerData,
     MessageQueue,
@@ -199,13 +201,16 @@ class PullConsumer(GroupMember):
         pull_suspend: float = 5.0,
         rebalance_interval: float = 20.0,
         request_timeout: float = 3.0,
+        ssl_context: ssl.SSLContext | None = None,
+        credentials: AclCredentials | None = None,
     ) -> None:
         validate_group(group)
         if pull_batch_size < 1 or max_buffered < 1 or auto_commit_interval <= 0:
             raise ValueError("pull_batch_size, max_buffered and auto_commit_interval must be > 0")
         super().__init__(
-            kind="pull-consumer", group=wrap(namespace, group), namesrv=namesrv, instance=instance
-        )
+            kind="pull-consumer", group=wrap(namespace, group), namesrv=namesrv, instance=instance,
+            ssl_context=ssl_context, credentials=credentials,
+        )  # fmt: skip
         self.namespace = namespace
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval
@@ -618,7 +623,7 @@ async def pull_once(
     )
     status = _STATUS.get(reply.code)
     if status is None:
-        raise BrokerError(addr, reply.code, reply.remark)
+        raise broker_error(addr, reply.code, reply.remark)
     response = PullMessageResponseHeader.from_ext(reply.ext_fields)
     messages: tuple[MessageExt, ...] = ()
     if status is PullStatus.FOUND:
@@ -667,7 +672,7 @@ async def _offset_request(
     addr = await instance.routes.broker_addr(queue, master_only=True)
     reply = await instance.request(addr, RemotingCommand.request(code, ext))
     if reply.code != ResponseCode.SUCCESS:
-        raise BrokerError(addr, reply.code, reply.remark)
+        raise broker_error(addr, reply.code, reply.remark)
     return OffsetResponseHeader.from_ext(reply.ext_fields).offset
 
 

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import enum
 import os
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -64,6 +65,7 @@ from rocketmq_actors.cluster.member import GroupMember
 from rocketmq_actors.errors import RocketMQError, TopicNotFound
 from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.producer.prepare import validate_group, validate_topic, wrap
+from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import (
     ConsumerData,
     MessageQueue,
@@ -189,6 +191,8 @@ class PushConsumer(GroupMember):
         pull_suspend: float = 15.0,
         offset_dir: Path | str | None = None,
         request_timeout: float = 3.0,
+        ssl_context: ssl.SSLContext | None = None,
+        credentials: AclCredentials | None = None,
         on_rebalance: Callable[[list[MessageQueue]], None] | None = None,
         tracing: bool = False,
     ) -> None:
@@ -209,8 +213,9 @@ class PushConsumer(GroupMember):
         if consume_timeout is not None and consume_timeout <= 0:
             raise ValueError("consume_timeout must be > 0 (or None)")
         super().__init__(
-            kind="push-consumer", group=wrap(namespace, group), namesrv=namesrv, instance=instance
-        )
+            kind="push-consumer", group=wrap(namespace, group), namesrv=namesrv, instance=instance,
+            ssl_context=ssl_context, credentials=credentials,
+        )  # fmt: skip
         if consume_from is ConsumeFrom.TIMESTAMP and consume_timestamp_ms is None:
             consume_timestamp_ms = int((time.time() - 1800) * 1000)  # Java: 30 minutes ago
         self.model = model

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.errors import BrokerError
+from rocketmq_actors.errors import broker_error
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.headers import CreateTopicRequestHeader
@@ -45,6 +45,6 @@ async def create_topic(
             addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext())
         )
         if reply.code != ResponseCode.SUCCESS:
-            raise BrokerError(addr, reply.code, reply.remark)
+            raise broker_error(addr, reply.code, reply.remark)
         done.append(addr)
     return done

@@ -39,8 +39,10 @@ from rocketmq_actors.errors import (
     RequestTimeout,
     RocketMQError,
     SendFailed,
+    broker_error,
 )
 from rocketmq_actors.metrics import METRICS
+from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE, Message, UniqueIdGenerator
@@ -113,12 +115,13 @@ class Producer(GroupMember):
         latency_fault_tolerance: bool = False,
         topics: Sequence[str] = (),
         ssl_context: ssl.SSLContext | None = None,
+        credentials: AclCredentials | None = None,
         tracing: bool = False,
     ) -> None:
         validate_group(group)
         super().__init__(
             kind="producer", group=wrap(namespace, group), namesrv=namesrv, instance=instance,
-            ssl_context=ssl_context,
+            ssl_context=ssl_context, credentials=credentials,
         )  # fmt: skip
         if send_timeout <= 0 or retry_times < 0 or max_pending < 1:
             raise ValueError("send_timeout must be > 0, retry_times >= 0, max_pending >= 1")
@@ -132,7 +135,7 @@ class Producer(GroupMember):
         self.max_message_size = max_message_size
         self._topics = [wrap(namespace, t) for t in topics]
         self._ids = UniqueIdGenerator(ip=bytes(int(p) for p in local_ipv4().split(".")))
-        self._encoder = SendFrameEncoder(self.group)
+        self._encoder = SendFrameEncoder(self.group, credentials=self._instance.pool.credentials)
         self.faults = LatencyFaultTolerance(enabled=latency_fault_tolerance)
         self._round_robin = RoundRobin(self.faults)
         self._max_pending = max_pending
@@ -483,7 +486,7 @@ class Producer(GroupMember):
                 continue
             status = SendStatus.from_code(reply.code)
             if status is None:
-                error = BrokerError(addr, reply.code, reply.remark)
+                error = broker_error(addr, reply.code, reply.remark)
                 attempts.append(error)
                 if route.auto_created and reply.code in _STALE_GUESS:
                     # the route was a guess from the template topic, and the topic has since

@@ -14,9 +14,11 @@ import json
 import struct
 from collections.abc import Callable
 
+from .acl import AclCredentials, sign
 from .codes import CLIENT_VERSION, LanguageCode, RequestCode
-from .command import FLAG_ONEWAY, MAX_FRAME_SIZE
+from .command import FLAG_ONEWAY, MAX_FRAME_SIZE, RemotingCommand
 from .errors import ProtocolError
+from .headers import SendMessageRequestHeader
 
 __all__ = ["SendFrameEncoder"]
 
@@ -32,13 +34,23 @@ class SendFrameEncoder:
     (topic, broker, batch, oneway) - the group, default topic, queue count, topic and broker
     name, flag, language - is rendered once into a cached prefix; per message only the queue,
     flags, timestamp, properties and opaque are spliced in.
+
+    With ACL ``credentials`` every frame is signed, which needs the complete field map: frames
+    then take the generic typed-header path (the signature covers every field and the body).
     """
 
-    __slots__ = ("_group_part", "_prefixes")
+    __slots__ = ("_credentials", "_group", "_group_part", "_prefixes")
 
     def __init__(
-        self, producer_group: str, *, default_topic: str = "TBW102", default_queue_nums: int = 4
+        self,
+        producer_group: str,
+        *,
+        default_topic: str = "TBW102",
+        default_queue_nums: int = 4,
+        credentials: AclCredentials | None = None,
     ) -> None:
+        self._group = producer_group
+        self._credentials = credentials
         self._group_part = (
             f'"a":{_escape(producer_group)},"c":{_escape(default_topic)},'
             f'"d":"{default_queue_nums}","k":"false"'
@@ -81,6 +93,11 @@ class SendFrameEncoder:
         oneway: bool = False,
     ) -> bytes:
         """One complete frame: code 320 when ``batch`` (body = batch encoding), else 310."""
+        if self._credentials is not None:
+            return self._signed(
+                opaque, topic, queue_id, body, born_timestamp, properties, broker_name,
+                sys_flag, flag, batch, reconsume_times, max_reconsume_times, oneway,
+            )  # fmt: skip
         key = (topic, broker_name, batch, oneway)
         head, mid = self._prefixes.get(key) or self._render_prefix(*key)
         extra = ',"i":' + _escape(properties) if properties else ""
@@ -96,3 +113,34 @@ class SendFrameEncoder:
         if total > MAX_FRAME_SIZE:
             raise ProtocolError("frame-too-large", f"send frame of {total} bytes")
         return _PREFIX.pack(total, len(header)) + header + body
+
+    def _signed(  # noqa: PLR0917
+        self,
+        opaque: int,
+        topic: str,
+        queue_id: int,
+        body: bytes,
+        born_timestamp: int,
+        properties: str,
+        broker_name: str | None,
+        sys_flag: int,
+        flag: int,
+        batch: bool,
+        reconsume_times: int | None,
+        max_reconsume_times: int | None,
+        oneway: bool,
+    ) -> bytes:
+        assert self._credentials is not None
+        header = SendMessageRequestHeader(
+            producer_group=self._group, topic=topic, queue_id=queue_id, sys_flag=sys_flag,
+            born_timestamp=born_timestamp, flag=flag, properties=properties or None,
+            reconsume_times=reconsume_times, max_reconsume_times=max_reconsume_times,
+            batch=True if batch else None, broker_name=broker_name or None,
+        )  # fmt: skip
+        return RemotingCommand(
+            code=RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2,
+            opaque=opaque,
+            flag=FLAG_ONEWAY if oneway else 0,
+            ext_fields=sign(header.to_ext(v2=True), body, self._credentials),
+            body=body,
+        ).encode()  # refuses frames over MAX_FRAME_SIZE

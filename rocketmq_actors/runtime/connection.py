@@ -27,6 +27,7 @@ from rocketmq_actors.errors import (
     unwrap_group,
 )
 from rocketmq_actors.metrics import METRICS
+from rocketmq_actors.protocol.acl import AclCredentials, sign
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.framing import FrameDecoder
@@ -80,9 +81,11 @@ class BrokerConnection:
         on_request: RequestHandler | None = None,
         max_in_flight: int = 4096,
         max_in_flight_bytes: int = 64 * 1024 * 1024,
+        credentials: AclCredentials | None = None,
     ) -> None:
         self.addr = addr
         self._stream = stream
+        self._credentials = credentials
         self._on_request = on_request
         self._decoder = FrameDecoder()
         self._pending: dict[int, Waiter] = {}
@@ -289,6 +292,8 @@ class BrokerConnection:
         opaque, waiter = self._new_request_waiter(cmd.code, timeout)
         try:
             cmd.opaque = opaque
+            if self._credentials is not None:
+                cmd.ext_fields = sign(cmd.ext_fields, cmd.body, self._credentials)
             self._enqueue(cmd.encode())
             self.requests_sent += 1
             result: RemotingCommand = await waiter
@@ -300,7 +305,7 @@ class BrokerConnection:
         self, code: int, encode: Callable[[int], bytes], timeout: float, size_hint: int = 0
     ) -> RemotingCommand:
         """Like :meth:`request` for a caller that builds the frame itself from an opaque
-        (the producer's pre-rendered send frames)."""
+        (the producer's pre-rendered send frames; with ACL, the encoder signs them)."""
         if self._closed is not None or not self._has_capacity(size_hint):
             await self._wait_for_capacity(size_hint)
         self._in_flight += 1
@@ -321,6 +326,8 @@ class BrokerConnection:
             await self._wait_for_capacity(size)
         cmd.opaque = self._take_opaque()
         cmd.flag |= 0x2
+        if self._credentials is not None:
+            cmd.ext_fields = sign(cmd.ext_fields, cmd.body, self._credentials)
         self._enqueue(cmd.encode())
         self.requests_sent += 1
 

@@ -22,6 +22,7 @@ from anyio.abc import TaskStatus
 
 from rocketmq_actors.errors import ConnectError
 from rocketmq_actors.metrics import METRICS
+from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.command import RemotingCommand
 
 from .connection import BrokerConnection, RequestHandler, connect
@@ -44,6 +45,7 @@ class ConnectionPool:
         on_request: RequestHandler | None = None,
         connect_timeout: float = 3.0,
         ssl_context: ssl.SSLContext | None = None,
+        credentials: AclCredentials | None = None,
         policy: RestartPolicy = DEFAULT_CONNECTION_POLICY,
         max_connections: int | None = None,
         max_in_flight: int = 4096,
@@ -53,6 +55,7 @@ class ConnectionPool:
         self.connect_timeout = connect_timeout
         self._on_request = on_request
         self._ssl = ssl_context
+        self.credentials = credentials
         self._max_in_flight = max_in_flight
         self._max_in_flight_bytes = max_in_flight_bytes
         self.registry: Registry[str, BrokerConnection] = Registry()
@@ -132,6 +135,7 @@ class ConnectionPool:
             on_request=self._on_request,
             max_in_flight=self._max_in_flight,
             max_in_flight_bytes=self._max_in_flight_bytes,
+            credentials=self.credentials,
         )
         self.connects += 1
         self.registry.register(addr, conn)

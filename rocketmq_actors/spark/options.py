@@ -15,7 +15,7 @@ on the driver before any task runs. Spark passes option values as strings.
 | ``ignoreExtraColumns`` | ``false`` | drop columns that are not message fields |
 | ``tls`` / ``tlsInsecure`` | ``false`` | TLS to NameServer and brokers; skip certificate checks |
 | ``logLevel`` | ``WARNING`` | structlog level in executor workers (unless they configured it) |
-| ``accessKey`` / ``secretKey`` | - | ACL credentials: refused for now (not in this client yet) |
+| ``accessKey`` / ``secretKey`` | - | ACL credentials: every request is signed (give both) |
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import attrs
 
 from rocketmq_actors.cluster.namesrv import parse_namesrv
 from rocketmq_actors.producer.prepare import validate_group
+from rocketmq_actors.protocol.acl import AclCredentials
 
 __all__ = ["OptionError", "SinkOptions"]
 
@@ -90,6 +91,8 @@ class SinkOptions:
     tls: bool
     tls_insecure: bool
     log_level: str = "WARNING"
+    access_key: str | None = None
+    secret_key: str | None = attrs.field(default=None, repr=False)  # never in logs or plans
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SinkOptions:
@@ -97,10 +100,10 @@ class SinkOptions:
         unknown = sorted(set(lowered) - _KNOWN)
         if unknown:
             raise OptionError(f"unknown option(s) {unknown} for the rocketmq data source")
-        if lowered.get("accesskey") or lowered.get("secretkey"):
-            raise OptionError(
-                "ACL credentials (accessKey/secretKey) are not supported by this client yet"
-            )
+        access_key = lowered.get("accesskey") or None
+        secret_key = lowered.get("secretkey") or None
+        if (access_key is None) != (secret_key is None):
+            raise OptionError("ACL credentials need both options 'accessKey' and 'secretKey'")
         namesrv = lowered.get("namesrv")
         if not namesrv:
             raise OptionError("option 'namesrv' is required (host:port[;host:port...])")
@@ -125,6 +128,8 @@ class SinkOptions:
             tls=_bool(lowered, "tls", False),
             tls_insecure=_bool(lowered, "tlsinsecure", False),
             log_level=_level(lowered.get("loglevel", "WARNING")),
+            access_key=access_key,
+            secret_key=secret_key,
         )
 
     def ssl_context(self) -> ssl.SSLContext | None:
@@ -145,4 +150,9 @@ class SinkOptions:
             "retry_times": self.retry_times,
             "max_pending": max(self.chunk_size * self.max_chunks, 1),
             "ssl_context": self.ssl_context(),
+            "credentials": (
+                AclCredentials(self.access_key, self.secret_key)
+                if self.access_key and self.secret_key
+                else None
+            ),
         }

@@ -42,6 +42,7 @@ from .serverconf import (
     namesrv_properties,
     plan_servers,
     write_logback_4x,
+    write_plain_acl_4x,
     write_properties,
 )
 
@@ -326,6 +327,8 @@ class LocalCluster:
             (self.state_dir / sub).mkdir(parents=True)
         if self.spec.is_4x:
             write_logback_4x(self.state_dir / "home")
+            if self.spec.acl is not None:
+                write_plain_acl_4x(self.state_dir / "home", *self.spec.acl)
         self.servers = plan_servers(self.spec)
         ns_port = self.servers["namesrv"].port
         conf = self.state_dir / "conf"

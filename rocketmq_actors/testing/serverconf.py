@@ -6,6 +6,7 @@ are tested without starting a JVM.
 
 from __future__ import annotations
 
+import json
 import random
 import socket
 from collections.abc import Mapping
@@ -25,6 +26,7 @@ __all__ = [
     "pick_port",
     "plan_servers",
     "write_logback_4x",
+    "write_plain_acl_4x",
     "write_properties",
 ]
 
@@ -38,6 +40,9 @@ class ClusterSpec:
     brokers: Literal[1, 2] = attrs.field(default=1, validator=attrs.validators.in_((1, 2)))
     slave: bool = False
     broker_config: Mapping[str, str] = attrs.field(factory=dict)
+    # (access key, secret key) of an admin user: brokers then authenticate every request
+    # (5.x: ACL 2.0 authentication; 4.x: ACL 1.0 with a plain_acl.yml)
+    acl: tuple[str, str] | None = None
     namesrv_heap_mb: int = 128
     broker_heap_mb: int = 512
     startup_timeout: float = 120.0
@@ -186,8 +191,43 @@ def broker_properties(
         props["bindAddress"] = "127.0.0.1"
     if info.role == "slave":
         props["haMasterAddress"] = f"127.0.0.1:{master_ha_port}"
+    if spec.acl is not None:
+        props.update(_acl_properties(spec, info, state_dir))
     props.update(spec.broker_config)
     return props
+
+
+def _acl_properties(
+    spec: ClusterSpec, info: BrokerProcessInfo, state_dir: Path
+) -> dict[str, object]:
+    assert spec.acl is not None
+    if spec.is_4x:
+        return {"aclEnable": "true"}  # reads home/conf/plain_acl.yml (write_plain_acl_4x)
+    access_key, secret_key = spec.acl
+    provider = "org.apache.rocketmq.auth.authentication.provider"
+    user = json.dumps({"username": access_key, "password": secret_key})
+    inner = json.dumps({"accessKey": access_key, "secretKey": secret_key})
+    return {
+        "authenticationEnabled": "true",
+        "authenticationProvider": f"{provider}.DefaultAuthenticationProvider",
+        "authenticationMetadataProvider": f"{provider}.LocalAuthenticationMetadataProvider",
+        "initAuthenticationUser": user,  # created as a super user on first start
+        "innerClientAuthenticationCredentials": inner,  # the broker's own requests
+        "authConfigPath": state_dir / "store" / (info.name + "-auth"),
+    }
+
+
+def write_plain_acl_4x(home: Path, access_key: str, secret_key: str) -> None:
+    """ACL 1.0 (4.x): one admin account."""
+    (home / "conf").mkdir(parents=True, exist_ok=True)
+    (home / "conf" / "plain_acl.yml").write_text(
+        "accounts:\n"
+        f"  - accessKey: {json.dumps(access_key)}\n"
+        f"    secretKey: {json.dumps(secret_key)}\n"
+        "    admin: true\n"
+        "    defaultTopicPerm: PUB|SUB\n"
+        "    defaultGroupPerm: PUB|SUB\n"
+    )
 
 
 def jvm_argv(

@@ -92,3 +92,14 @@ async def test_send_nowait_applies_backpressure() -> None:
                 await admitted.wait()
             with pytest.raises(SendFailed):
                 await second
+
+
+def test_refused_identity_is_access_denied_in_both_dialects() -> None:
+    from rocketmq_actors.errors import AccessDenied, BrokerError, broker_error
+
+    v5 = broker_error("b:1", 16, "check signature failed.")
+    v4 = broker_error("b:1", 1, "org.apache.rocketmq.acl.common.AclException: No accessKey ...")
+    assert isinstance(v5, AccessDenied) and isinstance(v4, AccessDenied)
+    assert not v5.retriable and not v4.retriable
+    perm = broker_error("b:1", 16, "the broker[broker-a] sending message is forbidden")
+    assert type(perm) is BrokerError and perm.retriable  # a permission, not an identity

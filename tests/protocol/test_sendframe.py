@@ -91,3 +91,27 @@ def test_fast_path_equals_generic_path(
 def test_oversized_frame_is_refused() -> None:
     with pytest.raises(ProtocolError, match="frame-too-large"):
         SendFrameEncoder("g").encode(1, "t", 0, b"x" * (16 * 1024 * 1024), 0, "")
+
+
+def test_with_credentials_frames_are_signed_over_every_field_and_the_body() -> None:
+    from rocketmq_actors.protocol.acl import AclCredentials, sign
+
+    creds = AclCredentials("ak", "sk")
+    frame = SendFrameEncoder("g", credentials=creds).encode(
+        7, "T", 2, b"body", 1234, "KEYS\x01k\x02", "broker-a", batch=True
+    )
+    header = SendMessageRequestHeader(
+        producer_group="g", topic="T", queue_id=2, born_timestamp=1234,
+        properties="KEYS\x01k\x02", batch=True, broker_name="broker-a",
+    )  # fmt: skip
+    decoded = decode_frame(frame)
+    assert decoded.code == RequestCode.SEND_BATCH_MESSAGE and decoded.opaque == 7
+    assert decoded.ext_fields == sign(header.to_ext(v2=True), b"body", creds)
+    assert decoded.ext_fields["AccessKey"] == "ak" and "Signature" in decoded.ext_fields
+    # the signature covers the body: another body, another signature
+    other = decode_frame(
+        SendFrameEncoder("g", credentials=creds).encode(
+            7, "T", 2, b"BODY", 1234, "KEYS\x01k\x02", "broker-a", batch=True
+        )
+    )
+    assert other.ext_fields["Signature"] != decoded.ext_fields["Signature"]

@@ -33,3 +33,13 @@ def test_defaults_and_case_insensitive_names() -> None:
 def test_bad_values_are_refused(extra: dict[str, str], message: str) -> None:
     with pytest.raises(OptionError, match=message):
         SinkOptions.parse({**BASE, **extra})
+
+
+def test_acl_credentials_reach_the_producer_and_stay_out_of_repr() -> None:
+    options = SinkOptions.parse({**BASE, "accessKey": "ak", "secretKey": "sk-hidden"})
+    creds = options.producer_options()["credentials"]
+    assert (creds.access_key, creds.secret_key) == ("ak", "sk-hidden")
+    assert "sk-hidden" not in repr(options) and "sk-hidden" not in repr(creds)
+    assert SinkOptions.parse(BASE).producer_options()["credentials"] is None
+    with pytest.raises(OptionError, match="both"):
+        SinkOptions.parse({**BASE, "secretKey": "sk"})
