@@ -1,0 +1,55 @@
+"""docs/ stays true to the code: every constructor option is in the configuration tables
+(with its default), and the usage page's snippets compile."""
+
+from __future__ import annotations
+
+import ast
+import enum
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.consumer.pull import PullConsumer
+from rocketmq_actors.consumer.push import PushConsumer
+from rocketmq_actors.producer import Producer
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def _table(heading: str) -> dict[str, str]:
+    text = (DOCS / "operations.md").read_text()
+    section = text.split(f"### `{heading}`", 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(\w+)` \| ([^|]*) \|", section, flags=re.M)
+    return {name: default.strip() for name, default in rows}
+
+
+def _matches(cell: str, default: object) -> bool:
+    if default is inspect.Parameter.empty:
+        return cell == "required"
+    text = cell.strip("`")
+    if isinstance(default, enum.Enum):
+        return text == f"{type(default).__name__}.{default.name}"
+    return bool(ast.literal_eval(text) == default)
+
+
+@pytest.mark.parametrize("cls", [ClientInstance, Producer, PushConsumer, PullConsumer])
+def test_configuration_table_lists_every_option_with_its_default(cls: type) -> None:
+    params = {
+        name: p.default
+        for name, p in inspect.signature(cls.__init__).parameters.items()
+        if name != "self" and p.kind is not p.VAR_KEYWORD
+    }
+    table = _table(cls.__name__)
+    assert set(table) == set(params), "docs/operations.md and the signature differ"
+    wrong = {n: (table[n], params[n]) for n in params if not _matches(table[n], params[n])}
+    assert not wrong
+
+
+def test_usage_snippets_compile() -> None:
+    blocks = re.findall(r"```python\n(.*?)```", (DOCS / "usage.md").read_text(), flags=re.S)
+    assert len(blocks) >= 15
+    for block in blocks:
+        compile(block, "usage.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
