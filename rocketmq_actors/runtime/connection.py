@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import structlog
+from anyio.streams.tls import TLSAttribute
 
 from rocketmq_actors.errors import (
     ClientClosed,
@@ -122,6 +123,7 @@ class BrokerConnection:
         return {
             "addr": self.addr,
             "open": self.is_open,
+            "tls": self._stream.extra(TLSAttribute.ssl_object, None) is not None,
             "pending": len(self._pending),
             "in_flight_bytes": self._in_flight_bytes,
             "requests_sent": self.requests_sent,

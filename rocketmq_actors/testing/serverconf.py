@@ -43,6 +43,9 @@ class ClusterSpec:
     # (access key, secret key) of an admin user: brokers then authenticate every request
     # (5.x: ACL 2.0 authentication; 4.x: ACL 1.0 with a plain_acl.yml)
     acl: tuple[str, str] | None = None
+    # extra -D system properties of the broker JVMs, e.g. {"tls.server.mode": "enforcing"}
+    # (the NameServer keeps its defaults: the launcher's readiness probe speaks plaintext)
+    broker_jvm_properties: Mapping[str, str] = attrs.field(factory=dict)
     namesrv_heap_mb: int = 128
     broker_heap_mb: int = 512
     startup_timeout: float = 120.0
@@ -256,6 +259,8 @@ def jvm_argv(
     else:
         component = "namesrv" if is_namesrv else "broker"
         argv.append(f"-Drmq.logback.configurationFile=rmq.{component}.logback.xml")
+    if not is_namesrv:
+        argv += [f"-D{key}={value}" for key, value in spec.broker_jvm_properties.items()]
     argv += ["-cp", f"{lib}/*"]
     if is_namesrv:
         argv.append("org.apache.rocketmq.namesrv.NamesrvStartup")

@@ -1,0 +1,87 @@
+"""TLS against a real broker that refuses plaintext (``tls.server.mode=enforcing``, with the
+self-signed certificate RocketMQ generates in its test mode)."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Iterator
+
+import pytest
+
+from rocketmq_actors.consumer.pull import PullConsumer
+from rocketmq_actors.errors import ConnectionLost, NameServerUnavailable, SendFailed
+from rocketmq_actors.producer import Message, Producer
+from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def tls_cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
+    spec = ClusterSpec(
+        version=request.config.getoption("--rocketmq-version"),
+        # the broker refuses plaintext; it reaches the NameServer over TLS itself
+        broker_jvm_properties={"tls.server.mode": "enforcing", "tls.enable": "true"},
+    )
+    cluster = LocalCluster(spec)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop(graceful=False)
+
+
+def _unverified() -> ssl.SSLContext:
+    """What the Java client does by default: encrypt, do not check the certificate."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+async def test_send_and_consume_over_tls(
+    tls_cluster: LocalCluster, unique_topic: str, unique_group: str
+) -> None:
+    async with Producer(namesrv=tls_cluster.namesrv_addr, ssl_context=_unverified()) as producer:
+        for i in range(5):
+            await producer.send(Message(topic=unique_topic, body=b"%d" % i))
+        broker = producer.instance.pool.registry.lookup(tls_cluster.broker("broker-a").addr)
+        assert broker is not None
+        assert broker.statistics()["tls"] is True
+    async with PullConsumer(
+        namesrv=tls_cluster.namesrv_addr, group=unique_group, ssl_context=_unverified(),
+        auto_offset_reset="earliest",
+    ) as consumer:  # fmt: skip
+        await consumer.subscribe(unique_topic)
+        got: list[bytes] = []
+        while len(got) < 5:
+            batches = await consumer.getmany(timeout=10.0)
+            assert batches, "nothing consumed within 10 s"
+            for records in batches.values():
+                got.extend(m.body for m in records)
+    assert sorted(got) == [b"%d" % i for i in range(5)]
+
+
+async def test_plaintext_is_refused_with_a_typed_error(
+    tls_cluster: LocalCluster, unique_topic: str
+) -> None:
+    async with Producer(namesrv=tls_cluster.namesrv_addr, retry_times=0) as producer:
+        with pytest.raises(SendFailed) as info:
+            await producer.send(Message(topic=unique_topic, body=b"x"))
+    assert isinstance(info.value.__cause__, ConnectionLost)
+
+
+async def test_certificate_verification_failure_is_a_connect_error(
+    tls_cluster: LocalCluster,
+) -> None:
+    """A verifying context (the Python default) refuses the self-signed certificate, and the
+    error says so."""
+    async with Producer(
+        namesrv=tls_cluster.namesrv_addr, ssl_context=ssl.create_default_context()
+    ) as producer:  # fmt: skip
+        with pytest.raises(SendFailed) as info:
+            await producer.send(Message(topic="T_tls_verify", body=b"x"))
+    cause = info.value.__cause__  # the NameServer (TLS too) is the first to fail the check
+    assert isinstance(cause, NameServerUnavailable), cause
+    assert "CERTIFICATE_VERIFY_FAILED" in str(cause)
+    assert not info.value.outcome_unknown  # nothing was sent
