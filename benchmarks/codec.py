@@ -112,10 +112,7 @@ def bench_decode_response_frames(per_chunk: int = 64) -> float:
     return _best(lambda: FrameDecoder().feed(chunk), 500) / per_chunk
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--out", type=Path, default=RESULTS / "codec.json")
-    args = parser.parse_args(argv)
+def figures() -> dict[str, float]:
     decode_only = bench_decode(with_properties=False)
     decode_props = bench_decode(with_properties=True)
     encode_fast = bench_encode_fast()
@@ -128,7 +125,14 @@ def main(argv: list[str] | None = None) -> int:
         "decode_128b_with_properties_msgs_per_s": round(1 / decode_props),
         "decode_response_frame_us": round(bench_decode_response_frames() * 1e6, 3),
     }
-    write_results(args.out, results)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, default=RESULTS / "codec.json")
+    args = parser.parse_args(argv)
+    write_results(args.out, figures())
     return 0
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,9 +27,8 @@ from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
-from rocketmq_actors.testing.jars import find_java, resolve_server_jars
 
-from .common import RESULTS, on_cluster, write_results
+from .common import RESULTS, on_cluster, run_java, write_results
 
 BODY = b"x" * 1024
 QUEUES = 8
@@ -86,14 +85,14 @@ async def push_drain(namesrv: str, topic: str, count: int) -> dict[str, Any]:
 
 def java_drain(namesrv: str, topic: str, count: int) -> dict[str, Any]:
     """The Java client's DefaultMQPushConsumer on the same topic (benchmarks/java)."""
-    lib = resolve_server_jars()
-    source = Path(__file__).resolve().parent / "java" / "ConsumeBench.java"
-    done = subprocess.run(
-        [find_java(), "-Xmx512m", "-cp", f"{lib}/*", str(source), namesrv, topic,
-         f"bench_java_{time.time_ns()}", str(count)],
-        capture_output=True, text=True, timeout=900, check=True,
-    )  # fmt: skip
-    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    (figures,) = run_java("ConsumeBench", namesrv, topic, f"bench_java_{time.time_ns()}", count)
+    return figures
+
+
+def java_slow_handler(namesrv: str, topic: str, seconds: float) -> dict[str, Any]:
+    """The Java client with the same 10 ms handler, 20 threads, over the same backlog."""
+    group = f"bench_java_slow_{time.time_ns()}"
+    (figures,) = run_java("ConsumeBench", namesrv, topic, group, 0, 10, seconds)
     return figures
 
 
@@ -168,8 +167,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--uvloop", action="store_true")
     parser.add_argument("--namesrv", help="use this cluster instead of starting one")
     parser.add_argument("--out", type=Path, default=RESULTS / "consumer.json")
+    parser.add_argument(
+        "--slow-only", metavar="TOPIC",
+        help="only the slow-handler memory run over TOPIC (in a fresh process; one JSON line)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     options = {"use_uvloop": True} if args.uvloop else {}
+    if args.slow_only:
+        slow = anyio.run(slow_handler_memory, args.namesrv, args.slow_only, args.slow_seconds)
+        sys.stdout.write(json.dumps(slow) + "\n")
+        return 0
 
     def measure(namesrv: str) -> dict[str, Any]:
         return anyio.run(bench, namesrv, args.messages, args.slow_seconds,

@@ -4,7 +4,7 @@
 
 (a) sync sends, one in flight: latency; (b) 1 KiB sends with ``--concurrency`` in flight from
 one process: messages/s and latency; (c) batches of 16 x 1 KiB the same way. Starts its own
-local cluster. The Java client runs beside it in the benchmarks issue's harness.
+local cluster. ``benchmarks.compare`` (``make bench``) runs the Java client beside it.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from rocketmq_actors.producer import Message, Producer, create_topic
 from .common import RESULTS, on_cluster, write_results
 
 BODY = b"x" * 1024
+QUEUES = 8
 
 
 def _percentiles(latencies: list[float]) -> dict[str, float]:
@@ -58,10 +59,12 @@ async def _run(producer: Producer, topic: str, concurrency: int, seconds: float,
     return {"msgs_per_s": round(sent / elapsed), "messages": sent, **_percentiles(latencies)}
 
 
-async def bench(namesrv: str, seconds: float, concurrency: int, warmup: float) -> dict[str, Any]:
+async def bench(
+    namesrv: str, seconds: float, concurrency: int, warmup: float, topic: str | None = None
+) -> dict[str, Any]:
     async with Producer(namesrv=namesrv, group="bench_producer", max_pending=100_000) as producer:
-        topic = f"bench_{int(time.time())}"
-        await create_topic(producer.instance, topic, queues=8)
+        topic = topic or f"bench_{int(time.time())}"
+        await create_topic(producer.instance, topic, queues=QUEUES)
         await _run(producer, topic, concurrency, warmup, 1)  # broker JIT and connections
         return {
             "sync_one_in_flight": await _run(producer, topic, 1, seconds, 1),

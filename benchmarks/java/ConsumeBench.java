@@ -2,7 +2,9 @@
 // the first offset, 20 consume threads, a listener that only counts) drains a pre-filled topic.
 // Prints one JSON line. Run with the RocketMQ jars the launcher caches:
 //   java -cp "$HOME/.cache/rocketmq-actors/rocketmq-5.3.3/lib/*" ConsumeBench.java \
-//        NAMESRV TOPIC GROUP COUNT
+//        NAMESRV TOPIC GROUP COUNT [HANDLER_MS SECONDS]
+// With HANDLER_MS and SECONDS it is the slow-handler memory run instead: each message sleeps
+// HANDLER_MS in the listener, for SECONDS; RSS is sampled every 250 ms.
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.CountDownLatch;
@@ -26,6 +28,10 @@ public class ConsumeBench {
     public static void main(String[] args) throws Exception {
         String namesrv = args[0], topic = args[1], group = args[2];
         long count = Long.parseLong(args[3]);
+        if (args.length > 4) {
+            slow(namesrv, topic, group, Long.parseLong(args[4]), Double.parseDouble(args[5]));
+            return;
+        }
         AtomicLong seen = new AtomicLong();
         CountDownLatch done = new CountDownLatch(1);
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
@@ -49,6 +55,40 @@ public class ConsumeBench {
         System.out.printf(
             "{\"finished\": %b, \"messages\": %d, \"seconds\": %.2f, \"msgs_per_s\": %d, \"rss_mb\": %.1f}%n",
             finished, seen.get(), seconds, Math.round(seen.get() / seconds), rss / 1024.0);
+        System.exit(0);
+    }
+
+    static void slow(String namesrv, String topic, String group, long handlerMs, double seconds)
+            throws Exception {
+        AtomicLong seen = new AtomicLong();
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
+        consumer.setNamesrvAddr(namesrv);
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.setConsumeThreadMin(20);
+        consumer.setConsumeThreadMax(20);
+        consumer.subscribe(topic, "*");
+        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+            try {
+                Thread.sleep(handlerMs * msgs.size());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            seen.addAndGet(msgs.size());
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        long before = rssKb();
+        consumer.start();
+        long stop = System.nanoTime() + (long) (seconds * 1e9), max = 0, last = 0;
+        while (System.nanoTime() < stop) {
+            Thread.sleep(250);
+            last = rssKb();
+            max = Math.max(max, last);
+        }
+        consumer.shutdown();
+        System.out.printf(
+            "{\"handler_ms\": %d, \"concurrency\": 20, \"seconds\": %.1f, \"consumed\": %d, "
+                + "\"rss_before_mb\": %.1f, \"rss_max_mb\": %.1f, \"rss_last_mb\": %.1f}%n",
+            handlerMs, seconds, seen.get(), before / 1024.0, max / 1024.0, last / 1024.0);
         System.exit(0);
     }
 }

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.errors import broker_error
+from rocketmq_actors.errors import RocketMQError, broker_error
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.headers import CreateTopicRequestHeader
@@ -21,7 +23,8 @@ async def create_topic(
     attributes: dict[str, str] | None = None,
 ) -> list[str]:
     """UPDATE_AND_CREATE_TOPIC on every master of ``cluster`` (all clusters when None); returns
-    the broker addresses that now host the topic. ``attributes`` such as
+    the broker addresses that now host the topic, and refreshes the instance's cached route of
+    the topic, if it has one. ``attributes`` such as
     ``{"message.type": "FIFO"}`` are 5.x topic attributes."""
     info = await instance.namesrv.cluster_info()
     names = (
@@ -47,4 +50,9 @@ async def create_topic(
         if reply.code != ResponseCode.SUCCESS:
             raise broker_error(addr, reply.code, reply.remark)
         done.append(addr)
+    if instance.routes.cached(topic) is not None:
+        # a route cached before (possibly derived from TBW102 with other queue counts) would
+        # send to queues the new topic does not have
+        with contextlib.suppress(RocketMQError):
+            await instance.routes.refresh(topic)
     return done

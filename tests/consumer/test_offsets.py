@@ -10,6 +10,7 @@ from rocketmq_actors.consumer.offsets import LocalOffsetStore, OffsetFileError, 
 from rocketmq_actors.producer import create_topic
 from rocketmq_actors.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
 from rocketmq_actors.runtime.mailbox import Mailbox
+from rocketmq_actors.testing.cluster import LocalCluster
 
 Q0 = MessageQueue("t", "broker-a", 0)
 Q1 = MessageQueue("t", "broker-a", 1)
@@ -58,7 +59,7 @@ def test_a_corrupt_offset_file_is_a_typed_error(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 async def test_remote_store_round_trip(
-    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+    rocketmq_namesrv: str, rocketmq_cluster: LocalCluster, unique_topic: str, unique_group: str
 ) -> None:
     async with ClientInstance(rocketmq_namesrv) as instance:
         await create_topic(instance, unique_topic, queues=2)
@@ -76,7 +77,10 @@ async def test_remote_store_round_trip(
         )  # fmt: skip
         await instance.heartbeat.beat()
         store = RemoteOffsetStore(instance, unique_group)
-        assert await store.fetch(queue) is None  # the group never committed
+        # the group never committed: 5.x says so; 4.9 answers 0 for a queue whose messages
+        # are all still in memory (the Java client then starts at 0 too)
+        never = (None, 0) if rocketmq_cluster.spec.is_4x else (None,)
+        assert await store.fetch(queue) in never
         store.update(queue, 5)
         await store.persist()
         # UPDATE_CONSUMER_OFFSET is one-way: read back until the broker has applied it

@@ -10,6 +10,7 @@ from rocketmq_actors.consumer.pull import PullConsumer, PullStatus, Subscription
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
+from rocketmq_actors.testing.cluster import LocalCluster
 
 pytestmark = pytest.mark.integration
 
@@ -70,7 +71,7 @@ async def test_tag_and_sql92_filters(
 
 
 async def test_offsets_illegal_committed_and_by_time(
-    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+    rocketmq_namesrv: str, rocketmq_cluster: LocalCluster, unique_topic: str, unique_group: str
 ) -> None:
     before = int(time.time() * 1000)
     await _send_all(rocketmq_namesrv, unique_topic,
@@ -82,7 +83,10 @@ async def test_offsets_illegal_committed_and_by_time(
         moved = await consumer.pull(queue, high + 1000)
         assert moved.status is PullStatus.OFFSET_ILLEGAL and moved.next_offset == high
         assert await consumer.offset_for_time(queue, before) == 0
-        assert await consumer.committed(queue) is None
+        # never committed: 5.x says so; 4.9 answers 0 while the queue's messages are in memory
+        assert await consumer.committed(queue) in (
+            (None, 0) if rocketmq_cluster.spec.is_4x else (None,)
+        )
         await consumer.commit({queue: 0})
         assert await consumer.committed(queue) == 0  # zero is an offset, not "none"
         await consumer.commit({queue: high})  # returns once the broker has it

@@ -14,6 +14,7 @@ from rocketmq_actors.consumer.push import ConsumeFrom, MessageModel, PushConsume
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
+from rocketmq_actors.testing.cluster import LocalCluster
 
 pytestmark = pytest.mark.integration
 
@@ -260,8 +261,12 @@ async def test_close_waits_for_the_handler_in_flight_and_commits_it(
 
 
 async def test_consume_from_timestamp_starts_at_the_first_later_message(
-    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+    rocketmq_namesrv: str, rocketmq_cluster: LocalCluster, unique_topic: str, unique_group: str
 ) -> None:
+    if rocketmq_cluster.spec.is_4x:
+        # a 4.9 broker answers "offset 0" for a new group on a queue whose messages are all in
+        # memory, so every client (Java's too) starts at 0 there: consume_from never applies
+        pytest.skip("4.9 brokers report offset 0 for new groups on in-memory queues")
     await _produce(rocketmq_namesrv, unique_topic, [b"old%d" % i for i in range(5)], queues=1)
     await anyio.sleep(0.05)  # not synchronisation: gives the two batches distinct store times
     await _produce(rocketmq_namesrv, unique_topic, [b"new%d" % i for i in range(5)], queues=1)
