@@ -18,7 +18,7 @@ import itertools
 import os
 import ssl
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -54,6 +54,7 @@ class ClientInstance(Lifecycle):
         request_timeout: float = 3.0,
         ssl_context: ssl.SSLContext | None = None,
         credentials: AclCredentials | None = None,
+        address_map: Mapping[str, str] | None = None,
         heartbeat_interval: float = 30.0,
         route_refresh_interval: float = 30.0,
         namesrv_cooldown: float = 10.0,
@@ -70,6 +71,7 @@ class ClientInstance(Lifecycle):
             connect_timeout=connect_timeout,
             ssl_context=ssl_context,
             credentials=credentials,
+            address_map=address_map,
         )
         self.namesrv = NameServerClient(
             self.pool, namesrv, timeout=request_timeout, cooldown=namesrv_cooldown

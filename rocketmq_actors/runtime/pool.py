@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ssl
 import time
+from collections.abc import Mapping
 from functools import partial
 from types import TracebackType
 from typing import Any
@@ -46,6 +47,7 @@ class ConnectionPool:
         connect_timeout: float = 3.0,
         ssl_context: ssl.SSLContext | None = None,
         credentials: AclCredentials | None = None,
+        address_map: Mapping[str, str] | None = None,
         policy: RestartPolicy = DEFAULT_CONNECTION_POLICY,
         max_connections: int | None = None,
         max_in_flight: int = 4096,
@@ -56,6 +58,7 @@ class ConnectionPool:
         self._on_request = on_request
         self._ssl = ssl_context
         self.credentials = credentials
+        self.address_map = dict(address_map or {})
         self._max_in_flight = max_in_flight
         self._max_in_flight_bytes = max_in_flight_bytes
         self.registry: Registry[str, BrokerConnection] = Registry()
@@ -128,7 +131,8 @@ class ConnectionPool:
         }
 
     async def _run(self, addr: str, *, task_status: TaskStatus[BrokerConnection]) -> None:
-        stream = await connect(addr, timeout=self.connect_timeout, ssl_context=self._ssl)
+        dial = self.address_map.get(addr, addr)  # NAT, port forwarding, a fault proxy
+        stream = await connect(dial, timeout=self.connect_timeout, ssl_context=self._ssl)
         conn = BrokerConnection(
             addr,
             stream,
