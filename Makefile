@@ -9,13 +9,14 @@ STATE  ?= .state/cluster
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run test lint typecheck pytest compat bench cluster-up cluster-down clean
+.PHONY: help venv run test lint typecheck pytest compat fuzz bench cluster-up cluster-down clean
 
 help:
 	@echo "make run          start a local RocketMQ cluster and run the main job, then stop it"
 	@echo "make test         ruff, mypy --strict, pytest (unit + integration on a real 5.3.3 cluster),"
 	@echo "                  then the integration tests again on RocketMQ 4.9.7 (compat)"
-	@echo "make bench        benchmarks (results under benchmarks/results/)"
+	@echo "make bench        benchmarks against the Java client (benchmarks/results/compare.*)"
+	@echo "make fuzz         a million mutated inputs through every decoder of peer bytes"
 	@echo "make cluster-up   start a local cluster in the background (state in $(STATE))"
 	@echo "make cluster-down stop it"
 
@@ -46,9 +47,12 @@ pytest: $(STAMP)
 # the integration suite against the 4.9 line (4.9.8's server jars are not on Maven Central;
 # 4.9.7 is the newest 4.9 release there). Spark tests are client-side only: not repeated.
 compat: $(STAMP)
-	$(PY) -m pytest -m integration --rocketmq-version 4.9.7 --ignore=tests/spark
+	$(PY) -m pytest -m integration --rocketmq-version 4.9.7 --ignore=tests/spark --ignore=tests/chaos
 
 test: lint typecheck pytest compat
+
+fuzz: $(STAMP)
+	$(PY) -m tests.fuzz.mutate --inputs 1000000
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.compare

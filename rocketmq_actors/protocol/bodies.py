@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, ParamSpec, TypeVar
 
 import attrs
 
@@ -31,6 +32,28 @@ __all__ = [
 PERM_READ = 0x4
 PERM_WRITE = 0x2
 MASTER_ID = 0
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _body_decoder(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """A body decoder raises only ``ProtocolError``: whatever shape a peer's JSON takes, a
+    conversion failure inside (a number where a list was expected...) becomes a typed error."""
+
+    @functools.wraps(fn)
+    def decode(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return fn(*args, **kwargs)
+        except ProtocolError:
+            raise
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError) as exc:
+            raise ProtocolError(
+                "bad-body", f"{fn.__qualname__}: {type(exc).__name__}: {exc}"
+            ) from None
+
+    return decode
 
 
 def _field(obj: Mapping[str, Any], key: str, kind: type, default: Any = None) -> Any:
@@ -106,6 +129,7 @@ class TopicRouteData:
     order_topic_conf: str | None = None
 
     @classmethod
+    @_body_decoder
     def decode(cls, body: bytes) -> TopicRouteData:
         obj = jsonlax.loads(body)
         if not isinstance(obj, Mapping):
@@ -128,6 +152,7 @@ class ClusterInfo:
     clusters: Mapping[str, tuple[str, ...]]
 
     @classmethod
+    @_body_decoder
     def decode(cls, body: bytes) -> ClusterInfo:
         obj = jsonlax.loads(body)
         if not isinstance(obj, Mapping):
@@ -242,6 +267,7 @@ def encode_lock_batch(group: str, client_id: str, queues: Iterable[MessageQueue]
     )
 
 
+@_body_decoder
 def decode_lock_batch_response(body: bytes) -> frozenset[MessageQueue]:
     obj = jsonlax.loads(body)
     if not isinstance(obj, Mapping):
@@ -249,6 +275,7 @@ def decode_lock_batch_response(body: bytes) -> frozenset[MessageQueue]:
     return frozenset(MessageQueue.from_json(q) for q in _field(obj, "lockOKMQSet", list, []))
 
 
+@_body_decoder
 def decode_consumer_list(body: bytes) -> tuple[str, ...]:
     """Body of a GET_CONSUMER_LIST_BY_GROUP (38) response."""
     obj = jsonlax.loads(body)
@@ -260,6 +287,7 @@ def decode_consumer_list(body: bytes) -> tuple[str, ...]:
     return tuple(ids)
 
 
+@_body_decoder
 def decode_offset_table(body: bytes) -> dict[MessageQueue, int]:
     """``{"offsetTable": {<MessageQueue>: offset}}`` of RESET_CONSUMER_CLIENT_OFFSET (220),
     in fastjson's object-key form or the list form some admin tools request."""
@@ -346,6 +374,7 @@ def _queue_map(table: Any, what: str) -> dict[MessageQueue, Any]:
     return {MessageQueue.from_json(key): value for key, value in table.items()}
 
 
+@_body_decoder
 def decode_consumer_status(body: bytes) -> dict[str, dict[MessageQueue, int]]:
     """INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223) reply: client id -> queue -> offset."""
     table = _object(body, "consumer status").get("consumerTable", {})
@@ -363,6 +392,7 @@ class RunningInfo:
     subscriptions: tuple[str, ...]
 
     @classmethod
+    @_body_decoder
     def decode(cls, body: bytes) -> RunningInfo:
         obj = _object(body, "running info")
         props = obj.get("properties", {})
@@ -386,6 +416,7 @@ class ConsumeDirectlyResult:
     order: bool
 
     @classmethod
+    @_body_decoder
     def decode(cls, body: bytes) -> ConsumeDirectlyResult:
         obj = _object(body, "consume-directly result")
         return cls(
@@ -396,6 +427,7 @@ class ConsumeDirectlyResult:
         )
 
 
+@_body_decoder
 def decode_topic_list(body: bytes) -> list[str]:
     """GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206) reply: ``{"topicList": [...]}``, sorted."""
     topics = _object(body, "topic list").get("topicList", [])

@@ -223,6 +223,22 @@ class LocalCluster:
         self._wait_exit(name, 10.0, kill=True)
         log.info("cluster.broker.killed", name=name)
 
+    def pause_broker(self, name: str) -> None:
+        """``SIGSTOP`` one broker: its sockets stay open, nothing answers (a GC pause, a hung
+        host). :meth:`resume_broker` continues it."""
+        self._signal(name, signal.SIGSTOP)
+        log.info("cluster.broker.paused", name=name)
+
+    def resume_broker(self, name: str) -> None:
+        self._signal(name, signal.SIGCONT)
+        log.info("cluster.broker.resumed", name=name)
+
+    def _signal(self, name: str, sig: signal.Signals) -> None:
+        info = self.broker(name)
+        if info.pid is None or not pid_alive(info.pid):
+            raise LauncherError(f"broker {name} is not running")
+        os.kill(info.pid, sig)
+
     def stop_broker(self, name: str) -> None:
         """Graceful stop of one broker (SIGTERM)."""
         self.broker(name)

@@ -37,7 +37,7 @@ class FaultProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
         self._host, self._port = split_addr(upstream)
-        self._listener: anyio.abc.SocketListener | None = None
+        self._listener: anyio.abc.Listener[anyio.abc.SocketStream] | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._pairs: set[anyio.CancelScope] = set()
         self._flowing = anyio.Event()
@@ -59,10 +59,11 @@ class FaultProxy:
         return len(self._pairs)
 
     async def __aenter__(self) -> Self:
-        self._listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        self._listener = listener
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
-        self._tg.start_soon(self._listener.serve, self._handle)
+        self._tg.start_soon(listener.serve, self._handle)
         return self
 
     async def __aexit__(

@@ -148,3 +148,13 @@ def test_running_info_and_consume_directly_replies() -> None:
 def test_message_queue_sort_order_is_topic_broker_queue() -> None:
     queues = [MessageQueue("b", "a", 0), MessageQueue("a", "b", 1), MessageQueue("a", "b", 0)]
     assert sorted(queues) == [queues[2], queues[1], queues[0]]
+
+
+def test_fuzz_found_cluster_info_with_a_number_for_a_member_list() -> None:
+    """Found by tests/fuzz (seed 7): a TypeError escaped the decoder."""
+    from rocketmq_actors.protocol.bodies import ClusterInfo
+    from rocketmq_actors.protocol.errors import ProtocolError
+
+    body = b'{"brokerAddrTable":{},"clusterAddrTable":{"DefaultCluster":6}}'
+    with pytest.raises(ProtocolError, match="bad-body|ClusterInfo"):
+        ClusterInfo.decode(body)
