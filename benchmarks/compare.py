@@ -76,38 +76,24 @@ def measure(namesrv: str, args: argparse.Namespace) -> dict[str, Any]:
     java_consume = consumer.java_drain(namesrv, backlog, args.messages)
     ours_slow = _python_slow_handler(namesrv, backlog, args.slow_seconds)
     java_slow = consumer.java_slow_handler(namesrv, backlog, args.slow_seconds)
+    sync, pipelined, batch = "sync_one_in_flight", "pipelined_1k", "batch_16x1k"
+
+    def row(unit: str, ours: float, java: float) -> dict[str, Any]:
+        return {"unit": unit, "ours": ours, "java": java}
+
     paths = {
-        "a_sync_latency_p50": {
-            "unit": "ms (p50, lower is better)",
-            "ours": ours_produce["sync_one_in_flight"]["p50_ms"],
-            "java": java_produce["sync_one_in_flight"]["p50_ms"],
-        },
-        "a_sync_latency_p99": {
-            "unit": "ms (p99, lower is better)",
-            "ours": ours_produce["sync_one_in_flight"]["p99_ms"],
-            "java": java_produce["sync_one_in_flight"]["p99_ms"],
-        },
-        "b_pipelined_1k": {
-            "unit": "msgs/s",
-            "ours": ours_produce["pipelined_1k"]["msgs_per_s"],
-            "java": java_produce["pipelined_1k"]["msgs_per_s"],
-        },
-        "c_batch_16x1k": {
-            "unit": "msgs/s",
-            "ours": ours_produce["batch_16x1k"]["msgs_per_s"],
-            "java": java_produce["batch_16x1k"]["msgs_per_s"],
-        },
-        "d_consume_200k": {
-            "unit": "msgs/s",
-            "ours": ours_consume["msgs_per_s"],
-            "java": java_consume["msgs_per_s"],
-        },
-        "f_slow_handler_rss": {
-            "unit": "MB (max RSS, lower is better)",
-            "ours": ours_slow["rss_max_mb"],
-            "java": java_slow["rss_max_mb"],
-        },
-    }
+        "a_sync_latency_p50": row("ms (p50, lower is better)",
+                                   ours_produce[sync]["p50_ms"], java_produce[sync]["p50_ms"]),
+        "a_sync_latency_p99": row("ms (p99, lower is better)",
+                                   ours_produce[sync]["p99_ms"], java_produce[sync]["p99_ms"]),
+        "b_pipelined_1k": row("msgs/s", ours_produce[pipelined]["msgs_per_s"],
+                               java_produce[pipelined]["msgs_per_s"]),
+        "c_batch_16x1k": row("msgs/s", ours_produce[batch]["msgs_per_s"],
+                              java_produce[batch]["msgs_per_s"]),
+        "d_consume_200k": row("msgs/s", ours_consume["msgs_per_s"], java_consume["msgs_per_s"]),
+        "f_slow_handler_rss": row("MB (max RSS, lower is better)",
+                                   ours_slow["rss_max_mb"], java_slow["rss_max_mb"]),
+    }  # fmt: skip
     for name, path in paths.items():
         lower_is_better = "lower is better" in path["unit"]
         ours, java = float(path["ours"]), float(path["java"])

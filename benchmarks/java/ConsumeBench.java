@@ -25,6 +25,18 @@ public class ConsumeBench {
         return 0;
     }
 
+    // a fresh group from the first offset, 20 consume threads: both runs use the same setup
+    static DefaultMQPushConsumer consumer(String namesrv, String topic, String group)
+            throws Exception {
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
+        consumer.setNamesrvAddr(namesrv);
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.setConsumeThreadMin(20);
+        consumer.setConsumeThreadMax(20);
+        consumer.subscribe(topic, "*");
+        return consumer;
+    }
+
     public static void main(String[] args) throws Exception {
         String namesrv = args[0], topic = args[1], group = args[2];
         long count = Long.parseLong(args[3]);
@@ -34,12 +46,7 @@ public class ConsumeBench {
         }
         AtomicLong seen = new AtomicLong();
         CountDownLatch done = new CountDownLatch(1);
-        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
-        consumer.setNamesrvAddr(namesrv);
-        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
-        consumer.setConsumeThreadMin(20);
-        consumer.setConsumeThreadMax(20);
-        consumer.subscribe(topic, "*");
+        DefaultMQPushConsumer consumer = consumer(namesrv, topic, group);
         consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
             if (seen.addAndGet(msgs.size()) >= count) {
                 done.countDown();
@@ -61,12 +68,7 @@ public class ConsumeBench {
     static void slow(String namesrv, String topic, String group, long handlerMs, double seconds)
             throws Exception {
         AtomicLong seen = new AtomicLong();
-        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
-        consumer.setNamesrvAddr(namesrv);
-        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
-        consumer.setConsumeThreadMin(20);
-        consumer.setConsumeThreadMax(20);
-        consumer.subscribe(topic, "*");
+        DefaultMQPushConsumer consumer = consumer(namesrv, topic, group);
         consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
             try {
                 Thread.sleep(handlerMs * msgs.size());
