@@ -156,5 +156,5 @@ def test_fuzz_found_cluster_info_with_a_number_for_a_member_list() -> None:
     from rocketmq_actors.protocol.errors import ProtocolError
 
     body = b'{"brokerAddrTable":{},"clusterAddrTable":{"DefaultCluster":6}}'
-    with pytest.raises(ProtocolError, match="bad-body|ClusterInfo"):
+    with pytest.raises(ProtocolError, match=r"bad-body|ClusterInfo"):
         ClusterInfo.decode(body)
