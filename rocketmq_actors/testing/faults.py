@@ -14,7 +14,6 @@ again) is allowed, gaps and reordering are not.
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import itertools
 from collections import Counter, defaultdict
@@ -145,9 +144,7 @@ class FaultProxy:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             pass
         finally:
-            pair.cancel()  # one side ended: close the other too
-            with contextlib.suppress(Exception):
-                await sink.send_eof()
+            pair.cancel()  # one side ended: the pair's streams close on the way out
 
 
 # ---- checkers --------------------------------------------------------------------------------

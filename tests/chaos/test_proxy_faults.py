@@ -64,5 +64,5 @@ async def test_cut_stall_and_delay(rocketmq_cluster: LocalCluster, unique_topic:
             await producer.send(message)
             assert 0.4 <= time.monotonic() - began < TIMEOUT
             proxy.set_delay(0)
-    assert tasks_now() <= baseline_tasks  # nothing outlives the client's task groups
+    assert tasks_now() == baseline_tasks  # nothing outlives the client's task groups
     assert fds_now() <= baseline_fds

@@ -3,7 +3,6 @@ both feeding the chaos-suite checkers."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 
 import anyio
@@ -72,7 +71,7 @@ class Receipts:
 
 
 def tasks_now() -> int:
-    return len(asyncio.all_tasks())
+    return len(anyio.get_running_tasks())
 
 
 def fds_now() -> int:
