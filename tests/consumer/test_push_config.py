@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from rocketmq_actors.consumer.process_queue import ProcessQueue
+from rocketmq_actors.consumer.pull import MessageSelector, Subscription
 from rocketmq_actors.consumer.push import PushConsumer, _Owned
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
@@ -77,3 +78,25 @@ def test_orderly_ignores_the_span_limit() -> None:
     pq.put([_msg(0), _msg(50)])
     assert not consumer._over_limits(pq)
     assert _consumer(max_span=5)._over_limits(pq)
+
+
+def test_selectors_parse_into_subscriptions() -> None:
+    sql = Subscription.of("T", MessageSelector.by_sql("a > 1"))
+    assert (sql.expression_type, sql.expression, sql.tags) == ("SQL92", "a > 1", frozenset())
+    tag = Subscription.of("T", "b || a")
+    assert (tag.expression_type, tag.tags) == ("TAG", frozenset({"a", "b"}))
+    assert Subscription.of("T", MessageSelector.by_tag("a || b")) == tag
+    with pytest.raises(ValueError, match="SQL92"):
+        MessageSelector.by_sql("  ")
+
+
+def test_connection_options_belong_to_a_shared_instance() -> None:
+    from rocketmq_actors.cluster.instance import ClientInstance
+    from rocketmq_actors.protocol.acl import AclCredentials
+
+    shared = ClientInstance("127.0.0.1:9876")
+    with pytest.raises(ValueError, match="shared ClientInstance"):
+        PushConsumer(
+            instance=shared, group="g", subscriptions={"T": "*"},
+            credentials=AclCredentials("ak", "sk"),
+        )  # fmt: skip

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from rocketmq_actors.consumer.pull import MessageSelector, PullConsumer, PullStatus, Subscription
+from rocketmq_actors.consumer.pull import MessageSelector, PullConsumer, PullStatus
 from rocketmq_actors.consumer.push import ConsumeFrom, MessageModel, PushConsumer
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
@@ -303,13 +303,3 @@ async def test_sql92_selector_is_evaluated_by_the_broker(
     ):  # fmt: skip
         await inbox.wait_for(5)
     assert sorted(int(b) for b in inbox.bodies) == [15, 16, 18, 19, 100]
-
-
-def test_selectors_parse_into_subscriptions() -> None:
-    sql = Subscription.of("T", MessageSelector.by_sql("a > 1"))
-    assert (sql.expression_type, sql.expression, sql.tags) == ("SQL92", "a > 1", frozenset())
-    tag = Subscription.of("T", "b || a")
-    assert (tag.expression_type, tag.tags) == ("TAG", frozenset({"a", "b"}))
-    assert Subscription.of("T", MessageSelector.by_tag("a || b")) == tag
-    with pytest.raises(ValueError, match="SQL92"):
-        MessageSelector.by_sql("  ")
