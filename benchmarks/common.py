@@ -22,9 +22,9 @@ def calibration_us() -> float:
     )
 
 
-def write_results(path: Path, figures: dict[str, Any]) -> None:
+def write_results(path: Path, figures: dict[str, Any]) -> dict[str, Any]:
     """Write ``figures`` (with Python version and calibration) to ``path`` and one JSON line to
-    stdout."""
+    stdout; return what was written."""
     result = {
         "python": platform.python_version(),
         "machine": platform.machine(),
@@ -34,6 +34,7 @@ def write_results(path: Path, figures: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2) + "\n")
     sys.stdout.write(json.dumps(result) + "\n")
+    return result
 
 
 T = TypeVar("T")

@@ -174,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     options = {"use_uvloop": True} if args.uvloop else {}
     if args.slow_only:
+        if not args.namesrv:
+            parser.error("--slow-only needs --namesrv")
         slow = anyio.run(slow_handler_memory, args.namesrv, args.slow_only, args.slow_seconds)
         sys.stdout.write(json.dumps(slow) + "\n")
         return 0
