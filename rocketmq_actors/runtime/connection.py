@@ -1,8 +1,9 @@
 """One TCP (optionally TLS) connection to a NameServer or broker, as an actor.
 
-``serve()`` runs two tasks: a reader that feeds the sans-IO :class:`FrameDecoder` and completes
-pending requests by opaque (or hands broker-initiated requests to ``on_request``), and a writer
-that coalesces every frame queued since its last write into one ``send``. Callers use
+The bytes move on a :class:`~rocketmq_actors.runtime.wire.Wire`: every received chunk is fed to
+the sans-IO :class:`FrameDecoder`, responses complete pending requests by opaque and
+broker-initiated requests go to ``on_request``; frames queued in one loop turn leave in one
+write. ``serve()`` lasts as long as the connection (plus a deadline watcher). Callers use
 :meth:`request` and :meth:`oneway`; an in-flight cap by count and by bytes makes them wait
 (backpressure), never fail. When the connection dies - peer close, bad frame, I/O error, or
 cancellation - every pending request fails at once with :class:`ConnectionLost`, its
@@ -18,7 +19,6 @@ from typing import Any
 import anyio
 import anyio.abc
 import structlog
-from anyio.streams.tls import TLSAttribute
 
 from rocketmq_actors.errors import (
     ClientClosed,
@@ -34,16 +34,13 @@ from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.framing import FrameDecoder
 
 from .waiters import Clock, DeadlineWatcher, Waiter, waiter_factory
+from .wire import ConnectionClosedByPeer, StreamWire, Wire, open_wire
 
 __all__ = ["BrokerConnection", "ConnectionClosedByPeer", "connect"]
 
 log = structlog.get_logger("rocketmq_actors.runtime")
 
 RequestHandler = Callable[["BrokerConnection", RemotingCommand], None]
-
-
-class ConnectionClosedByPeer(Exception):
-    """The server closed the connection."""
 
 
 def split_addr(addr: str) -> tuple[str, int]:
@@ -55,16 +52,12 @@ def split_addr(addr: str) -> tuple[str, int]:
 
 async def connect(
     addr: str, *, timeout: float = 3.0, ssl_context: ssl.SSLContext | None = None
-) -> anyio.abc.ByteStream:
-    """Open a stream to ``addr`` within ``timeout`` or raise :class:`ConnectError`."""
+) -> Wire:
+    """Open a wire to ``addr`` within ``timeout`` or raise :class:`ConnectError`."""
     host, port = split_addr(addr)
     try:
         with anyio.fail_after(timeout):
-            if ssl_context is None:
-                return await anyio.connect_tcp(host, port)
-            return await anyio.connect_tcp(
-                host, port, ssl_context=ssl_context, tls_standard_compatible=False
-            )
+            return await open_wire(host, port, ssl_context)
     except TimeoutError:
         raise ConnectError(addr, f"no connection within {timeout}s") from None
     except (OSError, ssl.SSLError) as exc:
@@ -72,12 +65,13 @@ async def connect(
 
 
 class BrokerConnection:
-    """A connected peer. Create it with a connected stream, then run :meth:`serve`."""
+    """A connected peer. Create it with a connected wire (from :func:`connect`) or any anyio
+    byte stream, then run :meth:`serve`."""
 
     def __init__(
         self,
         addr: str,
-        stream: anyio.abc.ByteStream,
+        stream: Wire | anyio.abc.ByteStream,
         *,
         on_request: RequestHandler | None = None,
         max_in_flight: int = 4096,
@@ -85,7 +79,8 @@ class BrokerConnection:
         credentials: AclCredentials | None = None,
     ) -> None:
         self.addr = addr
-        self._stream = stream
+        self._wire = stream if isinstance(stream, Wire) else StreamWire(stream)
+        self._wire.bind(self._on_data)
         self._credentials = credentials
         self._on_request = on_request
         self._decoder = FrameDecoder()
@@ -94,8 +89,6 @@ class BrokerConnection:
         self._clock: Clock = anyio.current_time
         self._deadlines = DeadlineWatcher(self._pending, self._expire)
         self._next_opaque = 0
-        self._outbox: list[bytes] = []
-        self._outbox_ready = anyio.Event()
         self._max_in_flight = max_in_flight
         self._max_bytes = max_in_flight_bytes
         self._in_flight = 0
@@ -103,11 +96,7 @@ class BrokerConnection:
         self._capacity_freed = anyio.Event()
         self._capacity_waiters = 0
         self._closed: BaseException | None = None
-        self._close_when_flushed = False
-        self._scope: anyio.CancelScope | None = None
         self.requests_sent = 0
-        self.bytes_written = 0
-        self.writes = 0
 
     # ---- state -----------------------------------------------------------------------------
 
@@ -123,28 +112,27 @@ class BrokerConnection:
         return {
             "addr": self.addr,
             "open": self.is_open,
-            "tls": self._stream.extra(TLSAttribute.ssl_object, None) is not None,
+            "tls": self._wire.tls,
             "pending": len(self._pending),
             "in_flight_bytes": self._in_flight_bytes,
             "requests_sent": self.requests_sent,
-            "writes": self.writes,
-            "bytes_written": self.bytes_written,
+            "writes": self._wire.writes,
+            "bytes_written": self._wire.bytes_written,
         }
 
     # ---- running ---------------------------------------------------------------------------
 
     async def serve(self) -> None:
-        """Run the reader and writer until the connection dies; then fail what is pending.
+        """Serve until the connection dies; then fail what is pending.
 
         Returns normally after :meth:`close`; raises the reason otherwise (for the supervisor).
         Cancellation from outside propagates unchanged.
         """
         try:
-            with anyio.CancelScope() as self._scope:
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._writer)
-                    tg.start_soon(self._deadlines.run)
-                    await self._reader()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._deadlines.run)
+                await self._wire.run()
+                tg.cancel_scope.cancel()
         except Exception as exc:
             reason = unwrap_group(exc)
             if self._closed is None:
@@ -155,7 +143,7 @@ class BrokerConnection:
                 self._closed = ClientClosed(f"connection to {self.addr} closed")
             self._fail_pending(self._closed)
             with anyio.CancelScope(shield=True):
-                await self._stream.aclose()
+                await self._wire.aclose()
             log.info("connection.closed", addr=self.addr, reason=repr(self._closed))
             METRICS.inc("rocketmq_connections_closed_total", addr=self.addr)
 
@@ -165,10 +153,7 @@ class BrokerConnection:
         requests fail with :class:`ConnectionLost`."""
         if self._closed is None:
             self._closed = ClientClosed(f"connection to {self.addr} closed")
-        if self._outbox:
-            self._close_when_flushed = True  # the writer cancels after its last send
-        elif self._scope is not None:
-            self._scope.cancel()
+        self._wire.close()
 
     def _fail_pending(self, reason: BaseException) -> None:
         pending, self._pending = self._pending, {}
@@ -184,54 +169,34 @@ class BrokerConnection:
         if not waiter.done():
             waiter.set_exception(RequestTimeout(self.addr, waiter.code, waiter.timeout))
 
-    async def _reader(self) -> None:
-        receive = self._stream.receive
-        feed = self._decoder.feed
-        pending = self._pending
+    def _on_data(self, chunk: bytes) -> None:
+        """Every chunk read: complete requests by opaque, route the peer's requests."""
         try:
-            while True:
-                try:
-                    chunk = await receive(262144)
-                except (anyio.EndOfStream, anyio.BrokenResourceError):
-                    raise ConnectionClosedByPeer(f"{self.addr} closed the connection") from None
-                for cmd in feed(chunk):
-                    if cmd.flag & 1:  # response
-                        waiter = pending.pop(cmd.opaque, None)
-                        if waiter is not None and not waiter.done():
-                            waiter.set_result(cmd)
-                        else:
-                            log.debug("connection.response.unmatched", addr=self.addr,
-                                      opaque=cmd.opaque, code=cmd.code)  # fmt: skip
-                    elif self._on_request is not None:
-                        self._on_request(self, cmd)
-                    elif not cmd.is_oneway:
-                        self.send_response(cmd.response(3, remark="no request handler"))
+            commands = self._decoder.feed(chunk)
         except ProtocolError as exc:
             log.warning("connection.protocol_error", addr=self.addr, reason=exc.reason,
                         detail=exc.detail)  # fmt: skip
             raise
-
-    async def _writer(self) -> None:
-        send = self._stream.send
-        while True:
-            await self._outbox_ready.wait()
-            self._outbox_ready = anyio.Event()
-            frames, self._outbox = self._outbox, []
-            data = frames[0] if len(frames) == 1 else b"".join(frames)
-            self.writes += 1
-            self.bytes_written += len(data)
-            await send(data)
-            if self._close_when_flushed and not self._outbox and self._scope is not None:
-                self._scope.cancel()
+        pending = self._pending
+        for cmd in commands:
+            if cmd.flag & 1:  # response
+                waiter = pending.pop(cmd.opaque, None)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(cmd)
+                else:
+                    log.debug("connection.response.unmatched", addr=self.addr,
+                              opaque=cmd.opaque, code=cmd.code)  # fmt: skip
+            elif self._on_request is not None:
+                self._on_request(self, cmd)
+            elif not cmd.is_oneway:
+                self.send_response(cmd.response(3, remark="no request handler"))
 
     # ---- requests --------------------------------------------------------------------------
 
     def _enqueue(self, frame: bytes) -> None:
-        if self._close_when_flushed:
+        if self._wire.closing:
             raise ClientClosed(f"connection to {self.addr} is closing")
-        self._outbox.append(frame)
-        if len(self._outbox) == 1:  # the writer is (or will be) waiting for the first frame
-            self._outbox_ready.set()
+        self._wire.write(frame)
 
     def _take_opaque(self) -> int:
         opaque = self._next_opaque
@@ -326,6 +291,8 @@ class BrokerConnection:
         size = len(cmd.body)
         if self._closed is not None or not self._has_capacity(size):
             await self._wait_for_capacity(size)
+        if self._wire.paused:  # one-way frames hold no in-flight slot: bound them here
+            await self._wire.drain()
         cmd.opaque = self._take_opaque()
         cmd.flag |= 0x2
         if self._credentials is not None:
@@ -337,6 +304,8 @@ class BrokerConnection:
         """Like :meth:`oneway` for a pre-rendered frame (the encoder must set the oneway flag)."""
         if self._closed is not None or not self._has_capacity(size_hint):
             await self._wait_for_capacity(size_hint)
+        if self._wire.paused:
+            await self._wire.drain()
         self._enqueue(encode(self._take_opaque()))
         self.requests_sent += 1
 

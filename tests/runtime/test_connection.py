@@ -1,7 +1,12 @@
-"""BrokerConnection against a loopback fake server: the faults a real broker won't produce."""
+"""BrokerConnection against a loopback fake server: the faults a real broker won't produce.
+
+Every test runs twice: on the asyncio-protocol wire that :func:`connect` opens under asyncio,
+and on the task-based wire over a plain anyio stream (other backends, caller-built streams).
+"""
 
 from __future__ import annotations
 
+import socket
 import struct
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,7 +19,13 @@ from rocketmq_actors.errors import ConnectError, ConnectionLost, RequestTimeout
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.errors import ProtocolError
-from rocketmq_actors.runtime.connection import BrokerConnection, ConnectionClosedByPeer, connect
+from rocketmq_actors.runtime.connection import (
+    BrokerConnection,
+    ConnectionClosedByPeer,
+    connect,
+    split_addr,
+)
+from rocketmq_actors.runtime.wire import AsyncioWire, StreamWire, Wire
 from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer
 
 
@@ -39,11 +50,30 @@ class Running:
             self.finished.set()
 
 
+WIRE_KIND = "asyncio"
+
+
+@pytest.fixture(autouse=True, params=["asyncio", "stream"])
+def wire_kind(request: pytest.FixtureRequest) -> str:
+    global WIRE_KIND  # noqa: PLW0603 - read by serving(), which every test uses
+    WIRE_KIND = str(request.param)
+    return WIRE_KIND
+
+
+async def open_for_test(addr: str) -> Wire | anyio.abc.ByteStream:
+    if WIRE_KIND == "asyncio":
+        wire = await connect(addr, timeout=2)
+        assert isinstance(wire, AsyncioWire)
+        return wire
+    return await anyio.connect_tcp(*split_addr(addr))
+
+
 @asynccontextmanager
 async def serving(server: FakeServer, **kwargs: Any) -> AsyncIterator[Running]:
     """A connection to ``server`` whose serve() runs for the duration of the block."""
-    stream = await connect(server.addr, timeout=2)
-    running = Running(BrokerConnection(server.addr, stream, **kwargs))
+    running = Running(BrokerConnection(server.addr, await open_for_test(server.addr), **kwargs))
+    expected = AsyncioWire if WIRE_KIND == "asyncio" else StreamWire
+    assert isinstance(running.conn._wire, expected)
     async with anyio.create_task_group() as tg:
         tg.start_soon(running.serve)
         yield running
@@ -293,3 +323,29 @@ async def test_a_cancelled_caller_does_not_break_the_connection() -> None:
         for _ in range(3):
             assert (await running.conn.request(_req(), timeout=5)).code == ResponseCode.SUCCESS
         assert running.conn.is_open and running.error is None
+
+
+async def test_one_way_frames_wait_while_the_peer_does_not_read() -> None:
+    """One-way requests hold no in-flight slot; a peer that stops reading must slow them down
+    (backpressure), not let the client buffer without bound."""
+    body = b"x" * (256 * 1024)
+    # a listening socket nobody accepts from: the kernel completes the handshake, then its
+    # buffers fill and nothing more is read
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        async with anyio.create_task_group() as tg:
+            conn = BrokerConnection("peer", await open_for_test(f"127.0.0.1:{port}"))
+            tg.start_soon(conn.serve)
+            sent = 0
+            with anyio.move_on_after(1.0):
+                while True:
+                    cmd = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, body=body)
+                    await conn.oneway(cmd)
+                    sent += 1
+            # 1 s of unbounded writing would queue gigabytes; backpressure stops it within
+            # the kernel's socket buffers plus one high-water mark
+            assert 1 <= sent * len(body) < 64 * 1024 * 1024
+            assert conn._wire.paused
+            tg.cancel_scope.cancel()
