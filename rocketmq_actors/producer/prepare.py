@@ -180,8 +180,12 @@ def prepare_batch(
         raise InvalidMessage("the batch is empty")
     topic = messages[0].topic
     wait = messages[0].wait_store
-    items: list[tuple[bytes, int, str, str]] = []
-    for msg in messages:
+    if topic.startswith("%RETRY%"):
+        raise InvalidMessage("batches cannot be sent to retry topics")
+    # (body, flag, encoded properties, id); UNIQ_KEY goes last, as a dict insertion would put it
+    uniq = f"{Property.UNIQ_KEY}\x01"
+    items: list[tuple[bytes, int, bytes, str]] = []
+    for msg, msg_id in zip(messages, ids.next_ids(len(messages)), strict=True):
         _validate(msg, max_size)
         if msg.topic != topic:
             raise InvalidMessage("every message of a batch must have the same topic")
@@ -189,17 +193,13 @@ def prepare_batch(
             raise InvalidMessage("every message of a batch must have the same wait_store")
         if msg.delay_level or msg.deliver_at_ms is not None or msg.delay_ms is not None:
             raise InvalidMessage("batch messages cannot be delayed")
-        if topic.startswith("%RETRY%"):
-            raise InvalidMessage("batches cannot be sent to retry topics")
-        props = msg.wire_properties()
-        msg_id = ids.next_id()
-        props[Property.UNIQ_KEY] = msg_id
-        items.append((bytes(msg.body), msg.flag, encode_properties(props), msg_id))
+        props = f"{encode_properties(msg.wire_properties())}{uniq}{msg_id}\x02".encode()
+        items.append((bytes(msg.body), msg.flag, props, msg_id))
     chunks: list[Prepared] = []
-    current: list[tuple[bytes, int, str, str]] = []
+    current: list[tuple[bytes, int, bytes, str]] = []
     size = 0
     for item in items:
-        record = 22 + len(item[0]) + len(item[2].encode())
+        record = 22 + len(item[0]) + len(item[2])
         if current and size + record > max_size:
             chunks.append(_batch(current, topic, namespace, wait))
             current, size = [], 0
@@ -210,7 +210,7 @@ def prepare_batch(
 
 
 def _batch(
-    items: list[tuple[bytes, int, str, str]], topic: str, namespace: str | None, wait: bool
+    items: list[tuple[bytes, int, bytes, str]], topic: str, namespace: str | None, wait: bool
 ) -> Prepared:
     body = encode_batch((b, f, p) for b, f, p, _ in items)
     # A 5.x broker appends the batch-level properties to every inner message: a batch-level

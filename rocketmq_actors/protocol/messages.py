@@ -191,6 +191,12 @@ class UniqueIdGenerator:
         elapsed = (now_ms - self._month_start_ms) & 0xFFFFFFFF
         return f"{self._prefix}{elapsed:08X}{next(self._counter) & 0xFFFF:04X}"
 
+    def next_ids(self, count: int) -> list[str]:
+        """``count`` ids at once (one clock reading: a batch's messages share a millisecond)."""
+        head = self.next_id()[:-4]
+        counter = self._counter
+        return [head + f"{next(counter) & 0xFFFF:04X}" for _ in range(count)]
+
 
 def host_addr(ip: bytes, port: int) -> str:
     """``a.b.c.d:port`` or ``[v6]:port`` from a packed address."""
@@ -260,11 +266,12 @@ _I16 = struct.Struct(">h")
 _BATCH_HEAD = struct.Struct(">iiiii")  # total, magic 0, crc 0, flag, body length
 
 
-def encode_batch(items: Iterable[tuple[bytes, int, str]]) -> bytes:
-    """Batch body for SEND_BATCH_MESSAGE from ``(body, flag, encoded properties)`` items."""
+def encode_batch(items: Iterable[tuple[bytes, int, str | bytes]]) -> bytes:
+    """Batch body for SEND_BATCH_MESSAGE from ``(body, flag, encoded properties)`` items (the
+    properties as text, or already UTF-8 encoded)."""
     parts: list[bytes] = []
     for body, flag, props_text in items:
-        props = props_text.encode()
+        props = props_text if props_text.__class__ is bytes else props_text.encode()  # type: ignore[union-attr]
         if len(props) > 32767:
             raise ProtocolError("properties-too-long", f"{len(props)} bytes > 32767")
         total = 22 + len(body) + len(props)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 
 from rocketmq_actors.errors import InvalidMessage
 from rocketmq_actors.producer import Message, Producer
 from rocketmq_actors.producer.prepare import prepare_batch
-from rocketmq_actors.protocol.messages import UniqueIdGenerator
+from rocketmq_actors.protocol.messages import Property, UniqueIdGenerator, decode_properties
 
 
 def _message(**kwargs: object) -> Message:
@@ -58,12 +60,32 @@ def test_bad_producer_configuration() -> None:
         Producer(namesrv="127.0.0.1:9876", send_timeout=0)
 
 
+def decode_batch_properties(body: bytes) -> list[dict[str, str]]:
+    """The properties of each record of a SEND_BATCH_MESSAGE body."""
+    out, pos = [], 0
+    while pos < len(body):
+        total, _, _, _, body_len = struct.unpack_from(">iiiii", body, pos)
+        (props_len,) = struct.unpack_from(">h", body, pos + 20 + body_len)
+        start = pos + 22 + body_len
+        out.append(decode_properties(body[start : start + props_len].decode()))
+        pos += total
+    return out
+
+
 def test_batches_are_cut_at_the_size_limit_and_checked() -> None:
     ids = UniqueIdGenerator()
     messages = [Message(topic="T", body=b"x" * 1000) for _ in range(100)]
     chunks = prepare_batch(messages, ids=ids, namespace=None, max_size=10_000)
     assert all(c.size <= 10_000 for c in chunks) and len(chunks) > 10
     assert sum(len(c.batch_ids) for c in chunks) == 100
+    # each inner message carries its own UNIQ_KEY, the id the batch reports for it
+    inner = decode_batch_properties(chunks[0].body)
+    assert [p[Property.UNIQ_KEY] for p in inner] == list(chunks[0].batch_ids)
+    tagged = prepare_batch([Message(topic="T", body=b"y", tags="a", keys=["k1", "k2"])],
+                           ids=ids, namespace=None, max_size=10_000)  # fmt: skip
+    (props,) = decode_batch_properties(tagged[0].body)
+    assert props == {Property.TAGS: "a", Property.KEYS: "k1 k2",
+                     Property.UNIQ_KEY: tagged[0].batch_ids[0]}  # fmt: skip
     with pytest.raises(InvalidMessage, match="same topic"):
         prepare_batch([Message(topic="A", body=b"x"), Message(topic="B", body=b"x")],
                       ids=ids, namespace=None, max_size=10_000)  # fmt: skip

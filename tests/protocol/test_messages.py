@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import struct
 import zlib
@@ -71,6 +72,11 @@ def test_unique_ids() -> None:
     for msg_id in ids[:3]:
         assert len(msg_id) == 32 and msg_id == msg_id.upper()
         assert msg_id.startswith("0A0000092345")  # ip + low 16 bits of pid
+    batch = gen.next_ids(16)  # one clock reading, consecutive counters
+    assert len(set(batch + ids)) == 1016 and {len(i) for i in batch} == {32}
+    assert {i[:-4] for i in batch} == {batch[0][:-4]}
+    counters = [int(i[-4:], 16) for i in batch]
+    assert all((b - a) % 0x10000 == 1 for a, b in itertools.pairwise(counters))
 
 
 def test_offset_message_id_round_trip() -> None:
