@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import json.scanner
+import os
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -43,6 +44,8 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 
 _LANGUAGE_BY_NAME = {lang.name: lang for lang in LanguageCode}
+_OTHER = LanguageCode.OTHER
+_JSON = SerializeType.JSON
 
 
 @attrs.define(slots=True, eq=True)
@@ -198,7 +201,7 @@ def _bad_int(key: str, value: object) -> ProtocolError:
     return ProtocolError("bad-header-json", f"field {key!r} is not an integer: {value!r}")
 
 
-def _decode_json_header(header: bytes | memoryview, body: bytes) -> RemotingCommand:
+def _parse_json_stdlib(header: bytes | memoryview) -> Any:
     try:
         text = str(header, "utf-8")
         obj, end = _scan_json(text, 0)
@@ -206,43 +209,69 @@ def _decode_json_header(header: bytes | memoryview, body: bytes) -> RemotingComm
         raise ProtocolError("bad-header-json", "header is not JSON") from None
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise ProtocolError("bad-header-json", str(exc)) from None
-    if end != len(text) and text[end:].strip():
+    if end != len(text) and text[end:].strip(" \t\n\r"):  # JSON whitespace only
         raise ProtocolError("bad-header-json", f"trailing data after offset {end}")
+    return obj
+
+
+def _parse_json_orjson(header: bytes | memoryview) -> Any:
+    assert _orjson_loads is not None
+    try:
+        return _orjson_loads(header)
+    except ValueError as exc:  # orjson.JSONDecodeError (bad UTF-8 and trailing data included)
+        raise ProtocolError("bad-header-json", str(exc)) from None
+
+
+# orjson (the optional ``orjson`` extra) parses a response header in ~1 us against ~4.5 us for
+# the standard library's scanner; ROCKETMQ_ACTORS_PURE_JSON=1 keeps the standard library.
+_orjson_loads: Callable[[bytes | memoryview], Any] | None
+try:
+    from orjson import loads as _orjson_loads
+except ImportError:  # pragma: no cover - depends on the installed extras
+    _orjson_loads = None
+JSON_BACKEND = (
+    "orjson" if _orjson_loads is not None and not os.environ.get("ROCKETMQ_ACTORS_PURE_JSON")
+    else "json"
+)  # fmt: skip
+_parse_json_header = _parse_json_orjson if JSON_BACKEND == "orjson" else _parse_json_stdlib
+
+
+def _decode_json_header(header: bytes | memoryview, body: bytes) -> RemotingCommand:
+    return _command_from_json(_parse_json_header(header), body)
+
+
+def _command_from_json(obj: Any, body: bytes) -> RemotingCommand:
     if obj.__class__ is not dict:
         raise ProtocolError("bad-header-json", "header is not a JSON object")
+    get: Callable[..., Any] = obj.get
+    code = get("code")
+    opaque = get("opaque", 0)
+    flag = get("flag", 0)
+    version = get("version", 0)
     # exact class checks: bool is an int subclass and must not pass for one
-    code = obj.get("code")
-    if code.__class__ is not int:
-        raise _bad_int("code", code)
-    opaque = obj.get("opaque", 0)
-    if opaque.__class__ is not int:
-        raise _bad_int("opaque", opaque)
-    flag = obj.get("flag", 0)
-    if flag.__class__ is not int:
-        raise _bad_int("flag", flag)
-    version = obj.get("version", 0)
-    if version.__class__ is not int:
-        raise _bad_int("version", version)
-    remark = obj.get("remark")
+    if not (code.__class__ is opaque.__class__ is flag.__class__ is version.__class__ is int):
+        for key, value in (("code", code), ("opaque", opaque), ("flag", flag),
+                           ("version", version)):  # fmt: skip
+            if value.__class__ is not int:
+                raise _bad_int(key, value)
+    remark = get("remark")
     if remark is not None and remark.__class__ is not str:
         raise ProtocolError("bad-header-json", "remark is not a string")
-    ext = obj.get("extFields")
+    ext = get("extFields")
     if ext is None:
         ext = {}
     elif ext.__class__ is not dict:
         raise ProtocolError("bad-header-json", "extFields is not an object")
-    elif not all(v.__class__ is str for v in ext.values()):
-        ext = _coerce_ext(ext)
-    lang = obj.get("language")
-    language = (
-        _LANGUAGE_BY_NAME.get(lang, LanguageCode.OTHER)
-        if lang.__class__ is str
-        else LanguageCode.OTHER  # also for hostile unhashable values such as []
-    )
+    else:
+        for value in ext.values():
+            if value.__class__ is not str:
+                ext = _coerce_ext(ext)
+                break
+    lang = get("language")
+    # (a hostile unhashable value such as [] must not reach the dict lookup)
+    language = _LANGUAGE_BY_NAME.get(lang, _OTHER) if lang.__class__ is str else _OTHER
     # positional, in field order (the cheapest attrs init on the receive path)
-    return RemotingCommand(
-        code, opaque, flag, ext, body, remark, language, version, SerializeType.JSON
-    )
+    return RemotingCommand(code, opaque, flag, ext, body, remark, language, version, _JSON)
 
 
 def _coerce_ext(raw: dict[str, Any]) -> dict[str, str]:

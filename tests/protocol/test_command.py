@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rocketmq_actors.protocol import command as command_module
 from rocketmq_actors.protocol.codes import LanguageCode, SerializeType
 from rocketmq_actors.protocol.command import (
     FLAG_ONEWAY,
@@ -183,3 +185,42 @@ def test_round_trip(
         language=language,
     )
     assert decode_frame(cmd.encode()) == cmd
+
+
+# ---- the two JSON header parsers (standard library; orjson when installed) --------------------
+
+_HEADERS = [
+    b'{"code":0,"extFields":{"offset":"123456"},"flag":1,"language":"JAVA","opaque":12345,'
+    b'"serializeTypeCurrentRPC":"JSON","version":473}',
+    b'{"code":17,"flag":1,"opaque":3,"remark":"topic[T] not exist, apply first please!",'
+    b'"language":"CPP","version":1}',
+    b'{"code":10,"extFields":{"a":"g","b":1,"c":null,"d":true},"opaque":-5}',
+    '{"code":1,"remark":"caf\u00e9 \u2603","language":"GO"}'.encode(),
+]
+
+
+def _outcome(parse: Callable[[bytes], object], header: bytes) -> object:
+    try:
+        return command_module._command_from_json(parse(header), b"")
+    except ProtocolError as exc:
+        return ("ProtocolError", exc.reason)
+
+
+@pytest.mark.skipif(command_module._orjson_loads is None, reason="orjson is not installed")
+@settings(max_examples=2000, deadline=None)
+@given(
+    seed=st.sampled_from(_HEADERS),
+    cut=st.integers(0, 200),
+    junk=st.binary(max_size=6),
+    at=st.integers(0, 200),
+)
+def test_orjson_and_stdlib_parsers_agree(seed: bytes, cut: int, junk: bytes, at: int) -> None:
+    """Differential: on valid and damaged headers, both parsers give the same command or both
+    a ProtocolError (never another exception)."""
+    for header in (seed, seed[:cut], seed[:at] + junk + seed[at:]):
+        stdlib = _outcome(command_module._parse_json_stdlib, header)
+        fast = _outcome(command_module._parse_json_orjson, header)
+        if isinstance(stdlib, RemotingCommand) or isinstance(fast, RemotingCommand):
+            assert stdlib == fast, header
+        else:
+            assert stdlib[0] == fast[0] == "ProtocolError"  # type: ignore[index]
