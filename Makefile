@@ -9,13 +9,14 @@ STATE  ?= .state/cluster
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run test lint typecheck pytest compat fuzz bench cluster-up cluster-down clean
+.PHONY: help venv run test lint typecheck pytest compat fuzz bench soak cluster-up cluster-down clean
 
 help:
 	@echo "make run          start a local RocketMQ cluster and run the main job, then stop it"
 	@echo "make test         ruff, mypy --strict, pytest (unit + integration on a real 5.3.3 cluster),"
 	@echo "                  then the integration tests again on RocketMQ 4.9.7 (compat)"
 	@echo "make bench        benchmarks against the Java client (benchmarks/results/compare.*)"
+	@echo "make soak         10 minutes of steady produce + consume: RSS, tasks and fds must stay flat"
 	@echo "make fuzz         a million mutated inputs through every decoder of peer bytes"
 	@echo "make cluster-up   start a local cluster in the background (state in $(STATE))"
 	@echo "make cluster-down stop it"
@@ -50,6 +51,9 @@ compat: $(STAMP)
 	$(PY) -m pytest -m integration --rocketmq-version 4.9.7 --ignore=tests/spark --ignore=tests/chaos
 
 test: lint typecheck pytest compat
+
+soak: $(STAMP)
+	$(PY) -m benchmarks.soak --minutes 10
 
 fuzz: $(STAMP)
 	$(PY) -m tests.fuzz.mutate --inputs 1000000

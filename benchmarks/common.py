@@ -25,10 +25,13 @@ def calibration_us() -> float:
 def write_results(path: Path, figures: dict[str, Any]) -> dict[str, Any]:
     """Write ``figures`` (with Python version and calibration) to ``path`` and one JSON line to
     stdout; return what was written."""
+    from rocketmq_actors.protocol.command import JSON_BACKEND
+
     result = {
         "python": platform.python_version(),
         "machine": platform.machine(),
         "calibration_sum_range_1000_us": calibration_us(),
+        "json_backend": JSON_BACKEND,
         **figures,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
