@@ -330,5 +330,5 @@ async def open_wire(host: str, port: int, ssl_context: ssl.SSLContext | None = N
         )
         return StreamWire(stream)
     transport, protocol = await loop.create_connection(_WireProtocol, host, port, ssl=ssl_context)
-    assert isinstance(transport, asyncio.Transport)
+    # (no isinstance check: uvloop's transports are not asyncio.Transport subclasses)
     return AsyncioWire(transport, protocol)

@@ -349,3 +349,17 @@ async def test_one_way_frames_wait_while_the_peer_does_not_read() -> None:
             assert 1 <= sent * len(body) < 64 * 1024 * 1024
             assert conn._wire.paused
             tg.cancel_scope.cancel()
+
+
+def test_the_asyncio_wire_runs_on_uvloop() -> None:
+    """uvloop's transports are not asyncio.Transport subclasses; the wire must not care."""
+    pytest.importorskip("uvloop", reason="uvloop is an optional extra (installed by dev)")
+
+    async def round_trip() -> tuple[str, int]:
+        async with FakeServer() as server, serving(server) as running:
+            reply = await running.conn.request(_req(), timeout=5)
+            return type(running.conn._wire).__name__, reply.code
+
+    wire, code = anyio.run(round_trip, backend_options={"use_uvloop": True})
+    expected = "AsyncioWire" if WIRE_KIND == "asyncio" else "StreamWire"
+    assert (wire, code) == (expected, ResponseCode.SUCCESS)
