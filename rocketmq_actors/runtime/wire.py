@@ -36,8 +36,30 @@ class Wire:
     """Interface of a frame pipe (see the module docstring)."""
 
     tls: bool = False
-    writes: int = 0
-    bytes_written: int = 0
+
+    def __init__(self) -> None:
+        self._outbox: list[bytes] = []  # frames queued since the last write
+        self._outbox_bytes = 0
+        self._closing = False
+        self.writes = 0
+        self.bytes_written = 0
+
+    def _queue(self, frame: bytes) -> bool:
+        """Add ``frame`` to the outbox; true if it is the first one (the writer must wake)."""
+        self._outbox.append(frame)
+        self._outbox_bytes += len(frame)
+        return len(self._outbox) == 1
+
+    def _take(self) -> bytes:
+        """Empty the outbox into one buffer (counted as one write); ``b""`` if it was empty."""
+        frames, self._outbox = self._outbox, []
+        self._outbox_bytes = 0
+        if not frames:
+            return b""
+        data = frames[0] if len(frames) == 1 else b"".join(frames)
+        self.writes += 1
+        self.bytes_written += len(data)
+        return data
 
     def bind(self, on_data: DataHandler) -> None:
         """Set the receiver of every chunk read (an exception from it ends :meth:`run`)."""
@@ -50,7 +72,7 @@ class Wire:
     @property
     def closing(self) -> bool:
         """:meth:`close` was called: no more frames are accepted."""
-        raise NotImplementedError
+        return self._closing
 
     @property
     def paused(self) -> bool:
@@ -82,23 +104,17 @@ class StreamWire(Wire):
     """A wire over an anyio byte stream: a reader task and a coalescing writer task."""
 
     def __init__(self, stream: anyio.abc.ByteStream) -> None:
+        super().__init__()
         self._stream = stream
         self._on_data: DataHandler | None = None
-        self._outbox: list[bytes] = []
-        self._outbox_bytes = 0
         self._outbox_ready = anyio.Event()
         self._taken = anyio.Event()  # the writer took the outbox (for drain)
-        self._closing = False
         self._ended = False
         self._scope: anyio.CancelScope | None = None
         self.tls = stream.extra(TLSAttribute.ssl_object, None) is not None
 
     def bind(self, on_data: DataHandler) -> None:
         self._on_data = on_data
-
-    @property
-    def closing(self) -> bool:
-        return self._closing
 
     @property
     def paused(self) -> bool:
@@ -109,9 +125,7 @@ class StreamWire(Wire):
             await self._taken.wait()
 
     def write(self, frame: bytes) -> None:
-        self._outbox.append(frame)
-        self._outbox_bytes += len(frame)
-        if len(self._outbox) == 1:  # the writer is (or will be) waiting for the first frame
+        if self._queue(frame):  # the writer is (or will be) waiting for the first frame
             self._outbox_ready.set()
 
     async def run(self) -> None:
@@ -142,13 +156,9 @@ class StreamWire(Wire):
         while True:
             await self._outbox_ready.wait()
             self._outbox_ready = anyio.Event()
-            frames, self._outbox = self._outbox, []
-            self._outbox_bytes = 0
+            data = self._take()
             self._taken.set()
             self._taken = anyio.Event()
-            data = frames[0] if len(frames) == 1 else b"".join(frames)
-            self.writes += 1
-            self.bytes_written += len(data)
             await send(data)
             if self._closing and not self._outbox and self._scope is not None:
                 self._scope.cancel()
@@ -199,14 +209,11 @@ class AsyncioWire(Wire):
     """A wire on an asyncio transport (see the module docstring)."""
 
     def __init__(self, transport: asyncio.Transport, protocol: _WireProtocol) -> None:
+        super().__init__()
         self._transport = transport
         self._loop = asyncio.get_running_loop()
         self._on_data: DataHandler | None = None
         self._early = protocol.early
-        self._outbox: list[bytes] = []
-        self._outbox_bytes = 0
-        self._closing = False
-        self._closed_by_us = False
         self._done: asyncio.Future[None] = self._loop.create_future()
         self._paused = False
         self._resumed: asyncio.Event | None = None
@@ -222,28 +229,21 @@ class AsyncioWire(Wire):
             self.received(chunk)
 
     @property
-    def closing(self) -> bool:
-        return self._closing
-
-    @property
     def paused(self) -> bool:
         return self._paused or self._outbox_bytes > HIGH_WATER
 
     def write(self, frame: bytes) -> None:
-        if not self._outbox:
+        if self._queue(frame):
             self._loop.call_soon(self._flush)
-        self._outbox.append(frame)
-        self._outbox_bytes += len(frame)
 
     def _flush(self) -> None:
-        frames, self._outbox = self._outbox, []
-        self._outbox_bytes = 0
-        if not frames or self._transport.is_closing():
+        if self._transport.is_closing():  # the connection is gone: so are its frames
+            self._outbox.clear()
+            self._outbox_bytes = 0
             return
-        data = frames[0] if len(frames) == 1 else b"".join(frames)
-        self.writes += 1
-        self.bytes_written += len(data)
-        self._transport.write(data)
+        data = self._take()
+        if data:
+            self._transport.write(data)
 
     # ---- events from the protocol ------------------------------------------------------------
 
@@ -260,7 +260,7 @@ class AsyncioWire(Wire):
             self._transport.abort()
 
     def lost(self, exc: BaseException | None) -> None:
-        if self._closed_by_us:
+        if self._closing:  # close() asked for this
             self._finish(None)
         elif exc is None:
             self._finish(ConnectionClosedByPeer("the peer closed the connection"))
@@ -301,14 +301,11 @@ class AsyncioWire(Wire):
         if self._closing:
             return
         self._closing = True
-        self._closed_by_us = True
         self._flush()
         self._transport.close()  # connection_lost (and run's return) once the buffer is out
 
     async def aclose(self) -> None:
-        if not self._done.done():
-            self._closed_by_us = True
-            self._finish(None)
+        self._finish(None)  # (no effect if run() already ended)
         if not self._transport.is_closing() or self._transport.get_write_buffer_size():
             self._transport.abort()
         if self._done.done() and not self._done.cancelled():
