@@ -142,6 +142,7 @@ def _encode_json(value: object) -> str:
 
 
 _scan_json = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+_JSON_SPACE = " \t\n\r"  # JSON's whitespace (str.strip() would also take \x0b, \x0c, ...)
 
 
 def encode_header(cmd: RemotingCommand) -> bytes:
@@ -204,12 +205,15 @@ def _bad_int(key: str, value: object) -> ProtocolError:
 def _parse_json_stdlib(header: bytes | memoryview) -> Any:
     try:
         text = str(header, "utf-8")
-        obj, end = _scan_json(text, 0)
+        start = 0
+        if text and text[0] in _JSON_SPACE:  # leading JSON whitespace is allowed (as orjson)
+            start = len(text) - len(text.lstrip(_JSON_SPACE))
+        obj, end = _scan_json(text, start)
     except StopIteration:
         raise ProtocolError("bad-header-json", "header is not JSON") from None
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise ProtocolError("bad-header-json", str(exc)) from None
-    if end != len(text) and text[end:].strip(" \t\n\r"):  # JSON whitespace only
+    if end != len(text) and text[end:].strip(_JSON_SPACE):  # JSON whitespace only
         raise ProtocolError("bad-header-json", f"trailing data after offset {end}")
     return obj
 
