@@ -177,12 +177,22 @@ class QueueChecker:
     def __init__(self) -> None:
         self.outcomes: dict[Hashable, Outcome] = {}
         self.receipts: Counter[Hashable] = Counter()
+        self._awaited: set[Hashable] = set()  # acknowledged, not received yet
 
     def record_send(self, key: Hashable, outcome: Outcome) -> None:
         self.outcomes[key] = outcome
+        if outcome is Outcome.OK and not self.receipts[key]:
+            self._awaited.add(key)
 
     def record_receive(self, key: Hashable) -> None:
         self.receipts[key] += 1
+        self._awaited.discard(key)
+
+    @property
+    def unreceived(self) -> int:
+        """Acknowledged sends not received yet, in O(1): what a wait loop should test after
+        each receipt (:meth:`check` walks every key)."""
+        return len(self._awaited)
 
     def check(self) -> QueueResult:
         counts = Counter(o.value for o in self.outcomes.values())

@@ -100,10 +100,14 @@ def test_queue_checker_counts_lost_duplicates_and_unknowns() -> None:
         checker.record_receive(key)
     result = checker.check()
     assert result.lost == ("b",) and not result.ok
+    assert checker.unreceived == len(result.lost) == 1
     assert result.duplicates == 1 and result.unique_received == 2 and result.received == 3
     assert result.sent == {"ok": 2, "failed": 1, "unknown": 2}
     checker.record_receive("b")
-    assert checker.check().ok
+    assert checker.check().ok and checker.unreceived == 0
+    checker.record_receive("f")  # received before its send settled (the reply came late)
+    checker.record_send("f", Outcome.OK)
+    assert checker.unreceived == 0 and checker.check().lost == ()
     checker.record_receive("d")  # a refused send was delivered anyway: a bug somewhere
     assert checker.check().unexpected == ("d",)
 
