@@ -1,6 +1,6 @@
 """Request/response round trips on one connection to a real broker.
 
-    python -m benchmarks.roundtrip [--in-flight 256] [--seconds 10]
+    python -m benchmarks.roundtrip [--in-flight 256] [--seconds 10] [--rounds 3] [--uvloop]
 
 GET_MAX_OFFSET (cheap for the broker) with ``--in-flight`` requests outstanding at all times on
 one BrokerConnection; reports requests per second and latency percentiles. Starts its own local
@@ -10,8 +10,11 @@ cluster (the broker shares this machine's cores, as the target assumes). Target:
 from __future__ import annotations
 
 import argparse
+import os
 import time
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -24,13 +27,37 @@ from rocketmq_actors.testing.cluster import LocalCluster
 from .common import RESULTS, write_results
 
 
-async def run(broker: str, in_flight: int, seconds: float, warmup: float) -> dict[str, float]:
+def process_cpu_s(pid: int | None) -> float | None:
+    """User + system CPU seconds of ``pid`` (``None`` if it cannot be read)."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def run(
+    broker: str,
+    *,
+    in_flight: int,
+    seconds: float,
+    warmup: float,
+    rounds: int = 1,
+    broker_pid: int | None = None,
+) -> dict[str, Any]:
+    """``rounds`` measuring windows of ``seconds`` each after ``warmup``, on one connection;
+    the headline figures are the median round's (the build VM's speed varies within minutes,
+    so a single window can be 25 % off either way)."""
     ext = GetMaxOffsetRequestHeader(topic="TBW102", queue_id=0).to_ext()
     latencies: list[float] = []
     done = 0
     failed = 0
     measuring = False
     stop = False
+    windows: list[dict[str, Any]] = []
 
     async with ConnectionPool() as pool:
         conn = await pool.get(broker)
@@ -54,13 +81,44 @@ async def run(broker: str, in_flight: int, seconds: float, warmup: float) -> dic
             for _ in range(in_flight):
                 tg.start_soon(worker)
             await anyio.sleep(warmup)
-            measuring = True
-            began = time.perf_counter()
-            await anyio.sleep(seconds)
-            measuring = False
-            elapsed = time.perf_counter() - began
+            for _ in range(rounds):
+                done = 0
+                latencies = []
+                measuring = True
+                began = time.perf_counter()
+                cpu_began = time.process_time()
+                broker_began = process_cpu_s(broker_pid)
+                await anyio.sleep(seconds)
+                measuring = False
+                elapsed = time.perf_counter() - began
+                cpu = time.process_time() - cpu_began
+                broker_end = process_cpu_s(broker_pid)
+                windows.append(
+                    _window(
+                        done=done, elapsed=elapsed, cpu=cpu, broker_began=broker_began,
+                        broker_end=broker_end, latencies=latencies,
+                    )
+                )  # fmt: skip
             stop = True
         stats = conn.statistics()
+    median = sorted(windows, key=lambda w: w["requests_per_s"])[len(windows) // 2]
+    return {
+        **median,
+        "failed": failed,
+        "rounds": [w["requests_per_s"] for w in windows],
+        "requests_per_write": round(stats["requests_sent"] / max(stats["writes"], 1), 1),
+    }
+
+
+def _window(
+    *,
+    done: int,
+    elapsed: float,
+    cpu: float,
+    broker_began: float | None,
+    broker_end: float | None,
+    latencies: list[float],
+) -> dict[str, Any]:
     latencies.sort()
 
     def pct(p: float) -> float:
@@ -68,21 +126,28 @@ async def run(broker: str, in_flight: int, seconds: float, warmup: float) -> dic
 
     return {
         "requests_per_s": round(done / elapsed),
-        "failed": failed,
         "p50_ms": round(pct(0.50), 3),
         "p99_ms": round(pct(0.99), 3),
-        "requests_per_write": round(stats["requests_sent"] / max(stats["writes"], 1), 1),
+        # CPU per request on each side: steadier than requests/s on a VM whose speed varies
+        "client_cpu_us_per_request": round(cpu / max(done, 1) * 1e6, 2),
+        "broker_cpu_us_per_request": (
+            round((broker_end - broker_began) / max(done, 1) * 1e6, 2)
+            if broker_began is not None and broker_end is not None
+            else None
+        ),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--in-flight", type=int, default=256)
-    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of one round")
+    parser.add_argument("--rounds", type=int, default=3, help="report the median round")
     parser.add_argument(
         "--warmup", type=float, default=15.0, help="seconds before measuring (broker JIT warm-up)"
     )
     parser.add_argument("--broker", help="use this broker instead of starting a cluster")
+    parser.add_argument("--broker-pid", type=int, help="the --broker's pid (for its CPU time)")
     parser.add_argument("--uvloop", action="store_true", help="run on uvloop (optional extra)")
     parser.add_argument("--out", type=Path, default=RESULTS / "roundtrip.json")
     args = parser.parse_args(argv)
@@ -92,17 +157,20 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             parser.error("--uvloop needs the uvloop package: pip install 'rocketmq-actors[uvloop]'")
 
-    def measure(broker: str) -> dict[str, float]:
+    def measure(broker: str, pid: int | None) -> dict[str, Any]:
         options = {"use_uvloop": True} if args.uvloop else {}
-        return anyio.run(
-            run, broker, args.in_flight, args.seconds, args.warmup, backend_options=options
-        )
+        job = partial(
+            run, broker, in_flight=args.in_flight, seconds=args.seconds, warmup=args.warmup,
+            rounds=args.rounds, broker_pid=pid,
+        )  # fmt: skip
+        return anyio.run(job, backend_options=options)
 
     if args.broker:
-        figures = measure(args.broker)
+        figures = measure(args.broker, args.broker_pid)
     else:
         with LocalCluster() as cluster:
-            figures = measure(cluster.broker("broker-a").addr)
+            info = cluster.broker("broker-a")
+            figures = measure(info.addr, info.pid)
     write_results(
         args.out,
         {

@@ -45,6 +45,8 @@ _I32 = struct.Struct(">i")
 
 _LANGUAGE_BY_NAME = {lang.name: lang for lang in LanguageCode}
 _OTHER = LanguageCode.OTHER
+_PYTHON = LanguageCode.PYTHON
+_LANGUAGE_NAME = {int(lang): lang.name for lang in LanguageCode}  # (Enum.name is a slow property)
 _JSON = SerializeType.JSON
 
 
@@ -84,12 +86,17 @@ class RemotingCommand:
         oneway: bool = False,
         serialize_type: SerializeType = SerializeType.JSON,
     ) -> RemotingCommand:
+        # positional, in field order (keywords cost a measurable share of a small request)
         return cls(
-            code=code,
-            flag=FLAG_ONEWAY if oneway else 0,
-            ext_fields=dict(ext_fields) if ext_fields else {},
-            body=body,
-            serialize_type=serialize_type,
+            code,
+            0,
+            FLAG_ONEWAY if oneway else 0,
+            dict(ext_fields) if ext_fields else {},
+            body,
+            None,
+            _PYTHON,
+            CLIENT_VERSION,
+            serialize_type,
         )
 
     def response(
@@ -148,11 +155,15 @@ _JSON_SPACE = " \t\n\r"  # JSON's whitespace (str.strip() would also take \x0b, 
 def encode_header(cmd: RemotingCommand) -> bytes:
     if cmd.serialize_type == SerializeType.ROCKETMQ:
         return _encode_binary_header(cmd)
+    return _encode_json_header(cmd)
+
+
+def _encode_json_header_stdlib(cmd: RemotingCommand) -> bytes:
     # fastjson's field order (alphabetical); readers do not depend on it
     remark = "" if cmd.remark is None else f',"remark":{_encode_json(cmd.remark)}'
     return (
         f'{{"code":{int(cmd.code)},"extFields":{_encode_json(cmd.ext_fields)},'
-        f'"flag":{int(cmd.flag)},"language":"{cmd.language.name}",'
+        f'"flag":{int(cmd.flag)},"language":"{_LANGUAGE_NAME[int(cmd.language)]}",'
         f'"opaque":{int(cmd.opaque)}{remark},"serializeTypeCurrentRPC":"JSON",'
         f'"version":{int(cmd.version)}}}'
     ).encode()
@@ -229,15 +240,46 @@ def _parse_json_orjson(header: bytes | memoryview) -> Any:
 # orjson (the optional ``orjson`` extra) parses a response header in ~1 us against ~4.5 us for
 # the standard library's scanner; ROCKETMQ_ACTORS_PURE_JSON=1 keeps the standard library.
 _orjson_loads: Callable[[bytes | memoryview], Any] | None
+_orjson_dumps: Callable[[Any], bytes] | None
 try:
+    from orjson import dumps as _orjson_dumps
     from orjson import loads as _orjson_loads
 except ImportError:  # pragma: no cover - depends on the installed extras
-    _orjson_loads = None
+    _orjson_loads = _orjson_dumps = None
 JSON_BACKEND = (
     "orjson" if _orjson_loads is not None and not os.environ.get("ROCKETMQ_ACTORS_PURE_JSON")
     else "json"
 )  # fmt: skip
-_parse_json_header = _parse_json_orjson if JSON_BACKEND == "orjson" else _parse_json_stdlib
+
+
+def _encode_json_header_orjson(cmd: RemotingCommand) -> bytes:
+    """The same bytes as the standard-library encoder (a test holds them equal), in ~1/3 of
+    its time."""
+    assert _orjson_dumps is not None
+    language = cmd.language
+    name = "PYTHON" if language is _PYTHON else _LANGUAGE_NAME[int(language)]
+    try:
+        if cmd.remark is None:
+            return _orjson_dumps(
+                {"code": int(cmd.code), "extFields": cmd.ext_fields, "flag": int(cmd.flag),
+                 "language": name, "opaque": int(cmd.opaque),
+                 "serializeTypeCurrentRPC": "JSON", "version": int(cmd.version)}
+            )  # fmt: skip
+        return _orjson_dumps(
+            {"code": int(cmd.code), "extFields": cmd.ext_fields, "flag": int(cmd.flag),
+             "language": name, "opaque": int(cmd.opaque), "remark": cmd.remark,
+             "serializeTypeCurrentRPC": "JSON", "version": int(cmd.version)}
+        )  # fmt: skip
+    except TypeError:  # orjson.JSONEncodeError: say it as the standard library does
+        return _encode_json_header_stdlib(cmd)
+
+
+if JSON_BACKEND == "orjson":
+    _parse_json_header = _parse_json_orjson
+    _encode_json_header = _encode_json_header_orjson
+else:
+    _parse_json_header = _parse_json_stdlib
+    _encode_json_header = _encode_json_header_stdlib
 
 
 def _decode_json_header(header: bytes | memoryview, body: bytes) -> RemotingCommand:
@@ -276,6 +318,12 @@ def _command_from_json(obj: Any, body: bytes) -> RemotingCommand:
     language = _LANGUAGE_BY_NAME.get(lang, _OTHER) if lang.__class__ is str else _OTHER
     # positional, in field order (the cheapest attrs init on the receive path)
     return RemotingCommand(code, opaque, flag, ext, body, remark, language, version, _JSON)
+
+
+#: The framing loop calls these two directly for JSON frames (one call less per frame):
+#: the JSON value of a raw header (:class:`ProtocolError` if it is not JSON), and the command.
+parse_json_header = _parse_json_header
+command_from_json = _command_from_json
 
 
 def _coerce_ext(raw: dict[str, Any]) -> dict[str, str]:

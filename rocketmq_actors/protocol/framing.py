@@ -11,7 +11,13 @@ from __future__ import annotations
 
 import struct
 
-from .command import MAX_FRAME_SIZE, RemotingCommand, decode_header
+from .command import (
+    MAX_FRAME_SIZE,
+    RemotingCommand,
+    command_from_json,
+    decode_header,
+    parse_json_header,
+)
 from .errors import FrameTooLarge, ProtocolError
 
 __all__ = ["FrameDecoder", "decode_frame"]
@@ -74,11 +80,13 @@ class FrameDecoder:
                 if frame_end > end:
                     break
                 body_start = pos + 8 + header_len
-                out.append(
-                    decode_header(
-                        word >> 24, view[pos + 8 : body_start], bytes(view[body_start:frame_end])
+                body = bytes(view[body_start:frame_end]) if frame_end > body_start else b""
+                if word >> 24:
+                    out.append(decode_header(word >> 24, view[pos + 8 : body_start], body))
+                else:  # JSON, the common case: one call less per frame
+                    out.append(
+                        command_from_json(parse_json_header(view[pos + 8 : body_start]), body)
                     )
-                )
                 pos = frame_end
         except ProtocolError as exc:
             self._error = exc

@@ -261,7 +261,11 @@ class BrokerConnection:
             cmd.opaque = opaque
             if self._credentials is not None:
                 cmd.ext_fields = sign(cmd.ext_fields, cmd.body, self._credentials)
-            self._enqueue(cmd.encode())
+            frame = cmd.encode()
+            wire = self._wire
+            if wire.closing:
+                raise ClientClosed(f"connection to {self.addr} is closing")
+            wire.write(frame)
             self.requests_sent += 1
             result: RemotingCommand = await waiter
             return result

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Generator, MutableMapping
+from functools import partial
 from typing import Any, Protocol
 
 import anyio
@@ -92,7 +93,7 @@ def waiter_factory() -> tuple[Callable[[], Waiter], Clock]:
         loop = asyncio.get_running_loop()  # raises outside asyncio (e.g. on trio)
     except RuntimeError:
         return _EventWaiter, anyio.current_time
-    return (lambda: _FutureWaiter(loop=loop)), loop.time
+    return partial(_FutureWaiter, loop=loop), loop.time  # (a partial is a C call, a lambda not)
 
 
 class DeadlineWatcher:

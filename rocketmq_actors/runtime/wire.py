@@ -233,7 +233,10 @@ class AsyncioWire(Wire):
         return self._paused or self._outbox_bytes > HIGH_WATER
 
     def write(self, frame: bytes) -> None:
-        if self._queue(frame):
+        outbox = self._outbox  # (Wire._queue, inlined: this runs once per request)
+        outbox.append(frame)
+        self._outbox_bytes += len(frame)
+        if len(outbox) == 1:
             self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:

@@ -224,3 +224,37 @@ def test_orjson_and_stdlib_parsers_agree(seed: bytes, cut: int, junk: bytes, at:
             assert stdlib == fast, header
         else:
             assert stdlib[0] == fast[0] == "ProtocolError"  # type: ignore[index]
+
+
+@pytest.mark.skipif(command_module._orjson_dumps is None, reason="orjson is not installed")
+@settings(max_examples=1000, deadline=None)
+@given(
+    code=st.integers(-(2**31), 2**31 - 1),
+    opaque=st.integers(-(2**31), 2**31 - 1),
+    ext=st.dictionaries(st.text(max_size=12), st.text(max_size=12), max_size=5),
+    remark=st.one_of(st.none(), st.text(max_size=20)),
+    language=st.sampled_from(list(LanguageCode)),
+)
+def test_orjson_and_stdlib_header_encoders_agree(
+    code: int, opaque: int, ext: dict[str, str], remark: str | None, language: LanguageCode
+) -> None:
+    """Differential: the orjson encoder writes the standard-library encoder's bytes exactly
+    (control characters, quotes and non-ASCII text included), or both refuse the command."""
+    cmd = RemotingCommand(code, opaque, 0, ext, b"", remark, language)
+    outcomes = []
+    for encode in (command_module._encode_json_header_stdlib,
+                   command_module._encode_json_header_orjson):  # fmt: skip
+        try:
+            outcomes.append(encode(cmd))
+        except ValueError as exc:  # lone surrogates cannot be UTF-8
+            outcomes.append(type(exc))
+    assert outcomes[0] == outcomes[1]
+    if isinstance(outcomes[0], bytes):
+        assert decode_header(0, outcomes[0], b"") == cmd
+
+
+def test_orjson_header_encoder_falls_back_for_keys_it_refuses() -> None:
+    cmd = RemotingCommand(10, ext_fields={1: "x"})  # type: ignore[dict-item]
+    assert command_module._encode_json_header_orjson(cmd) == (
+        command_module._encode_json_header_stdlib(cmd)
+    )
