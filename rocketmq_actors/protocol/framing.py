@@ -57,9 +57,8 @@ class FrameDecoder:
         out: list[RemotingCommand] = []
         pos = self._pos
         end = len(buf)
-        # One view for the whole call, released before the buffer is resized below: headers
-        # are decoded straight from it and bodies copied out once (a bytearray slice would
-        # copy, and bytes() of it copy again).
+        # One view for the whole call, released before the buffer is resized below: bodies
+        # are copied out of it once (a bytearray slice would copy, and bytes() of it again).
         view = memoryview(buf)
         try:
             while end - pos >= 8:
@@ -81,12 +80,13 @@ class FrameDecoder:
                     break
                 body_start = pos + 8 + header_len
                 body = bytes(view[body_start:frame_end]) if frame_end > body_start else b""
+                # the header as a bytearray slice: orjson parses one in half the time it takes
+                # on a memoryview (0.9 against 1.9 us for a 130-byte header, copy included)
+                header = buf[pos + 8 : body_start]
                 if word >> 24:
-                    out.append(decode_header(word >> 24, view[pos + 8 : body_start], body))
+                    out.append(decode_header(word >> 24, header, body))
                 else:  # JSON, the common case: one call less per frame
-                    out.append(
-                        command_from_json(parse_json_header(view[pos + 8 : body_start]), body)
-                    )
+                    out.append(command_from_json(parse_json_header(header), body))
                 pos = frame_end
         except ProtocolError as exc:
             self._error = exc

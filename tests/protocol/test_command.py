@@ -241,7 +241,7 @@ def test_orjson_and_stdlib_header_encoders_agree(
     """Differential: the orjson encoder writes the standard-library encoder's bytes exactly
     (control characters, quotes and non-ASCII text included), or both refuse the command."""
     cmd = RemotingCommand(code, opaque, 0, ext, b"", remark, language)
-    outcomes = []
+    outcomes: list[bytes | type[ValueError]] = []
     for encode in (command_module._encode_json_header_stdlib,
                    command_module._encode_json_header_orjson):  # fmt: skip
         try:
@@ -258,3 +258,12 @@ def test_orjson_header_encoder_falls_back_for_keys_it_refuses() -> None:
     assert command_module._encode_json_header_orjson(cmd) == (
         command_module._encode_json_header_stdlib(cmd)
     )
+
+
+def test_both_header_encoders_write_enum_codes_as_numbers() -> None:
+    from rocketmq_actors.protocol.codes import RequestCode
+
+    cmd = RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": "T"})
+    for encode in (command_module._encode_json_header_stdlib,
+                   command_module._encode_json_header_orjson):  # fmt: skip
+        assert encode(cmd).startswith(b'{"code":%d,' % RequestCode.GET_MAX_OFFSET)
