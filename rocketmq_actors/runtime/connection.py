@@ -169,7 +169,7 @@ class BrokerConnection:
         if not waiter.done():
             waiter.set_exception(RequestTimeout(self.addr, waiter.code, waiter.timeout))
 
-    def _on_data(self, chunk: bytes) -> None:
+    def _on_data(self, chunk: bytes | memoryview) -> None:
         """Every chunk read: complete requests by opaque, route the peer's requests."""
         try:
             commands = self._decoder.feed(chunk)
@@ -197,6 +197,16 @@ class BrokerConnection:
         if self._wire.closing:
             raise ClientClosed(f"connection to {self.addr} is closing")
         self._wire.write(frame)
+
+    def _send_request_frame(self, frame: bytes) -> None:
+        wire = self._wire
+        if wire.closing:
+            raise ClientClosed(f"connection to {self.addr} is closing")
+        if len(self._pending) == 1:  # alone in flight: no batch to wait for, write at once
+            wire.write_now(frame)
+        else:
+            wire.write(frame)
+        self.requests_sent += 1
 
     def _take_opaque(self) -> int:
         opaque = self._next_opaque
@@ -261,12 +271,7 @@ class BrokerConnection:
             cmd.opaque = opaque
             if self._credentials is not None:
                 cmd.ext_fields = sign(cmd.ext_fields, cmd.body, self._credentials)
-            frame = cmd.encode()
-            wire = self._wire
-            if wire.closing:
-                raise ClientClosed(f"connection to {self.addr} is closing")
-            wire.write(frame)
-            self.requests_sent += 1
+            self._send_request_frame(cmd.encode())
             result: RemotingCommand = await waiter
             return result
         finally:
@@ -283,8 +288,7 @@ class BrokerConnection:
         self._in_flight_bytes += size_hint
         opaque, waiter = self._new_request_waiter(code, timeout)
         try:
-            self._enqueue(encode(opaque))
-            self.requests_sent += 1
+            self._send_request_frame(encode(opaque))
             result: RemotingCommand = await waiter
             return result
         finally:
