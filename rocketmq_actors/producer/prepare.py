@@ -108,6 +108,11 @@ def _validate(msg: Message, max_size: int) -> None:
         _check_text("key", key)
         if not key or " " in key:
             raise InvalidMessage(f"key {key!r} must be non-empty and contain no space")
+    if msg.delay_level or msg.deliver_at_ms is not None or msg.delay_ms is not None:
+        _validate_delay(msg)
+
+
+def _validate_delay(msg: Message) -> None:
     if msg.delay_level and not 1 <= msg.delay_level <= MAX_DELAY_LEVEL:
         raise InvalidMessage(f"delay level {msg.delay_level} is outside 1..{MAX_DELAY_LEVEL}")
     delays = [msg.delay_level > 0, msg.deliver_at_ms is not None, msg.delay_ms is not None]
@@ -186,14 +191,18 @@ def prepare_batch(
     uniq = f"{Property.UNIQ_KEY}\x01"
     items: list[tuple[bytes, int, bytes, str]] = []
     for msg, msg_id in zip(messages, ids.next_ids(len(messages)), strict=True):
-        _validate(msg, max_size)
         if msg.topic != topic:
             raise InvalidMessage("every message of a batch must have the same topic")
         if msg.wait_store != wait:
             raise InvalidMessage("every message of a batch must have the same wait_store")
         if msg.delay_level or msg.deliver_at_ms is not None or msg.delay_ms is not None:
             raise InvalidMessage("batch messages cannot be delayed")
-        props = f"{encode_properties(msg.wire_properties())}{uniq}{msg_id}\x02".encode()
+        _validate(msg, max_size)
+        # a message with no properties, tags or keys (WAIT is the batch's) skips the dict
+        if msg.properties or msg.tags or msg.keys or not wait:
+            props = f"{encode_properties(msg.wire_properties())}{uniq}{msg_id}\x02".encode()
+        else:
+            props = f"{uniq}{msg_id}\x02".encode()
         items.append((bytes(msg.body), msg.flag, props, msg_id))
     chunks: list[Prepared] = []
     current: list[tuple[bytes, int, bytes, str]] = []

@@ -394,17 +394,11 @@ class Producer(GroupMember):
         for chunk in chunks:
             result = await self._send(chunk, _ROUND_ROBIN, timeout)
             offset_ids = result.offset_msg_id.split(",")
-            for i, msg_id in enumerate(chunk.batch_ids):
-                results.append(
-                    SendResult(
-                        status=result.status,
-                        msg_id=msg_id,
-                        offset_msg_id=offset_ids[i] if i < len(offset_ids) else "",
-                        queue=result.queue,
-                        queue_offset=result.queue_offset + i,
-                        region_id=result.region_id,
-                    )
-                )
+            offset_ids += [""] * (len(chunk.batch_ids) - len(offset_ids))
+            member = result.for_member
+            results += [
+                member(i, msg_id, offset_ids[i]) for i, msg_id in enumerate(chunk.batch_ids)
+            ]
         return results
 
     # ---- the send loop ----------------------------------------------------------------

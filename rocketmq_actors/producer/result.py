@@ -43,3 +43,32 @@ class SendResult:
     queue_offset: int
     transaction_id: str | None = None
     region_id: str | None = None
+
+    def for_member(self, index: int, msg_id: str, offset_msg_id: str) -> SendResult:
+        """The result of message ``index`` of the batch this is the result of: its own ids,
+        the batch's queue offset plus ``index``.
+
+        Built through the slots directly: a frozen attrs ``__init__`` goes through
+        ``object.__setattr__`` once per field (1.7 us a result, against ~0.6 us here), and a
+        batch of 16 needs 16 of them.
+        """
+        result: SendResult = _new(SendResult)
+        _set_status(result, self.status)
+        _set_msg_id(result, msg_id)
+        _set_offset_msg_id(result, offset_msg_id)
+        _set_queue(result, self.queue)
+        _set_queue_offset(result, self.queue_offset + index)
+        _set_transaction_id(result, None)  # (batches are never transactional)
+        _set_region_id(result, self.region_id)
+        return result
+
+
+# slot descriptors of SendResult (their __set__ works whatever the class's frozen __setattr__)
+_new = object.__new__
+_set_status = SendResult.__dict__["status"].__set__
+_set_msg_id = SendResult.__dict__["msg_id"].__set__
+_set_offset_msg_id = SendResult.__dict__["offset_msg_id"].__set__
+_set_queue = SendResult.__dict__["queue"].__set__
+_set_queue_offset = SendResult.__dict__["queue_offset"].__set__
+_set_transaction_id = SendResult.__dict__["transaction_id"].__set__
+_set_region_id = SendResult.__dict__["region_id"].__set__

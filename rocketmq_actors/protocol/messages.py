@@ -128,6 +128,8 @@ RESERVED_PROPERTIES = frozenset(
 
 def encode_properties(props: Mapping[str, str]) -> str:
     """``name\\x01value\\x02`` for every pair with a non-empty value."""
+    if not props:
+        return ""
     return "".join(f"{k}\x01{v}\x02" for k, v in props.items() if v)
 
 
@@ -194,8 +196,10 @@ class UniqueIdGenerator:
     def next_ids(self, count: int) -> list[str]:
         """``count`` ids at once (one clock reading: a batch's messages share a millisecond)."""
         head = self.next_id()[:-4]
-        counter = self._counter
-        return [head + f"{next(counter) & 0xFFFF:04X}" for _ in range(count)]
+        first = next(self._counter)
+        if count > 1:  # take the counter values first+1 .. first+count-1 in one step
+            self._counter = itertools.count(first + count)
+        return [f"{head}{(first + i) & 0xFFFF:04X}" for i in range(count)]
 
 
 def host_addr(ip: bytes, port: int) -> str:

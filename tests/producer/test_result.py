@@ -1,0 +1,26 @@
+"""SendResult: the per-message results of a batch, built through the slots."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from rocketmq_actors.producer.result import SendResult, SendStatus
+from rocketmq_actors.protocol.bodies import MessageQueue
+
+
+def test_for_member_equals_the_constructor_and_stays_frozen() -> None:
+    queue = MessageQueue(topic="T", broker_name="broker-a", queue_id=3)
+    batch = SendResult(status=SendStatus.SEND_OK, msg_id="A,B", offset_msg_id="X,Y",
+                       queue=queue, queue_offset=100, region_id="DefaultRegion")  # fmt: skip
+    member = batch.for_member(1, "B", "Y")
+    expected = SendResult(status=SendStatus.SEND_OK, msg_id="B", offset_msg_id="Y",
+                          queue=queue, queue_offset=101, region_id="DefaultRegion")  # fmt: skip
+    assert member == expected
+    assert hash(member) == hash(expected)
+    assert repr(member) == repr(expected)
+    assert attrs.asdict(member) == attrs.asdict(expected)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        member.queue_offset = 5  # type: ignore[misc]
+    for field in attrs.fields(SendResult):  # every slot is set (a new field must be added)
+        getattr(member, field.name)
