@@ -1,10 +1,12 @@
 """``make bench``: our client against the Java client, on one real cluster, in one run.
 
-    python -m benchmarks.compare [--seconds 10] [--messages 200000] [--slow-seconds 20]
+    python -m benchmarks.compare [--seconds 10] [--rounds 2] [--messages 200000] [--slow-seconds 20]
 
 Starts a local RocketMQ once, then measures each path with the same message size (1 KiB),
 counts and durations, ours first, then the Java client (``rocketmq-client`` from the cached
-server jars; ``benchmarks/java/*.java`` run in source-file mode):
+server jars; ``benchmarks/java/*.java`` run in source-file mode). The produce paths run
+``--rounds`` times per client, alternating sides, and each side keeps its best round (the build
+VM's speed swings within minutes: one sync p50 measured 0.56 and 0.30 ms five minutes apart):
 
 (a) sync send, one in flight: p50 / p99 latency;
 (b) pipelined 1 KiB sends from one process, ``--concurrency`` in flight: messages/s;
@@ -60,6 +62,20 @@ def _python_slow_handler(namesrv: str, topic: str, seconds: float) -> dict[str, 
     return figures
 
 
+def _best_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each produce mode's best round (fastest; for the sync mode, lowest p50), the same rule
+    for both clients; every round's figures are kept under ``rounds``."""
+    best: dict[str, Any] = {}
+    for mode in rounds[0]:
+        runs = [r[mode] for r in rounds]
+        if mode == "sync_one_in_flight":
+            best[mode] = min(runs, key=lambda run: run["p50_ms"])
+        else:
+            best[mode] = max(runs, key=lambda run: run["msgs_per_s"])
+    best["rounds"] = rounds
+    return best
+
+
 async def _create_topic(namesrv: str, topic: str) -> None:
     async with ClientInstance(namesrv) as instance:
         await create_topic(instance, topic, queues=producer.QUEUES)
@@ -68,16 +84,22 @@ async def _create_topic(namesrv: str, topic: str) -> None:
 def measure(namesrv: str, args: argparse.Namespace) -> dict[str, Any]:
     stamp = int(time.time())
     py_topic, java_topic = f"bench_py_{stamp}", f"bench_java_{stamp}"
-    ours_produce = anyio.run(
-        producer.bench, namesrv, args.seconds, args.concurrency, args.warmup, py_topic
-    )
     anyio.run(_create_topic, namesrv, java_topic)  # as the Python side's: 8 queues
-    java_produce = {
-        row.pop("mode"): row
-        for row in run_java(
-            "ProduceBench", namesrv, java_topic, args.seconds, args.warmup, args.concurrency
+    ours_rounds: list[dict[str, Any]] = []
+    java_rounds: list[dict[str, Any]] = []
+    for _ in range(args.rounds):  # alternate sides: a slow phase of the VM hits both
+        ours_rounds.append(
+            anyio.run(
+                producer.bench, namesrv, args.seconds, args.concurrency, args.warmup, py_topic
+            )
         )
-    }
+        java_rounds.append({
+            row.pop("mode"): row
+            for row in run_java(
+                "ProduceBench", namesrv, java_topic, args.seconds, args.warmup, args.concurrency
+            )
+        })  # fmt: skip
+    ours_produce, java_produce = _best_rounds(ours_rounds), _best_rounds(java_rounds)
     backlog = f"bench_consume_{stamp}"
     prefill_s = anyio.run(consumer.prefill, namesrv, backlog, args.messages)
     ours_consume = anyio.run(consumer.push_drain, namesrv, backlog, args.messages)
@@ -172,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=10.0, help="per produce mode")
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="produce rounds per client, alternating sides"
+    )
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--slow-seconds", type=float, default=20.0)
     parser.add_argument("--namesrv", help="use this cluster instead of starting one")
@@ -182,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     figures["codec"] = codec.figures()
     figures["settings"] = {
         "message_bytes": 1024, "seconds": args.seconds, "warmup": args.warmup,
-        "concurrency": args.concurrency, "messages": args.messages,
+        "concurrency": args.concurrency, "messages": args.messages, "rounds": args.rounds,
         "slow_seconds": args.slow_seconds, "took_seconds": round(time.monotonic() - started),
     }  # fmt: skip
     written = write_results(args.out, figures)  # adds the calibration the table quotes
