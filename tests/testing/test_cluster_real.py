@@ -84,41 +84,60 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, check=False)
 
 
+def _cli_start(state_dir: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*CLI, "cluster", "start", "--state-dir", str(state_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def test_cli_start_stop_twice_and_in_parallel(tmp_path: Path) -> None:
     first, second = tmp_path / "one", tmp_path / "two"
-    for round_no in range(2):
-        started = _cli("cluster", "start", "--state-dir", str(first))
-        assert started.returncode == 0, started.stderr
-        lines = started.stdout.strip().splitlines()
-        assert len(lines) == 1, "start prints exactly one JSON line on stdout"
-        desc = json.loads(lines[0])
-        assert desc["version"] == "5.3.3"
-        assert [b["name"] for b in desc["brokers"]] == ["broker-a"]
-        assert (
-            probe.cluster_info(desc["namesrv"]).brokers["broker-a"].master_addr
-            == (desc["brokers"][0]["addr"])
-        )
-        if round_no == 0:
-            # a second cluster beside the first: distinct ports, both serve
-            other = _cli("cluster", "start", "--state-dir", str(second))
-            assert other.returncode == 0, other.stderr
-            desc2 = json.loads(other.stdout)
-            assert desc2["namesrv"] != desc["namesrv"]
-            assert probe.cluster_info(desc2["namesrv"]).brokers
-            again = _cli("cluster", "start", "--state-dir", str(first))
-            assert again.returncode == 1 and "already running" in again.stderr
-            status = _cli("cluster", "status", "--state-dir", str(second))
-            assert status.returncode == 0
-            assert json.loads(status.stdout)["registered_brokers"] == [desc2["brokers"][0]["addr"]]
-            assert _cli("cluster", "stop", "--state-dir", str(second)).returncode == 0
-        stopped = _cli("cluster", "stop", "--state-dir", str(first))
-        assert stopped.returncode == 0, stopped.stderr
-        assert sorted(json.loads(stopped.stdout)["stopped"]) == ["broker-a", "namesrv"]
-        assert _processes_of(first) == []
-    assert _processes_of(second) == []
-    status = _cli("cluster", "status", "--state-dir", str(first))
-    assert status.returncode == 3  # nothing running
-    assert json.loads(status.stdout)["namesrv_reachable"] is False
+    beside = _cli_start(second)  # two launchers at once (and it saves one cluster start's wait)
+    try:
+        for round_no in range(2):
+            started = _cli("cluster", "start", "--state-dir", str(first))
+            assert started.returncode == 0, started.stderr
+            lines = started.stdout.strip().splitlines()
+            assert len(lines) == 1, "start prints exactly one JSON line on stdout"
+            desc = json.loads(lines[0])
+            assert desc["version"] == "5.3.3"
+            assert [b["name"] for b in desc["brokers"]] == ["broker-a"]
+            assert (
+                probe.cluster_info(desc["namesrv"]).brokers["broker-a"].master_addr
+                == (desc["brokers"][0]["addr"])
+            )
+            if round_no == 0:
+                # the second cluster, started beside the first: distinct ports, both serve
+                out, err = beside.communicate(timeout=300)
+                assert beside.returncode == 0, err
+                desc2 = json.loads(out)
+                assert desc2["namesrv"] != desc["namesrv"]
+                assert probe.cluster_info(desc2["namesrv"]).brokers
+                again = _cli("cluster", "start", "--state-dir", str(first))
+                assert again.returncode == 1 and "already running" in again.stderr
+                status = _cli("cluster", "status", "--state-dir", str(second))
+                assert status.returncode == 0
+                assert json.loads(status.stdout)["registered_brokers"] == [
+                    desc2["brokers"][0]["addr"]
+                ]
+                assert _cli("cluster", "stop", "--state-dir", str(second)).returncode == 0
+            stopped = _cli("cluster", "stop", "--state-dir", str(first))
+            assert stopped.returncode == 0, stopped.stderr
+            assert sorted(json.loads(stopped.stdout)["stopped"]) == ["broker-a", "namesrv"]
+            assert _processes_of(first) == []
+        assert _processes_of(second) == []
+        status = _cli("cluster", "status", "--state-dir", str(first))
+        assert status.returncode == 3  # nothing running
+        assert json.loads(status.stdout)["namesrv_reachable"] is False
+    finally:  # a failed assertion must not leave either cluster running
+        if beside.poll() is None:
+            beside.communicate(timeout=300)
+        for state_dir in (first, second):
+            if _processes_of(state_dir):
+                _cli("cluster", "stop", "--state-dir", str(state_dir))
 
 
 def test_no_jvm_outlives_a_killed_launcher(tmp_path: Path) -> None:
