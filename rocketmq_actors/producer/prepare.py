@@ -190,6 +190,7 @@ def prepare_batch(
     # (body, flag, encoded properties, id); UNIQ_KEY goes last, as a dict insertion would put it
     uniq = f"{Property.UNIQ_KEY}\x01"
     items: list[tuple[bytes, int, bytes, str]] = []
+    validate_topic(topic)  # (every message must have this one)
     for msg, msg_id in zip(messages, ids.next_ids(len(messages)), strict=True):
         if msg.topic != topic:
             raise InvalidMessage("every message of a batch must have the same topic")
@@ -197,13 +198,17 @@ def prepare_batch(
             raise InvalidMessage("every message of a batch must have the same wait_store")
         if msg.delay_level or msg.deliver_at_ms is not None or msg.delay_ms is not None:
             raise InvalidMessage("batch messages cannot be delayed")
-        _validate(msg, max_size)
-        # a message with no properties, tags or keys (WAIT is the batch's) skips the dict
-        if msg.properties or msg.tags or msg.keys or not wait:
+        body = msg.body
+        if (msg.properties or msg.tags or msg.keys or not wait
+                or body.__class__ is not bytes or not 0 < len(body) <= max_size):  # fmt: skip
+            _validate(msg, max_size)  # every check, and its error
             props = f"{encode_properties(msg.wire_properties())}{uniq}{msg_id}\x02".encode()
+            body = bytes(body)
         else:
+            # a plain message (bytes body of a valid size, no properties, tags or keys; WAIT
+            # is the batch's): the checks above are all that _validate would make
             props = f"{uniq}{msg_id}\x02".encode()
-        items.append((bytes(msg.body), msg.flag, props, msg_id))
+        items.append((body, msg.flag, props, msg_id))
     chunks: list[Prepared] = []
     current: list[tuple[bytes, int, bytes, str]] = []
     size = 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 
+import attrs
 import pytest
 
 from rocketmq_actors.errors import InvalidMessage
@@ -46,6 +47,16 @@ async def test_bad_messages_fail_before_any_io(what: str, message: Message) -> N
             await producer.send_nowait(message)
         with pytest.raises(InvalidMessage):
             await producer.send_oneway(message)
+        with pytest.raises(InvalidMessage) as single:
+            await producer.send(message)
+        good = attrs.evolve(message, body=b"x", delay_level=0, delay_ms=None, properties={},
+                            keys=())  # fmt: skip
+        for batch in ([message], [message, message], [good, message]):
+            with pytest.raises(InvalidMessage) as batched:
+                await producer.send_batch(batch)
+            if batch[0] is message and "delay" not in what:
+                # the batch's fast path for plain messages skips no check a send makes
+                assert str(batched.value) == str(single.value)
         assert producer.instance.pool.connects == 0
 
 
