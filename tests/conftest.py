@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import hypothesis  # noqa: F401 - imported here, at collection, on purpose (see below)
 import pytest
 import structlog
+
+# hypothesis's pytest plugin imports hypothesis lazily in its terminal-summary hook when no
+# test module did; under pytest's assertion rewriting that import, made that deep in the hook
+# stack, trips a CPython 3.11.7 compiler bug ("SystemError: AST constructor recursion depth
+# mismatch") and a run of, say, tests/producer/test_failures.py alone exited 1 after passing.
 
 
 @pytest.fixture(autouse=True)

@@ -54,7 +54,7 @@ from rocketmq_actors.runtime.workqueue import WorkQueue
 from rocketmq_actors.tracing import Tracing
 
 from .prepare import Prepared, prepare, prepare_batch, validate_group, wrap
-from .result import SendResult, SendStatus
+from .result import SendResult, SendStatus, new_send_result
 from .selector import LatencyFaultTolerance, QueueSelector, RoundRobin, select_by_key
 
 __all__ = ["Producer"]
@@ -496,15 +496,13 @@ class Producer(GroupMember):
                 self.faults.record(broker, (time.monotonic() - started) * 1000)
             ext = reply.ext_fields
             try:  # the hot path: read the four fields directly (SendMessageResponseHeader)
-                result = SendResult(
-                    status=status,
-                    msg_id=prepared.msg_id,
-                    offset_msg_id=ext["msgId"],
-                    queue=MessageQueue(prepared.user_topic, broker, int(ext["queueId"])),
-                    queue_offset=int(ext["queueOffset"]),
-                    transaction_id=ext.get("transactionId"),
-                    region_id=ext.get("MSG_REGION"),
-                )
+                queue_id = int(ext["queueId"])
+                if queue.queue_id != queue_id or queue.topic != prepared.user_topic:
+                    queue = MessageQueue(prepared.user_topic, broker, queue_id)
+                result = new_send_result(
+                    status, prepared.msg_id, ext["msgId"], queue, int(ext["queueOffset"]),
+                    ext.get("transactionId"), ext.get("MSG_REGION"),
+                )  # fmt: skip
             except (KeyError, ValueError) as exc:
                 METRICS.inc("rocketmq_send_total", topic=prepared.user_topic, result="failed")
                 raise SendFailed(

@@ -46,21 +46,32 @@ class SendResult:
 
     def for_member(self, index: int, msg_id: str, offset_msg_id: str) -> SendResult:
         """The result of message ``index`` of the batch this is the result of: its own ids,
-        the batch's queue offset plus ``index``.
+        the batch's queue offset plus ``index``."""
+        return new_send_result(self.status, msg_id, offset_msg_id, self.queue,
+                               self.queue_offset + index, None, self.region_id)  # fmt: skip
 
-        Built through the slots directly: a frozen attrs ``__init__`` goes through
-        ``object.__setattr__`` once per field (1.7 us a result, against ~0.6 us here), and a
-        batch of 16 needs 16 of them.
-        """
-        result: SendResult = _new(SendResult)
-        _set_status(result, self.status)
-        _set_msg_id(result, msg_id)
-        _set_offset_msg_id(result, offset_msg_id)
-        _set_queue(result, self.queue)
-        _set_queue_offset(result, self.queue_offset + index)
-        _set_transaction_id(result, None)  # (batches are never transactional)
-        _set_region_id(result, self.region_id)
-        return result
+
+def new_send_result(  # noqa: PLR0917 - positional on the hot path, as SendResult's field order
+    status: SendStatus,
+    msg_id: str,
+    offset_msg_id: str,
+    queue: MessageQueue,
+    queue_offset: int,
+    transaction_id: str | None,
+    region_id: str | None,
+) -> SendResult:
+    """``SendResult(...)`` for the send paths, built through the slots directly: a frozen attrs
+    ``__init__`` goes through ``object.__setattr__`` once per field (1.6 us a result, against
+    ~0.9 us here). The caller has the values' types right; a test holds the two equal."""
+    result: SendResult = _new(SendResult)
+    _set_status(result, status)
+    _set_msg_id(result, msg_id)
+    _set_offset_msg_id(result, offset_msg_id)
+    _set_queue(result, queue)
+    _set_queue_offset(result, queue_offset)
+    _set_transaction_id(result, transaction_id)
+    _set_region_id(result, region_id)
+    return result
 
 
 # slot descriptors of SendResult (their __set__ works whatever the class's frozen __setattr__)

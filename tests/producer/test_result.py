@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from rocketmq_actors.producer.result import SendResult, SendStatus
+from rocketmq_actors.producer.result import SendResult, SendStatus, new_send_result
 from rocketmq_actors.protocol.bodies import MessageQueue
 
 
@@ -24,3 +24,10 @@ def test_for_member_equals_the_constructor_and_stays_frozen() -> None:
         member.queue_offset = 5  # type: ignore[misc]
     for field in attrs.fields(SendResult):  # every slot is set (a new field must be added)
         getattr(member, field.name)
+
+
+def test_new_send_result_equals_the_constructor() -> None:
+    queue = MessageQueue(topic="T", broker_name="broker-a", queue_id=0)
+    built = new_send_result(SendStatus.SEND_OK, "A", "X", queue, 7, "tx", None)
+    assert built == SendResult(status=SendStatus.SEND_OK, msg_id="A", offset_msg_id="X",
+                               queue=queue, queue_offset=7, transaction_id="tx")  # fmt: skip
