@@ -8,9 +8,10 @@ import anyio
 import pytest
 
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
-from rocketmq_actors.errors import TopicNotFound
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
+
+from .routes import registered_route
 
 pytestmark = pytest.mark.integration
 
@@ -125,15 +126,6 @@ async def test_past_max_reconsume_times_an_orderly_message_is_dead_lettered(
     ) as consumer:  # fmt: skip
         with anyio.fail_after(30):
             await done.wait()
-        dlq = f"%DLQ%{unique_group}"
-        # the broker creates the DLQ topic at once, but 4.9 tells the NameServer only at its
-        # next registration (every 30 s): ask until the route exists
-        with anyio.fail_after(45):
-            while True:
-                try:
-                    route = await consumer.instance.routes.refresh(dlq)
-                    break
-                except TopicNotFound:
-                    await anyio.sleep(0.5)
+        route = await registered_route(consumer.instance, f"%DLQ%{unique_group}")
         assert route.subscribe_queues  # the broker created the DLQ topic for the message
     assert seen == [b"poison"] * 3 + [b"after"]  # tried 1 + 2 times, then the queue moved on

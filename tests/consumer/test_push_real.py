@@ -16,6 +16,8 @@ from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.testing.cluster import LocalCluster
 
+from .routes import registered_route
+
 pytestmark = pytest.mark.integration
 
 
@@ -136,6 +138,7 @@ async def test_failures_are_retried_then_dead_lettered(
     assert [m.reconsume_times for m in attempts] == [0, 1]
     assert attempts[1].topic == unique_topic  # retried under its own topic, not %RETRY%
     async with PullConsumer(namesrv=rocketmq_namesrv, group=unique_group + "_dlq") as reader:
+        await registered_route(reader.instance, f"%DLQ%{unique_group}")  # (4.9: up to 30 s)
         dlq = MessageQueue(f"%DLQ%{unique_group}", "broker-a", 0)
         with anyio.fail_after(30):
             while True:
