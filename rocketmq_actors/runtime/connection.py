@@ -193,20 +193,16 @@ class BrokerConnection:
 
     # ---- requests --------------------------------------------------------------------------
 
-    def _enqueue(self, frame: bytes) -> None:
-        if self._wire.closing:
-            raise ClientClosed(f"connection to {self.addr} is closing")
-        self._wire.write(frame)
-
-    def _send_request_frame(self, frame: bytes) -> None:
+    def _enqueue(self, frame: bytes, alone: bool = False) -> None:
+        """Queue ``frame``; ``alone`` (a request with no other in flight: no batch to wait
+        for) lets it leave at once."""
         wire = self._wire
         if wire.closing:
             raise ClientClosed(f"connection to {self.addr} is closing")
-        if len(self._pending) == 1:  # alone in flight: no batch to wait for, write at once
+        if alone:
             wire.write_now(frame)
         else:
             wire.write(frame)
-        self.requests_sent += 1
 
     def _take_opaque(self) -> int:
         opaque = self._next_opaque
@@ -271,7 +267,8 @@ class BrokerConnection:
             cmd.opaque = opaque
             if self._credentials is not None:
                 cmd.ext_fields = sign(cmd.ext_fields, cmd.body, self._credentials)
-            self._send_request_frame(cmd.encode())
+            self._enqueue(cmd.encode(), len(self._pending) == 1)
+            self.requests_sent += 1
             result: RemotingCommand = await waiter
             return result
         finally:
@@ -288,7 +285,8 @@ class BrokerConnection:
         self._in_flight_bytes += size_hint
         opaque, waiter = self._new_request_waiter(code, timeout)
         try:
-            self._send_request_frame(encode(opaque))
+            self._enqueue(encode(opaque), len(self._pending) == 1)
+            self.requests_sent += 1
             result: RemotingCommand = await waiter
             return result
         finally:
