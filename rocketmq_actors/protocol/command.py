@@ -260,18 +260,15 @@ def _encode_json_header_orjson(cmd: RemotingCommand) -> bytes:
     assert _orjson_dumps is not None
     language = cmd.language
     name = "PYTHON" if language is _PYTHON else _LANGUAGE_NAME[int(language)]
+    # fastjson's field order, as the standard-library encoder writes it
+    header = {"code": cmd.code, "extFields": cmd.ext_fields, "flag": cmd.flag,
+              "language": name, "opaque": cmd.opaque}  # fmt: skip
+    if cmd.remark is not None:
+        header["remark"] = cmd.remark
+    header["serializeTypeCurrentRPC"] = "JSON"
+    header["version"] = cmd.version
     try:
-        if cmd.remark is None:
-            return _orjson_dumps(
-                {"code": cmd.code, "extFields": cmd.ext_fields, "flag": cmd.flag,
-                 "language": name, "opaque": cmd.opaque,
-                 "serializeTypeCurrentRPC": "JSON", "version": cmd.version}
-            )  # fmt: skip
-        return _orjson_dumps(
-            {"code": cmd.code, "extFields": cmd.ext_fields, "flag": cmd.flag,
-             "language": name, "opaque": cmd.opaque, "remark": cmd.remark,
-             "serializeTypeCurrentRPC": "JSON", "version": cmd.version}
-        )  # fmt: skip
+        return _orjson_dumps(header)
     except TypeError:  # orjson.JSONEncodeError: say it as the standard library does
         return _encode_json_header_stdlib(cmd)
 

@@ -77,6 +77,11 @@ def test_unique_ids() -> None:
     assert {i[:-4] for i in batch} == {batch[0][:-4]}
     counters = [int(i[-4:], 16) for i in batch]
     assert all((b - a) % 0x10000 == 1 for a, b in itertools.pairwise(counters))
+    # the counter goes on past the batch: no later id reuses one of its values
+    after = [int(i[-4:], 16) for i in [gen.next_id(), *gen.next_ids(4)]]
+    assert after[0] == (counters[-1] + 1) % 0x10000
+    assert all((b - a) % 0x10000 == 1 for a, b in itertools.pairwise(after[1:]))
+    assert not set(after) & set(counters)
 
 
 def test_offset_message_id_round_trip() -> None:
