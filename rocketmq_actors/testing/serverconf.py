@@ -82,10 +82,15 @@ def can_bind(port: int, host: str) -> bool:
 
 
 def pick_port(taken: set[int], offsets: tuple[int, ...]) -> int:
-    """A port ``p`` such that ``p + o`` is free for every offset (below the ephemeral range)."""
+    """A port ``p`` such that ``p + o`` is free for every offset.
+
+    Every ``p + o`` lies in [20000, 32000): above the well-known ports, below
+    Linux's ephemeral range (32768 and up), so no outgoing connection takes it.
+    """
     rng = random.Random()
+    low, high = 20000 - min(offsets, default=0), 32000 - max(offsets, default=0)
     for _ in range(500):
-        base = rng.randrange(20000, 32000)
+        base = rng.randrange(low, high)
         ports = [base + o for o in offsets]
         if any(p in taken for p in ports):
             continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import stat
 from collections import namedtuple
@@ -108,7 +109,22 @@ def test_picked_ports_are_distinct_and_bindable() -> None:
     bases = [pick_port(taken, (0, -2, 1)) for _ in range(20)]
     ports = [p for b in bases for p in (b, b - 2, b + 1)]
     assert len(set(ports)) == len(ports)
-    assert all(20000 <= p < 32002 for p in ports)
+    assert all(20000 <= p < 32000 for p in ports)
+
+
+@pytest.mark.parametrize("draw", ["lowest", "highest"])
+def test_picked_ports_stay_in_range_at_the_edges(
+    monkeypatch: pytest.MonkeyPatch, draw: str
+) -> None:
+    # the lowest and the highest base the generator may draw keep every offset in range
+    class EdgeRandom:
+        def randrange(self, start: int, stop: int) -> int:
+            return start if draw == "lowest" else stop - 1
+
+    monkeypatch.setattr(random, "Random", EdgeRandom)
+    base = pick_port(set(), (0, -2, 1))
+    assert base - 2 >= 20000
+    assert base + 1 < 32000
 
 
 def test_properties_file_format(tmp_path: Path) -> None:
