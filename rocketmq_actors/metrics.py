@@ -96,6 +96,20 @@ class Metrics:
                 histogram = self._histograms[key] = _Histogram()
             histogram.observe(value)
 
+    def key(self, name: str, **labels: Any) -> Key:
+        """The canonical key of a series, for :meth:`count_and_observe` on a hot path."""
+        return self._key(name, labels)
+
+    def count_and_observe(self, counter: Key, histogram: Key, value: float) -> None:
+        """Add 1 to ``counter`` and ``value`` to ``histogram`` under one lock (per send: the
+        two keyword-label calls cost about 1.5 us more)."""
+        with self._lock:
+            self._counters[counter] = self._counters.get(counter, 0.0) + 1.0
+            hist = self._histograms.get(histogram)
+            if hist is None:
+                hist = self._histograms[histogram] = _Histogram()
+            hist.observe(value)
+
     def value(self, name: str, **labels: Any) -> float:
         """A counter's or gauge's current value (0 if never touched)."""
         key = self._key(name, labels)

@@ -31,6 +31,20 @@ def test_registry_counts_and_exports_to_prometheus() -> None:
     assert 'rocketmq_send_seconds_count{topic="t"} 3.0' in text
 
 
+def test_the_hot_path_records_through_keys_as_the_keyword_calls_do() -> None:
+    metrics = Metrics()
+    ok = metrics.key("rocketmq_send_total", topic="t", result="ok")
+    seconds = metrics.key("rocketmq_send_seconds", topic="t")
+    metrics.inc("rocketmq_send_total", result="ok", topic="t")  # other label order, same series
+    metrics.count_and_observe(ok, seconds, 0.003)
+    metrics.count_and_observe(ok, seconds, 2.0)
+    assert metrics.value("rocketmq_send_total", topic="t", result="ok") == 3
+    assert metrics.count("rocketmq_send_seconds", topic="t") == 2
+    (series,) = metrics.snapshot()["rocketmq_send_seconds"]
+    assert series["labels"] == {"topic": "t"}
+    assert series["sum"] == pytest.approx(2.003)
+
+
 @pytest.mark.integration
 async def test_a_send_and_a_consume_are_recorded(
     rocketmq_namesrv: str, unique_topic: str, unique_group: str

@@ -44,6 +44,7 @@ _SYSTEM_TOPICS = frozenset(
 MAX_TOPIC_LENGTH = 127
 MAX_GROUP_LENGTH = 120
 MAX_DELAY_LEVEL = 18
+_UNIQ_PREFIX = f"{Property.UNIQ_KEY}\x01"
 
 
 _valid_topics: set[str] = set()  # validated once each: producers send to few topics
@@ -152,6 +153,25 @@ def prepare(
     extra: dict[str, str] | None = None,
     sys_flag: int = 0,
 ) -> Prepared:
+    body = msg.body
+    if not (extra or msg.properties or msg.tags or msg.keys or msg.delay_level
+            or msg.deliver_at_ms is not None or msg.delay_ms is not None or not msg.wait_store
+            or body.__class__ is not bytes or not 0 < len(body) <= max_size
+            or (compress_threshold and len(body) >= compress_threshold)):  # fmt: skip
+        # a plain message (bytes body of a valid size, below the compression threshold, no
+        # properties, tags, keys or delay): the checks above are all that _validate would
+        # make, and UNIQ_KEY is its only property
+        validate_topic(msg.topic)
+        msg_id = ids.next_id()
+        return Prepared(
+            topic=wrap(namespace, msg.topic),
+            user_topic=msg.topic,
+            body=body,
+            properties=f"{_UNIQ_PREFIX}{msg_id}\x02",
+            msg_id=msg_id,
+            sys_flag=sys_flag,
+            flag=msg.flag,
+        )
     _validate(msg, max_size)
     props = msg.wire_properties()
     if extra:
@@ -189,7 +209,7 @@ def prepare_batch(
     if topic.startswith("%RETRY%"):
         raise InvalidMessage("batches cannot be sent to retry topics")
     # (body, flag, encoded properties, id); UNIQ_KEY goes last, as a dict insertion would put it
-    uniq = f"{Property.UNIQ_KEY}\x01"
+    uniq = _UNIQ_PREFIX
     items: list[tuple[bytes, int, bytes, str]] = []
     validate_topic(topic)  # (every message must have this one)
     for msg, msg_id in zip(messages, ids.next_ids(len(messages)), strict=True):

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import struct
+import zlib
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rocketmq_actors.errors import InvalidMessage
 from rocketmq_actors.producer import Message, Producer
-from rocketmq_actors.producer.prepare import prepare_batch
-from rocketmq_actors.protocol.messages import Property, UniqueIdGenerator, decode_properties
+from rocketmq_actors.producer.prepare import prepare, prepare_batch
+from rocketmq_actors.protocol.messages import (
+    MessageSysFlag,
+    Property,
+    UniqueIdGenerator,
+    decode_properties,
+    encode_properties,
+)
 
 
 def _message(**kwargs: object) -> Message:
@@ -105,3 +114,51 @@ def test_batches_are_cut_at_the_size_limit_and_checked() -> None:
                       max_size=10_000)  # fmt: skip
     with pytest.raises(InvalidMessage, match="empty"):
         prepare_batch([], ids=ids, namespace=None, max_size=10_000)
+
+
+_texts = st.text(alphabet="abcXYZ019-_ ", max_size=6)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    tags=st.one_of(st.none(), _texts.filter(lambda t: " " not in t)),
+    keys=st.lists(st.text(alphabet="abk1", min_size=1, max_size=4), max_size=2),
+    properties=st.dictionaries(st.sampled_from(["a", "color"]), _texts, max_size=2),
+    wait_store=st.booleans(),
+    size=st.sampled_from([1, 100, 4095, 4096, 5000]),
+    bytearray_body=st.booleans(),
+    namespace=st.sampled_from([None, "", "ns"]),
+    flag=st.sampled_from([0, 7]),
+    delay_level=st.sampled_from([0, 3]),
+    plain=st.booleans(),
+)
+def test_prepare_plain_and_general_paths_agree(
+    tags: str | None,
+    keys: list[str],
+    properties: dict[str, str],
+    wait_store: bool,
+    size: int,
+    bytearray_body: bool,
+    namespace: str | None,
+    flag: int,
+    delay_level: int,
+    plain: bool,
+) -> None:
+    # plain messages take a fast path; every message must come out as the general rule says
+    if plain:  # half the examples: nothing but a topic and a body
+        tags, keys, properties, wait_store, delay_level = None, [], {}, True, 0
+    body = b"z" * size
+    sent: bytes = bytearray(body) if bytearray_body else body  # type: ignore[assignment]
+    msg = Message(topic="T", body=sent, tags=tags,
+                  keys=keys, properties=properties, wait_store=wait_store, flag=flag,
+                  delay_level=delay_level)  # fmt: skip
+    got = prepare(msg, ids=UniqueIdGenerator(), namespace=namespace, max_size=4 << 20,
+                  compress_threshold=4096, compress_level=5)  # fmt: skip
+    expected_props = encode_properties({**msg.wire_properties(), Property.UNIQ_KEY: got.msg_id})
+    assert got.properties == expected_props
+    compressed = size >= 4096
+    assert got.body == (zlib.compress(body, 5) if compressed else body)
+    assert got.body.__class__ is bytes
+    assert got.sys_flag == (MessageSysFlag.COMPRESSED if compressed else 0)
+    assert (got.topic, got.user_topic, got.flag) == ("ns%T" if namespace else "T", "T", flag)
+    assert got.batch_ids == ()
