@@ -4,9 +4,11 @@
 
 Starts a local RocketMQ once, then measures each path with the same message size (1 KiB),
 counts and durations, ours first, then the Java client (``rocketmq-client`` from the cached
-server jars; ``benchmarks/java/*.java`` run in source-file mode). The produce paths run
-``--rounds`` times per client, alternating sides, and each side keeps its best round (the build
-VM's speed swings within minutes: one sync p50 measured 0.56 and 0.30 ms five minutes apart):
+server jars; ``benchmarks/java/*.java`` run in source-file mode). The build VM's speed swings
+about 2x within minutes (one sync p50 measured 0.56 and 0.30 ms five minutes apart), so:
+paths (b) and (c) run ``--rounds`` times per client, alternating sides, and each side keeps its
+best round; path (a) runs both clients at once, taking turns in ``--latency-windows`` short
+windows each (``benchmarks.latency``), and compares the pooled latencies.
 
 (a) sync send, one in flight: p50 / p99 latency;
 (b) pipelined 1 KiB sends from one process, ``--concurrency`` in flight: messages/s;
@@ -35,7 +37,7 @@ import anyio
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.producer import create_topic
 
-from . import codec, consumer, producer
+from . import codec, consumer, latency, producer
 from .common import RESULTS, on_cluster, run_java, write_results
 
 TARGETS = {  # issue 9: the least ratio (higher = better for us) each path must reach
@@ -87,35 +89,34 @@ def measure(namesrv: str, args: argparse.Namespace) -> dict[str, Any]:
     anyio.run(_create_topic, namesrv, java_topic)  # as the Python side's: 8 queues
     ours_rounds: list[dict[str, Any]] = []
     java_rounds: list[dict[str, Any]] = []
+    modes = ("pipelined", "batch")  # (a) is measured below, both clients taking turns
     for _ in range(args.rounds):  # alternate sides: a slow phase of the VM hits both
-        ours_rounds.append(
-            anyio.run(
-                producer.bench, namesrv, args.seconds, args.concurrency, args.warmup, py_topic
-            )
-        )
-        java_rounds.append({
-            row.pop("mode"): row
-            for row in run_java(
-                "ProduceBench", namesrv, java_topic, args.seconds, args.warmup, args.concurrency
-            )
-        })  # fmt: skip
+        ours_round = anyio.run(producer.bench, namesrv, args.seconds, args.concurrency,
+                               args.warmup, py_topic, modes)  # fmt: skip
+        ours_rounds.append(ours_round)
+        java_lines = run_java("ProduceBench", namesrv, java_topic, args.seconds, args.warmup,
+                              args.concurrency, ",".join(modes))  # fmt: skip
+        java_rounds.append({row.pop("mode"): row for row in java_lines})
     ours_produce, java_produce = _best_rounds(ours_rounds), _best_rounds(java_rounds)
+    sync_pair = anyio.run(latency.paired, namesrv, args.latency_windows, args.latency_seconds,
+                          args.latency_warmup, f"bench_latency_{stamp}")  # fmt: skip
     backlog = f"bench_consume_{stamp}"
     prefill_s = anyio.run(consumer.prefill, namesrv, backlog, args.messages)
     ours_consume = anyio.run(consumer.push_drain, namesrv, backlog, args.messages)
     java_consume = consumer.java_drain(namesrv, backlog, args.messages)
     ours_slow = _python_slow_handler(namesrv, backlog, args.slow_seconds)
     java_slow = consumer.java_slow_handler(namesrv, backlog, args.slow_seconds)
-    sync, pipelined, batch = "sync_one_in_flight", "pipelined_1k", "batch_16x1k"
+    pipelined, batch = "pipelined_1k", "batch_16x1k"
+    ours_sync, java_sync = sync_pair["ours"], sync_pair["java"]
 
     def row(unit: str, ours: float, java: float) -> dict[str, Any]:
         return {"unit": unit, "ours": ours, "java": java}
 
     paths = {
         "a_sync_latency_p50": row("ms (p50, lower is better)",
-                                   ours_produce[sync]["p50_ms"], java_produce[sync]["p50_ms"]),
+                                   ours_sync["p50_ms"], java_sync["p50_ms"]),
         "a_sync_latency_p99": row("ms (p99, lower is better)",
-                                   ours_produce[sync]["p99_ms"], java_produce[sync]["p99_ms"]),
+                                   ours_sync["p99_ms"], java_sync["p99_ms"]),
         "b_pipelined_1k": row("msgs/s", ours_produce[pipelined]["msgs_per_s"],
                                java_produce[pipelined]["msgs_per_s"]),
         "c_batch_16x1k": row("msgs/s", ours_produce[batch]["msgs_per_s"],
@@ -136,6 +137,7 @@ def measure(namesrv: str, args: argparse.Namespace) -> dict[str, Any]:
         "detail": {
             "ours_produce": ours_produce,
             "java_produce": java_produce,
+            "sync_latency_windows": sync_pair,
             "prefill_seconds": round(prefill_s, 2),
             "ours_consume": ours_consume,
             "java_consume": java_consume,
@@ -197,6 +199,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rounds", type=int, default=2, help="produce rounds per client, alternating sides"
     )
+    parser.add_argument("--latency-windows", type=int, default=8,
+                        help="(a): sync-send windows per client, taking turns")  # fmt: skip
+    parser.add_argument("--latency-seconds", type=float, default=3.0, help="(a): one window")
+    parser.add_argument("--latency-warmup", type=float, default=10.0, help="(a): each side")
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--slow-seconds", type=float, default=20.0)
     parser.add_argument("--namesrv", help="use this cluster instead of starting one")
@@ -208,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     figures["settings"] = {
         "message_bytes": 1024, "seconds": args.seconds, "warmup": args.warmup,
         "concurrency": args.concurrency, "messages": args.messages, "rounds": args.rounds,
+        "latency_windows": args.latency_windows, "latency_seconds": args.latency_seconds,
         "slow_seconds": args.slow_seconds, "took_seconds": round(time.monotonic() - started),
     }  # fmt: skip
     written = write_results(args.out, figures)  # adds the calibration the table quotes

@@ -2,7 +2,8 @@
 // and durations (rocketmq-example's benchmark tools report rolling TPS only, so the harness runs
 // this program instead). Prints one JSON line per mode. Run with the jars the launcher caches:
 //   java -cp "$HOME/.cache/rocketmq-actors/rocketmq-5.3.3/lib/*" ProduceBench.java \
-//        NAMESRV TOPIC SECONDS WARMUP_SECONDS CONCURRENCY
+//        NAMESRV TOPIC SECONDS WARMUP_SECONDS CONCURRENCY [MODES]
+// MODES: a comma-separated subset of sync,pipelined,batch (default: all three, in that order).
 // Modes, as in Python:
 //   sync_one_in_flight  one thread, synchronous send, one message in flight (latency)
 //   pipelined_1k        asynchronous sends, CONCURRENCY in flight (a semaphore), from one thread
@@ -121,10 +122,18 @@ public class ProduceBench {
         DefaultMQProducer producer = new DefaultMQProducer("bench_java_producer");
         producer.setNamesrvAddr(namesrv);
         producer.start();
+        List<String> modes =
+            List.of((args.length > 5 ? args[5] : "sync,pipelined,batch").split(","));
         pipelined(producer, topic, warmup, concurrency); // JIT, connections, route
-        System.out.println(sync(producer, topic, seconds));
-        System.out.println(pipelined(producer, topic, seconds, concurrency));
-        System.out.println(batch(producer, topic, seconds, Math.max(1, concurrency / 16)));
+        if (modes.contains("sync")) {
+            System.out.println(sync(producer, topic, seconds));
+        }
+        if (modes.contains("pipelined")) {
+            System.out.println(pipelined(producer, topic, seconds, concurrency));
+        }
+        if (modes.contains("batch")) {
+            System.out.println(batch(producer, topic, seconds, Math.max(1, concurrency / 16)));
+        }
         producer.shutdown();
         System.exit(0);
     }
