@@ -4,7 +4,8 @@
 
 (a) sync sends, one in flight: latency; (b) 1 KiB sends with ``--concurrency`` in flight from
 one process: messages/s and latency; (c) batches of 16 x 1 KiB the same way. Starts its own
-local cluster. ``benchmarks.compare`` (``make bench``) runs the Java client beside it.
+local cluster. ``benchmarks.paired`` runs these windows against the Java client's, taking turns
+(``make bench``).
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ def _percentiles(latencies: list[float]) -> dict[str, float]:
     return {"p50_ms": at(0.5), "p99_ms": at(0.99)}
 
 
-async def _run(producer: Producer, topic: str, concurrency: int, seconds: float,
-               batch: int) -> dict[str, Any]:  # fmt: skip
+async def window(producer: Producer, topic: str, concurrency: int, seconds: float,
+                 batch: int) -> tuple[int, float, list[float]]:  # fmt: skip
+    """``concurrency`` senders for ``seconds`` (batches of ``batch`` when > 1): messages sent,
+    elapsed seconds (until the last send settled) and every send's latency."""
     latencies: list[float] = []
     sent = 0
     stop = time.monotonic() + seconds
@@ -55,34 +58,27 @@ async def _run(producer: Producer, topic: str, concurrency: int, seconds: float,
     async with anyio.create_task_group() as tg:
         for _ in range(concurrency):
             tg.start_soon(worker)
-    elapsed = time.perf_counter() - began
+    return sent, time.perf_counter() - began, latencies
+
+
+async def _run(producer: Producer, topic: str, concurrency: int, seconds: float,
+               batch: int) -> dict[str, Any]:  # fmt: skip
+    sent, elapsed, latencies = await window(producer, topic, concurrency, seconds, batch)
     return {"msgs_per_s": round(sent / elapsed), "messages": sent, **_percentiles(latencies)}
 
 
-MODES = ("sync", "pipelined", "batch")
-
-
-async def bench(  # noqa: PLR0917 - positional for anyio.run
-    namesrv: str,
-    seconds: float,
-    concurrency: int,
-    warmup: float,
-    topic: str | None = None,
-    modes: tuple[str, ...] = MODES,
+async def bench(
+    namesrv: str, seconds: float, concurrency: int, warmup: float, topic: str | None = None
 ) -> dict[str, Any]:
     async with Producer(namesrv=namesrv, group="bench_producer", max_pending=100_000) as producer:
         topic = topic or f"bench_{int(time.time())}"
         await create_topic(producer.instance, topic, queues=QUEUES)
         await _run(producer, topic, concurrency, warmup, 1)  # broker JIT and connections
-        figures: dict[str, Any] = {}
-        if "sync" in modes:
-            figures["sync_one_in_flight"] = await _run(producer, topic, 1, seconds, 1)
-        if "pipelined" in modes:
-            figures["pipelined_1k"] = await _run(producer, topic, concurrency, seconds, 1)
-        if "batch" in modes:
-            senders = max(1, concurrency // 16)
-            figures["batch_16x1k"] = await _run(producer, topic, senders, seconds, 16)
-        return figures
+        return {
+            "sync_one_in_flight": await _run(producer, topic, 1, seconds, 1),
+            "pipelined_1k": await _run(producer, topic, concurrency, seconds, 1),
+            "batch_16x1k": await _run(producer, topic, max(1, concurrency // 16), seconds, 16),
+        }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,171 @@
+"""Produce paths, ours against the Java client, taking turns in short windows of one run.
+
+    python -m benchmarks.paired [--windows 6] [--seconds 3] [--warmup 10] [--namesrv ADDR]
+
+Paths (a) sync sends with one in flight, (b) pipelined 1 KiB sends with ``--concurrency`` in
+flight and (c) batches of 16 x 1 KiB from ``--concurrency``/16 senders. The build VM's speed
+swings about 2x within minutes, so one long run per client compares two different machines:
+two runs of the same client ten minutes apart differed by 1.7x. Here both clients stay up
+(``benchmarks/java/ProduceWindows.java`` waits on stdin between windows) and take turns in
+short windows, the order flipped every pair (ours-Java, Java-ours, ...), so that the VM's
+phases fall on both. Each path starts with one unmeasured window per side (its code paths warm,
+the JVM's JIT included). Per path and side: messages over the summed window time, and percentiles
+of the pooled latencies, with the same rule for both clients; every window is kept too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from rocketmq_actors.producer import Producer, create_topic
+
+from .common import JAVA_DIR, RESULTS, on_cluster, write_results
+from .producer import QUEUES, _percentiles, window
+
+MODES = {"sync": "sync_one_in_flight", "pipelined": "pipelined_1k", "batch": "batch_16x1k"}
+
+
+class _JavaSide:
+    """ProduceWindows.java, driven one window at a time over its stdin."""
+
+    def __init__(self, namesrv: str, topic: str, warmup: float, concurrency: int) -> None:
+        from rocketmq_actors.testing.jars import find_java, resolve_server_jars
+
+        lib = resolve_server_jars()
+        self._proc = subprocess.Popen(
+            [find_java(), "-Xmx512m", "-cp", f"{lib}/*", str(JAVA_DIR / "ProduceWindows.java"),
+             namesrv, topic, str(warmup), str(concurrency)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+
+    def _reply(self) -> dict[str, Any]:
+        assert self._proc.stdout is not None
+        while line := self._proc.stdout.readline():
+            if line.startswith("{"):
+                reply: dict[str, Any] = json.loads(line)
+                if "error" in reply:
+                    raise RuntimeError(f"ProduceWindows.java: {reply['error']}")
+                return reply
+        raise RuntimeError(f"ProduceWindows.java exited {self._proc.wait()}")
+
+    def ready(self) -> None:
+        self._reply()
+
+    def window(self, mode: str, seconds: float) -> tuple[int, float, list[float], int]:
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(f"{mode} {seconds}\n")
+        self._proc.stdin.flush()
+        reply = self._reply()
+        latencies = [us / 1e6 for us in reply["latencies_us"]]
+        return reply["messages"], reply["seconds"], latencies, reply["failed"]
+
+    def close(self) -> None:
+        if self._proc.stdin is not None and not self._proc.stdin.closed:
+            self._proc.stdin.write("quit\n")
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+
+class _Tally:
+    """One side's windows of one path, pooled."""
+
+    def __init__(self) -> None:
+        self.messages = 0
+        self.seconds = 0.0
+        self.latencies: list[float] = []
+        self.failed = 0
+
+    def add(self, messages: int, seconds: float, latencies: list[float], failed: int) -> None:
+        self.messages += messages
+        self.seconds += seconds
+        self.latencies += latencies
+        self.failed += failed
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "msgs_per_s": round(self.messages / self.seconds) if self.seconds else 0,
+            "messages": self.messages,
+            "seconds": round(self.seconds, 2),
+            "failed": self.failed,
+            **_percentiles(self.latencies),
+        }
+
+
+async def paired(  # noqa: PLR0917 - positional for anyio.run
+    namesrv: str,
+    windows: int,
+    seconds: float,
+    warmup: float,
+    concurrency: int,
+    topic: str | None = None,
+) -> dict[str, Any]:
+    """``windows`` windows per path and side, alternating sides; pooled and per-window
+    figures of each. Ours and Java's send to the same topic."""
+    topic = topic or f"bench_paired_{int(time.time())}"
+    figures: dict[str, Any] = {}
+    async with Producer(namesrv=namesrv, group="bench_paired", max_pending=100_000) as producer:
+        await create_topic(producer.instance, topic, queues=QUEUES)
+        java = _JavaSide(namesrv, topic, warmup, concurrency)
+        try:
+            await anyio.to_thread.run_sync(java.ready)  # its warm-up, alone on the machine
+            await window(producer, topic, concurrency, warmup, 1)  # then ours, alone
+
+            async def ours(mode: str) -> tuple[int, float, list[float], int]:
+                senders, batch = {"sync": (1, 1), "pipelined": (concurrency, 1),
+                                  "batch": (max(1, concurrency // 16), 16)}[mode]  # fmt: skip
+                return (*await window(producer, topic, senders, seconds, batch), 0)
+
+            for mode, name in MODES.items():
+                # one unmeasured window each first: this path's code warm on both sides
+                await ours(mode)
+                await anyio.to_thread.run_sync(java.window, mode, seconds)
+                pooled = {"ours": _Tally(), "java": _Tally()}
+                per_window: list[dict[str, Any]] = []
+                for i in range(windows):
+                    for side in ("ours", "java") if i % 2 == 0 else ("java", "ours"):
+                        if side == "ours":
+                            got = await ours(mode)
+                        else:
+                            got = await anyio.to_thread.run_sync(java.window, mode, seconds)
+                        pooled[side].add(*got)
+                        one = _Tally()
+                        one.add(*got)
+                        per_window.append({"side": side, **one.summary()})
+                figures[name] = {side: tally.summary() for side, tally in pooled.items()}
+                figures[name]["windows"] = per_window
+        finally:
+            await anyio.to_thread.run_sync(java.close)
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--windows", type=int, default=6, help="windows per path and side")
+    parser.add_argument("--seconds", type=float, default=3.0, help="length of one window")
+    parser.add_argument("--warmup", type=float, default=10.0)
+    parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--namesrv", help="use this cluster instead of starting one")
+    parser.add_argument("--out", type=Path, default=RESULTS / "paired.json")
+    args = parser.parse_args(argv)
+
+    def measure(namesrv: str) -> dict[str, Any]:
+        return anyio.run(paired, namesrv, args.windows, args.seconds, args.warmup,
+                         args.concurrency)  # fmt: skip
+
+    write_results(args.out, on_cluster(args.namesrv, measure))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
