@@ -15,13 +15,16 @@ from collections.abc import Sequence
 import attrs
 
 from rocketmq_actors.errors import InvalidMessage
+from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.messages import (
+    BATCH_PROPS_LENGTH,
+    BATCH_RECORD_HEAD,
+    MAX_BATCH_PROPERTIES,
     RESERVED_PROPERTIES,
     Message,
     MessageSysFlag,
     Property,
     UniqueIdGenerator,
-    encode_batch,
     encode_properties,
 )
 
@@ -208,9 +211,15 @@ def prepare_batch(
     wait = messages[0].wait_store
     if topic.startswith("%RETRY%"):
         raise InvalidMessage("batches cannot be sent to retry topics")
-    # (body, flag, encoded properties, id); UNIQ_KEY goes last, as a dict insertion would put it
+    # Each message is encoded as it is checked, straight into its chunk's parts: 22 bytes of
+    # head (total, magic, crc, flag, body length), the body, 2 bytes of properties length and
+    # the properties, UNIQ_KEY last (where a dict insertion would put it).
     uniq = _UNIQ_PREFIX
-    items: list[tuple[bytes, int, bytes, str]] = []
+    head, props_length = BATCH_RECORD_HEAD.pack, BATCH_PROPS_LENGTH.pack
+    chunks: list[Prepared] = []
+    parts: list[bytes] = []
+    chunk_ids: list[str] = []
+    size = 0
     validate_topic(topic)  # (every message must have this one)
     for msg, msg_id in zip(messages, ids.next_ids(len(messages)), strict=True):
         if msg.topic != topic:
@@ -224,38 +233,35 @@ def prepare_batch(
                 or body.__class__ is not bytes or not 0 < len(body) <= max_size):  # fmt: skip
             _validate(msg, max_size)  # every check, and its error
             props = f"{encode_properties(msg.wire_properties())}{uniq}{msg_id}\x02".encode()
+            if len(props) > MAX_BATCH_PROPERTIES:
+                raise ProtocolError("properties-too-long", f"{len(props)} bytes > 32767")
             body = bytes(body)
         else:
             # a plain message (bytes body of a valid size, no properties, tags or keys; WAIT
             # is the batch's): the checks above are all that _validate would make
             props = f"{uniq}{msg_id}\x02".encode()
-        items.append((body, msg.flag, props, msg_id))
-    chunks: list[Prepared] = []
-    current: list[tuple[bytes, int, bytes, str]] = []
-    size = 0
-    for item in items:
-        record = 22 + len(item[0]) + len(item[2])
-        if current and size + record > max_size:
-            chunks.append(_batch(current, topic, namespace, wait))
-            current, size = [], 0
-        current.append(item)
+        record = 22 + len(body) + len(props)
+        if chunk_ids and size + record > max_size:
+            chunks.append(_batch(parts, chunk_ids, topic, namespace, wait))
+            parts, chunk_ids, size = [], [], 0
+        parts += (head(record, 0, 0, msg.flag, len(body)), body, props_length(len(props)), props)
+        chunk_ids.append(msg_id)
         size += record
-    chunks.append(_batch(current, topic, namespace, wait))
+    chunks.append(_batch(parts, chunk_ids, topic, namespace, wait))
     return chunks
 
 
 def _batch(
-    items: list[tuple[bytes, int, bytes, str]], topic: str, namespace: str | None, wait: bool
+    parts: list[bytes], chunk_ids: list[str], topic: str, namespace: str | None, wait: bool
 ) -> Prepared:
-    body = encode_batch((b, f, p) for b, f, p, _ in items)
     # A 5.x broker appends the batch-level properties to every inner message: a batch-level
     # UNIQ_KEY would replace each message's own (the Java client sets none on the batch).
     props = {} if wait else {Property.WAIT: "false"}
     return Prepared(
         topic=wrap(namespace, topic),
         user_topic=topic,
-        body=body,
+        body=b"".join(parts),
         properties=encode_properties(props),
-        msg_id=",".join(i for _, _, _, i in items),
-        batch_ids=tuple(i for _, _, _, i in items),
+        msg_id=",".join(chunk_ids),
+        batch_ids=tuple(chunk_ids),
     )

@@ -396,10 +396,7 @@ class Producer(GroupMember):
             result = await self._send(chunk, _ROUND_ROBIN, timeout)
             offset_ids = result.offset_msg_id.split(",")
             offset_ids += [""] * (len(chunk.batch_ids) - len(offset_ids))
-            member = result.for_member
-            results += [
-                member(i, msg_id, offset_ids[i]) for i, msg_id in enumerate(chunk.batch_ids)
-            ]
+            results += result.members(chunk.batch_ids, offset_ids)
         return results
 
     # ---- the send loop ----------------------------------------------------------------

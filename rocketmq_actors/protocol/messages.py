@@ -17,6 +17,9 @@ import attrs
 from .errors import ProtocolError
 
 __all__ = [
+    "BATCH_PROPS_LENGTH",
+    "BATCH_RECORD_HEAD",
+    "MAX_BATCH_PROPERTIES",
     "MAX_MESSAGE_SIZE",
     "Message",
     "MessageSysFlag",
@@ -158,6 +161,9 @@ def java_string_hash(text: str) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
+_HEX2 = tuple(f"{i:02X}" for i in range(256))
+
+
 class UniqueIdGenerator:
     """Client-side message ids (``UNIQ_KEY``): 16 bytes as 32 upper-case hex characters.
 
@@ -191,7 +197,13 @@ class UniqueIdGenerator:
         if not self._month_start_ms <= now_ms < self._next_month_ms:
             self._roll_month(now_ms)
         elapsed = (now_ms - self._month_start_ms) & 0xFFFFFFFF
-        return f"{self._prefix}{elapsed:08X}{next(self._counter) & 0xFFFF:04X}"
+        counter = next(self._counter)
+        # hex digits by table: a third of the time of the ":08X" / ":04X" format specs
+        return (
+            f"{self._prefix}{_HEX2[elapsed >> 24]}{_HEX2[(elapsed >> 16) & 255]}"
+            f"{_HEX2[(elapsed >> 8) & 255]}{_HEX2[elapsed & 255]}"
+            f"{_HEX2[(counter >> 8) & 255]}{_HEX2[counter & 255]}"
+        )
 
     def next_ids(self, count: int) -> list[str]:
         """``count`` ids at once (one clock reading: a batch's messages share a millisecond)."""
@@ -199,7 +211,9 @@ class UniqueIdGenerator:
         first = next(self._counter)
         if count > 1:  # take the counter values first+1 .. first+count-1 in one step
             self._counter = itertools.count(first + count)
-        return [f"{head}{(first + i) & 0xFFFF:04X}" for i in range(count)]
+        return [
+            f"{head}{_HEX2[(v >> 8) & 255]}{_HEX2[v & 255]}" for v in range(first, first + count)
+        ]
 
 
 def host_addr(ip: bytes, port: int) -> str:
@@ -266,8 +280,10 @@ class Message:
         return props
 
 
-_I16 = struct.Struct(">h")
-_BATCH_HEAD = struct.Struct(">iiiii")  # total, magic 0, crc 0, flag, body length
+# one record of a batch body: head, body, properties length, properties (UTF-8)
+BATCH_RECORD_HEAD = struct.Struct(">iiiii")  # total, magic 0, crc 0, flag, body length
+BATCH_PROPS_LENGTH = struct.Struct(">h")
+MAX_BATCH_PROPERTIES = 32767
 
 
 def encode_batch(items: Iterable[tuple[bytes, int, str | bytes]]) -> bytes:
@@ -276,11 +292,11 @@ def encode_batch(items: Iterable[tuple[bytes, int, str | bytes]]) -> bytes:
     parts: list[bytes] = []
     for body, flag, props_text in items:
         props = props_text if props_text.__class__ is bytes else props_text.encode()  # type: ignore[union-attr]
-        if len(props) > 32767:
+        if len(props) > MAX_BATCH_PROPERTIES:
             raise ProtocolError("properties-too-long", f"{len(props)} bytes > 32767")
         total = 22 + len(body) + len(props)
-        parts.append(_BATCH_HEAD.pack(total, 0, 0, flag, len(body)))
+        parts.append(BATCH_RECORD_HEAD.pack(total, 0, 0, flag, len(body)))
         parts.append(body)
-        parts.append(_I16.pack(len(props)))
+        parts.append(BATCH_PROPS_LENGTH.pack(len(props)))
         parts.append(props)
     return b"".join(parts)

@@ -9,12 +9,16 @@ from rocketmq_actors.producer.result import SendResult, SendStatus, new_send_res
 from rocketmq_actors.protocol.bodies import MessageQueue
 
 
-def test_for_member_equals_the_constructor_and_stays_frozen() -> None:
+def test_members_equal_the_constructor_and_stay_frozen() -> None:
     queue = MessageQueue(topic="T", broker_name="broker-a", queue_id=3)
-    batch = SendResult(status=SendStatus.SEND_OK, msg_id="A,B", offset_msg_id="X,Y",
-                       queue=queue, queue_offset=100, region_id="DefaultRegion")  # fmt: skip
-    member = batch.for_member(1, "B", "Y")
-    expected = SendResult(status=SendStatus.SEND_OK, msg_id="B", offset_msg_id="Y",
+    batch = SendResult(status=SendStatus.FLUSH_DISK_TIMEOUT, msg_id="A,B", offset_msg_id="X,Y",
+                       queue=queue, queue_offset=100, transaction_id="tx",
+                       region_id="DefaultRegion")  # fmt: skip
+    first, member = batch.members(["A", "B"], ["X", "Y"])
+    assert first == SendResult(status=SendStatus.FLUSH_DISK_TIMEOUT, msg_id="A",
+                               offset_msg_id="X", queue=queue, queue_offset=100,
+                               region_id="DefaultRegion")  # fmt: skip
+    expected = SendResult(status=SendStatus.FLUSH_DISK_TIMEOUT, msg_id="B", offset_msg_id="Y",
                           queue=queue, queue_offset=101, region_id="DefaultRegion")  # fmt: skip
     assert member == expected
     assert hash(member) == hash(expected)

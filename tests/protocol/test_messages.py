@@ -4,7 +4,9 @@ import contextlib
 import itertools
 import json
 import struct
+import time
 import zlib
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -82,6 +84,18 @@ def test_unique_ids() -> None:
     assert after[0] == (counters[-1] + 1) % 0x10000
     assert all((b - a) % 0x10000 == 1 for a, b in itertools.pairwise(after[1:]))
     assert not set(after) & set(counters)
+
+
+def test_unique_id_time_field_is_ms_since_the_start_of_the_month() -> None:
+    gen = UniqueIdGenerator()
+    before_ms = time.time_ns() // 1_000_000
+    msg_id, (batch_id,) = gen.next_id(), gen.next_ids(1)
+    start = datetime.fromtimestamp(before_ms / 1000).replace(day=1, hour=0, minute=0, second=0,
+                                                             microsecond=0)  # fmt: skip
+    expected = before_ms - int(start.timestamp() * 1000)
+    for got in (msg_id, batch_id):
+        assert got == got.upper() and len(got) == 32
+        assert 0 <= int(got[20:28], 16) - expected < 5000
 
 
 def test_offset_message_id_round_trip() -> None:
