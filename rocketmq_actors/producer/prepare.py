@@ -218,10 +218,12 @@ def prepare_batch(
     head, props_length = BATCH_RECORD_HEAD.pack, BATCH_PROPS_LENGTH.pack
     chunks: list[Prepared] = []
     parts: list[bytes] = []
-    chunk_ids: list[str] = []
-    size = 0
+    msg_ids = ids.next_ids(len(messages))
+    first = size = 0  # the current chunk: messages[first:], size bytes
+    shape = (-1, -1, -1)  # (body length, properties length, flag) of the last record's head
+    record_head = length_bytes = b""
     validate_topic(topic)  # (every message must have this one)
-    for msg, msg_id in zip(messages, ids.next_ids(len(messages)), strict=True):
+    for index, msg in enumerate(messages):
         if msg.topic != topic:
             raise InvalidMessage("every message of a batch must have the same topic")
         if msg.wait_store != wait:
@@ -232,22 +234,26 @@ def prepare_batch(
         if (msg.properties or msg.tags or msg.keys or not wait
                 or body.__class__ is not bytes or not 0 < len(body) <= max_size):  # fmt: skip
             _validate(msg, max_size)  # every check, and its error
-            props = f"{encode_properties(msg.wire_properties())}{uniq}{msg_id}\x02".encode()
-            if len(props) > MAX_BATCH_PROPERTIES:
-                raise ProtocolError("properties-too-long", f"{len(props)} bytes > 32767")
+            props = f"{encode_properties(msg.wire_properties())}{uniq}{msg_ids[index]}\x02"
+            props_bytes = props.encode()
+            if len(props_bytes) > MAX_BATCH_PROPERTIES:
+                raise ProtocolError("properties-too-long", f"{len(props_bytes)} bytes > 32767")
             body = bytes(body)
         else:
             # a plain message (bytes body of a valid size, no properties, tags or keys; WAIT
             # is the batch's): the checks above are all that _validate would make
-            props = f"{uniq}{msg_id}\x02".encode()
-        record = 22 + len(body) + len(props)
-        if chunk_ids and size + record > max_size:
-            chunks.append(_batch(parts, chunk_ids, topic, namespace, wait))
-            parts, chunk_ids, size = [], [], 0
-        parts += (head(record, 0, 0, msg.flag, len(body)), body, props_length(len(props)), props)
-        chunk_ids.append(msg_id)
+            props_bytes = f"{uniq}{msg_ids[index]}\x02".encode()
+        record = 22 + len(body) + len(props_bytes)
+        if index > first and size + record > max_size:
+            chunks.append(_batch(parts, msg_ids[first:index], topic, namespace, wait))
+            parts, first, size = [], index, 0
+        if shape != (len(body), len(props_bytes), msg.flag):  # equal sizes: the same head
+            shape = (len(body), len(props_bytes), msg.flag)
+            record_head = head(record, 0, 0, msg.flag, len(body))
+            length_bytes = props_length(len(props_bytes))
+        parts += (record_head, body, length_bytes, props_bytes)
         size += record
-    chunks.append(_batch(parts, chunk_ids, topic, namespace, wait))
+    chunks.append(_batch(parts, msg_ids[first:], topic, namespace, wait))
     return chunks
 
 

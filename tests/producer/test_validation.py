@@ -18,6 +18,7 @@ from rocketmq_actors.protocol.messages import (
     Property,
     UniqueIdGenerator,
     decode_properties,
+    encode_batch,
     encode_properties,
 )
 
@@ -162,3 +163,35 @@ def test_prepare_plain_and_general_paths_agree(
     assert got.sys_flag == (MessageSysFlag.COMPRESSED if compressed else 0)
     assert (got.topic, got.user_topic, got.flag) == ("ns%T" if namespace else "T", "T", flag)
     assert got.batch_ids == ()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    shapes=st.lists(
+        st.tuples(st.integers(1, 400), st.sampled_from([0, 5]), st.sampled_from([None, "t"])),
+        min_size=1,
+        max_size=12,
+    ),
+    max_size=st.integers(450, 2500),
+)
+def test_batch_bodies_are_the_reference_encoding(
+    shapes: list[tuple[int, int, str | None]], max_size: int
+) -> None:
+    # every record encoded as encode_batch does, chunks cut where the size limit says
+    messages = [Message(topic="T", body=bytes([65 + i % 26]) * size, flag=flag, tags=tags)
+                for i, (size, flag, tags) in enumerate(shapes)]  # fmt: skip
+    chunks = prepare_batch(messages, ids=UniqueIdGenerator(), namespace=None, max_size=max_size)
+    ids = [msg_id for chunk in chunks for msg_id in chunk.batch_ids]
+    assert len(ids) == len(messages)
+    expected: list[list[tuple[bytes, int, str]]] = [[]]
+    size = 0
+    for msg, msg_id in zip(messages, ids, strict=True):
+        props = encode_properties({**msg.wire_properties(), Property.UNIQ_KEY: msg_id})
+        record = 22 + len(msg.body) + len(props.encode())
+        if expected[-1] and size + record > max_size:
+            expected.append([])
+            size = 0
+        expected[-1].append((msg.body, msg.flag, props))
+        size += record
+    assert [c.body for c in chunks] == [encode_batch(items) for items in expected]
+    assert [c.msg_id for c in chunks] == [",".join(c.batch_ids) for c in chunks]
