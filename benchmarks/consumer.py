@@ -65,9 +65,12 @@ async def prefill(namesrv: str, topic: str, count: int) -> float:
 async def push_drain(namesrv: str, topic: str, count: int) -> dict[str, Any]:
     done = anyio.Event()
     seen = 0
+    first_at = 0.0
 
     async def handle(message: MessageExt) -> None:
-        nonlocal seen
+        nonlocal seen, first_at
+        if not seen:
+            first_at = time.perf_counter()
         seen += 1
         if seen >= count:
             done.set()
@@ -79,8 +82,11 @@ async def push_drain(namesrv: str, topic: str, count: int) -> dict[str, Any]:
     ):  # fmt: skip
         with anyio.fail_after(600):
             await done.wait()
-        elapsed = time.perf_counter() - began
-    return {"messages": seen, "seconds": round(elapsed, 2), "msgs_per_s": round(seen / elapsed)}
+        end = time.perf_counter()
+    elapsed, first_s = end - began, first_at - began
+    return {"messages": seen, "seconds": round(elapsed, 2), "msgs_per_s": round(seen / elapsed),
+            "first_message_s": round(first_s, 2),
+            "msgs_per_s_from_first": round(seen / (elapsed - first_s))}  # fmt: skip
 
 
 def java_drain(namesrv: str, topic: str, count: int) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 // The Java client's side of benchmarks/consumer.py: a DefaultMQPushConsumer (fresh group, from
 // the first offset, 20 consume threads, a listener that only counts) drains a pre-filled topic.
-// Prints one JSON line. Run with the RocketMQ jars the launcher caches:
+// Prints one JSON line: the rate from start() and from the first message received. Run with the RocketMQ jars the launcher caches:
 //   java -cp "$HOME/.cache/rocketmq-actors/rocketmq-5.3.3/lib/*" ConsumeBench.java \
 //        NAMESRV TOPIC GROUP COUNT [HANDLER_MS SECONDS]
 // With HANDLER_MS and SECONDS it is the slow-handler memory run instead: each message sleeps
@@ -44,10 +44,11 @@ public class ConsumeBench {
             slow(namesrv, topic, group, Long.parseLong(args[4]), Double.parseDouble(args[5]));
             return;
         }
-        AtomicLong seen = new AtomicLong();
+        AtomicLong seen = new AtomicLong(), firstAt = new AtomicLong();
         CountDownLatch done = new CountDownLatch(1);
         DefaultMQPushConsumer consumer = consumer(namesrv, topic, group);
         consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+            firstAt.compareAndSet(0, System.nanoTime());
             if (seen.addAndGet(msgs.size()) >= count) {
                 done.countDown();
             }
@@ -56,12 +57,15 @@ public class ConsumeBench {
         long began = System.nanoTime();
         consumer.start();
         boolean finished = done.await(600, TimeUnit.SECONDS);
-        double seconds = (System.nanoTime() - began) / 1e9;
+        long end = System.nanoTime();
+        double seconds = (end - began) / 1e9, firstS = (firstAt.get() - began) / 1e9;
         long rss = rssKb();
         consumer.shutdown();
         System.out.printf(
-            "{\"finished\": %b, \"messages\": %d, \"seconds\": %.2f, \"msgs_per_s\": %d, \"rss_mb\": %.1f}%n",
-            finished, seen.get(), seconds, Math.round(seen.get() / seconds), rss / 1024.0);
+            "{\"finished\": %b, \"messages\": %d, \"seconds\": %.2f, \"msgs_per_s\": %d, "
+                + "\"first_message_s\": %.2f, \"msgs_per_s_from_first\": %d, \"rss_mb\": %.1f}%n",
+            finished, seen.get(), seconds, Math.round(seen.get() / seconds), firstS,
+            Math.round(seen.get() / (seconds - firstS)), rss / 1024.0);
         System.exit(0);
     }
 
