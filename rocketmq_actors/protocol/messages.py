@@ -192,22 +192,25 @@ class UniqueIdGenerator:
         self._month_start_ms = int(start.timestamp() * 1000)
         self._next_month_ms = int(nxt.timestamp() * 1000)
 
-    def next_id(self) -> str:
+    def _head(self) -> str:
+        """The first 28 hex digits: the fixed prefix and the ms since the start of the month."""
         now_ms = time.time_ns() // 1_000_000
         if not self._month_start_ms <= now_ms < self._next_month_ms:
             self._roll_month(now_ms)
         elapsed = (now_ms - self._month_start_ms) & 0xFFFFFFFF
-        counter = next(self._counter)
         # hex digits by table: a third of the time of the ":08X" / ":04X" format specs
         return (
             f"{self._prefix}{_HEX2[elapsed >> 24]}{_HEX2[(elapsed >> 16) & 255]}"
             f"{_HEX2[(elapsed >> 8) & 255]}{_HEX2[elapsed & 255]}"
-            f"{_HEX2[(counter >> 8) & 255]}{_HEX2[counter & 255]}"
         )
+
+    def next_id(self) -> str:
+        counter = next(self._counter)
+        return f"{self._head()}{_HEX2[(counter >> 8) & 255]}{_HEX2[counter & 255]}"
 
     def next_ids(self, count: int) -> list[str]:
         """``count`` ids at once (one clock reading: a batch's messages share a millisecond)."""
-        head = self.next_id()[:-4]
+        head = self._head()
         first = next(self._counter)
         if count > 1:  # take the counter values first+1 .. first+count-1 in one step
             self._counter = itertools.count(first + count)
