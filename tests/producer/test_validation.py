@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from rocketmq_actors.errors import InvalidMessage
 from rocketmq_actors.producer import Message, Producer
 from rocketmq_actors.producer.prepare import prepare, prepare_batch
+from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.messages import (
     MessageSysFlag,
     Property,
@@ -115,6 +116,10 @@ def test_batches_are_cut_at_the_size_limit_and_checked() -> None:
                       max_size=10_000)  # fmt: skip
     with pytest.raises(InvalidMessage, match="empty"):
         prepare_batch([], ids=ids, namespace=None, max_size=10_000)
+    # a record's properties length is a signed 16-bit field
+    with pytest.raises(ProtocolError, match="32767"):
+        prepare_batch([Message(topic="T", body=b"x", properties={"p": "v" * 40_000})],
+                      ids=ids, namespace=None, max_size=1 << 20)  # fmt: skip
 
 
 _texts = st.text(alphabet="abcXYZ019-_ ", max_size=6)
