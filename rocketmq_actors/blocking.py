@@ -21,7 +21,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from functools import partial
@@ -35,7 +35,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from rocketmq_actors.errors import RocketMQError
 from rocketmq_actors.producer import Message, Producer
-from rocketmq_actors.producer.result import SendResult
+from rocketmq_actors.producer.result import BatchResults, SendResult
 
 __all__ = ["BlockingProducer", "SendSummary"]
 
@@ -131,7 +131,7 @@ class BlockingProducer:
         self._check()
         return self._portal.call(partial(self.producer.send, message, sharding_key=sharding_key))
 
-    def send_batch(self, messages: list[Message]) -> list[SendResult]:
+    def send_batch(self, messages: list[Message]) -> BatchResults:
         self._check()
         return self._portal.call(self.producer.send_batch, messages)
 
@@ -147,7 +147,7 @@ class BlockingProducer:
 
         async def batch(start: int, messages: list[Message]) -> None:
             try:
-                results: list[Any] = await self.producer.send_batch(messages)
+                results: Sequence[Any] = await self.producer.send_batch(messages)
             except ValueError:  # a message the broker would refuse: find it, send the rest
                 results = [await self._one(m, None) for m in messages]
             except RocketMQError as exc:

@@ -4,11 +4,12 @@ from rocketmq_actors.protocol.messages import Message
 
 from .admin import create_topic
 from .producer import Producer
-from .result import SendResult, SendStatus
+from .result import BatchResults, SendResult, SendStatus
 from .selector import QueueSelector, select_by_key
 from .transaction import LocalTransactionState, TransactionOutcome, TransactionProducer
 
 __all__ = [
+    "BatchResults",
     "LocalTransactionState",
     "Message",
     "Producer",

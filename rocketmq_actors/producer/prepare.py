@@ -27,6 +27,7 @@ from rocketmq_actors.protocol.messages import (
     UniqueIdGenerator,
     encode_properties,
 )
+from rocketmq_actors.protocol.sendframe import BatchBody
 
 __all__ = ["Prepared", "prepare", "prepare_batch", "validate_group", "validate_topic", "wrap"]
 
@@ -133,12 +134,12 @@ class Prepared:
 
     topic: str  # as sent (namespace-wrapped)
     user_topic: str
-    body: bytes
+    body: bytes | BatchBody  # a batch's: its records' parts
     properties: str  # encoded
-    msg_id: str  # UNIQ_KEY (comma-joined for a batch)
+    msg_id: str  # UNIQ_KEY ("" for a batch: batch_ids has its messages')
     sys_flag: int = 0
     flag: int = 0
-    batch_ids: tuple[str, ...] = ()
+    batch_ids: Sequence[str] = ()
 
     @property
     def size(self) -> int:
@@ -212,16 +213,20 @@ def prepare_batch(
     if topic.startswith("%RETRY%"):
         raise InvalidMessage("batches cannot be sent to retry topics")
     # Each message is encoded as it is checked, straight into its chunk's parts: 22 bytes of
-    # head (total, magic, crc, flag, body length), the body, 2 bytes of properties length and
-    # the properties, UNIQ_KEY last (where a dict insertion would put it).
-    uniq = _UNIQ_PREFIX
+    # head (total, magic, crc, flag, body length), the body, then the properties behind their
+    # 2-byte length (one part), UNIQ_KEY last (where a dict insertion would put it).
     head, props_length = BATCH_RECORD_HEAD.pack, BATCH_PROPS_LENGTH.pack
     chunks: list[Prepared] = []
     parts: list[bytes] = []
     msg_ids = ids.next_ids(len(messages))
+    # a plain message's tail is "UNIQ_KEY\x01<id>\x02" behind its length: the ids are of one
+    # length, so the length's two bytes (ASCII, below 128) lead the same f-string
+    uniq = _UNIQ_PREFIX
+    plain = f"{uniq}{msg_ids[0]}\x02".encode()
+    plain_tail = _ascii_length(len(plain)) + uniq
     first = size = 0  # the current chunk: messages[first:], size bytes
-    shape = (-1, -1, -1)  # (body length, properties length, flag) of the last record's head
-    record_head = length_bytes = b""
+    last_record = last_length = last_flag = -1  # the last record head's figures
+    record_head = b""
     validate_topic(topic)  # (every message must have this one)
     for index, msg in enumerate(messages):
         if msg.topic != topic:
@@ -238,27 +243,40 @@ def prepare_batch(
             props_bytes = props.encode()
             if len(props_bytes) > MAX_BATCH_PROPERTIES:
                 raise ProtocolError("properties-too-long", f"{len(props_bytes)} bytes > 32767")
+            tail = props_length(len(props_bytes)) + props_bytes
             body = bytes(body)
         else:
             # a plain message (bytes body of a valid size, no properties, tags or keys; WAIT
             # is the batch's): the checks above are all that _validate would make
-            props_bytes = f"{uniq}{msg_ids[index]}\x02".encode()
-        record = 22 + len(body) + len(props_bytes)
+            tail = f"{plain_tail}{msg_ids[index]}\x02".encode()
+        length = len(body)
+        record = 20 + length + len(tail)
         if index > first and size + record > max_size:
-            chunks.append(_batch(parts, msg_ids[first:index], topic, namespace, wait))
+            chunks.append(_batch(parts, size, msg_ids[first:index], topic, namespace, wait))
             parts, first, size = [], index, 0
-        if shape != (len(body), len(props_bytes), msg.flag):  # equal sizes: the same head
-            shape = (len(body), len(props_bytes), msg.flag)
-            record_head = head(record, 0, 0, msg.flag, len(body))
-            length_bytes = props_length(len(props_bytes))
-        parts += (record_head, body, length_bytes, props_bytes)
+        if record != last_record or length != last_length or msg.flag != last_flag:
+            last_record, last_length, last_flag = record, length, msg.flag  # else: same head
+            record_head = head(record, 0, 0, msg.flag, length)
+        parts += (record_head, body, tail)
         size += record
-    chunks.append(_batch(parts, msg_ids[first:], topic, namespace, wait))
+    chunks.append(_batch(parts, size, msg_ids[first:], topic, namespace, wait))
     return chunks
 
 
-def _batch(
-    parts: list[bytes], chunk_ids: list[str], topic: str, namespace: str | None, wait: bool
+def _ascii_length(length: int) -> str:
+    """The 2-byte big-endian length ``length`` as the two characters that encode to it."""
+    if not 0 <= length < 128:
+        raise ValueError(f"{length} needs more than ASCII")
+    return f"\x00{chr(length)}"
+
+
+def _batch(  # noqa: PLR0917
+    parts: list[bytes],
+    size: int,
+    chunk_ids: list[str],
+    topic: str,
+    namespace: str | None,
+    wait: bool,
 ) -> Prepared:
     # A 5.x broker appends the batch-level properties to every inner message: a batch-level
     # UNIQ_KEY would replace each message's own (the Java client sets none on the batch).
@@ -266,8 +284,8 @@ def _batch(
     return Prepared(
         topic=wrap(namespace, topic),
         user_topic=topic,
-        body=b"".join(parts),
+        body=BatchBody(parts, size),
         properties=encode_properties(props),
-        msg_id=",".join(chunk_ids),
-        batch_ids=tuple(chunk_ids),
+        msg_id="",
+        batch_ids=chunk_ids,
     )

@@ -54,7 +54,7 @@ from rocketmq_actors.runtime.workqueue import WorkQueue
 from rocketmq_actors.tracing import Tracing
 
 from .prepare import Prepared, prepare, prepare_batch, validate_group, wrap
-from .result import SendResult, SendStatus, new_send_result
+from .result import BatchResults, SendResult, SendStatus, new_send_result
 from .selector import LatencyFaultTolerance, QueueSelector, RoundRobin, select_by_key
 
 __all__ = ["Producer"]
@@ -384,19 +384,17 @@ class Producer(GroupMember):
 
     async def send_batch(
         self, messages: Sequence[Message], *, timeout: float | None = None
-    ) -> list[SendResult]:
+    ) -> BatchResults:
         """Send ``messages`` (one topic) as SEND_BATCH_MESSAGE requests, cut so that each body
-        stays within the maximum message size. Returns one result per message."""
+        stays within the maximum message size. Returns one result per message (a sequence
+        that builds them when first read)."""
         chunks = prepare_batch(
             messages, ids=self._ids, namespace=self.namespace, max_size=self.max_message_size
         )
         self._check_running()
-        results: list[SendResult] = []
+        results = BatchResults()
         for chunk in chunks:
-            result = await self._send(chunk, _ROUND_ROBIN, timeout)
-            offset_ids = result.offset_msg_id.split(",")
-            offset_ids += [""] * (len(chunk.batch_ids) - len(offset_ids))
-            results += result.members(chunk.batch_ids, offset_ids)
+            results.add_chunk(await self._send(chunk, _ROUND_ROBIN, timeout), chunk.batch_ids)
         return results
 
     # ---- the send loop ----------------------------------------------------------------

@@ -20,11 +20,32 @@ from .command import FLAG_ONEWAY, MAX_FRAME_SIZE, RemotingCommand
 from .errors import ProtocolError
 from .headers import SendMessageRequestHeader
 
-__all__ = ["SendFrameEncoder"]
+__all__ = ["BatchBody", "SendFrameEncoder"]
 
 _escape: Callable[[str], str] = json.encoder.encode_basestring
 _PREFIX = struct.Struct(">iI")
 _END = f',"serializeTypeCurrentRPC":"JSON","version":{CLIENT_VERSION}}}'
+
+
+class BatchBody:
+    """A SEND_BATCH_MESSAGE body kept as its encoded parts, in order, and their total size.
+
+    The parts are joined once, into the frame: a body joined first and then copied into the
+    frame was two copies of every batch (each about 17 KB for 16 x 1 KiB). ``len()`` is the
+    body's size and ``bytes()`` the joined body.
+    """
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self, parts: list[bytes], size: int) -> None:
+        self.parts = parts
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bytes__(self) -> bytes:
+        return b"".join(self.parts)
 
 
 class SendFrameEncoder:
@@ -80,7 +101,7 @@ class SendFrameEncoder:
         opaque: int,
         topic: str,
         queue_id: int,
-        body: bytes,
+        body: bytes | BatchBody,
         born_timestamp: int,
         properties: str,
         broker_name: str | None = None,
@@ -95,7 +116,7 @@ class SendFrameEncoder:
         """One complete frame: code 320 when ``batch`` (body = batch encoding), else 310."""
         if self._credentials is not None:
             return self._signed(
-                opaque, topic, queue_id, body, born_timestamp, properties, broker_name,
+                opaque, topic, queue_id, bytes(body), born_timestamp, properties, broker_name,
                 sys_flag, flag, batch, reconsume_times, max_reconsume_times, oneway,
             )  # fmt: skip
         key = (topic, broker_name, batch, oneway)
@@ -112,6 +133,10 @@ class SendFrameEncoder:
         total = 4 + len(header) + len(body)
         if total > MAX_FRAME_SIZE:
             raise ProtocolError("frame-too-large", f"send frame of {total} bytes")
+        if isinstance(body, BatchBody):  # its parts straight into the frame: one copy
+            frame = [_PREFIX.pack(total, len(header)) + header]
+            frame += body.parts
+            return b"".join(frame)
         return _PREFIX.pack(total, len(header)) + header + body
 
     def _signed(  # noqa: PLR0917

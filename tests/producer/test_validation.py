@@ -101,11 +101,11 @@ def test_batches_are_cut_at_the_size_limit_and_checked() -> None:
     assert all(c.size <= 10_000 for c in chunks) and len(chunks) > 10
     assert sum(len(c.batch_ids) for c in chunks) == 100
     # each inner message carries its own UNIQ_KEY, the id the batch reports for it
-    inner = decode_batch_properties(chunks[0].body)
+    inner = decode_batch_properties(bytes(chunks[0].body))
     assert [p[Property.UNIQ_KEY] for p in inner] == list(chunks[0].batch_ids)
     tagged = prepare_batch([Message(topic="T", body=b"y", tags="a", keys=["k1", "k2"])],
                            ids=ids, namespace=None, max_size=10_000)  # fmt: skip
-    (props,) = decode_batch_properties(tagged[0].body)
+    (props,) = decode_batch_properties(bytes(tagged[0].body))
     assert props == {Property.TAGS: "a", Property.KEYS: "k1 k2",
                      Property.UNIQ_KEY: tagged[0].batch_ids[0]}  # fmt: skip
     with pytest.raises(InvalidMessage, match="same topic"):
@@ -198,5 +198,15 @@ def test_batch_bodies_are_the_reference_encoding(
             size = 0
         expected[-1].append((msg.body, msg.flag, props))
         size += record
-    assert [c.body for c in chunks] == [encode_batch(items) for items in expected]
-    assert [c.msg_id for c in chunks] == [",".join(c.batch_ids) for c in chunks]
+    assert [bytes(c.body) for c in chunks] == [encode_batch(items) for items in expected]
+    assert [c.size for c in chunks] == [len(bytes(c.body)) for c in chunks]
+
+
+def test_ascii_length_is_the_big_endian_16_bit_length() -> None:
+    from rocketmq_actors.producer.prepare import _ascii_length
+    from rocketmq_actors.protocol.messages import BATCH_PROPS_LENGTH
+
+    for length in (0, 42, 127):
+        assert _ascii_length(length).encode() == BATCH_PROPS_LENGTH.pack(length)
+    with pytest.raises(ValueError, match="ASCII"):
+        _ascii_length(128)
