@@ -178,11 +178,13 @@ class BrokerConnection:
                         detail=exc.detail)  # fmt: skip
             raise
         pending = self._pending
+        woke = False
         for cmd in commands:
             if cmd.flag & 1:  # response
                 waiter = pending.pop(cmd.opaque, None)
                 if waiter is not None and not waiter.done():
                     waiter.set_result(cmd)
+                    woke = True
                 else:
                     log.debug("connection.response.unmatched", addr=self.addr,
                               opaque=cmd.opaque, code=cmd.code)  # fmt: skip
@@ -190,6 +192,8 @@ class BrokerConnection:
                 self._on_request(self, cmd)
             elif not cmd.is_oneway:
                 self.send_response(cmd.response(3, remark="no request handler"))
+        if woke:  # their next requests leave in the loop turn they are written
+            self._wire.flush_after_woken()
 
     # ---- requests --------------------------------------------------------------------------
 

@@ -75,6 +75,10 @@ class Wire:
         with none other in flight): it may leave at once instead of at the end of the turn."""
         self.write(frame)
 
+    def flush_after_woken(self) -> None:
+        """The caller has just woken tasks that are likely to write (responses completed their
+        requests): what they write may leave as soon as they have run."""
+
     @property
     def closing(self) -> bool:
         """:meth:`close` was called: no more frames are accepted."""
@@ -239,6 +243,7 @@ class AsyncioWire(Wire):
         self._done: asyncio.Future[None] = self._loop.create_future()
         self._paused = False
         self._resumed: asyncio.Event | None = None
+        self._flush_scheduled = False  # a _scheduled_flush callback is in the loop's queue
         self.tls = transport.get_extra_info("ssl_object") is not None
         protocol.wire = self
         if protocol.was_lost:
@@ -258,8 +263,9 @@ class AsyncioWire(Wire):
         outbox = self._outbox  # (Wire._queue, inlined: this runs once per request)
         outbox.append(frame)
         self._outbox_bytes += len(frame)
-        if len(outbox) == 1:
-            self._loop.call_soon(self._flush)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._scheduled_flush)
 
     def write_now(self, frame: bytes) -> None:
         # An empty outbox means nothing is queued before this frame: write it straight to the
@@ -271,6 +277,18 @@ class AsyncioWire(Wire):
         self.writes += 1
         self.bytes_written += len(frame)
         self._transport.write(frame)
+
+    def flush_after_woken(self) -> None:
+        # The woken tasks' steps are in the loop's ready queue now; a flush queued behind them
+        # runs in the same loop turn, after they have written. Queued by the first write
+        # instead, it would run a turn later, after one more (non-blocking) epoll_wait.
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._scheduled_flush)
+
+    def _scheduled_flush(self) -> None:
+        self._flush_scheduled = False
+        self._flush()
 
     def _flush(self) -> None:
         if self._transport.is_closing():  # the connection is gone: so are its frames

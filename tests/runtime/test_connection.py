@@ -272,6 +272,24 @@ async def test_writes_are_coalesced() -> None:
         assert stats["requests_sent"] == 200 and stats["writes"] < 50
 
 
+async def test_completed_requests_ask_the_wire_to_flush_behind_their_tasks() -> None:
+    async with FakeServer() as server, serving(server) as running:
+        wire = running.conn._wire
+        asked: list[int] = []
+        flush_after_woken = wire.flush_after_woken
+
+        def counting() -> None:
+            asked.append(running.conn.pending)
+            flush_after_woken()
+
+        wire.flush_after_woken = counting  # type: ignore[method-assign]
+        await running.conn.oneway(_req())  # no response: nobody woken, no flush asked
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(running.conn.request, _req(), 10)
+        assert asked and len(asked) <= 3  # once per chunk that completed requests
+
+
 async def test_oneway_and_close() -> None:
     async with FakeServer() as server, serving(server) as running:
         await running.conn.oneway(_req(RequestCode.UPDATE_CONSUMER_OFFSET, topic="t"))

@@ -58,3 +58,29 @@ async def test_chunks_received_before_bind_are_copied_out_of_the_reused_buffer()
     wire.bind(lambda chunk: seen.append(bytes(chunk)))
     receive(b"third")
     assert seen == [b"first", b"XXXXXsecond", b"third"]
+
+
+async def test_a_flush_queued_after_woken_tasks_takes_their_writes_in_the_same_turn() -> None:
+    # _on_data completes requests (their tasks' steps join the loop's ready queue), then asks
+    # for a flush behind them: what the tasks write leaves before anything they queue runs.
+    wire, transport, _ = _wire()
+    loop = asyncio.get_running_loop()
+    seen: list[list[bytes]] = []
+    done = asyncio.Event()
+
+    def next_turn() -> None:
+        seen.append(list(transport.written))
+        done.set()
+
+    def woken_task() -> None:
+        loop.call_soon(next_turn)  # queued before the write: runs in the next loop turn
+        wire.write(b"a")
+        wire.write(b"b")
+
+    loop.call_soon(woken_task)
+    wire.flush_after_woken()
+    await done.wait()
+    assert seen == [[b"ab"]]  # one write, in the tasks' own turn
+    wire.write(b"c")  # with no flush queued, a write queues one
+    await asyncio.sleep(0)
+    assert transport.written == [b"ab", b"c"]
