@@ -8,9 +8,10 @@ swings about 2x within minutes, so one long run per client compares two differen
 two runs of the same client ten minutes apart differed by 1.7x. Here both clients stay up
 (``benchmarks/java/ProduceWindows.java`` waits on stdin between windows) and take turns in
 short windows, the order flipped every pair (ours-Java, Java-ours, ...), so that the VM's
-phases fall on both. Each path starts with one unmeasured window per side (its code paths warm,
-the JVM's JIT included). Per path and side: messages over the summed window time, and percentiles
-of the pooled latencies, with the same rule for both clients; every window is kept too.
+phases fall on both. Each path starts with an unmeasured warm-up of ``--warmup`` seconds per
+side (its code paths warm, the JVM's JIT included). Per path and side: messages over the summed
+window time, and percentiles of the pooled latencies, with the same rule for both clients; every
+window is kept too.
 """
 
 from __future__ import annotations
@@ -122,16 +123,20 @@ async def paired(  # noqa: PLR0917 - positional for anyio.run
             await anyio.to_thread.run_sync(java.ready)  # its warm-up, alone on the machine
             await window(producer, topic, concurrency, warmup, 1)  # then ours, alone
 
-            async def ours(mode: str) -> tuple[int, float, list[float], int]:
+            async def ours(
+                mode: str, length: float = seconds
+            ) -> tuple[int, float, list[float], int]:
                 senders, batch = {"sync": (1, 1), "pipelined": (concurrency, 1),
                                   "batch": (max(1, concurrency // 16), 16)}[mode]  # fmt: skip
-                return (*await window(producer, topic, senders, seconds, batch), 0)
+                return (*await window(producer, topic, senders, length, batch), 0)
 
             for mode in modes:
                 name = MODES[mode]
-                # one unmeasured window each first: this path's code warm on both sides
-                await ours(mode)
-                await anyio.to_thread.run_sync(java.window, mode, seconds)
+                # an unmeasured warm-up of this path first, each side: the JVM's JIT needs
+                # more than one short window (with 3 s, Java's first measured batch windows
+                # ran 25-45 % below its later ones)
+                await ours(mode, warmup)
+                await anyio.to_thread.run_sync(java.window, mode, warmup)
                 pooled = {"ours": _Tally(), "java": _Tally()}
                 per_window: list[dict[str, Any]] = []
                 for i in range(windows):
