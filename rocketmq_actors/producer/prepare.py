@@ -212,7 +212,7 @@ def prepare_batch(
     wait = messages[0].wait_store
     if topic.startswith("%RETRY%"):
         raise InvalidMessage("batches cannot be sent to retry topics")
-    # Each message is encoded as it is checked, straight into its chunk's parts: 22 bytes of
+    # Each message is encoded as it is checked, straight into its chunk's parts: 20 bytes of
     # head (total, magic, crc, flag, body length), the body, then the properties behind their
     # 2-byte length (one part), UNIQ_KEY last (where a dict insertion would put it).
     head, props_length = BATCH_RECORD_HEAD.pack, BATCH_PROPS_LENGTH.pack
