@@ -11,7 +11,8 @@ short windows, the order flipped every pair (ours-Java, Java-ours, ...), so that
 phases fall on both. Each path starts with an unmeasured warm-up of ``--warmup`` seconds per
 side (its code paths warm, the JVM's JIT included). Per path and side: messages over the summed
 window time, and percentiles of the pooled latencies, with the same rule for both clients; every
-window is kept too.
+window is kept too. Each window also records the measured client's CPU per message (the whole
+process: the JVM's JIT and GC count for Java) and the share of the machine left idle (Linux).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import argparse
 import json
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from rocketmq_actors.producer import Producer, create_topic
 
 from .common import JAVA_DIR, RESULTS, on_cluster, write_results
 from .producer import QUEUES, _percentiles, window
+from .roundtrip import process_cpu_s
 
 MODES = {"sync": "sync_one_in_flight", "pipelined": "pipelined_1k", "batch": "batch_16x1k"}
 
@@ -59,6 +62,10 @@ class _JavaSide:
     def ready(self) -> None:
         self._reply()
 
+    def cpu_s(self) -> float | None:
+        """The JVM's CPU seconds so far (every thread)."""
+        return process_cpu_s(self._proc.pid)
+
     def window(self, mode: str, seconds: float) -> tuple[int, float, list[float], int]:
         assert self._proc.stdin is not None
         self._proc.stdin.write(f"{mode} {seconds}\n")
@@ -78,6 +85,35 @@ class _JavaSide:
             self._proc.wait()
 
 
+def _machine_ticks() -> tuple[int, int] | None:
+    """(idle + iowait, total) clock ticks of the whole machine so far; None off Linux."""
+    try:
+        with open("/proc/stat") as fh:
+            ticks = [int(x) for x in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return ticks[3] + ticks[4], sum(ticks)
+
+
+class _Usage:
+    """CPU use around one window: the measured client's CPU seconds and the machine's idle."""
+
+    def __init__(self, client_cpu: Callable[[], float | None]) -> None:
+        self._client_cpu = client_cpu
+        self._cpu = client_cpu()
+        self._ticks = _machine_ticks()
+
+    def end(self) -> tuple[float | None, tuple[int, int] | None]:
+        cpu, ticks = self._client_cpu(), _machine_ticks()
+        used = cpu - self._cpu if cpu is not None and self._cpu is not None else None
+        idle = (
+            (ticks[0] - self._ticks[0], ticks[1] - self._ticks[1])
+            if ticks is not None and self._ticks is not None
+            else None
+        )
+        return used, idle
+
+
 class _Tally:
     """One side's windows of one path, pooled."""
 
@@ -86,12 +122,28 @@ class _Tally:
         self.seconds = 0.0
         self.latencies: list[float] = []
         self.failed = 0
+        self.cpu_s: float | None = 0.0
+        self.idle: tuple[int, int] | None = (0, 0)
 
-    def add(self, messages: int, seconds: float, latencies: list[float], failed: int) -> None:
+    def add(  # noqa: PLR0917
+        self,
+        messages: int,
+        seconds: float,
+        latencies: list[float],
+        failed: int,
+        cpu_s: float | None,
+        idle: tuple[int, int] | None,
+    ) -> None:
         self.messages += messages
         self.seconds += seconds
         self.latencies += latencies
         self.failed += failed
+        self.cpu_s = self.cpu_s + cpu_s if self.cpu_s is not None and cpu_s is not None else None
+        self.idle = (
+            (self.idle[0] + idle[0], self.idle[1] + idle[1])
+            if self.idle is not None and idle is not None
+            else None
+        )
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -100,6 +152,18 @@ class _Tally:
             "seconds": round(self.seconds, 2),
             "failed": self.failed,
             **_percentiles(self.latencies),
+            # the client process's CPU (all its threads; the JVM's JIT and GC included) and
+            # the share of the machine left idle: a side bound by round trips leaves CPU idle
+            "client_cpu_us_per_msg": (
+                round(self.cpu_s / self.messages * 1e6, 2)
+                if self.cpu_s is not None and self.messages
+                else None
+            ),
+            "machine_idle_pct": (
+                round(self.idle[0] / self.idle[1] * 100, 1)
+                if self.idle is not None and self.idle[1]
+                else None
+            ),
         }
 
 
@@ -142,12 +206,15 @@ async def paired(  # noqa: PLR0917 - positional for anyio.run
                 for i in range(windows):
                     for side in ("ours", "java") if i % 2 == 0 else ("java", "ours"):
                         if side == "ours":
+                            usage = _Usage(time.process_time)
                             got = await ours(mode)
                         else:
+                            usage = _Usage(java.cpu_s)
                             got = await anyio.to_thread.run_sync(java.window, mode, seconds)
-                        pooled[side].add(*got)
+                        used = usage.end()
+                        pooled[side].add(*got, *used)
                         one = _Tally()
-                        one.add(*got)
+                        one.add(*got, *used)
                         per_window.append({"side": side, **one.summary()})
                 figures[name] = {side: tally.summary() for side, tally in pooled.items()}
                 figures[name]["windows"] = per_window
