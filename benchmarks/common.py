@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -20,6 +21,38 @@ def calibration_us() -> float:
     return round(
         min(timeit.repeat(lambda: sum(range(1000)), number=2000, repeat=5)) / 2000 * 1e6, 2
     )
+
+
+def percentiles(latencies: list[float]) -> dict[str, float]:
+    """p50 and p99 of ``latencies`` (seconds; sorted in place) in ms, one rule for every side."""
+    latencies.sort()
+
+    def at(p: float) -> float:
+        return round(latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000, 3)
+
+    return {"p50_ms": at(0.5), "p99_ms": at(0.99)}
+
+
+def process_cpu_s(pid: int | None) -> float | None:
+    """User + system CPU seconds of ``pid``, every thread (``None`` if it cannot be read)."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_ticks() -> tuple[int, int] | None:
+    """(idle + iowait, total) clock ticks of the whole machine so far; None off Linux."""
+    try:
+        with open("/proc/stat") as fh:
+            ticks = [int(x) for x in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return ticks[3] + ticks[4], sum(ticks)
 
 
 def write_results(path: Path, figures: dict[str, Any]) -> dict[str, Any]:

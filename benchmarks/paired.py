@@ -29,9 +29,16 @@ import anyio
 
 from rocketmq_actors.producer import Producer, create_topic
 
-from .common import JAVA_DIR, RESULTS, on_cluster, write_results
-from .producer import QUEUES, _percentiles, window
-from .roundtrip import process_cpu_s
+from .common import (
+    JAVA_DIR,
+    RESULTS,
+    machine_ticks,
+    on_cluster,
+    percentiles,
+    process_cpu_s,
+    write_results,
+)
+from .producer import QUEUES, window
 
 MODES = {"sync": "sync_one_in_flight", "pipelined": "pipelined_1k", "batch": "batch_16x1k"}
 
@@ -85,26 +92,16 @@ class _JavaSide:
             self._proc.wait()
 
 
-def _machine_ticks() -> tuple[int, int] | None:
-    """(idle + iowait, total) clock ticks of the whole machine so far; None off Linux."""
-    try:
-        with open("/proc/stat") as fh:
-            ticks = [int(x) for x in fh.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    return ticks[3] + ticks[4], sum(ticks)
-
-
 class _Usage:
     """CPU use around one window: the measured client's CPU seconds and the machine's idle."""
 
     def __init__(self, client_cpu: Callable[[], float | None]) -> None:
         self._client_cpu = client_cpu
         self._cpu = client_cpu()
-        self._ticks = _machine_ticks()
+        self._ticks = machine_ticks()
 
     def end(self) -> tuple[float | None, tuple[int, int] | None]:
-        cpu, ticks = self._client_cpu(), _machine_ticks()
+        cpu, ticks = self._client_cpu(), machine_ticks()
         used = cpu - self._cpu if cpu is not None and self._cpu is not None else None
         idle = (
             (ticks[0] - self._ticks[0], ticks[1] - self._ticks[1])
@@ -151,7 +148,7 @@ class _Tally:
             "messages": self.messages,
             "seconds": round(self.seconds, 2),
             "failed": self.failed,
-            **_percentiles(self.latencies),
+            **percentiles(self.latencies),
             # the client process's CPU (all its threads; the JVM's JIT and GC included) and
             # the share of the machine left idle: a side bound by round trips leaves CPU idle
             "client_cpu_us_per_msg": (

@@ -19,19 +19,10 @@ import anyio
 
 from rocketmq_actors.producer import Message, Producer, create_topic
 
-from .common import RESULTS, on_cluster, write_results
+from .common import RESULTS, on_cluster, percentiles, write_results
 
 BODY = b"x" * 1024
 QUEUES = 8
-
-
-def _percentiles(latencies: list[float]) -> dict[str, float]:
-    latencies.sort()
-
-    def at(p: float) -> float:
-        return round(latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000, 3)
-
-    return {"p50_ms": at(0.5), "p99_ms": at(0.99)}
 
 
 async def window(producer: Producer, topic: str, concurrency: int, seconds: float,
@@ -64,7 +55,7 @@ async def window(producer: Producer, topic: str, concurrency: int, seconds: floa
 async def _run(producer: Producer, topic: str, concurrency: int, seconds: float,
                batch: int) -> dict[str, Any]:  # fmt: skip
     sent, elapsed, latencies = await window(producer, topic, concurrency, seconds, batch)
-    return {"msgs_per_s": round(sent / elapsed), "messages": sent, **_percentiles(latencies)}
+    return {"msgs_per_s": round(sent / elapsed), "messages": sent, **percentiles(latencies)}
 
 
 async def bench(

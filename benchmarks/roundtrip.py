@@ -10,7 +10,6 @@ cluster (the broker shares this machine's cores, as the target assumes). Target:
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from functools import partial
 from pathlib import Path
@@ -24,19 +23,7 @@ from rocketmq_actors.protocol.headers import GetMaxOffsetRequestHeader
 from rocketmq_actors.runtime.pool import ConnectionPool
 from rocketmq_actors.testing.cluster import LocalCluster
 
-from .common import RESULTS, write_results
-
-
-def process_cpu_s(pid: int | None) -> float | None:
-    """User + system CPU seconds of ``pid`` (``None`` if it cannot be read)."""
-    if pid is None:
-        return None
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from .common import RESULTS, percentiles, process_cpu_s, write_results
 
 
 async def run(
@@ -119,15 +106,9 @@ def _window(
     broker_end: float | None,
     latencies: list[float],
 ) -> dict[str, Any]:
-    latencies.sort()
-
-    def pct(p: float) -> float:
-        return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000
-
     return {
         "requests_per_s": round(done / elapsed),
-        "p50_ms": round(pct(0.50), 3),
-        "p99_ms": round(pct(0.99), 3),
+        **percentiles(latencies),
         # CPU per request on each side: steadier than requests/s on a VM whose speed varies
         "client_cpu_us_per_request": round(cpu / max(done, 1) * 1e6, 2),
         "broker_cpu_us_per_request": (
