@@ -13,7 +13,10 @@ about 2x within minutes, so the produce paths (a)-(c) run both clients at once, 
 (c) batch sends of 16 x 1 KiB (``--concurrency``/16 senders): messages/s;
 (d) push-consuming ``--messages`` pre-filled messages (fresh group, 20 handlers): messages/s
     from the first message handled to the last (the JVM consumer needs about 2 s to its first
-    message, ours 0.04 s; both start-up times and from-start rates are in the details);
+    message, ours 0.14 s; both start-up times and from-start rates are in the details). Each
+    client drains the backlog ``--drains`` times, in turns (ours, Java, Java, ours, ...), and
+    the pooled rates are compared: one drain each, one after the other, let the VM's speed
+    swing decide (1.10 in one run, 0.96 in the next);
 (e) codec micro-benchmarks (ours only: the Java client has no comparable isolated figure);
 (f) RSS of a consumer with a 10 ms handler over the same large backlog, each in a fresh process.
 
@@ -61,14 +64,42 @@ def _python_slow_handler(namesrv: str, topic: str, seconds: float) -> dict[str, 
     return figures
 
 
+def _drains(
+    namesrv: str, topic: str, messages: int, rounds: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(d): ``rounds`` drains of ``topic`` per client (each a fresh group from the first
+    offset), taking turns in ABBA order so that neither side always goes first (the first
+    drain after the prefill reads a colder page cache); the pooled figures of each side."""
+    runs: dict[str, list[dict[str, Any]]] = {"ours": [], "java": []}
+    for i in range(rounds):
+        for side in ("ours", "java") if i % 2 == 0 else ("java", "ours"):
+            if side == "ours":
+                runs[side].append(anyio.run(consumer.push_drain, namesrv, topic, messages))
+            else:
+                runs[side].append(consumer.java_drain(namesrv, topic, messages))
+    return pooled_drains(runs["ours"]), pooled_drains(runs["java"])
+
+
+def pooled_drains(drains: list[dict[str, Any]]) -> dict[str, Any]:
+    """Messages over time from each drain's first message to its last, summed over the
+    drains; the start-up times and every drain's own figures are kept."""
+    messages = sum(d["messages"] for d in drains)
+    active = sum(d["seconds"] - d["first_message_s"] for d in drains)
+    return {
+        "messages": messages,
+        "msgs_per_s_from_first": round(messages / active) if active > 0 else 0,
+        "first_message_s": [d["first_message_s"] for d in drains],
+        "drains": drains,
+    }
+
+
 def measure(namesrv: str, args: argparse.Namespace) -> dict[str, Any]:
     stamp = int(time.time())
     produce = anyio.run(paired.paired, namesrv, args.windows, args.window_seconds,
                         args.warmup, args.concurrency, f"bench_paired_{stamp}")  # fmt: skip
     backlog = f"bench_consume_{stamp}"
     prefill_s = anyio.run(consumer.prefill, namesrv, backlog, args.messages)
-    ours_consume = anyio.run(consumer.push_drain, namesrv, backlog, args.messages)
-    java_consume = consumer.java_drain(namesrv, backlog, args.messages)
+    ours_consume, java_consume = _drains(namesrv, backlog, args.messages, args.drains)
     ours_slow = _python_slow_handler(namesrv, backlog, args.slow_seconds)
     java_slow = consumer.java_slow_handler(namesrv, backlog, args.slow_seconds)
     sync, pipelined, batch = (produce[name] for name in paired.MODES.values())
@@ -163,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=10.0, help="(a)-(c): each client")
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--messages", type=int, default=200_000)
+    parser.add_argument("--drains", type=int, default=2,
+                        help="(d): drains of the backlog per client, taking turns")  # fmt: skip
     parser.add_argument("--slow-seconds", type=float, default=20.0)
     parser.add_argument("--namesrv", help="use this cluster instead of starting one")
     parser.add_argument("--out", type=Path, default=RESULTS / "compare.json")
@@ -173,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     figures["settings"] = {
         "message_bytes": 1024, "windows": args.windows, "window_seconds": args.window_seconds,
         "warmup": args.warmup, "concurrency": args.concurrency, "messages": args.messages,
+        "drains": args.drains,
         "slow_seconds": args.slow_seconds, "took_seconds": round(time.monotonic() - started),
     }  # fmt: skip
     written = write_results(args.out, figures)  # adds the calibration the table quotes
