@@ -7,7 +7,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
-from rocketmq_actors.metrics import METRICS, Metrics
+from rocketmq_actors.metrics import METRICS, Key, Metrics, SeriesKeys
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
 
@@ -43,6 +43,37 @@ def test_the_hot_path_records_through_keys_as_the_keyword_calls_do() -> None:
     (series,) = metrics.snapshot()["rocketmq_send_seconds"]
     assert series["labels"] == {"topic": "t"}
     assert series["sum"] == pytest.approx(2.003)
+
+
+def test_a_handler_call_counts_its_messages_and_observes_once() -> None:
+    metrics = Metrics()
+    ok = metrics.key("rocketmq_consume_total", group="g", topic="t", result="ok")
+    seconds = metrics.key("rocketmq_consume_seconds", group="g", topic="t")
+    metrics.count_and_observe(ok, seconds, 0.002, 16)  # one call of a batch handler
+    metrics.count_and_observe(ok, seconds, 0.001)
+    assert metrics.value("rocketmq_consume_total", group="g", topic="t", result="ok") == 17
+    assert metrics.count("rocketmq_consume_seconds", group="g", topic="t") == 2
+
+
+def test_series_keys_build_once_per_topic_and_stay_bounded() -> None:
+    built: list[str] = []
+
+    def build(topic: str) -> tuple[Key, Key]:
+        built.append(topic)
+        return (METRICS.key("rocketmq_send_total", topic=topic, result="ok"),
+                METRICS.key("rocketmq_send_seconds", topic=topic))  # fmt: skip
+
+    keys = SeriesKeys(build)
+    assert keys.get("a") is None
+    first = keys.add("a")
+    assert keys.get("a") is first and first[0] == ("rocketmq_send_total",
+                                                    (("result", "ok"), ("topic", "a")))  # fmt: skip
+    for i in range(1023):
+        keys.add(f"t{i}")
+    assert keys.get("a") is first  # 1024 topics held
+    keys.add("one-more")  # the 1025th empties the cache first
+    assert keys.get("a") is None and keys.get("one-more") is not None
+    assert built.count("a") == 1
 
 
 @pytest.mark.integration

@@ -63,7 +63,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import GroupMember
 from rocketmq_actors.errors import RocketMQError, TopicNotFound
-from rocketmq_actors.metrics import METRICS
+from rocketmq_actors.metrics import METRICS, SeriesKeys
 from rocketmq_actors.producer.prepare import validate_group, validate_topic, wrap
 from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import (
@@ -283,6 +283,12 @@ class PushConsumer(GroupMember):
         self._tracing = Tracing(self.group) if tracing else None
         self.consumed = 0
         self.failed = 0
+        self._ok_series = SeriesKeys(  # topic -> (messages consumed, handler seconds)
+            lambda topic: (
+                METRICS.key("rocketmq_consume_total", group=self.group, topic=topic, result="ok"),
+                METRICS.key("rocketmq_consume_seconds", group=self.group, topic=topic),
+            )
+        )
 
     @property
     def _locking(self) -> bool:
@@ -621,10 +627,8 @@ class PushConsumer(GroupMember):
                 await self._call_handler(messages)
             self.consumed += len(messages)
             topic = messages[0].topic
-            METRICS.inc("rocketmq_consume_total", len(messages), group=self.group, topic=topic,
-                        result="ok")  # fmt: skip
-            METRICS.observe("rocketmq_consume_seconds", time.monotonic() - began,
-                            group=self.group, topic=topic)  # fmt: skip
+            series = self._ok_series.get(topic) or self._ok_series.add(topic)
+            METRICS.count_and_observe(*series, time.monotonic() - began, len(messages))
             return True
         except _Abandoned:
             return None

@@ -41,7 +41,7 @@ from rocketmq_actors.errors import (
     SendFailed,
     broker_error,
 )
-from rocketmq_actors.metrics import METRICS, Key
+from rocketmq_actors.metrics import METRICS, SeriesKeys
 from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
@@ -147,7 +147,12 @@ class Producer(GroupMember):
         self._outbox: WorkQueue[_Queued] | None = None
         self._tg: TaskGroup | None = None
         self._tracing = Tracing(self.group) if tracing else None
-        self._ok_series: dict[str, tuple[Key, Key]] = {}  # topic -> (sends ok, send seconds)
+        self._ok_series = SeriesKeys(  # topic -> (sends ok, send seconds)
+            lambda topic: (
+                METRICS.key("rocketmq_send_total", topic=topic, result="ok"),
+                METRICS.key("rocketmq_send_seconds", topic=topic),
+            )
+        )
 
     # ---- lifecycle ----------------------------------------------------------------------
 
@@ -421,15 +426,6 @@ class Producer(GroupMember):
             )
         return addr
 
-    def _ok_keys(self, topic: str) -> tuple[Key, Key]:
-        if len(self._ok_series) >= 1024:  # a producer of many topics: keep the cache small
-            self._ok_series.clear()
-        series = self._ok_series[topic] = (
-            METRICS.key("rocketmq_send_total", topic=topic, result="ok"),
-            METRICS.key("rocketmq_send_seconds", topic=topic),
-        )
-        return series
-
     async def _send(
         self, prepared: Prepared, routing: _Routing, timeout: float | None
     ) -> SendResult:
@@ -514,7 +510,9 @@ class Producer(GroupMember):
                     prepared.user_topic,
                     [BrokerError(addr, reply.code, f"malformed send response: {exc!r}")],
                 ) from None
-            series = self._ok_series.get(prepared.user_topic) or self._ok_keys(prepared.user_topic)
+            series = self._ok_series.get(prepared.user_topic) or self._ok_series.add(
+                prepared.user_topic
+            )
             METRICS.count_and_observe(*series, time.monotonic() - started)
             return result
         if not attempts:  # the deadline passed before any attempt could start

@@ -172,7 +172,7 @@ class ClusterInfo:
 # bodies the client sends, and the broker's requests to the client
 
 
-@attrs.frozen(order=True)
+@attrs.frozen(order=True, cache_hash=True)  # a dict key on every consumed message's path
 class MessageQueue:
     """One queue of a topic on one broker. Ordering is (topic, broker_name, queue_id), the
     order every member of a consumer group must sort by."""
