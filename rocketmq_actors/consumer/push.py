@@ -640,22 +640,33 @@ class PushConsumer(GroupMember):
             if not self._in_flight:
                 self._idle.set()
 
-    async def _call_handler(self, messages: list[MessageExt]) -> None:
+    def _call_handler(self, messages: list[MessageExt]) -> Awaitable[None]:
+        # Plain functions that return the handler's own awaitable: a message passes through
+        # no coroutine frames of ours between the worker's and the handler's.
         presented = [self._present(m) for m in messages]
-        if self._tracing is not None:  # a span per call, child of the first sender's context
-            with self._tracing.process(presented[0]):
-                await self._dispatch(presented)
-        else:
+        if self._tracing is not None:
+            return self._traced(presented)
+        return self._dispatch(presented)
+
+    async def _traced(self, presented: list[MessageExt]) -> None:
+        tracing = self._tracing
+        assert tracing is not None
+        with tracing.process(presented[0]):  # a span per call, child of the first sender's
             await self._dispatch(presented)
 
-    async def _dispatch(self, presented: list[MessageExt]) -> None:
+    def _dispatch(self, presented: list[MessageExt]) -> Awaitable[None]:
         if self.batch_handler is not None:
-            await self.batch_handler(presented)
-        elif self.handler is not None:
-            for message in presented:
-                await self.handler(message)
-        else:
-            await self._deliver(presented)
+            return self.batch_handler(presented)
+        if self.handler is not None:
+            if len(presented) == 1:
+                return self.handler(presented[0])
+            return self._each(self.handler, presented)
+        return self._deliver(presented)
+
+    @staticmethod
+    async def _each(handler: Handler, presented: list[MessageExt]) -> None:
+        for message in presented:
+            await handler(message)
 
     def _failed(self, messages: list[MessageExt], exc: BaseException) -> None:
         self.failed += len(messages)
@@ -715,9 +726,11 @@ class PushConsumer(GroupMember):
             if kept:  # they hold the offset back, and are consumed again here, later
                 assert self._tg is not None
                 self._tg.start_soon(self._retry_locally, pq, kept)
-        offset = pq.commit_offset()
-        for message in done:
-            offset = pq.remove(message)
+        if done:
+            for message in done:
+                offset = pq.remove(message)  # (the offset safe to commit after the last)
+        else:
+            offset = pq.commit_offset()
         if not pq.dropped:
             self.offsets.update(pq.queue, offset)
         self._flow.set()
