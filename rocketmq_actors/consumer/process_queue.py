@@ -63,6 +63,17 @@ class ProcessQueue:
     def put(self, messages: list[MessageExt]) -> list[MessageExt]:
         """Cache pulled messages; returns those not cached already (a redelivered duplicate of
         an offset still in process is not handed out twice)."""
+        if messages and messages[0].queue_offset > self._highest:
+            offsets = [m.queue_offset for m in messages]
+            if all(map(int.__lt__, offsets, offsets[1:])):
+                # the usual pull: strictly ascending offsets, all past what is cached (so none
+                # is cached already, and they extend the sorted list as they are)
+                self._offsets += offsets
+                self._messages.update(zip(offsets, messages, strict=True))
+                self._bytes += sum(len(m.body) for m in messages)
+                self._highest = offsets[-1]
+                self._arrived.set()
+                return messages
         fresh = []
         for message in messages:
             offset = message.queue_offset

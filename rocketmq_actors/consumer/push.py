@@ -600,8 +600,11 @@ class PushConsumer(GroupMember):
                     continue
                 fresh = pq.put(list(result.messages))
                 if not self.orderly:
-                    for i in range(0, len(fresh), self.consume_batch_size):
-                        await self._work.put((pq, fresh[i : i + self.consume_batch_size]))
+                    work, size = self._work, self.consume_batch_size
+                    for i in range(0, len(fresh), size):
+                        item = (pq, fresh[i : i + size])
+                        if not work.offer(item):
+                            await work.put(item)
 
     # ---- consuming ----------------------------------------------------------------------
 

@@ -58,6 +58,19 @@ class WorkQueue(Generic[T]):
                 return True
         return False
 
+    def offer(self, item: T) -> bool:
+        """Put ``item`` if that needs no waiting (a getter waits, or there is room): True;
+        False if the queue is full. The caller that must not lose it then awaits :meth:`put`
+        (one coroutine less per item while the queue has room)."""
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if self._wake_one(self._getters, item):
+            return True
+        if len(self._items) < self.capacity and not self._putters:
+            self._items.append(item)
+            return True
+        return False
+
     async def put(self, item: T) -> None:
         while True:
             if self._closed:

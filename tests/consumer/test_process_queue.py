@@ -51,6 +51,28 @@ def test_never_commits_past_an_unconsumed_message(offsets: list[int], rnd: objec
         assert committed == (min(unconsumed) if unconsumed else max(offsets) + 1)
 
 
+@given(st.lists(st.lists(st.integers(0, 60), max_size=12), max_size=6))
+def test_puts_hand_out_each_offset_once_whatever_the_order(puts: list[list[int]]) -> None:
+    # ascending pulls past the cache take a bulk path; anything else the per-message one
+    pq = ProcessQueue(MQ, 0)
+    seen: dict[int, int] = {}
+    for offsets in puts:
+        msgs = [_msg(o, size=o + 1) for o in offsets]
+        expected = []
+        for m in msgs:
+            if m.queue_offset not in seen:
+                seen[m.queue_offset] = len(m.body)
+                expected.append(m)
+        assert pq.put(msgs) == expected
+    assert pq.count == len(seen) and pq.cached_bytes == sum(seen.values())
+    assert pq.span == (max(seen) - min(seen) if seen else 0)
+    assert pq.commit_offset() == (min(seen) if seen else 0)
+    assert pq.highest == max(seen, default=-1)
+    for offset in sorted(seen):  # consumed in order, the commit offset walks up through them
+        assert pq.remove(pq._messages[offset]) == next((o for o in sorted(seen) if o > offset),
+                                                       max(seen) + 1)  # fmt: skip
+
+
 def test_orderly_take_commit_and_rollback_keep_offset_order() -> None:
     pq = ProcessQueue(MQ, 0)
     pq.put([_msg(o) for o in (2, 0, 1, 3)])

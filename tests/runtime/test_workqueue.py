@@ -42,6 +42,31 @@ async def test_a_full_queue_makes_the_putter_wait() -> None:
     assert [await queue.get(), await queue.get()] == [2, 3]
 
 
+async def test_offer_places_what_needs_no_wait_and_refuses_the_rest() -> None:
+    queue: WorkQueue[int] = WorkQueue(2)
+    assert queue.offer(1) and queue.offer(2)
+    assert not queue.offer(3) and len(queue) == 2  # full: refused, nothing lost or queued
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(queue.put, 3)  # a putter waits for room
+        await checkpoint()
+        assert not queue.offer(4)  # still full, and the putter came first
+        assert await queue.get() == 1  # frees a slot: the putter goes on
+    assert [await queue.get(), await queue.get()] == [2, 3]
+    got: list[int] = []
+    async with anyio.create_task_group() as tg:
+
+        async def getter() -> None:
+            got.append(await queue.get())
+
+        tg.start_soon(getter)
+        await checkpoint()
+        assert queue.offer(9)  # handed straight to the waiting getter
+    assert got == [9] and len(queue) == 0
+    queue.close()
+    with pytest.raises(anyio.ClosedResourceError):
+        queue.offer(5)
+
+
 async def test_a_getter_cancelled_after_the_handoff_puts_the_item_back() -> None:
     """asyncio's hard case: the item is set on the getter's future, then its task is cancelled
     before it resumes (Task.cancel marks it; the coroutine sees CancelledError, not the
