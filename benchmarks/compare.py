@@ -77,10 +77,10 @@ def _drains(
                 runs[side].append(anyio.run(consumer.push_drain, namesrv, topic, messages))
             else:
                 runs[side].append(consumer.java_drain(namesrv, topic, messages))
-    return pooled_drains(runs["ours"]), pooled_drains(runs["java"])
+    return _pooled_drains(runs["ours"]), _pooled_drains(runs["java"])
 
 
-def pooled_drains(drains: list[dict[str, Any]]) -> dict[str, Any]:
+def _pooled_drains(drains: list[dict[str, Any]]) -> dict[str, Any]:
     """Messages over time from each drain's first message to its last, summed over the
     drains; the start-up times and every drain's own figures are kept."""
     messages = sum(d["messages"] for d in drains)
