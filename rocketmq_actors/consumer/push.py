@@ -661,15 +661,11 @@ class PushConsumer(GroupMember):
         if self.batch_handler is not None:
             return self.batch_handler(presented)
         if self.handler is not None:
-            if len(presented) == 1:
-                return self.handler(presented[0])
-            return self._each(self.handler, presented)
+            # one message per call: a consume_batch_size above 1 needs a batch_handler (checked
+            # when the consumer is built), so a per-message handler never gets more
+            (message,) = presented
+            return self.handler(message)
         return self._deliver(presented)
-
-    @staticmethod
-    async def _each(handler: Handler, presented: list[MessageExt]) -> None:
-        for message in presented:
-            await handler(message)
 
     def _failed(self, messages: list[MessageExt], exc: BaseException) -> None:
         self.failed += len(messages)
