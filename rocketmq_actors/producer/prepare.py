@@ -8,6 +8,7 @@ reserved by the client; a delay level from 1 to 18 and at most one delay mechani
 
 from __future__ import annotations
 
+import operator
 import re
 import zlib
 from collections.abc import Sequence
@@ -224,10 +225,15 @@ def prepare_batch(
     uniq = _UNIQ_PREFIX
     plain = f"{uniq}{msg_ids[0]}\x02".encode()
     plain_tail = _ascii_length(len(plain)) + uniq
+    validate_topic(topic)  # (every message must have this one)
+    if wait:
+        uniform = _uniform_batch(messages, topic, msg_ids, plain_tail, max_size)
+        if uniform is not None:
+            parts, size = uniform
+            return [_batch(parts, size, msg_ids, topic, namespace, wait)]
     first = size = 0  # the current chunk: messages[first:], size bytes
     last_record = last_length = last_flag = -1  # the last record head's figures
     record_head = b""
-    validate_topic(topic)  # (every message must have this one)
     for index, msg in enumerate(messages):
         if msg.topic != topic:
             raise InvalidMessage("every message of a batch must have the same topic")
@@ -261,6 +267,44 @@ def prepare_batch(
         size += record
     chunks.append(_batch(parts, size, msg_ids[first:], topic, namespace, wait))
     return chunks
+
+
+_body = operator.attrgetter("body")
+
+
+def _uniform_batch(
+    messages: Sequence[Message],
+    topic: str,
+    msg_ids: list[str],
+    plain_tail: str,
+    max_size: int,
+) -> tuple[list[bytes], int] | None:
+    """The common batch in one chunk, or None for the general loop: every message plain (as
+    there), waiting for the store, of one body length and flag. One record head serves every
+    message, and the tails (``plain_tail``, id, ``\x02``) are encoded in one piece and split."""
+    head = messages[0]
+    length = len(head.body)
+    flag = head.flag
+    if not 0 < length <= max_size:
+        return None
+    for msg in messages:
+        body = msg.body
+        if (msg.topic != topic or not msg.wait_store or msg.delay_level
+                or msg.deliver_at_ms is not None or msg.delay_ms is not None or msg.properties
+                or msg.tags or msg.keys or body.__class__ is not bytes or len(body) != length
+                or msg.flag != flag):  # fmt: skip
+            return None
+    # (hex digits and the tail's own characters hold no \x03 to split at)
+    between = f"\x02\x03{plain_tail}"
+    tails = f"{plain_tail}{between.join(msg_ids)}\x02".encode().split(b"\x03")
+    record = 20 + length + len(tails[0])
+    count = len(messages)
+    if record * count > max_size:
+        return None
+    parts = [BATCH_RECORD_HEAD.pack(record, 0, 0, flag, length)] * (3 * count)
+    parts[1::3] = map(_body, messages)
+    parts[2::3] = tails
+    return parts, record * count
 
 
 def _ascii_length(length: int) -> str:

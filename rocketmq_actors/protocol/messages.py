@@ -180,6 +180,8 @@ class UniqueIdGenerator:
         self._counter = itertools.count(random.getrandbits(16))
         self._month_start_ms = 0
         self._next_month_ms = 0
+        self._head_ms = -1  # the millisecond of the last head rendered, and that head
+        self._head_text = ""
 
     def _roll_month(self, now_ms: int) -> None:
         now = datetime.fromtimestamp(now_ms / 1000)
@@ -195,14 +197,19 @@ class UniqueIdGenerator:
     def _head(self) -> str:
         """The first 28 hex digits: the fixed prefix and the ms since the start of the month."""
         now_ms = time.time_ns() // 1_000_000
+        if now_ms == self._head_ms:  # (a busy producer renders each head several times)
+            return self._head_text
         if not self._month_start_ms <= now_ms < self._next_month_ms:
             self._roll_month(now_ms)
         elapsed = (now_ms - self._month_start_ms) & 0xFFFFFFFF
         # hex digits by table: a third of the time of the ":08X" / ":04X" format specs
-        return (
+        head = (
             f"{self._prefix}{_HEX2[elapsed >> 24]}{_HEX2[(elapsed >> 16) & 255]}"
             f"{_HEX2[(elapsed >> 8) & 255]}{_HEX2[elapsed & 255]}"
         )
+        self._head_text = head  # (then its millisecond: a reader on another thread never
+        self._head_ms = now_ms  # pairs a new millisecond with the old head)
+        return head
 
     def next_id(self) -> str:
         counter = next(self._counter)
@@ -214,6 +221,9 @@ class UniqueIdGenerator:
         first = next(self._counter)
         if count > 1:  # take the counter values first+1 .. first+count-1 in one step
             self._counter = itertools.count(first + count)
+        low = first & 255
+        if low + count <= 256:  # one high byte for all: its 30 digits joined to each low byte
+            return list(map(f"{head}{_HEX2[(first >> 8) & 255]}".__add__, _HEX2[low : low + count]))
         return [
             f"{head}{_HEX2[(v >> 8) & 255]}{_HEX2[v & 255]}" for v in range(first, first + count)
         ]

@@ -178,13 +178,34 @@ def test_prepare_plain_and_general_paths_agree(
         max_size=12,
     ),
     max_size=st.integers(450, 2500),
+    uniform=st.booleans(),
+    odd_one=st.sampled_from([None, "size", "flag", "tags", "wait"]),
 )
 def test_batch_bodies_are_the_reference_encoding(
-    shapes: list[tuple[int, int, str | None]], max_size: int
+    shapes: list[tuple[int, int, str | None]],
+    max_size: int,
+    uniform: bool,
+    odd_one: str | None,
 ) -> None:
     # every record encoded as encode_batch does, chunks cut where the size limit says
+    if uniform:  # half the examples: one plain shape throughout (the one-head path), and at
+        # times one message that differs, last (the general loop must take over)
+        shapes = [(shapes[0][0], shapes[0][1], None)] * len(shapes)
     messages = [Message(topic="T", body=bytes([65 + i % 26]) * size, flag=flag, tags=tags)
                 for i, (size, flag, tags) in enumerate(shapes)]  # fmt: skip
+    if uniform and odd_one is not None and len(messages) > 1:
+        last = messages[-1]
+        messages[-1] = {
+            "size": attrs.evolve(last, body=last.body + b"+"),
+            "flag": attrs.evolve(last, flag=last.flag + 1),
+            "tags": attrs.evolve(last, tags="odd"),
+            "wait": attrs.evolve(last, wait_store=False),
+        }[odd_one]
+        if odd_one == "wait":
+            with pytest.raises(InvalidMessage, match="wait_store"):
+                prepare_batch(messages, ids=UniqueIdGenerator(), namespace=None,
+                              max_size=max_size)  # fmt: skip
+            return
     chunks = prepare_batch(messages, ids=UniqueIdGenerator(), namespace=None, max_size=max_size)
     ids = [msg_id for chunk in chunks for msg_id in chunk.batch_ids]
     assert len(ids) == len(messages)

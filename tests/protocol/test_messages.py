@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rocketmq_actors.protocol.errors import ProtocolError
@@ -84,6 +84,39 @@ def test_unique_ids() -> None:
     assert after[0] == (counters[-1] + 1) % 0x10000
     assert all((b - a) % 0x10000 == 1 for a, b in itertools.pairwise(after[1:]))
     assert not set(after) & set(counters)
+
+
+@given(start=st.integers(0, 0x1FFFF), count=st.integers(1, 300))
+@example(start=0xF0, count=16).via("a run ending on the last low byte")
+@example(start=0xF1, count=16).via("one id past it")
+@example(start=0xFFF8, count=16).via("past 16 bits")
+def test_batch_ids_are_the_single_ids_in_a_row(start: int, count: int) -> None:
+    # next_ids renders a run within one high byte by joining low bytes to a shared prefix,
+    # and any other run id by id: both must give what next_id gives, counter by counter
+    gen = UniqueIdGenerator(ip=bytes([10, 0, 0, 9]), pid=7)
+    gen._counter = itertools.count(start)
+    batch = gen.next_ids(count)
+    gen._counter = itertools.count(start)
+    singles = [gen.next_id() for _ in range(count)]
+    assert [i[:-4] for i in batch] == [batch[0][:-4]] * count  # one clock reading
+    assert [i[-4:] for i in batch] == [f"{(start + n) & 0xFFFF:04X}" for n in range(count)]
+    assert [i[-4:] for i in batch] == [i[-4:] for i in singles]
+    gen._counter = itertools.count(start)
+    gen.next_ids(count)  # the counter goes on after the run
+    assert gen.next_id()[-4:] == f"{(start + count) & 0xFFFF:04X}"
+
+
+def test_the_time_field_follows_the_clock_past_its_cached_millisecond(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    gen = UniqueIdGenerator()
+    now = [1_700_000_000_000_000_000]  # ns
+    monkeypatch.setattr(time, "time_ns", lambda: now[0])
+    first, again = gen.next_id(), gen.next_ids(2)[1]
+    now[0] += 1_000_000  # one millisecond on
+    later = gen.next_id()
+    assert first[:28] == again[:28]
+    assert int(later[20:28], 16) == int(first[20:28], 16) + 1
 
 
 def test_unique_id_time_field_is_ms_since_the_start_of_the_month() -> None:
