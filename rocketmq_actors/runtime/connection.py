@@ -33,7 +33,7 @@ from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.framing import FrameDecoder
 
-from .waiters import Clock, DeadlineWatcher, Waiter, waiter_factory
+from .waiters import Clock, DeadlineWatcher, Pending, Waiter, waiter_factory
 from .wire import ConnectionClosedByPeer, StreamWire, Wire, open_wire
 
 __all__ = ["BrokerConnection", "ConnectionClosedByPeer", "connect"]
@@ -84,7 +84,7 @@ class BrokerConnection:
         self._credentials = credentials
         self._on_request = on_request
         self._decoder = FrameDecoder()
-        self._pending: dict[int, Waiter] = {}
+        self._pending: dict[int, Pending] = {}
         self._new_waiter: Callable[[], Waiter] | None = None
         self._clock: Clock = anyio.current_time
         self._deadlines = DeadlineWatcher(self._pending, self._expire)
@@ -158,16 +158,17 @@ class BrokerConnection:
     def _fail_pending(self, reason: BaseException) -> None:
         pending, self._pending = self._pending, {}
         self._deadlines.rebind(self._pending)
-        for waiter in pending.values():
+        for waiter, *_ in pending.values():
             error = ConnectionLost(self.addr, str(reason) or type(reason).__name__)
             error.__cause__ = reason
             if not waiter.done():
                 waiter.set_exception(error)
         self._capacity_freed.set()
 
-    def _expire(self, opaque: int, waiter: Waiter) -> None:
+    def _expire(self, opaque: int, entry: Pending) -> None:
+        waiter, _, code, timeout = entry
         if not waiter.done():
-            waiter.set_exception(RequestTimeout(self.addr, waiter.code, waiter.timeout))
+            waiter.set_exception(RequestTimeout(self.addr, code, timeout))
 
     def _on_data(self, chunk: bytes | memoryview) -> None:
         """Every chunk read: complete requests by opaque, route the peer's requests."""
@@ -181,8 +182,8 @@ class BrokerConnection:
         woke = False
         for cmd in commands:
             if cmd.flag & 1:  # response
-                waiter = pending.pop(cmd.opaque, None)
-                if waiter is not None and not waiter.done():
+                entry = pending.pop(cmd.opaque, None)
+                if entry is not None and not (waiter := entry[0]).done():
                     waiter.set_result(cmd)
                     woke = True
                 else:
@@ -245,17 +246,16 @@ class BrokerConnection:
             self._new_waiter = new_waiter
         opaque = self._take_opaque()
         waiter = new_waiter()
-        waiter.code = code
-        waiter.timeout = timeout
-        waiter.deadline = deadline = self._clock() + timeout
-        self._pending[opaque] = waiter
+        deadline = self._clock() + timeout
+        self._pending[opaque] = (waiter, deadline, code, timeout)
         self._deadlines.track(deadline)
         return opaque, waiter
 
     def _forget(self, opaque: int, waiter: Waiter, size: int) -> None:
         # The caller may have been cancelled (asyncio then cancels the awaited future too):
         # drop our entry whatever the waiter's state, so a late response finds nothing.
-        if self._pending.get(opaque) is waiter:
+        entry = self._pending.get(opaque)
+        if entry is not None and entry[0] is waiter:
             del self._pending[opaque]
         self._release(size)
 

@@ -166,6 +166,8 @@ async def test_stall_times_out_and_the_connection_stays_usable() -> None:
         with pytest.raises(RequestTimeout) as info:
             await running.conn.request(_req(), timeout=0.05)
         assert info.value.outcome_unknown
+        # the request's own code and timeout, kept beside its waiter
+        assert (info.value.code, info.value.timeout) == (RequestCode.GET_MAX_OFFSET, 0.05)
         assert (await running.conn.request(_req(), timeout=5)).code == ResponseCode.SUCCESS
         assert running.conn.is_open and running.conn.pending == 0
 
