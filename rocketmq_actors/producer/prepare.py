@@ -282,9 +282,11 @@ def _uniform_batch(
     """The common batch in one chunk, or None for the general loop: every message plain (as
     there), waiting for the store, of one body length and flag. One record head serves every
     message, and the tails (``plain_tail``, id, ``\x02``) are encoded in one piece and split."""
-    head = messages[0]
-    length = len(head.body)
-    flag = head.flag
+    first = messages[0]
+    if first.body.__class__ is not bytes:  # (before len(): the general loop's error for it)
+        return None
+    length = len(first.body)
+    flag = first.flag
     if not 0 < length <= max_size:
         return None
     for msg in messages:

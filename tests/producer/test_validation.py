@@ -38,6 +38,7 @@ BAD = [
     ("system prefix", _message(topic="RMQ_SYS_X")),
     ("empty body", _message(body=b"")),
     ("body not bytes", _message(body="text")),
+    ("body None", _message(body=None)),
     ("body over the limit", _message(body=b"x" * (4 * 1024 * 1024 + 1))),
     ("delay level 19", _message(delay_level=19)),
     ("negative delay level", _message(delay_level=-1)),
