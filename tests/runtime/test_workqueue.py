@@ -49,9 +49,19 @@ async def test_offer_places_what_needs_no_wait_and_refuses_the_rest() -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(queue.put, 3)  # a putter waits for room
         await checkpoint()
-        assert not queue.offer(4)  # still full, and the putter came first
+        assert not queue.offer(4)  # still full
         assert await queue.get() == 1  # frees a slot: the putter goes on
     assert [await queue.get(), await queue.get()] == [2, 3]
+    # room while putters still wait: the slot a get freed belongs to the putter it woke
+    assert queue.offer(1) and queue.offer(2)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(queue.put, 3)
+        tg.start_soon(queue.put, 4)
+        await checkpoint()
+        assert await queue.get() == 1  # wakes the first putter; the second still waits
+        assert not queue.offer(5)  # there is room, but not for an item that came later
+        assert await queue.get() == 2  # room for the second putter
+    assert [await queue.get(), await queue.get()] == [3, 4]
     got: list[int] = []
     async with anyio.create_task_group() as tg:
 
