@@ -58,28 +58,27 @@ class WorkQueue(Generic[T]):
                 return True
         return False
 
-    def offer(self, item: T) -> bool:
-        """Put ``item`` if that needs no waiting (a getter waits, or there is room): True;
-        False if the queue is full. The caller that must not lose it then awaits :meth:`put`
-        (one coroutine less per item while the queue has room)."""
+    def _place(self, item: T, behind_putters: bool) -> bool:
+        """Hand ``item`` to a waiting getter or queue it if there is room (and, when
+        ``behind_putters``, no putter waits for room first); False if it must wait."""
         if self._closed:
             raise anyio.ClosedResourceError
         if self._wake_one(self._getters, item):
             return True
-        if len(self._items) < self.capacity and not self._putters:
+        if len(self._items) < self.capacity and not (behind_putters and self._putters):
             self._items.append(item)
             return True
         return False
 
+    def offer(self, item: T) -> bool:
+        """Put ``item`` if that needs no waiting (a getter waits, or there is room): True;
+        False if the queue is full. The caller that must not lose it then awaits :meth:`put`
+        (one coroutine less per item while the queue has room)."""
+        return self._place(item, behind_putters=True)
+
     async def put(self, item: T) -> None:
-        while True:
-            if self._closed:
-                raise anyio.ClosedResourceError
-            if self._wake_one(self._getters, item):
-                return
-            if len(self._items) < self.capacity:
-                self._items.append(item)
-                return
+        # (a putter woken for a freed slot takes it even while others still wait)
+        while not self._place(item, behind_putters=False):
             waiter = self._waiter()
             self._putters.append(waiter)
             try:
