@@ -15,25 +15,60 @@ __all__ = [
     "AccessDenied",
     "BrokerError",
     "ClientClosed",
+    "ClientNotStarted",
+    "ClientStateError",
+    "ConfigError",
     "ConnectError",
     "ConnectionLost",
+    "InternalError",
     "InvalidMessage",
     "NameServerUnavailable",
     "RequestTimeout",
     "RocketMQError",
     "SendFailed",
+    "StartupFailed",
     "SupervisorGaveUp",
     "TopicNotFound",
+    "WrongEventLoop",
     "broker_error",
     "unwrap_group",
 ]
 
 
 class RocketMQError(Exception):
-    """Base of every error rocketmq-actors raises (bad arguments raise ValueError/TypeError)."""
+    r"""Base of every error rocketmq-actors raises, bad arguments included (:class:`ConfigError`
+    and :class:`InvalidMessage` are also ``ValueError``\ s)."""
 
     retriable: bool = False
     outcome_unknown: bool = False
+
+
+class ConfigError(RocketMQError, ValueError):
+    """A constructor or call argument that cannot work (a negative timeout, a plain ``def``
+    handler, a malformed address); raised before any I/O."""
+
+
+class ClientStateError(RocketMQError):
+    """The client is not in a state to serve the call."""
+
+
+class ClientNotStarted(ClientStateError):
+    """Used before ``start()`` (or outside ``async with``)."""
+
+
+class WrongEventLoop(ClientStateError):
+    """Called from an event loop other than the one the client was started on (or from a
+    non-asyncio backend): a client's tasks and connections belong to one loop."""
+
+
+class StartupFailed(RocketMQError):
+    """``start()`` (or entering ``async with``) failed for a reason that is not itself a
+    :class:`RocketMQError`; ``__cause__`` is that reason."""
+
+
+class InternalError(RocketMQError):
+    """An unexpected error inside the client (a bug), caught at an actor's boundary so that it
+    fails one call instead of the client; ``__cause__`` is the original exception."""
 
 
 class ConnectError(RocketMQError):
@@ -70,8 +105,9 @@ class RequestTimeout(RocketMQError):
         super().__init__(f"request {code} to {addr} got no response within {timeout:.3f}s")
 
 
-class ClientClosed(RocketMQError):
-    """The client, or the connection, was closed before or during the call."""
+class ClientClosed(ClientStateError):
+    """The client, or the connection, was closed before or during the call (``__cause__`` is
+    the error the client stopped with, when it failed)."""
 
 
 class NameServerUnavailable(RocketMQError):
@@ -150,7 +186,7 @@ class TopicNotFound(RocketMQError):
         super().__init__(f"no route for topic {topic!r}")
 
 
-class InvalidMessage(ValueError):
+class InvalidMessage(RocketMQError, ValueError):
     """A message (or its topic, properties, delay) that cannot be sent; raised before any I/O."""
 
 
