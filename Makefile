@@ -9,12 +9,13 @@ STATE  ?= .state/cluster
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run test lint typecheck pytest compat fuzz bench soak cluster-up cluster-down clean
+.PHONY: help venv run test lint typecheck pytest compat oldest-anyio fuzz bench soak cluster-up cluster-down clean
 
 help:
 	@echo "make run          start a local RocketMQ cluster and run the main job, then stop it"
 	@echo "make test         ruff, mypy --strict, pytest (unit + integration on a real 5.3.3 cluster),"
-	@echo "                  then the integration tests again on RocketMQ 4.9.7 (compat)"
+	@echo "                  then the integration tests again on RocketMQ 4.9.7 (compat), and the"
+	@echo "                  lifecycle tests on the oldest anyio we support (oldest-anyio)"
 	@echo "make bench        benchmarks against the Java client (benchmarks/results/compare.*)"
 	@echo "make soak         10 minutes of steady produce + consume: RSS, tasks and fds must stay flat"
 	@echo "make fuzz         a million mutated inputs through every decoder of peer bytes"
@@ -50,7 +51,23 @@ pytest: $(STAMP)
 compat: $(STAMP)
 	$(PY) -m pytest -m integration --rocketmq-version 4.9.7 --ignore=tests/spark --ignore=tests/chaos
 
-test: lint typecheck pytest compat
+# the lifecycle tests again on the oldest anyio pyproject.toml allows, installed once into a
+# directory that shadows the venv's (newest) anyio for this run only
+ANYIO_OLDEST := $(shell sed -n 's/^ *"anyio>=\([0-9.]*\)",$$/\1/p' pyproject.toml)
+OLDEST_ANYIO := .state/anyio-$(ANYIO_OLDEST)
+LIFECYCLE_TESTS := tests/runtime/test_lifecycle.py tests/runtime/test_lifecycle_real.py \
+	tests/cluster/test_instance_start.py tests/producer/test_failures.py
+
+$(OLDEST_ANYIO)/.installed: pyproject.toml | $(STAMP)
+	rm -rf $(OLDEST_ANYIO)
+	$(PY) -m pip install --quiet --target $(OLDEST_ANYIO) "anyio==$(ANYIO_OLDEST)"
+	touch $@
+
+oldest-anyio: $(OLDEST_ANYIO)/.installed
+	PYTHONPATH=$(OLDEST_ANYIO) ROCKETMQ_ACTORS_EXPECT_ANYIO=$(ANYIO_OLDEST) \
+		$(PY) -m pytest -p no:cacheprovider $(LIFECYCLE_TESTS)
+
+test: lint typecheck pytest compat oldest-anyio
 
 soak: $(STAMP)
 	$(PY) -m benchmarks.soak --minutes 10

@@ -25,9 +25,11 @@ from typing import Any
 import anyio
 import structlog
 
+from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import ConsumerData
 from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.runtime.checks import check_timeout
 from rocketmq_actors.runtime.lifecycle import Lifecycle
 from rocketmq_actors.runtime.mailbox import Mailbox
 from rocketmq_actors.runtime.netinfo import local_ipv4
@@ -58,10 +60,15 @@ class ClientInstance(Lifecycle):
         heartbeat_interval: float = 30.0,
         route_refresh_interval: float = 30.0,
         namesrv_cooldown: float = 10.0,
+        shutdown_timeout: float = 10.0,
     ) -> None:
+        super().__init__(shutdown_timeout=shutdown_timeout)
         parse_namesrv(namesrv)  # bad addresses fail here, before any I/O
-        if connect_timeout <= 0 or request_timeout <= 0:
-            raise ValueError("timeouts must be positive")
+        check_timeout("connect_timeout", connect_timeout)
+        check_timeout("request_timeout", request_timeout)
+        check_timeout("heartbeat_interval", heartbeat_interval)
+        check_timeout("route_refresh_interval", route_refresh_interval)
+        check_timeout("namesrv_cooldown", namesrv_cooldown, allow_zero=True)
         name = instance_name or str(next(_instances))
         self.client_id = f"{local_ipv4()}@{os.getpid()}#{name}#{time.time_ns()}"
         self.request_timeout = request_timeout
@@ -84,8 +91,14 @@ class ClientInstance(Lifecycle):
         self._producer_groups: set[str] = set()
         self._consumer_groups: set[str] = set()
 
+    def _describe(self) -> str:
+        return f"ClientInstance({self.client_id})"
+
     async def _open(self, stack: AsyncExitStack) -> None:
         await stack.enter_async_context(self.pool)
+        # a NameServer must answer before the client counts as started: a service learns at
+        # start-up, not at its first send, that it cannot reach the cluster
+        await self.namesrv.probe()
         tg = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tg.cancel_scope.cancel)  # runs first on exit: stop the loops
         await tg.start(self.routes.run)
@@ -93,7 +106,7 @@ class ClientInstance(Lifecycle):
         log.info("instance.started", client_id=self.client_id, namesrv=self.namesrv.addrs)
 
     async def _closing(self) -> None:
-        with anyio.move_on_after(self.request_timeout, shield=True):
+        with anyio.move_on_after(min(self.request_timeout, self._time_left())):
             for group in sorted(self._producer_groups):
                 await self.heartbeat.unregister(producer=group)
             for group in sorted(self._consumer_groups):
@@ -105,7 +118,7 @@ class ClientInstance(Lifecycle):
     def register_producer(self, group: str, mailbox: Mailbox[Inbound]) -> None:
         self._check_running()
         if group in self._producer_groups:
-            raise ValueError(f"producer group {group!r} is already registered on this instance")
+            raise ConfigError(f"producer group {group!r} is already registered on this instance")
         self._producer_groups.add(group)
         self.router.register_producer(group, mailbox)
         self.heartbeat.add_producer(group)
@@ -115,7 +128,7 @@ class ClientInstance(Lifecycle):
     ) -> None:
         self._check_running()
         if group in self._consumer_groups:
-            raise ValueError(f"consumer group {group!r} is already registered on this instance")
+            raise ConfigError(f"consumer group {group!r} is already registered on this instance")
         self._consumer_groups.add(group)
         self.router.register_consumer(group, mailbox)
         self.heartbeat.add_consumer(group, data)

@@ -11,6 +11,9 @@ import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 
+import anyio
+
+from rocketmq_actors.errors import ClientClosed, ConfigError
 from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.runtime.lifecycle import Lifecycle
 from rocketmq_actors.runtime.mailbox import Mailbox
@@ -31,11 +34,14 @@ class GroupMember(Lifecycle):
         instance: ClientInstance | None,
         ssl_context: ssl.SSLContext | None = None,
         credentials: AclCredentials | None = None,
+        shutdown_timeout: float = 10.0,
     ) -> None:
+        super().__init__(shutdown_timeout=shutdown_timeout)
         if instance is None and namesrv is None:
-            raise ValueError("give a NameServer address (namesrv=...) or a ClientInstance")
+            raise ConfigError("give a NameServer address (namesrv=...) or a ClientInstance")
         if instance is not None and (ssl_context is not None or credentials is not None):
-            raise ValueError("ssl_context and credentials belong to the shared ClientInstance")
+            raise ConfigError("ssl_context and credentials belong to the shared ClientInstance")
+        self.kind = kind
         self.group = group
         self._own_instance = instance is None
         self._instance = instance or ClientInstance(
@@ -47,16 +53,40 @@ class GroupMember(Lifecycle):
     def instance(self) -> ClientInstance:
         return self._instance
 
+    def _describe(self) -> str:
+        return f"{type(self).__name__}({self.group})"
+
     async def _join(
         self,
         stack: AsyncExitStack,
         register: Callable[[], None],
         unregister: Callable[[str], Awaitable[None]],
     ) -> None:
-        """Run the instance if it is ours, register the group, and undo both on exit (the
-        mailbox is disposed once everything opened after this step has closed)."""
+        """Run the instance if it is ours (a shared one must be running), register the group,
+        and undo both on exit (the mailbox is disposed once everything opened after this step
+        has closed). The instance stopping under a running member stops the member."""
+        instance = self._instance
         if self._own_instance:
-            await stack.enter_async_context(self._instance)
+            await instance.start()
+            stack.push_async_callback(self._stop_instance)
+        else:
+            instance._check_running()
+        instance._link(self, self._instance_stopped)
+        stack.callback(instance._unlink, self)
         register()
         stack.push_async_callback(unregister, self.group)
         stack.callback(self.mailbox.dispose)
+
+    async def _stop_instance(self) -> None:
+        """Our own instance stops with us, within what is left of our stop deadline; we wait
+        for it even when our own unwinding is cancelled, so that it never outlives us."""
+        self._instance._unlink(self)
+        with anyio.CancelScope(shield=True):
+            await self._instance._stop_and_wait(self._time_left())
+
+    def _instance_stopped(self, error: BaseException | None) -> None:
+        if self._host is not None and self._host.cancelling():
+            return  # our own host is being cancelled too (the event loop is closing)
+        closed = ClientClosed(f"the ClientInstance of {self._describe()} stopped")
+        closed.__cause__ = error
+        self._fail(closed)

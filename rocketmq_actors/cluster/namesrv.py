@@ -15,6 +15,7 @@ import structlog
 
 from rocketmq_actors.errors import (
     BrokerError,
+    ConfigError,
     NameServerUnavailable,
     RocketMQError,
     TopicNotFound,
@@ -35,12 +36,22 @@ log = structlog.get_logger("rocketmq_actors.cluster")
 
 def parse_namesrv(namesrv: str | Sequence[str]) -> tuple[str, ...]:
     """``"a:9876;b:9876"`` or a list of addresses; each must be ``host:port``."""
-    items = namesrv.split(";") if isinstance(namesrv, str) else list(namesrv)
-    addrs = tuple(a.strip() for a in items if a and a.strip())
+    if isinstance(namesrv, str):
+        items: list[object] = list(namesrv.split(";"))
+    elif isinstance(namesrv, Sequence):
+        items = list(namesrv)
+    else:
+        raise ConfigError(f"namesrv must be 'host:port[;host:port...]', not {namesrv!r}")
+    if not all(isinstance(a, str) for a in items):
+        raise ConfigError(f"namesrv addresses must be strings, not {namesrv!r}")
+    addrs = tuple(a.strip() for a in items if isinstance(a, str) and a.strip())
     if not addrs:
-        raise ValueError("no NameServer address given (expected 'host:port[;host:port...]')")
+        raise ConfigError("no NameServer address given (expected 'host:port[;host:port...]')")
     for addr in addrs:
-        split_addr(addr)  # ValueError on a malformed address, before any network I/O
+        try:
+            split_addr(addr)  # a malformed address fails here, before any network I/O
+        except ValueError as exc:
+            raise ConfigError(f"NameServer address {addr!r} is not host:port") from exc
     return addrs
 
 
@@ -84,7 +95,7 @@ class NameServerClient:
                 if not exc.retriable:
                     raise
                 self._cool_until[addr] = self._clock() + self.cooldown
-                log.warning("namesrv.failed", addr=addr, error=str(exc))
+                log.info("namesrv.failed", addr=addr, error=str(exc))
                 last = exc
                 continue
             if addr != self.current:
@@ -95,6 +106,16 @@ class NameServerClient:
         raise NameServerUnavailable(
             f"no NameServer of {';'.join(self.addrs)} answered: {last}"
         ) from last
+
+    async def probe(self) -> None:
+        """Ask the NameServers (in failover order) for the template topic's route until one
+        answers, whatever the answer; :class:`NameServerUnavailable` when none does."""
+        await self.request(
+            lambda: RemotingCommand.request(
+                RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                GetRouteInfoRequestHeader(topic="TBW102", accept_standard_json_only=True).to_ext(),
+            )
+        )
 
     async def topic_route(self, topic: str) -> TopicRouteData:
         reply = await self.request(

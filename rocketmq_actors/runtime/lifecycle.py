@@ -1,49 +1,383 @@
-"""The ``async with`` lifecycle every actor owner shares.
+"""The lifecycle every client shares: ``start()`` / ``stop()`` from any task, or ``async with``.
 
-Subclasses build their resources in :meth:`_open` on an ``AsyncExitStack`` (entered contexts,
-callbacks); leaving ``async with`` first runs :meth:`_closing` (a graceful step such as
-unregistering), then unwinds the stack in reverse order. If ``_open`` fails, what it already
-built is unwound at once.
+A client's actors do not run in the caller's task: :meth:`Lifecycle.start` creates a *host task*
+of the client's own, which builds the client's resources (:meth:`Lifecycle._open`, on an
+``AsyncExitStack``), reports ready, and keeps them until it is asked to stop. So a client can be
+started in one task and stopped in another (a pytest fixture, FastAPI's startup and shutdown
+hooks, aiokafka-style ``start()`` / ``stop()``), and a cancelled caller never tears the client's
+task groups down from the wrong task.
 
-An exception raised in the body of ``async with`` comes out as itself: the task groups on the
-stack would wrap it in (nested) exception groups, which callers of a client - like callers of
-aiokafka - do not expect. Groups that hold anything else are raised as they are.
+Stopping is bounded: :meth:`stop` asks the host to stop, the host runs its graceful step
+(:meth:`Lifecycle._closing`: stop pulling, drain sends, persist offsets) and unwinds the stack,
+all within ``shutdown_timeout`` seconds. At that deadline whatever still runs is cancelled; a
+host that still has not ended a second later is cancelled as a task and, failing that,
+abandoned with an error log. ``stop()`` waits shielded, so a caller inside a cancelled scope
+still gets the bounded graceful stop, then the cancellation.
+
+``async with client:`` is ``start()`` then, on the way out, the same bounded stop; the body's
+own exception (a cancellation included) leaves unchanged. If the client fails while the body
+runs (an actor exhausted its restarts, a handler raised ``KeyboardInterrupt``), the body is
+cancelled at its next checkpoint and ``async with`` raises that error instead (it is the
+client's own cancel scope, entered around the body, that interrupts it, as a task group's
+would). Errors are typed: a start that fails raises a :class:`RocketMQError` (the original
+error as ``__cause__`` when it was not one), never an exception group.
+
+One event loop: the host task belongs to the loop ``start()`` ran on; calls from another loop
+raise :class:`WrongEventLoop`. The asyncio backend (and uvloop) is required.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import enum
+import math
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Self
 
-from rocketmq_actors.errors import ClientClosed, unwrap_group
+import anyio
+import anyio.lowlevel
+import structlog
 
-__all__ = ["Lifecycle"]
+from rocketmq_actors.errors import (
+    ClientClosed,
+    ClientNotStarted,
+    ClientStateError,
+    InternalError,
+    RocketMQError,
+    StartupFailed,
+    WrongEventLoop,
+    unwrap_group,
+)
+from rocketmq_actors.runtime.checks import check_timeout
+
+__all__ = ["Lifecycle", "State", "running_loop"]
+
+log = structlog.get_logger("rocketmq_actors.runtime")
+
+#: after the stop deadline: how long the cancelled host gets to unwind before it is cancelled
+#: as a task, and then again before it is abandoned
+STOP_GRACE = 1.0
+
+
+class State(enum.Enum):
+    NEW = "new"
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+
+
+#: the client whose host task (or one of its actors) is running: a stop asked from inside
+#: cannot wait for itself
+_inside: contextvars.ContextVar[Lifecycle | None] = contextvars.ContextVar(
+    "rocketmq_actors_inside", default=None
+)
+
+_current_loop = asyncio._get_running_loop  # the running loop or None, without raising
+
+
+def running_loop() -> asyncio.AbstractEventLoop:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        raise WrongEventLoop(
+            "rocketmq-actors runs on an asyncio event loop (asyncio or uvloop, "
+            "anyio's asyncio backend); none is running in this thread"
+        ) from None
 
 
 class Lifecycle:
-    _stack: AsyncExitStack | None = None
+    """Subclasses build their resources in :meth:`_open` and may stop gracefully in
+    :meth:`_closing`; both run in the host task. Actors call :meth:`_fail` to stop the client
+    with an error the application sees."""
 
-    @property
-    def running(self) -> bool:
-        return self._stack is not None
+    def __init__(self, *, shutdown_timeout: float = 10.0) -> None:
+        self.shutdown_timeout = check_timeout("shutdown_timeout", shutdown_timeout)
+        self._state = State.NEW
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._host: asyncio.Task[None] | None = None
+        self._ready: asyncio.Future[None] | None = None  # resolved when started (or not)
+        self._done: asyncio.Future[None] | None = None  # resolved when the host has ended
+        self._start_error: BaseException | None = None
+        self._error: BaseException | None = None  # what the client failed with, if it did
+        self._stop_event: anyio.Event | None = None
+        self._deadline = math.inf  # when the stop must be over (anyio clock)
+        self._hard: anyio.CancelScope | None = None  # the host's outermost scope
+        self._interrupt: anyio.CancelScope | None = None  # around the body of ``async with``
+        self._on_stopped: dict[object, Callable[[BaseException | None], None]] = {}
 
-    def _check_running(self) -> None:
-        if self._stack is None:
-            raise ClientClosed(f"{type(self).__name__} is not running (use 'async with')")
+    # ---- to override ---------------------------------------------------------------------
 
     async def _open(self, stack: AsyncExitStack) -> None:
         raise NotImplementedError
 
     async def _closing(self) -> None:
-        """Runs before the stack unwinds."""
+        """The graceful step, before the stack unwinds (bounded by the stop deadline)."""
+
+    def _describe(self) -> str:
+        return type(self).__name__
+
+    # ---- state ---------------------------------------------------------------------------
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @property
+    def running(self) -> bool:
+        return self._state is State.RUNNING
+
+    @property
+    def error(self) -> BaseException | None:
+        """The error the client failed with (None while it runs, or after a clean stop)."""
+        return self._error
+
+    def _check_running(self) -> None:
+        """Raise unless the client is running and this is its event loop (cheap: the send
+        path calls it)."""
+        if self._state is not State.RUNNING or _current_loop() is not self._loop:
+            self._raise_not_running()
+
+    def _raise_not_running(self) -> None:
+        name = self._describe()
+        state = self._state
+        if state is State.RUNNING or state is State.STARTING:
+            self._check_loop(running_loop())
+        if state is State.NEW:
+            raise ClientNotStarted(f"{name} is not started (use 'async with' or 'await start()')")
+        if state is State.STARTING:
+            raise ClientNotStarted(f"{name} is still starting")
+        error = ClientClosed(f"{name} is stopped" + (f": {self._error!r}" if self._error else ""))
+        raise error from self._error
+
+    def _check_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        if loop is not self._loop:
+            raise WrongEventLoop(
+                f"{self._describe()} was started on another event loop; a client, its tasks "
+                "and its connections belong to the loop that started it"
+            )
+
+    def _time_left(self) -> float:
+        """Seconds left before the stop deadline (infinite until a stop was asked for)."""
+        return max(0.0, self._deadline - anyio.current_time())
+
+    # ---- start ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the client and return once it is ready; idempotent (a second call, from any
+        task, waits for the same start). Raises a :class:`RocketMQError` if it cannot start
+        (or the ``KeyboardInterrupt`` / ``SystemExit`` an actor stopped it with)."""
+        await self._started()
+        if not self.running:  # stopped (or failed) right after it started
+            if self._error is not None and not isinstance(self._error, Exception):
+                raise self._error
+            self._raise_not_running()
+
+    async def _started(self) -> None:
+        """Start, or join a start under way; raise what made the start fail."""
+        loop = running_loop()
+        if self._state is State.RUNNING:
+            self._check_loop(loop)
+            return
+        if self._state is State.STARTING:
+            self._check_loop(loop)
+        elif self._state is State.NEW:
+            self._launch(loop)
+        else:
+            self._raise_not_running()
+        assert self._ready is not None
+        try:
+            await asyncio.shield(self._ready)
+        except anyio.get_cancelled_exc_class():
+            # the caller gave up: stop what was started (bounded), then let the cancellation go
+            with anyio.CancelScope(shield=True):
+                await self._stop_and_wait()
+            raise
+        if self._start_error is not None:
+            raise self._start_error
+
+    def _launch(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._state = State.STARTING
+        self._ready = loop.create_future()
+        self._done = loop.create_future()
+        self._stop_event = anyio.Event()
+        self._host = loop.create_task(self._host_main(), name=f"rocketmq-actors:{self._describe()}")
+
+    async def _host_main(self) -> None:
+        _inside.set(self)  # (the task's own context: its actors inherit it)
+        assert self._stop_event is not None
+        stop_event = self._stop_event
+        escaped: BaseException | None = None
+        try:
+            with anyio.CancelScope() as self._hard:
+                if self._stop_event.is_set():  # asked to stop before the host ran
+                    self._hard.cancel()
+                async with AsyncExitStack() as stack:
+                    try:
+                        await self._open(stack)
+                        if not stop_event.is_set():
+                            self._state = State.RUNNING
+                            self._resolve_start(None)
+                            log.info("client.started", client=self._describe())
+                            await stop_event.wait()
+                        self._state = State.STOPPING
+                        await self._closing()
+                    finally:
+                        self._begin_stop()  # however the run ends, unwinding is bounded
+        except BaseException as exc:
+            escaped = self._record(exc)
+        finally:
+            self._hard = None
+            self._state = State.STOPPED
+            if self._ready is not None and not self._ready.done():
+                if self._start_error is None:  # failed (an actor's error) or stopped meanwhile
+                    self._start_error = self._error or ClientClosed(
+                        f"{self._describe()} stopped while starting"
+                    )
+                self._resolve_start(self._start_error)
+            log.info("client.stopped", client=self._describe(),
+                     error=repr(self._error) if self._error else None)  # fmt: skip
+            for callback in list(self._on_stopped.values()):
+                try:
+                    callback(self._error)
+                except Exception:
+                    log.exception("client.link_failed", client=self._describe())
+            self._on_stopped.clear()
+            assert self._done is not None
+            self._done.set_result(None)
+        if escaped is not None:
+            raise escaped
+
+    def _resolve_start(self, error: BaseException | None) -> None:
+        self._start_error = error
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_result(None)
+
+    def _record(self, exc: BaseException) -> BaseException | None:
+        """What ended the host: a failed start, a failure while running, or the host task
+        cancelled from outside. Returns what the host task must raise itself."""
+        leaf = unwrap_group(exc)
+        if self._ready is not None and not self._ready.done():  # _open failed
+            if self._error is not None:  # an actor failed it first (_fail)
+                self._start_error = self._error
+            elif isinstance(leaf, RocketMQError):
+                self._start_error = leaf
+            else:
+                self._start_error = StartupFailed(f"{self._describe()} could not start: {leaf!r}")
+                self._start_error.__cause__ = leaf
+            self._error = self._start_error
+            if not isinstance(leaf, Exception):
+                return leaf  # cancelled from outside, KeyboardInterrupt ...: the task's own
+            return None
+        if isinstance(leaf, anyio.get_cancelled_exc_class()):
+            return exc  # the host task itself was cancelled (the loop is closing)
+        self._set_error(leaf)
+        if self._interrupt is not None:
+            self._interrupt.cancel()
+        if isinstance(leaf, Exception):
+            return None
+        # KeyboardInterrupt / SystemExit: delivered by ``async with``, else raised by the task
+        return None if self._interrupt is not None else leaf
+
+    def _set_error(self, leaf: BaseException) -> None:
+        if self._error is not None:
+            return
+        if isinstance(leaf, RocketMQError | KeyboardInterrupt | SystemExit):
+            self._error = leaf
+        else:
+            self._error = InternalError(f"{self._describe()} failed: {leaf!r}")
+            self._error.__cause__ = leaf
+        log.error("client.failed", client=self._describe(), error=repr(leaf),
+                  exc_info=leaf if isinstance(leaf, Exception) else None)  # fmt: skip
+
+    # ---- stop ----------------------------------------------------------------------------
+
+    def _fail(self, error: BaseException) -> None:
+        """Stop the client with ``error``: the application sees it (``async with`` raises
+        it; calls after it raise :class:`ClientClosed` from it)."""
+        self._set_error(error)
+        self._request_stop()
+        if self._interrupt is not None:
+            self._interrupt.cancel()
+
+    def _begin_stop(self, timeout: float | None = None) -> None:
+        """Fix the stop deadline (the first call wins, a shorter ``timeout`` may move it
+        earlier) and bound the host by it."""
+        budget = self.shutdown_timeout if timeout is None else min(timeout, self.shutdown_timeout)
+        self._deadline = min(self._deadline, anyio.current_time() + budget)
+        if self._hard is not None:
+            self._hard.deadline = self._deadline
+
+    def _request_stop(self, timeout: float | None = None) -> None:
+        if self._state is State.NEW or self._state is State.STOPPED:
+            return
+        self._begin_stop(timeout)
+        if self._stop_event is not None:
+            self._stop_event.set()
+        if self._state is State.STARTING and self._hard is not None:
+            self._hard.cancel()  # a start cut short: no graceful step for what is half built
+
+    async def _stop_and_wait(self, timeout: float | None = None) -> None:
+        """Ask the host to stop and wait for it, bounded (callers shield this)."""
+        if self._state is State.NEW:
+            self._state = State.STOPPED
+            return
+        done, host = self._done, self._host
+        if done is None or host is None or done.done():
+            return
+        self._request_stop(timeout)
+        with anyio.move_on_after(self._time_left() + STOP_GRACE):
+            await asyncio.shield(done)
+        if not done.done():
+            host.cancel()
+            with anyio.move_on_after(STOP_GRACE):
+                await asyncio.shield(done)
+            if not done.done():
+                log.error("client.stop_abandoned", client=self._describe(),
+                          timeout=self.shutdown_timeout)  # fmt: skip
+
+    async def stop(self) -> None:
+        """Stop the client (gracefully, within ``shutdown_timeout``) and wait for it;
+        idempotent, from any task of the client's event loop. In a cancelled scope it still
+        stops, then raises the cancellation. Called from one of the client's own actors (a
+        handler), it asks for the stop and returns at once: it cannot wait for itself."""
+        if self._state is not State.NEW:
+            self._check_loop(running_loop())
+        if _inside.get() is self:  # a handler (or another actor) stopping its own client
+            self._request_stop()
+            return
+        with anyio.CancelScope(shield=True):
+            await self._stop_and_wait()
+        await anyio.lowlevel.checkpoint_if_cancelled()
+
+    def _link(self, key: object, on_stopped: Callable[[BaseException | None], None]) -> None:
+        """Call ``on_stopped(error)`` when this client stops (a member learns its shared
+        instance is gone)."""
+        self._on_stopped[key] = on_stopped
+
+    def _unlink(self, key: object) -> None:
+        self._on_stopped.pop(key, None)
+
+    # ---- async with ----------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
-        if self._stack is not None:
-            raise RuntimeError(f"{type(self).__name__} is already running")
-        async with AsyncExitStack() as stack:
-            await self._open(stack)
-            self._stack = stack.pop_all()
+        if self._state is not State.NEW:
+            if self._state is State.STOPPED:
+                self._raise_not_running()
+            raise ClientStateError(
+                f"{self._describe()} is already started: use either 'async with' or "
+                "start() / stop(), once"
+            )
+        await self._started()
+        scope = anyio.CancelScope()
+        scope.__enter__()
+        self._interrupt = scope
+        if self._error is not None or not self.running:  # it failed right after it started
+            scope.cancel()
         return self
 
     async def __aexit__(
@@ -52,13 +386,19 @@ class Lifecycle:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        stack, self._stack = self._stack, None
-        if stack is None:
-            return None
-        await self._closing()
+        scope = self._interrupt
         try:
-            return await stack.__aexit__(exc_type, exc, tb)
-        except BaseExceptionGroup as group:
-            if exc is None or unwrap_group(group) is not exc:
-                raise
-        raise exc  # outside the handler: its cause and context stay the caller's own
+            with anyio.CancelScope(shield=True):
+                await self._stop_and_wait()
+        finally:
+            self._interrupt = None
+            interrupted = scope is not None and scope.__exit__(exc_type, exc, tb)
+        error = self._error
+        if interrupted or (exc is None and error is not None):
+            if error is None:
+                error = ClientClosed(f"{self._describe()} stopped")
+            raise error
+        if exc is not None and error is not None and error is not exc:
+            log.warning("client.error_superseded", client=self._describe(), error=repr(error),
+                        body_error=repr(exc))  # fmt: skip
+        return None  # the body's own exception (a cancellation included) goes on unchanged

@@ -32,7 +32,7 @@ import attrs
 import structlog
 from anyio.abc import TaskGroup, TaskStatus
 
-from rocketmq_actors.errors import RocketMQError, SupervisorGaveUp, unwrap_group
+from rocketmq_actors.errors import ClientClosed, RocketMQError, SupervisorGaveUp, unwrap_group
 
 __all__ = [
     "ChildSpec",
@@ -186,7 +186,7 @@ class DynamicSupervisor:
     async def start_child(self, spec: ChildSpec[T]) -> T:
         """Start ``spec`` and return the value it reports once ready."""
         if self._tg is None or self._closing:
-            raise RuntimeError(f"supervisor {self.name} is not running")
+            raise ClientClosed(f"supervisor {self.name} is not running")
         if spec.key in self._children:
             raise KeyError(f"{self.name}: a child {spec.key!r} is already supervised")
         if self.max_children is not None and len(self._children) >= self.max_children:

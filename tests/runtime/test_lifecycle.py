@@ -1,48 +1,404 @@
-"""``async with`` a client: the body's own exception comes out as itself."""
+"""The lifecycle every client shares: start/stop from any task, ``async with``, cancellation,
+typed start-up errors, bounded stops. No broker: a small actor with a task group stands in."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import importlib.metadata
+import os
+import re
+import threading
+import time
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 import anyio
 import pytest
+from packaging.version import Version
 
-from rocketmq_actors.runtime.lifecycle import Lifecycle
+from rocketmq_actors.errors import (
+    ClientClosed,
+    ClientNotStarted,
+    ClientStateError,
+    InternalError,
+    NameServerUnavailable,
+    RocketMQError,
+    StartupFailed,
+    WrongEventLoop,
+)
+from rocketmq_actors.runtime.lifecycle import Lifecycle, State
+
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+
+
+def test_the_anyio_these_tests_run_on() -> None:
+    """``make oldest-anyio`` runs the lifecycle tests again on the oldest anyio we allow; the
+    run must really use it (and a normal run an anyio at or above that floor)."""
+    installed = Version(importlib.metadata.version("anyio"))
+    match = re.search(r'"anyio>=([0-9.]+)"', PYPROJECT.read_text())
+    assert match is not None
+    floor = Version(match.group(1))
+    expected = os.environ.get("ROCKETMQ_ACTORS_EXPECT_ANYIO")
+    if expected is not None:
+        assert installed == Version(expected) == floor
+    else:
+        assert installed >= floor
 
 
 class _Actor(Lifecycle):
-    """Holds a task group (with a child) open across the body, as every client does."""
+    """Holds a task group with a child open while it runs, as every client does."""
 
-    def __init__(self, child_fails: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        fail_open: BaseException | None = None,
+        child_fails: BaseException | None = None,
+        closing: str = "quick",
+        shutdown_timeout: float = 2.0,
+    ) -> None:
+        super().__init__(shutdown_timeout=shutdown_timeout)
+        self.fail_open = fail_open
         self.child_fails = child_fails
-        self.ready = anyio.Event()
+        self.closing_mode = closing
+        self.fail_now = anyio.Event()
+        self.opened = anyio.Event()
+        self.unwound = False
+        self.closed_gracefully = False
+        self.child_cancelled = False
 
     async def _open(self, stack: AsyncExitStack) -> None:
+        stack.callback(setattr, self, "unwound", True)
         tg = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tg.cancel_scope.cancel)
 
         async def child() -> None:
-            if self.child_fails:
-                await self.ready.wait()
-                raise KeyError("child")
-            await anyio.sleep_forever()
+            try:
+                await self.fail_now.wait()
+                assert self.child_fails is not None
+                raise self.child_fails
+            except anyio.get_cancelled_exc_class():
+                self.child_cancelled = True
+                raise
 
         tg.start_soon(child)
+        self.opened.set()
+        if self.fail_open is not None:
+            raise self.fail_open
 
-
-async def test_body_exception_is_not_wrapped_and_keeps_its_cause() -> None:
-    cause = OSError("root cause")
-    with pytest.raises(ValueError, match="from the body") as info:
-        async with _Actor():
-            raise ValueError("from the body") from cause
-    assert info.value.__cause__ is cause
-    assert type(info.value) is ValueError  # not an ExceptionGroup
-
-
-async def test_a_failing_child_still_raises_its_group() -> None:
-    actor = _Actor(child_fails=True)
-    with pytest.raises(BaseExceptionGroup) as info:
-        async with actor:
-            actor.ready.set()
+    async def _closing(self) -> None:
+        if self.closing_mode == "hang":
             await anyio.sleep_forever()
-    assert isinstance(info.value.exceptions[0], KeyError)
+        elif self.closing_mode == "deaf":  # ignores cancellation: must be abandoned
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(30)
+        self.closed_gracefully = True
+
+    async def call(self) -> str:
+        self._check_running()
+        return "ok"
+
+
+async def test_start_in_one_task_stop_in_another() -> None:
+    actor = _Actor()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(actor.start)
+    assert actor.running  # the task that started it is gone: it still runs
+    assert await actor.call() == "ok"
+
+    async def stopper() -> None:
+        await actor.stop()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stopper)
+    assert actor.state is State.STOPPED
+    assert actor.closed_gracefully and actor.unwound and actor.child_cancelled
+
+
+async def test_start_and_stop_are_idempotent_from_many_tasks() -> None:
+    actor = _Actor()
+    async with anyio.create_task_group() as tg:
+        for _ in range(5):
+            tg.start_soon(actor.start)
+    assert actor.running
+    async with anyio.create_task_group() as tg:
+        for _ in range(5):
+            tg.start_soon(actor.stop)
+    await actor.stop()
+    assert actor.state is State.STOPPED
+
+
+async def test_use_before_start_after_stop_and_restart_are_typed_errors() -> None:
+    actor = _Actor()
+    with pytest.raises(ClientNotStarted, match="not started"):
+        await actor.call()
+    await actor.start()
+    await actor.stop()
+    with pytest.raises(ClientClosed, match="stopped"):
+        await actor.call()
+    with pytest.raises(ClientClosed):
+        await actor.start()
+    with pytest.raises(ClientClosed):
+        async with actor:
+            pass
+    never_started = _Actor()
+    await never_started.stop()  # nothing to stop: fine
+    assert never_started.state is State.STOPPED
+
+
+async def test_async_with_on_a_started_client_is_refused() -> None:
+    actor = _Actor()
+    await actor.start()
+    with pytest.raises(ClientStateError, match="already started"):
+        async with actor:
+            pass
+    await actor.stop()
+
+
+def test_a_second_event_loop_gets_a_typed_error() -> None:
+    actor = _Actor()
+    errors: list[BaseException] = []
+
+    async def main() -> None:
+        await actor.start()
+        other = threading.Thread(target=lambda: asyncio.run(from_other_loop()))
+        other.start()
+        await anyio.to_thread.run_sync(other.join)
+        await actor.stop()
+
+    async def from_other_loop() -> None:
+        for call in (actor.call, actor.start, actor.stop):
+            try:
+                await call()
+            except BaseException as exc:
+                errors.append(exc)
+
+    asyncio.run(main())
+    assert len(errors) == 3
+    assert all(isinstance(e, WrongEventLoop) for e in errors), errors
+
+
+async def test_the_body_exception_leaves_unchanged_with_its_cause() -> None:
+    cause = OSError("root cause")
+    actor = _Actor()
+    with pytest.raises(ValueError, match="from the body") as info:
+        async with actor:
+            raise ValueError("from the body") from cause
+    assert type(info.value) is ValueError  # not an ExceptionGroup
+    assert info.value.__cause__ is cause
+    assert actor.closed_gracefully  # a failing body still gets the graceful stop
+
+
+def _chain_has_no_cycle(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None:
+        if id(current) in seen:
+            return False
+        seen.add(id(current))
+        current = current.__context__
+    return True
+
+
+@pytest.mark.parametrize("how", ["task group", "move_on_after"])
+async def test_a_cancelled_scope_stops_the_client_gracefully_and_goes_on(how: str) -> None:
+    """The reproducer of the lifecycle issue: a client in a task group that is cancelled.
+    Before the fix anyio's task_done looped for ever on a self-referencing exception chain."""
+    actor = _Actor()
+    caught: list[BaseException] = []
+
+    async def worker() -> None:
+        try:
+            async with actor:
+                await anyio.sleep_forever()
+        except BaseException as exc:
+            caught.append(exc)
+            raise
+
+    with anyio.fail_after(5):
+        if how == "task group":
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(worker)
+                await actor.opened.wait()
+                await anyio.sleep(0.05)
+                tg.cancel_scope.cancel()
+        else:
+            with anyio.move_on_after(0.2):
+                await worker()
+    assert actor.state is State.STOPPED and actor.closed_gracefully
+    (exc,) = caught
+    assert isinstance(exc, anyio.get_cancelled_exc_class())  # the cancellation, unchanged
+    assert _chain_has_no_cycle(exc)
+
+
+async def test_a_stop_that_hangs_is_cut_at_shutdown_timeout() -> None:
+    actor = _Actor(closing="hang", shutdown_timeout=0.3)
+    began = 0.0
+    with anyio.fail_after(5), anyio.CancelScope() as scope:
+        async with actor:
+            began = time.monotonic()
+            scope.cancel()
+            await anyio.sleep_forever()
+    took = time.monotonic() - began
+    assert actor.state is State.STOPPED and not actor.closed_gracefully and actor.unwound
+    assert 0.25 < took < 1.0, took
+
+
+async def test_a_host_that_ignores_cancellation_is_abandoned_not_waited_for() -> None:
+    actor = _Actor(closing="deaf", shutdown_timeout=0.2)
+    await actor.start()
+    began = time.monotonic()
+    with anyio.fail_after(10):
+        await actor.stop()  # shutdown_timeout + 2 x the grace, at most
+    assert time.monotonic() - began < 0.2 + 2 * 1.0 + 0.5
+
+
+async def test_stop_in_a_cancelled_scope_still_stops_then_raises_the_cancellation() -> None:
+    actor = _Actor()
+    await actor.start()
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await actor.stop()
+        pytest.fail("stop() returned in a cancelled scope")  # pragma: no cover
+    assert scope.cancelled_caught
+    assert actor.state is State.STOPPED and actor.closed_gracefully
+
+
+async def test_a_client_that_fails_while_running_interrupts_the_body_with_a_typed_error() -> None:
+    actor = _Actor(child_fails=KeyError("boom"))
+    with anyio.fail_after(5), pytest.raises(InternalError, match="boom") as info:
+        async with actor:
+            actor.fail_now.set()
+            await anyio.sleep_forever()  # interrupted
+    assert isinstance(info.value.__cause__, BaseException)
+    assert actor.error is info.value
+    with pytest.raises(ClientClosed) as closed:
+        await actor.call()
+    assert closed.value.__cause__ is info.value
+
+
+async def test_a_rocketmq_error_of_a_child_comes_out_as_itself() -> None:
+    error = NameServerUnavailable("gone")
+    actor = _Actor(child_fails=error)
+    with anyio.fail_after(5), pytest.raises(NameServerUnavailable) as info:
+        async with actor:
+            actor.fail_now.set()
+            await anyio.sleep_forever()
+    assert info.value is error
+
+
+async def test_fail_with_keyboard_interrupt_is_reraised_by_async_with() -> None:
+    actor = _Actor()
+    with anyio.fail_after(5), pytest.raises(KeyboardInterrupt):
+        async with actor:
+            actor._fail(KeyboardInterrupt())
+            await anyio.sleep_forever()
+    assert actor.state is State.STOPPED and actor.closed_gracefully
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [(NameServerUnavailable("no NameServer answered"), NameServerUnavailable),
+     (OSError("disk"), StartupFailed)],
+)  # fmt: skip
+async def test_a_failed_start_is_one_typed_error_and_unwinds(
+    error: Exception, expected: type[RocketMQError]
+) -> None:
+    actor = _Actor(fail_open=error)
+    with pytest.raises(expected) as info:
+        async with actor:
+            pytest.fail("the body ran")  # pragma: no cover
+    assert isinstance(info.value, RocketMQError)  # caught by `except RocketMQError`
+    assert not isinstance(info.value, BaseExceptionGroup)
+    if expected is StartupFailed:
+        assert info.value.__cause__ is error
+    assert actor.unwound and actor.child_cancelled and actor.state is State.STOPPED
+
+
+async def test_a_start_cancelled_by_its_caller_stops_what_was_started() -> None:
+    class Slow(_Actor):
+        async def _open(self, stack: AsyncExitStack) -> None:
+            await super()._open(stack)
+            await anyio.sleep_forever()
+
+    actor = Slow()
+    with anyio.fail_after(5), anyio.move_on_after(0.1) as scope:
+        await actor.start()
+    assert scope.cancelled_caught
+    assert actor.state is State.STOPPED and actor.unwound
+
+
+async def test_a_stop_during_start_fails_the_start_with_client_closed() -> None:
+    class Slow(_Actor):
+        async def _open(self, stack: AsyncExitStack) -> None:
+            await super()._open(stack)
+            await anyio.sleep_forever()
+
+    actor = Slow()
+    outcome: list[BaseException] = []
+
+    async def starter() -> None:
+        try:
+            await actor.start()
+        except RocketMQError as exc:
+            outcome.append(exc)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(starter)
+            await actor.opened.wait()
+            await actor.stop()
+    assert len(outcome) == 1 and isinstance(outcome[0], ClientClosed)
+    assert actor.unwound
+
+
+async def test_no_task_is_left_behind() -> None:
+    before = len(asyncio.all_tasks())
+    for _ in range(3):
+        async with _Actor():
+            pass
+    gc.collect()
+    assert len(asyncio.all_tasks()) == before
+
+
+@pytest.fixture
+async def started_actor() -> AsyncIterator[_Actor]:
+    """A fixture that yields a started client and stops it at teardown: pytest-asyncio runs
+    the two halves in different tasks."""
+    actor = _Actor()
+    await actor.start()
+    yield actor
+    await actor.stop()
+    assert actor.state is State.STOPPED
+
+
+async def test_a_fixture_can_yield_a_started_client(started_actor: _Actor) -> None:
+    assert await started_actor.call() == "ok"
+
+
+async def test_a_stop_asked_from_inside_the_client_does_not_wait_for_itself() -> None:
+    """A handler that stops its own consumer: it cannot wait for a stop that waits for it."""
+    returned, go = anyio.Event(), anyio.Event()
+
+    class Inner(_Actor):
+        async def _open(self, stack: AsyncExitStack) -> None:
+            await super()._open(stack)
+            tg = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(tg.cancel_scope.cancel)
+
+            async def stops_its_client() -> None:
+                await go.wait()
+                await self.stop()
+                returned.set()
+                await anyio.sleep_forever()  # until the stop cancels it
+
+            tg.start_soon(stops_its_client)
+
+    actor = Inner()
+    with anyio.fail_after(2):
+        await actor.start()
+        go.set()
+        await returned.wait()
+        await actor.stop()
+    assert actor.state is State.STOPPED and actor.closed_gracefully

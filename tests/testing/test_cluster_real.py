@@ -117,7 +117,7 @@ def test_cli_start_stop_twice_and_in_parallel(tmp_path: Path) -> None:
                 assert desc2["namesrv"] != desc["namesrv"]
                 assert probe.cluster_info(desc2["namesrv"]).brokers
                 again = _cli("cluster", "start", "--state-dir", str(first))
-                assert again.returncode == 1 and "already running" in again.stderr
+                assert again.returncode == 2 and "already running" in again.stderr
                 status = _cli("cluster", "status", "--state-dir", str(second))
                 assert status.returncode == 0
                 assert json.loads(status.stdout)["registered_brokers"] == [
