@@ -19,7 +19,6 @@ flight from one process made a broker on the same two cores answer SYSTEM_BUSY
 
 from __future__ import annotations
 
-import contextlib
 import ssl
 import time
 from collections.abc import Sequence
@@ -36,6 +35,9 @@ from rocketmq_actors.cluster.member import GroupMember
 from rocketmq_actors.cluster.routes import TopicRoute
 from rocketmq_actors.errors import (
     BrokerError,
+    ClientClosed,
+    ConfigError,
+    InternalError,
     RequestTimeout,
     RocketMQError,
     SendFailed,
@@ -47,9 +49,10 @@ from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE, Message, UniqueIdGenerator
 from rocketmq_actors.protocol.sendframe import SendFrameEncoder
+from rocketmq_actors.runtime.checks import check_int, check_timeout
 from rocketmq_actors.runtime.netinfo import local_ipv4
 from rocketmq_actors.runtime.router import Inbound
-from rocketmq_actors.runtime.waiters import Waiter, waiter_factory
+from rocketmq_actors.runtime.waiters import Waiter, wait_done, waiter_factory
 from rocketmq_actors.runtime.workqueue import WorkQueue
 from rocketmq_actors.tracing import Tracing
 
@@ -117,16 +120,22 @@ class Producer(GroupMember):
         ssl_context: ssl.SSLContext | None = None,
         credentials: AclCredentials | None = None,
         tracing: bool = False,
+        shutdown_timeout: float = 10.0,
     ) -> None:
         validate_group(group)
         super().__init__(
             kind="producer", group=wrap(namespace, group), namesrv=namesrv, instance=instance,
-            ssl_context=ssl_context, credentials=credentials,
+            ssl_context=ssl_context, credentials=credentials, shutdown_timeout=shutdown_timeout,
         )  # fmt: skip
-        if send_timeout <= 0 or retry_times < 0 or max_pending < 1:
-            raise ValueError("send_timeout must be > 0, retry_times >= 0, max_pending >= 1")
-        if not 0 <= compress_level <= 9:
-            raise ValueError("compress_level must be 0..9")
+        send_timeout = check_timeout("send_timeout", send_timeout)
+        check_int("retry_times", retry_times, minimum=0)
+        check_int("max_pending", max_pending)
+        check_int("max_pending_bytes", max_pending_bytes)
+        check_int("compress_level", compress_level, minimum=0, maximum=9)
+        check_int("compress_threshold", compress_threshold, minimum=0)
+        check_int("max_message_size", max_message_size)
+        if isinstance(topics, str):
+            raise ConfigError("topics must be a list of topic names, not a string")
         self.namespace = namespace
         self.send_timeout = send_timeout
         self.retry_times = retry_times
@@ -143,6 +152,8 @@ class Producer(GroupMember):
         self._pending = 0
         self._pending_bytes = 0
         self._pending_changed = anyio.Event()
+        self._sync_sends = 0  # send(), send_batch() and the senders' sends in flight
+        self._stopping = False
         self._lanes: dict[MessageQueue, Waiter] = {}  # ordered sends: the last one per queue
         self._outbox: WorkQueue[_Queued] | None = None
         self._tg: TaskGroup | None = None
@@ -162,16 +173,15 @@ class Producer(GroupMember):
             lambda: self._instance.register_producer(self.group, self.mailbox),
             self._instance.unregister_producer,
         )
-        self._tg = await stack.enter_async_context(anyio.create_task_group())
-        stack.callback(self._tg.cancel_scope.cancel)  # after the drain below
-        stack.push_async_callback(self._drain)
-        self._tg.start_soon(self._serve_mailbox)
         # send_nowait: a fixed pool of sender tasks (a task per message costs more than the
         # send itself); at most max_pending messages wait or fly
-        self._outbox = WorkQueue[_Queued](self._max_pending)
-        stack.callback(self._outbox.close)
+        self._outbox = outbox = WorkQueue[_Queued](self._max_pending)
+        stack.callback(self._fail_unsent, outbox)  # after the senders are gone
+        self._tg = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(self._tg.cancel_scope.cancel)
+        self._tg.start_soon(self._serve_mailbox)
         for _ in range(min(self._max_pending, SENDERS)):
-            self._tg.start_soon(self._sender, self._outbox)
+            self._tg.start_soon(self._sender, outbox)
         for topic in self._topics:  # know the brokers now: heartbeats can reach them
             await self._instance.routes.get(topic, template=TEMPLATE_TOPIC)
         if self._topics:
@@ -179,14 +189,37 @@ class Producer(GroupMember):
         log.info("producer.started", group=self.group, client_id=self._instance.client_id)
 
     async def _closing(self) -> None:
+        """Refuse new sends, then let the sends already admitted (and sync sends in flight)
+        finish, within most of the stop deadline: what is still unanswered then is failed
+        when the senders are cancelled."""
+        self._stopping = True
         self.mailbox.close()
-        log.info("producer.stopping", group=self.group, pending=self._pending)
-
-    async def _drain(self) -> None:
-        """Let send_nowait sends already admitted finish (bounded by the send timeout)."""
-        with anyio.move_on_after(self.send_timeout + 1):
-            while self._pending:
+        self._pending_changed.set()  # admissions waiting for room: they see the state now
+        log.info("producer.stopping", group=self.group, pending=self._pending,
+                 in_flight=self._sync_sends)  # fmt: skip
+        with anyio.move_on_after(self._time_left() * 0.8):
+            while self._pending or self._sync_sends:
                 await self._wait_pending_change()
+
+    def _fail_unsent(self, outbox: WorkQueue[_Queued]) -> None:
+        """Once the senders are gone: fail what they never took (it was never written)."""
+        outbox.close()
+        for item in outbox.take_all():
+            self._release(item, written=False)
+
+    def _release(self, item: _Queued, *, written: bool) -> None:
+        """Release an item's admission; fail its future if it is not resolved yet (the
+        producer stopped: ``written`` says whether the broker may have the message)."""
+        if not item.future.done():
+            error = ClientClosed(f"{self._describe()} stopped before the send completed")
+            error.outcome_unknown = written
+            item.future.set_exception(SendFailed(item.prepared.user_topic, [error]))
+        self._pending -= 1
+        self._pending_bytes -= item.prepared.size
+        if item.lane is not None and self._lanes.get(item.lane) is item.future:
+            del self._lanes[item.lane]
+        if item.span is not None:
+            self._end_span(item)
 
     async def _wait_pending_change(self) -> None:
         if self._pending_changed.is_set():
@@ -293,6 +326,7 @@ class Producer(GroupMember):
             self._pending and self._pending_bytes + prepared.size > self._max_pending_bytes
         ):
             await self._wait_pending_change()
+            self._check_running()  # stopped while it waited for room
         routing = _Routing(message, sharding_key, selector, arg)
         lane = await self._lane_of(prepared.topic, routing) if routing.ordered else None
         new_future, _ = waiter_factory()
@@ -320,22 +354,21 @@ class Producer(GroupMember):
     async def _sender(self, outbox: WorkQueue[_Queued]) -> None:
         """Sends what send_nowait queued. An ordered message waits for the one before it in
         its lane; that one was queued earlier, so another sender already holds it: no
-        deadlock, whatever the number of senders."""
+        deadlock, whatever the number of senders. Whatever happens to one send (a failure, a
+        bug, the producer stopping), its future is resolved and the sender goes on."""
         while True:
             try:
                 item = await outbox.get()
             except anyio.EndOfStream:
                 return
-            if item.previous is not None:
-                with contextlib.suppress(Exception):  # its own caller hears about a failure
-                    await item.previous
             try:
-                await self._send_into(item.future, item.prepared, item.routing, item.timeout)
-            finally:
-                if item.lane is not None and self._lanes.get(item.lane) is item.future:
-                    del self._lanes[item.lane]
-                if item.span is not None:
-                    self._end_span(item)
+                if item.previous is not None:
+                    await wait_done(item.previous)  # its own caller hears about a failure
+                await self._send_into(item)
+            except BaseException:  # cancelled: the producer is stopping
+                self._release(item, written=True)
+                raise
+            self._release(item, written=True)  # (it is resolved: only its admission is released)
 
     def _start_span(
         self, message: Message, sharding_key: str | None, selector: QueueSelector | None
@@ -356,16 +389,19 @@ class Producer(GroupMember):
         else:
             self._tracing.end_send(item.span, result.msg_id, None)
 
-    async def _send_into(
-        self, future: Waiter, prepared: Prepared, routing: _Routing, timeout: float | None
-    ) -> None:
+    async def _send_into(self, item: _Queued) -> None:
+        future, prepared = item.future, item.prepared
         try:
-            future.set_result(await self._send(prepared, routing, timeout))
+            future.set_result(await self._send(prepared, item.routing, item.timeout))
         except RocketMQError as exc:
             future.set_exception(exc)
+        except Exception as exc:  # a bug: it fails this send, never the producer
+            log.error("producer.send_internal_error", topic=prepared.user_topic,
+                      exc_info=exc)  # fmt: skip
+            internal = InternalError(f"unexpected error in send: {exc!r}")
+            internal.__cause__ = exc
+            future.set_exception(SendFailed(prepared.user_topic, [internal]))
         finally:
-            self._pending -= 1
-            self._pending_bytes -= prepared.size
             self._pending_changed.set()
 
     async def send_oneway(self, message: Message, *, sharding_key: str | None = None) -> None:
@@ -429,93 +465,99 @@ class Producer(GroupMember):
     async def _send(
         self, prepared: Prepared, routing: _Routing, timeout: float | None
     ) -> SendResult:
-        timeout = timeout or self.send_timeout
-        deadline = time.monotonic() + timeout
-        ordered = routing.ordered
-        attempts: list[RocketMQError] = []
-        avoid: str | None = None
-        batch = bool(prepared.batch_ids)
-        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
-        for _ in range(1 if ordered else 1 + self.retry_times):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            try:
-                # the hot path: a cached route without even a coroutine
-                route = self._instance.routes.cached(prepared.topic) or await self._route(
-                    prepared.topic
-                )
-            except RocketMQError as exc:
-                attempts.append(exc)
-                if not exc.retriable:
+        self._sync_sends += 1
+        try:
+            timeout = timeout or self.send_timeout
+            deadline = time.monotonic() + timeout
+            ordered = routing.ordered
+            attempts: list[RocketMQError] = []
+            avoid: str | None = None
+            batch = bool(prepared.batch_ids)
+            code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+            for _ in range(1 if ordered else 1 + self.retry_times):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
                     break
-                continue
-            queue = self._choose(route, routing, avoid)
-            broker = queue.broker_name
-            born = time.time_ns() // 1_000_000
-            started = time.monotonic()
-
-            def encode(opaque: int, queue: MessageQueue = queue, born: int = born) -> bytes:
-                return self._encoder.encode(
-                    opaque, prepared.topic, queue.queue_id, prepared.body, born,
-                    prepared.properties, queue.broker_name, sys_flag=prepared.sys_flag,
-                    flag=prepared.flag, batch=batch,
-                )  # fmt: skip
-
-            try:
-                addr = self._master(route, queue)
-                conn = self._instance.pool.registry.lookup(addr)
-                if conn is None or not conn.is_open:
-                    conn = await self._instance.pool.get(addr)
-                reply = await conn.request_encoded(code, encode, remaining, prepared.size)
-            except SendFailed:
-                METRICS.inc("rocketmq_send_total", topic=prepared.user_topic, result="failed")
-                raise
-            except RocketMQError as exc:
-                self.faults.record(broker, 0, failed=True)
-                attempts.append(exc)
-                avoid = broker
-                METRICS.inc("rocketmq_send_retries_total", topic=prepared.user_topic)
-                log.info("producer.send.retry", topic=prepared.topic, broker=broker,
-                         error=str(exc))  # fmt: skip
-                continue
-            status = SendStatus.from_code(reply.code)
-            if status is None:
-                error = broker_error(addr, reply.code, reply.remark)
-                attempts.append(error)
-                if route.auto_created and reply.code in _STALE_GUESS:
-                    # the route was a guess from the template topic, and the topic has since
-                    # been created with other queues: look again and retry
-                    await self._instance.routes.refresh(prepared.topic)
+                try:
+                    # the hot path: a cached route without even a coroutine
+                    route = self._instance.routes.cached(prepared.topic) or await self._route(
+                        prepared.topic
+                    )
+                except RocketMQError as exc:
+                    attempts.append(exc)
+                    if not exc.retriable:
+                        break
                     continue
-                self.faults.record(broker, 0, failed=True)
-                if not error.retriable:
-                    break
-                avoid = broker
-                continue
-            if self.faults.enabled:
-                self.faults.record(broker, (time.monotonic() - started) * 1000)
-            ext = reply.ext_fields
-            try:  # the hot path: read the four fields directly (SendMessageResponseHeader)
-                queue_id = int(ext["queueId"])
-                if queue.queue_id != queue_id or queue.topic != prepared.user_topic:
-                    queue = MessageQueue(prepared.user_topic, broker, queue_id)
-                result = new_send_result(
-                    status, prepared.msg_id, ext["msgId"], queue, int(ext["queueOffset"]),
-                    ext.get("transactionId"), ext.get("MSG_REGION"),
-                )  # fmt: skip
-            except (KeyError, ValueError) as exc:
-                METRICS.inc("rocketmq_send_total", topic=prepared.user_topic, result="failed")
-                raise SendFailed(
-                    prepared.user_topic,
-                    [BrokerError(addr, reply.code, f"malformed send response: {exc!r}")],
-                ) from None
-            series = self._ok_series.get(prepared.user_topic) or self._ok_series.add(
-                prepared.user_topic
-            )
-            METRICS.count_and_observe(*series, time.monotonic() - started)
-            return result
-        if not attempts:  # the deadline passed before any attempt could start
-            attempts.append(RequestTimeout("-", code, timeout))
-        METRICS.inc("rocketmq_send_total", topic=prepared.user_topic, result="failed")
-        raise SendFailed(prepared.user_topic, attempts) from attempts[-1]
+                queue = self._choose(route, routing, avoid)
+                broker = queue.broker_name
+                born = time.time_ns() // 1_000_000
+                started = time.monotonic()
+
+                def encode(opaque: int, queue: MessageQueue = queue, born: int = born) -> bytes:
+                    return self._encoder.encode(
+                        opaque, prepared.topic, queue.queue_id, prepared.body, born,
+                        prepared.properties, queue.broker_name, sys_flag=prepared.sys_flag,
+                        flag=prepared.flag, batch=batch,
+                    )  # fmt: skip
+
+                try:
+                    addr = self._master(route, queue)
+                    conn = self._instance.pool.registry.lookup(addr)
+                    if conn is None or not conn.is_open:
+                        conn = await self._instance.pool.get(addr)
+                    reply = await conn.request_encoded(code, encode, remaining, prepared.size)
+                except SendFailed:
+                    METRICS.inc("rocketmq_send_total", topic=prepared.user_topic, result="failed")
+                    raise
+                except RocketMQError as exc:
+                    self.faults.record(broker, 0, failed=True)
+                    attempts.append(exc)
+                    avoid = broker
+                    METRICS.inc("rocketmq_send_retries_total", topic=prepared.user_topic)
+                    log.info("producer.send.retry", topic=prepared.topic, broker=broker,
+                             error=str(exc))  # fmt: skip
+                    continue
+                status = SendStatus.from_code(reply.code)
+                if status is None:
+                    error = broker_error(addr, reply.code, reply.remark)
+                    attempts.append(error)
+                    if route.auto_created and reply.code in _STALE_GUESS:
+                        # the route was a guess from the template topic, and the topic has since
+                        # been created with other queues: look again and retry
+                        await self._instance.routes.refresh(prepared.topic)
+                        continue
+                    self.faults.record(broker, 0, failed=True)
+                    if not error.retriable:
+                        break
+                    avoid = broker
+                    continue
+                if self.faults.enabled:
+                    self.faults.record(broker, (time.monotonic() - started) * 1000)
+                ext = reply.ext_fields
+                try:  # the hot path: read the four fields directly (SendMessageResponseHeader)
+                    queue_id = int(ext["queueId"])
+                    if queue.queue_id != queue_id or queue.topic != prepared.user_topic:
+                        queue = MessageQueue(prepared.user_topic, broker, queue_id)
+                    result = new_send_result(
+                        status, prepared.msg_id, ext["msgId"], queue, int(ext["queueOffset"]),
+                        ext.get("transactionId"), ext.get("MSG_REGION"),
+                    )  # fmt: skip
+                except (KeyError, ValueError) as exc:
+                    METRICS.inc("rocketmq_send_total", topic=prepared.user_topic, result="failed")
+                    raise SendFailed(
+                        prepared.user_topic,
+                        [BrokerError(addr, reply.code, f"malformed send response: {exc!r}")],
+                    ) from None
+                series = self._ok_series.get(prepared.user_topic) or self._ok_series.add(
+                    prepared.user_topic
+                )
+                METRICS.count_and_observe(*series, time.monotonic() - started)
+                return result
+            if not attempts:  # the deadline passed before any attempt could start
+                attempts.append(RequestTimeout("-", code, timeout))
+            METRICS.inc("rocketmq_send_total", topic=prepared.user_topic, result="failed")
+            raise SendFailed(prepared.user_topic, attempts) from attempts[-1]
+        finally:
+            self._sync_sends -= 1
+            if self._stopping:
+                self._pending_changed.set()  # a stop is waiting for sends in flight

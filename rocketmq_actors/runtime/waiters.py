@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import anyio
 
-__all__ = ["Clock", "DeadlineWatcher", "Pending", "Waiter", "waiter_factory"]
+__all__ = ["Clock", "DeadlineWatcher", "Pending", "Waiter", "wait_done", "waiter_factory"]
 
 Clock = Callable[[], float]
 
@@ -86,6 +86,18 @@ def waiter_factory() -> tuple[Callable[[], Waiter], Clock]:
     except RuntimeError:
         return _EventWaiter, anyio.current_time
     return loop.create_future, loop.time
+
+
+async def wait_done(waiter: Waiter) -> None:
+    """Wait until ``waiter`` is resolved, whatever its outcome, without retrieving its error and
+    without cancelling it when the caller is cancelled (awaiting a future directly would)."""
+    if waiter.done():
+        return
+    if isinstance(waiter, asyncio.Future):
+        await asyncio.wait((waiter,))
+    else:
+        assert isinstance(waiter, _EventWaiter)
+        await waiter._event.wait()
 
 
 class DeadlineWatcher:

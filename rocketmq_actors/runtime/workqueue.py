@@ -119,6 +119,14 @@ class WorkQueue(Generic[T]):
             raise
         return got
 
+    def take_all(self) -> list[T]:
+        """Remove and return every queued item (what no getter will take any more)."""
+        items = list(self._items)
+        self._items.clear()
+        while self._wake_one(self._putters, None):
+            pass
+        return items
+
     def close(self) -> None:
         """No more puts; getters drain what is left, then get ``anyio.EndOfStream``."""
         self._closed = True

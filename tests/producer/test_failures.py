@@ -4,11 +4,19 @@ to answer SYSTEM_BUSY or to stall)."""
 from __future__ import annotations
 
 import json
+import time
+from typing import Any
 
 import anyio
 import pytest
 
-from rocketmq_actors.errors import BrokerError, RequestTimeout, SendFailed
+from rocketmq_actors.errors import (
+    BrokerError,
+    ClientClosed,
+    InternalError,
+    RequestTimeout,
+    SendFailed,
+)
 from rocketmq_actors.producer import Message, Producer
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
@@ -79,8 +87,10 @@ async def test_send_nowait_applies_backpressure() -> None:
             second = await p.send_nowait(Message(topic="T", body=b"2"))
             admitted = anyio.Event()
 
+            thirds = []
+
             async def third() -> None:
-                await p.send_nowait(Message(topic="T", body=b"3"))
+                thirds.append(await p.send_nowait(Message(topic="T", body=b"3")))
                 admitted.set()
 
             async with anyio.create_task_group() as tg:
@@ -92,6 +102,8 @@ async def test_send_nowait_applies_backpressure() -> None:
                 await admitted.wait()
             with pytest.raises(SendFailed):
                 await second
+            with pytest.raises(SendFailed):
+                await thirds[0]
 
 
 def test_refused_identity_is_access_denied_in_both_dialects() -> None:
@@ -103,3 +115,74 @@ def test_refused_identity_is_access_denied_in_both_dialects() -> None:
     assert not v5.retriable and not v4.retriable
     perm = broker_error("b:1", 16, "the broker[broker-a] sending message is forbidden")
     assert type(perm) is BrokerError and perm.retriable  # a permission, not an identity
+
+
+async def test_stop_resolves_every_pending_future_on_a_silent_broker() -> None:
+    """Before: closing left most send_nowait futures unresolved for ever (744 of 1,000)."""
+    sends_seen = anyio.Event()
+
+    class Silent(FakeCluster):
+        async def __call__(self, peer: FakePeer, cmd: RemotingCommand) -> None:
+            if cmd.code == RequestCode.SEND_MESSAGE_V2 and self.sends + 1 >= 256:
+                sends_seen.set()  # every sender task holds one
+            await super().__call__(peer, cmd)
+
+    fake = Silent("stall")
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        producer = Producer(
+            namesrv=server.addr, group="G", send_timeout=2.0, shutdown_timeout=1.0,
+            max_pending=1000,
+        )  # fmt: skip
+        await producer.start()
+        futures = [
+            await producer.send_nowait(Message(topic="T", body=b"%d" % i)) for i in range(1000)
+        ]
+        with anyio.fail_after(5):
+            await sends_seen.wait()
+        began = time.monotonic()
+        await producer.stop()
+        took = time.monotonic() - began
+    # within send_timeout + shutdown_timeout (in fact within shutdown_timeout: the senders
+    # in flight are cancelled at the deadline)
+    assert took < 1.0 + 0.5, took
+    assert all(future.done() for future in futures)
+    errors = []
+    for future in futures:
+        with pytest.raises(SendFailed) as info:
+            await future
+        errors.append(info.value)
+    unknown = [e for e in errors if e.outcome_unknown]
+    not_sent = [e for e in errors if not e.outcome_unknown]
+    assert len(unknown) == 256  # written by the sender tasks, never answered
+    assert len(not_sent) == 744  # still queued: definitely not stored
+    assert all(isinstance(e.attempts[-1], ClientClosed) for e in errors)
+
+
+async def test_an_unexpected_error_in_one_send_fails_it_not_the_producer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before: any non-RocketMQError inside a send_nowait send killed the producer and left
+    the other pending futures unresolved."""
+    fake = FakeCluster("busy")
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        async with Producer(namesrv=server.addr, group="G", retry_times=0) as producer:
+            real_send = producer._send
+
+            async def flaky(prepared: Any, routing: Any, timeout: Any) -> Any:
+                if prepared.body == b"bug":
+                    raise ZeroDivisionError("a bug somewhere in a send")
+                return await real_send(prepared, routing, timeout)
+
+            monkeypatch.setattr(producer, "_send", flaky)
+            bad = await producer.send_nowait(Message(topic="T", body=b"bug"))
+            good = await producer.send_nowait(Message(topic="T", body=b"fine"))
+            with pytest.raises(SendFailed) as info:
+                await bad
+            assert isinstance(info.value.attempts[0], InternalError)
+            assert isinstance(info.value.attempts[0].__cause__, ZeroDivisionError)
+            with pytest.raises(SendFailed) as busy:  # the broker's own answer, still served
+                await good
+            assert isinstance(busy.value.attempts[0], BrokerError)
+            assert producer.running

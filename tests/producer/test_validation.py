@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketmq_actors.errors import InvalidMessage
+from rocketmq_actors.errors import ClientNotStarted, InvalidMessage, RocketMQError
 from rocketmq_actors.producer import Message, Producer
 from rocketmq_actors.producer.prepare import prepare, prepare_batch
 from rocketmq_actors.protocol.errors import ProtocolError
@@ -51,25 +51,35 @@ BAD = [
 
 @pytest.mark.parametrize(("what", "message"), BAD, ids=[b[0] for b in BAD])
 async def test_bad_messages_fail_before_any_io(what: str, message: Message) -> None:
-    # an unreachable NameServer: any I/O would surface as a connection error instead
-    async with Producer(namesrv="127.0.0.1:1", group="G") as producer:
-        with pytest.raises(InvalidMessage):
-            await producer.send(message)
-        with pytest.raises(InvalidMessage):
-            await producer.send_nowait(message)
-        with pytest.raises(InvalidMessage):
-            await producer.send_oneway(message)
-        with pytest.raises(InvalidMessage) as single:
-            await producer.send(message)
-        good = attrs.evolve(message, body=b"x", delay_level=0, delay_ms=None, properties={},
-                            keys=())  # fmt: skip
-        for batch in ([message], [message, message], [good, message]):
-            with pytest.raises(InvalidMessage) as batched:
-                await producer.send_batch(batch)
-            if batch[0] is message and "delay" not in what:
-                # the batch's fast path for plain messages skips no check a send makes
-                assert str(batched.value) == str(single.value)
-        assert producer.instance.pool.connects == 0
+    # a producer never started cannot have done any I/O: the message is refused first
+    producer = Producer(namesrv="127.0.0.1:1", group="G")
+    with pytest.raises(InvalidMessage):
+        await producer.send(message)
+    with pytest.raises(InvalidMessage):
+        await producer.send_nowait(message)
+    with pytest.raises(InvalidMessage):
+        await producer.send_oneway(message)
+    with pytest.raises(InvalidMessage) as single:
+        await producer.send(message)
+    assert isinstance(single.value, RocketMQError)  # one `except RocketMQError` catches all
+    good = attrs.evolve(message, body=b"x", delay_level=0, delay_ms=None, properties={},
+                        keys=())  # fmt: skip
+    for batch in ([message], [message, message], [good, message]):
+        with pytest.raises(InvalidMessage) as batched:
+            await producer.send_batch(batch)
+        if batch[0] is message and "delay" not in what:
+            # the batch's fast path for plain messages skips no check a send makes
+            assert str(batched.value) == str(single.value)
+    assert producer.instance.pool.connects == 0
+
+
+async def test_a_good_message_on_a_producer_not_started_is_a_typed_error() -> None:
+    producer = Producer(namesrv="127.0.0.1:1", group="G")
+    for call in (producer.send, producer.send_nowait, producer.send_oneway):
+        with pytest.raises(ClientNotStarted):
+            await call(_message())
+    with pytest.raises(ClientNotStarted):
+        await producer.send_batch([_message()])
 
 
 def test_bad_producer_configuration() -> None:
