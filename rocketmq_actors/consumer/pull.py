@@ -37,7 +37,7 @@ from anyio.abc import TaskGroup
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import GroupMember
-from rocketmq_actors.errors import RocketMQError, broker_error
+from rocketmq_actors.errors import ConfigError, RocketMQError, broker_error
 from rocketmq_actors.producer.prepare import validate_group, validate_topic, wrap
 from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import (
@@ -57,6 +57,7 @@ from rocketmq_actors.protocol.headers import (
 )
 from rocketmq_actors.protocol.messages import PullSysFlag, java_string_hash
 from rocketmq_actors.protocol.records import MessageExt, decode_messages
+from rocketmq_actors.runtime.checks import check_int, check_timeout
 
 from .assignment import allocated
 from .offsets import RemoteOffsetStore
@@ -203,13 +204,24 @@ class PullConsumer(GroupMember):
         request_timeout: float = 3.0,
         ssl_context: ssl.SSLContext | None = None,
         credentials: AclCredentials | None = None,
+        shutdown_timeout: float = 10.0,
     ) -> None:
         validate_group(group)
-        if pull_batch_size < 1 or max_buffered < 1 or auto_commit_interval <= 0:
-            raise ValueError("pull_batch_size, max_buffered and auto_commit_interval must be > 0")
+        check_int("pull_batch_size", pull_batch_size)
+        check_int("max_buffered", max_buffered)
+        check_timeout("auto_commit_interval", auto_commit_interval)
+        check_timeout("pull_suspend", pull_suspend)
+        check_timeout("rebalance_interval", rebalance_interval)
+        check_timeout("request_timeout", request_timeout)
+        try:
+            auto_offset_reset = OffsetReset(auto_offset_reset)
+        except ValueError:
+            raise ConfigError(
+                f"auto_offset_reset must be 'earliest' or 'latest', not {auto_offset_reset!r}"
+            ) from None
         super().__init__(
             kind="pull-consumer", group=wrap(namespace, group), namesrv=namesrv, instance=instance,
-            ssl_context=ssl_context, credentials=credentials,
+            ssl_context=ssl_context, credentials=credentials, shutdown_timeout=shutdown_timeout,
         )  # fmt: skip
         self.namespace = namespace
         self.auto_commit = auto_commit

@@ -39,13 +39,17 @@ broadcasting mode a failed message is logged and skipped, as the Java client doe
 mode a failure suspends the queue for ``suspend_delay`` and the same messages are consumed again,
 in order; after ``max_reconsume_times`` (unbounded by default, as in Java) they go to the DLQ.
 
-Closing stops pulling, waits up to ``drain_timeout`` for handlers in flight, persists offsets,
-releases orderly locks and unregisters.
+Stopping (``stop()``, leaving ``async with``, or a cancellation of the scope around it) takes
+at most ``shutdown_timeout``: pulling stops, handlers in flight get what is left of it less the
+time reserved to persist offsets, then the offsets are persisted, orderly locks released and
+the group unregistered. What a handler's outcome means (an exception, a stray
+``CancelledError``, ``KeyboardInterrupt``): see :mod:`rocketmq_actors.consumer.handlers`.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 import os
 import ssl
 import time
@@ -62,7 +66,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import GroupMember
-from rocketmq_actors.errors import RocketMQError, TopicNotFound
+from rocketmq_actors.errors import ConfigError, RocketMQError, TopicNotFound
 from rocketmq_actors.metrics import METRICS, SeriesKeys
 from rocketmq_actors.producer.prepare import validate_group, validate_topic, wrap
 from rocketmq_actors.protocol.acl import AclCredentials
@@ -84,11 +88,13 @@ from rocketmq_actors.protocol.headers import (
 )
 from rocketmq_actors.protocol.messages import Property
 from rocketmq_actors.protocol.records import MessageExt, decode_messages
+from rocketmq_actors.runtime.checks import check_int, check_timeout
 from rocketmq_actors.runtime.router import Inbound
 from rocketmq_actors.runtime.workqueue import WorkQueue
 from rocketmq_actors.tracing import Tracing
 
 from .assignment import allocated
+from .handlers import FailureLog, as_async_handler, describe
 from .locks import LOCK_MAX_LIVE, lock_queues, unlock_queues
 from .offsets import LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from .process_queue import ProcessQueue
@@ -184,7 +190,8 @@ class PushConsumer(GroupMember):
         local_retry_delay: float = 5.0,
         suspend_delay: float = 1.0,
         consume_timeout: float | None = 15 * 60.0,
-        drain_timeout: float = 10.0,
+        sync_handler: bool = False,
+        shutdown_timeout: float = 10.0,
         rebalance_interval: float = 20.0,
         lock_interval: float = 20.0,
         persist_interval: float = 5.0,
@@ -197,24 +204,55 @@ class PushConsumer(GroupMember):
         tracing: bool = False,
     ) -> None:
         validate_group(group)
-        if not subscriptions:
-            raise ValueError("subscribe to at least one topic")
+        if not isinstance(subscriptions, Mapping) or not subscriptions:
+            raise ConfigError("subscriptions must map at least one topic to an expression")
         for topic in subscriptions:
             validate_topic(topic)
         if handler is not None and batch_handler is not None:
-            raise ValueError("give handler or batch_handler, not both")
+            raise ConfigError("give handler or batch_handler, not both")
         if consume_batch_size > 1 and batch_handler is None:
-            raise ValueError("consume_batch_size > 1 needs a batch_handler")
-        if min(concurrency, pull_batch_size, max_cached_messages, consume_batch_size) < 1:
-            raise ValueError(
-                "concurrency, pull_batch_size, max_cached_messages and consume_batch_size "
-                "must be >= 1"
+            raise ConfigError("consume_batch_size > 1 needs a batch_handler")
+        counts = {
+            "concurrency": concurrency,
+            "pull_batch_size": pull_batch_size,
+            "max_cached_messages": max_cached_messages,
+            "consume_batch_size": consume_batch_size,
+            "max_cached_bytes": max_cached_bytes,
+            "max_span": max_span,
+        }
+        for name, value in counts.items():
+            check_int(name, value)
+        check_int("retry_delay_level", retry_delay_level, minimum=-1, maximum=18)
+        if max_reconsume_times is not None:
+            check_int("max_reconsume_times", max_reconsume_times, minimum=0)
+        if consume_timeout is not None:
+            check_timeout("consume_timeout", consume_timeout)
+        periods = {
+            "local_retry_delay": local_retry_delay,
+            "suspend_delay": suspend_delay,
+            "pull_suspend": pull_suspend,
+            "rebalance_interval": rebalance_interval,
+            "lock_interval": lock_interval,
+            "persist_interval": persist_interval,
+            "request_timeout": request_timeout,
+        }
+        for name, seconds in periods.items():
+            check_timeout(name, seconds)
+        self._handler_limiter = anyio.CapacityLimiter(concurrency) if sync_handler else None
+        if handler is not None:
+            handler = as_async_handler(
+                handler, name="handler", sync=sync_handler, limiter=self._handler_limiter
             )
-        if consume_timeout is not None and consume_timeout <= 0:
-            raise ValueError("consume_timeout must be > 0 (or None)")
+        if batch_handler is not None:
+            batch_handler = as_async_handler(
+                batch_handler, name="batch_handler", sync=sync_handler,
+                limiter=self._handler_limiter,
+            )  # fmt: skip
+        if sync_handler and handler is None and batch_handler is None:
+            raise ConfigError("sync_handler=True needs a handler or a batch_handler")
         super().__init__(
             kind="push-consumer", group=wrap(namespace, group), namesrv=namesrv, instance=instance,
-            ssl_context=ssl_context, credentials=credentials,
+            ssl_context=ssl_context, credentials=credentials, shutdown_timeout=shutdown_timeout,
         )  # fmt: skip
         if consume_from is ConsumeFrom.TIMESTAMP and consume_timestamp_ms is None:
             consume_timestamp_ms = int((time.time() - 1800) * 1000)  # Java: 30 minutes ago
@@ -241,7 +279,6 @@ class PushConsumer(GroupMember):
         self.local_retry_delay = local_retry_delay
         self.suspend_delay = suspend_delay
         self.consume_timeout = consume_timeout
-        self.drain_timeout = drain_timeout
         self.rebalance_interval = rebalance_interval
         self.lock_interval = lock_interval
         self.persist_interval = persist_interval
@@ -283,6 +320,7 @@ class PushConsumer(GroupMember):
         self._tracing = Tracing(self.group) if tracing else None
         self.consumed = 0
         self.failed = 0
+        self._failure_log = FailureLog()
         self._ok_series = SeriesKeys(  # topic -> (messages consumed, handler seconds)
             lambda topic: (
                 METRICS.key("rocketmq_consume_total", group=self.group, topic=topic, result="ok"),
@@ -353,7 +391,9 @@ class PushConsumer(GroupMember):
                 self._current.abandoned = True
                 self._current.done.set()
                 self._current = None
-        with anyio.move_on_after(self.drain_timeout) as scope:
+        # handlers in flight get the stop deadline, less what persisting the offsets needs
+        reserve = min(self.request_timeout, self._time_left() / 2)
+        with anyio.move_on_after(max(0.0, self._time_left() - reserve)) as scope:
             while self._in_flight:
                 self._idle = anyio.Event()
                 await self._idle.wait()
@@ -638,6 +678,16 @@ class PushConsumer(GroupMember):
         except Exception as exc:
             self._failed(messages, exc)
             return False
+        except anyio.get_cancelled_exc_class() as exc:
+            if anyio.current_effective_deadline() == -math.inf:
+                raise  # cancelled for real: the consumer stops, or the handler timed out
+            self._failed(messages, exc)  # a stray cancellation from the handler's own code
+            return False
+        except (KeyboardInterrupt, SystemExit) as exc:
+            log.warning("consumer.handler_interrupted", group=self.group, error=repr(exc),
+                        **describe(messages[0]))  # fmt: skip
+            self._fail(exc)  # the consumer stops and raises it; these stay unconsumed
+            return None
         finally:
             self._in_flight -= 1
             if not self._in_flight:
@@ -669,10 +719,14 @@ class PushConsumer(GroupMember):
 
     def _failed(self, messages: list[MessageExt], exc: BaseException) -> None:
         self.failed += len(messages)
+        first = messages[0]
         METRICS.inc("rocketmq_consume_total", len(messages), group=self.group,
-                    topic=messages[0].topic, result="failed")  # fmt: skip
-        log.info("consumer.handler_failed", msg_id=messages[0].msg_id, count=len(messages),
-                 error=repr(exc), reconsume_times=messages[0].reconsume_times)  # fmt: skip
+                    topic=first.topic, result="failed")  # fmt: skip
+        suppressed = self._failure_log.admit((first.topic, first.broker_name, first.queue_id))
+        if suppressed is not None:
+            log.warning("consumer.handler_failed", group=self.group, count=len(messages),
+                        error=repr(exc), suppressed=suppressed, exc_info=exc,
+                        **describe(first))  # fmt: skip
 
     async def _worker(self, work: WorkQueue[tuple[ProcessQueue, list[MessageExt]]]) -> None:
         """Consume batches off the work channel. A handler running past ``consume_timeout`` is
