@@ -1,4 +1,10 @@
-"""The ``rocketmq-actors`` command line (also ``python -m rocketmq_actors``)."""
+"""The ``rocketmq-actors`` command line (also ``python -m rocketmq_actors``).
+
+Exit statuses: 0 done; 1 the command ran but some of its work failed (sends that failed);
+2 it could not do its work - a user mistake, or a cluster it cannot use (no NameServer
+answered, refused credentials, a client that failed to start): one line on stderr, no
+traceback; 130 interrupted.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from rocketmq_actors._version import __version__
-from rocketmq_actors.errors import RocketMQError
+from rocketmq_actors.errors import RocketMQError, unwrap_group
 from rocketmq_actors.logs import configure_logging
 from rocketmq_actors.testing.jars import LauncherError
 
@@ -49,16 +55,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(json=args.log_json, level=args.log_level)
     try:
         status: int = args.handler(args)
-    except UsageError as exc:
-        sys.stderr.write(f"rocketmq-actors: error: {exc}\n")
-        return 2
-    except ValueError as exc:  # bad arguments, addresses, messages
-        sys.stderr.write(f"rocketmq-actors: error: {exc}\n")
-        return 2
-    except (LauncherError, RocketMQError) as exc:
-        sys.stderr.write(f"rocketmq-actors: error: {exc}\n")
-        return 1
-    except KeyboardInterrupt:
-        sys.stderr.write("rocketmq-actors: interrupted\n")
-        return 130
+    except BaseException as exc:
+        leaf = unwrap_group(exc)
+        if isinstance(leaf, KeyboardInterrupt):
+            sys.stderr.write("rocketmq-actors: interrupted\n")
+            return 130
+        if isinstance(leaf, UsageError | ValueError | LauncherError | RocketMQError):
+            # a user mistake, or a cluster the command cannot use (unreachable NameServer,
+            # refused credentials, a failed start): one line, no traceback
+            sys.stderr.write(f"rocketmq-actors: error: {leaf}\n")
+            return 2
+        raise
     return status

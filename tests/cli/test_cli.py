@@ -23,7 +23,7 @@ def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) ->
 def test_stop_without_state_is_one_line_error(
     capsys: pytest.CaptureFixture[str], tmp_path: object
 ) -> None:
-    assert main(["cluster", "stop", "--state-dir", str(tmp_path)]) == 1
+    assert main(["cluster", "stop", "--state-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "state.json" in err and "Traceback" not in err
 
@@ -58,3 +58,29 @@ def test_produce_rejects_a_bad_address_in_one_line(capsys: pytest.CaptureFixture
 def test_produce_rejects_bad_counts(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["produce", "--namesrv", "127.0.0.1:9876", "--topic", "T", "--count", "0"]) == 2
     assert "--count" in capsys.readouterr().err
+
+
+UNREACHABLE = "127.0.0.1:1"  # nothing listens there: every connection is refused at once
+COMMANDS = {
+    "produce": ["produce", "--namesrv", UNREACHABLE, "--topic", "T", "--count", "1"],
+    "consume": ["consume", "--namesrv", UNREACHABLE, "--topic", "T", "--group", "G"],
+    "consume --handler": ["consume", "--namesrv", UNREACHABLE, "--topic", "T", "--group", "G",
+                          "--follow", "--handler", "json:dumps"],
+    "route": ["route", "--namesrv", UNREACHABLE, "--topic", "T"],
+    "topic list": ["topic", "list", "--namesrv", UNREACHABLE],
+    "topic create": ["topic", "create", "--namesrv", UNREACHABLE, "--topic", "T"],
+    "group": ["group", "--namesrv", UNREACHABLE, "--group", "G", "--topic", "T"],
+    "bench": ["bench", "--namesrv", UNREACHABLE, "--count", "10"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("argv", COMMANDS.values(), ids=COMMANDS.keys())
+def test_an_unreachable_cluster_is_one_line_and_exit_status_2(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: a 100-line ExceptionGroup traceback from ``consume``."""
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1, captured.err
+    assert "NameServer" in captured.err and "Traceback" not in captured.err
+    assert captured.out == ""
