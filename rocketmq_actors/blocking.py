@@ -30,16 +30,16 @@ from typing import Any, Self
 
 import anyio
 import attrs
-import structlog
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from rocketmq_actors.errors import RocketMQError
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.producer import Message, Producer
 from rocketmq_actors.producer.result import BatchResults, SendResult
 
 __all__ = ["BlockingProducer", "SendSummary"]
 
-log = structlog.get_logger("rocketmq_actors.blocking")
+log = get_logger("rocketmq_actors.blocking")
 
 Item = tuple[Message, str | None]  # a message and its sharding key
 Outcome = SendResult | Exception

@@ -1,8 +1,18 @@
-"""structlog configuration helpers for applications and the CLI.
+"""Logging: silent unless the application configures it.
 
-Library code only calls ``structlog.get_logger(...)`` with stable dotted event names
-(``cluster.started``, ``cluster.process.launched`` ...) and never configures logging itself.
-Applications call :func:`configure_logging` once, or configure structlog their own way.
+Library modules log through :func:`get_logger` with stable dotted event names
+(``connection.opened``, ``consumer.handler_failed`` ...) and keyword fields, and never
+configure logging themselves. Where each event goes is decided when it is logged:
+
+* the application configured structlog (``structlog.configure``, or :func:`configure_logging`
+  below, which the CLI uses): the event goes through the application's structlog processors,
+  unchanged;
+* otherwise it goes to the standard ``logging`` hierarchy, to the logger of its module
+  (``rocketmq_actors.producer``, ``rocketmq_actors.consumer`` ...), as a record whose message
+  reads ``event key=value ...`` and which carries ``record.event`` (the event name) and
+  ``record.fields`` (a dict) for formatters that want them. The ``rocketmq_actors`` logger
+  has a ``NullHandler``: with no logging configured at all nothing is printed, warnings and
+  errors included; ``logging.basicConfig(level=logging.INFO)`` shows everything from INFO up.
 """
 
 from __future__ import annotations
@@ -10,11 +20,85 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 import structlog
 
-__all__ = ["configure_logging"]
+__all__ = ["Logger", "configure_logging", "get_logger"]
+
+ROOT = "rocketmq_actors"
+logging.getLogger(ROOT).addHandler(logging.NullHandler())
+
+
+class _Rendered:
+    """A record's message, rendered only if a handler formats it."""
+
+    __slots__ = ("event", "fields")
+
+    def __init__(self, event: str, fields: dict[str, Any]) -> None:
+        self.event = event
+        self.fields = fields
+
+    def __str__(self) -> str:
+        parts = [self.event]
+        for key, value in self.fields.items():
+            text = value if isinstance(value, str) and value and " " not in value else repr(value)
+            parts.append(f"{key}={text}")
+        return " ".join(parts)
+
+
+class Logger:
+    """structlog's bound-logger methods over whichever backend the application chose."""
+
+    __slots__ = ("_bound", "_name", "_std")
+
+    def __init__(self, name: str, bound: dict[str, Any] | None = None) -> None:
+        self._name = name
+        self._std = logging.getLogger(name)
+        self._bound = bound or {}
+
+    def bind(self, **fields: Any) -> Logger:
+        return Logger(self._name, {**self._bound, **fields})
+
+    def debug(self, event: str, **fields: Any) -> None:
+        self._log(logging.DEBUG, "debug", event, fields)
+
+    def info(self, event: str, **fields: Any) -> None:
+        self._log(logging.INFO, "info", event, fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        self._log(logging.WARNING, "warning", event, fields)
+
+    def error(self, event: str, **fields: Any) -> None:
+        self._log(logging.ERROR, "error", event, fields)
+
+    def exception(self, event: str, **fields: Any) -> None:
+        """An ERROR with the exception being handled."""
+        fields.setdefault("exc_info", True)
+        self._log(logging.ERROR, "error", event, fields)
+
+    def _log(self, level: int, method: str, event: str, fields: dict[str, Any]) -> None:
+        if structlog.is_configured():
+            target = structlog.get_logger(self._name)
+            if self._bound:
+                target = target.bind(**self._bound)
+            getattr(target, method)(event, **fields)
+            return
+        std = self._std
+        if not std.isEnabledFor(level):
+            return
+        exc_info = fields.pop("exc_info", None)
+        if self._bound:
+            fields = {**self._bound, **fields}
+        std.log(
+            level, "%s", _Rendered(event, fields), exc_info=exc_info,
+            extra={"event": event, "fields": fields}, stacklevel=3,
+        )  # fmt: skip
+
+
+def get_logger(name: str) -> Logger:
+    """The logger library modules use (``name`` under ``rocketmq_actors``)."""
+    return Logger(name)
 
 
 class _StderrAtWriteTime:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import enum
 import inspect
+import logging
 import re
 from pathlib import Path
 
@@ -53,3 +54,21 @@ def test_usage_snippets_compile() -> None:
     assert len(blocks) >= 15
     for block in blocks:
         compile(block, "usage.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+
+
+def test_operations_snippets_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """operations.md's snippets need no cluster: they run here as written."""
+    blocks = re.findall(r"```python\n(.*?)```", (DOCS / "operations.md").read_text(), flags=re.S)
+    assert blocks
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        for block in blocks:
+            exec(compile(block, "operations.md", "exec"), {"__name__": "operations_md"})
+    finally:  # the snippet configures logging: leave none of it to later tests
+        for handler in root.handlers:
+            if handler not in handlers:
+                root.removeHandler(handler)
+        root.setLevel(level)
+    # the JSON line the logging snippet promises (configure_logging writes to stderr)
+    assert '"event": "example.event"' in capsys.readouterr().err

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import anyio
-import structlog
 from anyio.abc import TaskStatus
 
 from rocketmq_actors.errors import RocketMQError, broker_error
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import ConsumerData, HeartbeatData
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
@@ -24,7 +24,7 @@ from .routes import RouteTable
 
 __all__ = ["HeartbeatService"]
 
-log = structlog.get_logger("rocketmq_actors.cluster")
+log = get_logger("rocketmq_actors.cluster")
 
 
 class HeartbeatService:

@@ -23,9 +23,9 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
-import structlog
 
 from rocketmq_actors.errors import ConfigError
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import ConsumerData
 from rocketmq_actors.protocol.command import RemotingCommand
@@ -42,7 +42,7 @@ from .routes import RouteTable
 
 __all__ = ["ClientInstance"]
 
-log = structlog.get_logger("rocketmq_actors.cluster")
+log = get_logger("rocketmq_actors.cluster")
 _instances = itertools.count(1)
 
 

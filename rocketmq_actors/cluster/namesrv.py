@@ -11,8 +11,6 @@ import random
 import time
 from collections.abc import Callable, Sequence
 
-import structlog
-
 from rocketmq_actors.errors import (
     BrokerError,
     ConfigError,
@@ -21,6 +19,7 @@ from rocketmq_actors.errors import (
     TopicNotFound,
     broker_error,
 )
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import ClusterInfo, TopicRouteData, decode_topic_list
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
@@ -31,7 +30,7 @@ from rocketmq_actors.runtime.pool import ConnectionPool
 
 __all__ = ["NameServerClient", "parse_namesrv"]
 
-log = structlog.get_logger("rocketmq_actors.cluster")
+log = get_logger("rocketmq_actors.cluster")
 
 
 def parse_namesrv(namesrv: str | Sequence[str]) -> tuple[str, ...]:

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 
 import anyio
 import attrs
-import structlog
 from anyio.abc import TaskStatus
 
 from rocketmq_actors.errors import BrokerError, RocketMQError, TopicNotFound
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import (
     MASTER_ID,
     PERM_READ,
@@ -29,7 +29,7 @@ from .namesrv import NameServerClient
 
 __all__ = ["RouteTable", "TopicRoute"]
 
-log = structlog.get_logger("rocketmq_actors.cluster")
+log = get_logger("rocketmq_actors.cluster")
 
 
 @attrs.frozen

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-import structlog
-
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import RocketMQError
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import (
     MessageQueue,
     decode_lock_batch_response,
@@ -25,7 +24,7 @@ from rocketmq_actors.protocol.errors import ProtocolError
 
 __all__ = ["LOCK_MAX_LIVE", "lock_queues", "unlock_queues"]
 
-log = structlog.get_logger("rocketmq_actors.consumer")
+log = get_logger("rocketmq_actors.consumer")
 
 LOCK_MAX_LIVE = 30.0
 

@@ -23,10 +23,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import anyio
-import structlog
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import RocketMQError, broker_error
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
@@ -38,7 +38,7 @@ from rocketmq_actors.protocol.headers import (
 
 __all__ = ["LocalOffsetStore", "OffsetFileError", "OffsetStore", "RemoteOffsetStore"]
 
-log = structlog.get_logger("rocketmq_actors.consumer")
+log = get_logger("rocketmq_actors.consumer")
 
 
 class OffsetFileError(RocketMQError):

@@ -32,12 +32,12 @@ from typing import Protocol
 
 import anyio
 import attrs
-import structlog
 from anyio.abc import TaskGroup
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import GroupMember
 from rocketmq_actors.errors import ConfigError, RocketMQError, broker_error
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.producer.prepare import validate_group, validate_topic, wrap
 from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import (
@@ -72,7 +72,7 @@ __all__ = [
     "Subscription",
 ]
 
-log = structlog.get_logger("rocketmq_actors.consumer")
+log = get_logger("rocketmq_actors.consumer")
 
 
 class PullStatus(enum.Enum):

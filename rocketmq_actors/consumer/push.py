@@ -60,13 +60,13 @@ from typing import Any
 
 import anyio
 import attrs
-import structlog
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import GroupMember
 from rocketmq_actors.errors import ConfigError, RocketMQError, TopicNotFound
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.metrics import METRICS, SeriesKeys
 from rocketmq_actors.producer.prepare import validate_group, validate_topic, wrap
 from rocketmq_actors.protocol.acl import AclCredentials
@@ -110,7 +110,7 @@ from .rebalance import Strategy
 
 __all__ = ["BatchHandler", "ConsumeFrom", "Handler", "MessageModel", "PushConsumer"]
 
-log = structlog.get_logger("rocketmq_actors.consumer")
+log = get_logger("rocketmq_actors.consumer")
 
 Handler = Callable[[MessageExt], Awaitable[None]]
 BatchHandler = Callable[[list[MessageExt]], Awaitable[None]]

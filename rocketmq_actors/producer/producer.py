@@ -27,7 +27,6 @@ from typing import Any
 
 import anyio
 import attrs
-import structlog
 from anyio.abc import TaskGroup
 
 from rocketmq_actors.cluster.instance import ClientInstance
@@ -43,6 +42,7 @@ from rocketmq_actors.errors import (
     SendFailed,
     broker_error,
 )
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.metrics import METRICS, SeriesKeys
 from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import MessageQueue
@@ -62,7 +62,7 @@ from .selector import LatencyFaultTolerance, QueueSelector, RoundRobin, select_b
 
 __all__ = ["Producer"]
 
-log = structlog.get_logger("rocketmq_actors.producer")
+log = get_logger("rocketmq_actors.producer")
 
 TEMPLATE_TOPIC = "TBW102"
 

@@ -22,9 +22,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
-import structlog
 
 from rocketmq_actors.errors import InvalidMessage, RocketMQError
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.codes import RequestCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.errors import ProtocolError
@@ -46,7 +46,7 @@ from .result import SendResult, SendStatus
 
 __all__ = ["LocalTransactionState", "TransactionOutcome", "TransactionProducer"]
 
-log = structlog.get_logger("rocketmq_actors.producer")
+log = get_logger("rocketmq_actors.producer")
 
 
 class LocalTransactionState(enum.Enum):

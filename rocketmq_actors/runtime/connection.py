@@ -18,7 +18,6 @@ from typing import Any
 
 import anyio
 import anyio.abc
-import structlog
 
 from rocketmq_actors.errors import (
     ClientClosed,
@@ -27,6 +26,7 @@ from rocketmq_actors.errors import (
     RequestTimeout,
     unwrap_group,
 )
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.protocol.acl import AclCredentials, sign
 from rocketmq_actors.protocol.command import RemotingCommand
@@ -38,7 +38,7 @@ from .wire import ConnectionClosedByPeer, StreamWire, Wire, open_wire
 
 __all__ = ["BrokerConnection", "ConnectionClosedByPeer", "connect"]
 
-log = structlog.get_logger("rocketmq_actors.runtime")
+log = get_logger("rocketmq_actors.runtime")
 
 RequestHandler = Callable[["BrokerConnection", RemotingCommand], None]
 

@@ -39,7 +39,6 @@ from typing import Self
 
 import anyio
 import anyio.lowlevel
-import structlog
 
 from rocketmq_actors.errors import (
     ClientClosed,
@@ -51,11 +50,12 @@ from rocketmq_actors.errors import (
     WrongEventLoop,
     unwrap_group,
 )
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.runtime.checks import check_timeout
 
 __all__ = ["Lifecycle", "State", "running_loop"]
 
-log = structlog.get_logger("rocketmq_actors.runtime")
+log = get_logger("rocketmq_actors.runtime")
 
 #: after the stop deadline: how long the cancelled host gets to unwind before it is cancelled
 #: as a task, and then again before it is abandoned

@@ -18,10 +18,10 @@ from types import TracebackType
 from typing import Any
 
 import anyio
-import structlog
 from anyio.abc import TaskStatus
 
 from rocketmq_actors.errors import ConnectError
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.command import RemotingCommand
@@ -32,7 +32,7 @@ from .supervisor import ChildSpec, DynamicSupervisor, Restart, RestartPolicy
 
 __all__ = ["ConnectionPool"]
 
-log = structlog.get_logger("rocketmq_actors.runtime")
+log = get_logger("rocketmq_actors.runtime")
 
 DEFAULT_CONNECTION_POLICY = RestartPolicy(
     max_restarts=5, period=10.0, backoff_initial=0.2, backoff_max=5.0, escalate=False

@@ -17,8 +17,8 @@ dropped and logged - the broker repeats transaction checks and rebalances run on
 from __future__ import annotations
 
 import attrs
-import structlog
 
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.errors import ProtocolError
@@ -30,7 +30,7 @@ from .mailbox import Mailbox, MailboxFull
 
 __all__ = ["Inbound", "Router"]
 
-log = structlog.get_logger("rocketmq_actors.runtime")
+log = get_logger("rocketmq_actors.runtime")
 
 _CONSUMER_GROUP_FIELD = {
     RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: "consumerGroup",

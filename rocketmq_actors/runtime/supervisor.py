@@ -29,10 +29,10 @@ from typing import Any, Generic, TypeVar
 
 import anyio
 import attrs
-import structlog
 from anyio.abc import TaskGroup, TaskStatus
 
 from rocketmq_actors.errors import ClientClosed, RocketMQError, SupervisorGaveUp, unwrap_group
+from rocketmq_actors.logs import get_logger
 
 __all__ = [
     "ChildSpec",
@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-log = structlog.get_logger("rocketmq_actors.runtime")
+log = get_logger("rocketmq_actors.runtime")
 
 
 class Restart(enum.Enum):

@@ -48,7 +48,7 @@ from rocketmq_actors.blocking import BlockingProducer
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.namesrv import parse_namesrv
 from rocketmq_actors.consumer.pull import PullConsumer, PullStatus, max_offset, min_offset
-from rocketmq_actors.logs import configure_logging
+from rocketmq_actors.logs import configure_logging, get_logger
 from rocketmq_actors.producer.prepare import validate_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.messages import RESERVED_PROPERTIES
@@ -60,7 +60,7 @@ from .sink import publish_rows
 
 __all__ = ["RocketMQDataSource", "SinkError"]
 
-log = structlog.get_logger("rocketmq_actors.spark")
+log = get_logger("rocketmq_actors.spark")
 
 READ_SCHEMA = (
     "topic string, broker_name string, queue_id int, queue_offset long, msg_id string, "

@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import structlog
 from pyspark.sql import DataFrame
 
 from rocketmq_actors.blocking import BlockingProducer, SendSummary
+from rocketmq_actors.logs import get_logger
 
 from .columns import plan_rows
 from .options import SinkOptions
@@ -26,7 +26,7 @@ from .sink import publish_rows
 
 __all__ = ["publish_dataframe"]
 
-log = structlog.get_logger("rocketmq_actors.spark")
+log = get_logger("rocketmq_actors.spark")
 
 
 def _log_progress(summary: SendSummary) -> None:

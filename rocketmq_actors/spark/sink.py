@@ -5,15 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-import structlog
-
 from rocketmq_actors.blocking import BlockingProducer, SendSummary
+from rocketmq_actors.logs import get_logger
 
 from .columns import RowPlan
 
 __all__ = ["publish_rows"]
 
-log = structlog.get_logger("rocketmq_actors.spark")
+log = get_logger("rocketmq_actors.spark")
 
 
 def publish_rows(

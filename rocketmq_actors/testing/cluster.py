@@ -29,7 +29,8 @@ from types import TracebackType
 from typing import Any
 
 import attrs
-import structlog
+
+from rocketmq_actors.logs import get_logger
 
 from . import probe
 from .jars import COMPAT_VERSION, LauncherError, find_java, resolve_server_jars
@@ -66,7 +67,7 @@ DISK_LIMIT_RATIO = 0.88
 #: 4.9.8's namesrv/broker jars were never published to Maven Central (only its client was).
 UNPUBLISHED_SERVER_VERSIONS = {"4.9.8": COMPAT_VERSION, "4.9.6": COMPAT_VERSION}
 
-log = structlog.get_logger("rocketmq_actors.testing")
+log = get_logger("rocketmq_actors.testing")
 
 
 class DiskFull(LauncherError):

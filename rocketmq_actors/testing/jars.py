@@ -16,7 +16,7 @@ import time
 from importlib import resources
 from pathlib import Path
 
-import structlog
+from rocketmq_actors.logs import get_logger
 
 __all__ = [
     "DEFAULT_VERSION",
@@ -32,7 +32,7 @@ DEFAULT_VERSION = "5.3.3"
 COMPAT_VERSION = "4.9.7"  # newest 4.9.x whose namesrv/broker jars are on Maven Central
 
 _COMPLETE = ".complete"
-log = structlog.get_logger("rocketmq_actors.testing")
+log = get_logger("rocketmq_actors.testing")
 
 
 class LauncherError(Exception):
