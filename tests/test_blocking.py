@@ -57,6 +57,8 @@ def test_refuses_bad_messages_before_sending(rocketmq_namesrv: str) -> None:
 
 def test_a_producer_left_open_is_closed_at_exit(rocketmq_namesrv: str) -> None:
     script = textwrap.dedent(f"""
+        import logging
+        logging.basicConfig(level=logging.INFO)  # (the library is silent otherwise)
         from rocketmq_actors.blocking import BlockingProducer
         from rocketmq_actors.producer import Message, create_topic
         producer = BlockingProducer(namesrv={rocketmq_namesrv!r}, group="G_atexit")
