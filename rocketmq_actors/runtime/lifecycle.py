@@ -44,6 +44,7 @@ from rocketmq_actors.errors import (
     ClientClosed,
     ClientNotStarted,
     ClientStateError,
+    ConfigError,
     InternalError,
     RocketMQError,
     StartupFailed,
@@ -52,6 +53,7 @@ from rocketmq_actors.errors import (
 )
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.runtime.checks import check_timeout
+from rocketmq_actors.runtime.tree import Node
 
 __all__ = ["Lifecycle", "State", "running_loop"]
 
@@ -94,8 +96,16 @@ class Lifecycle:
     :meth:`_closing`; both run in the host task. Actors call :meth:`_fail` to stop the client
     with an error the application sees."""
 
-    def __init__(self, *, shutdown_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        *,
+        shutdown_timeout: float = 10.0,
+        on_error: Callable[[BaseException], object] | None = None,
+    ) -> None:
         self.shutdown_timeout = check_timeout("shutdown_timeout", shutdown_timeout)
+        if on_error is not None and not callable(on_error):
+            raise ConfigError(f"on_error must be callable, not {type(on_error).__name__}")
+        self.on_error = on_error
         self._state = State.NEW
         self._loop: asyncio.AbstractEventLoop | None = None
         self._host: asyncio.Task[None] | None = None
@@ -120,6 +130,16 @@ class Lifecycle:
     def _describe(self) -> str:
         return type(self).__name__
 
+    def describe(self) -> Node:
+        """This client's live tree of actors (see :meth:`tree`)."""
+        return Node(name=self._describe(), kind=type(self).__name__, state=self._state.value,
+                    last_error=repr(self._error) if self._error else None)  # fmt: skip
+
+    def tree(self) -> Node:
+        """The live supervision tree: every actor of this client with its state, restarts,
+        last error and mailbox depth (``tree().render()`` draws it)."""
+        return self.describe()
+
     # ---- state ---------------------------------------------------------------------------
 
     @property
@@ -134,6 +154,14 @@ class Lifecycle:
     def error(self) -> BaseException | None:
         """The error the client failed with (None while it runs, or after a clean stop)."""
         return self._error
+
+    async def wait_closed(self) -> None:
+        """Until the client has stopped (a daemon run with ``start()`` waits here); raises
+        the error it failed with, if it did."""
+        if self._done is not None:
+            await asyncio.shield(self._done)
+        if self._error is not None:
+            raise self._error
 
     def _check_running(self) -> None:
         """Raise unless the client is running and this is its event loop (cheap: the send
@@ -215,7 +243,7 @@ class Lifecycle:
         try:
             with anyio.CancelScope() as self._hard:
                 if self._stop_event.is_set():  # asked to stop before the host ran
-                    self._hard.cancel()
+                    self._hard.deadline = self._deadline
                 async with AsyncExitStack() as stack:
                     try:
                         await self._open(stack)
@@ -293,6 +321,11 @@ class Lifecycle:
             self._error.__cause__ = leaf
         log.error("client.failed", client=self._describe(), error=repr(leaf),
                   exc_info=leaf if isinstance(leaf, Exception) else None)  # fmt: skip
+        if self.on_error is not None:
+            try:
+                self.on_error(self._error)
+            except Exception:
+                log.exception("client.on_error_failed", client=self._describe())
 
     # ---- stop ----------------------------------------------------------------------------
 
@@ -317,9 +350,8 @@ class Lifecycle:
             return
         self._begin_stop(timeout)
         if self._stop_event is not None:
-            self._stop_event.set()
-        if self._state is State.STARTING and self._hard is not None:
-            self._hard.cancel()  # a start cut short: no graceful step for what is half built
+            self._stop_event.set()  # (a start under way finishes, or is cut at the deadline,
+            # then stops gracefully: what it consumed meanwhile has offsets to persist)
 
     async def _stop_and_wait(self, timeout: float | None = None) -> None:
         """Ask the host to stop and wait for it, bounded (callers shield this)."""

@@ -11,6 +11,11 @@
   group, failing the supervisor and so its parent (``escalate=True``).
 * Between restarts it waits a jittered exponential backoff (:func:`backoff_delay`).
 * ``max_children`` bounds the live children.
+* Introspection: :meth:`DynamicSupervisor.describe` is the live subtree (each child's own
+  :class:`~.tree.Node` when its ready value can describe itself, with its restarts and last
+  error); :meth:`DynamicSupervisor.exit_child` makes a child exit with a given reason, as if
+  it had raised it (OTP's ``exit/2``: the restart policy applies) - how tests inject faults
+  and how an operator restarts one actor alone.
 * Closing is OTP's orderly shutdown: no more restarts; every child whose spec has a
   ``shutdown`` hook gets it called with its ready value (a graceful stop request) and up to
   ``shutdown_timeout`` seconds to exit; children without a hook, and any still running after
@@ -33,6 +38,9 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from rocketmq_actors.errors import ClientClosed, RocketMQError, SupervisorGaveUp, unwrap_group
 from rocketmq_actors.logs import get_logger
+
+from .backoff import Backoff, RestartPolicy, backoff_delay
+from .tree import Node
 
 __all__ = [
     "ChildSpec",
@@ -57,33 +65,19 @@ class SupervisorFull(RocketMQError):
     """``max_children`` are already running."""
 
 
-@attrs.frozen(kw_only=True)
-class RestartPolicy:
-    max_restarts: int = 5
-    period: float = 10.0
-    backoff_initial: float = 0.1
-    backoff_max: float = 5.0
-    escalate: bool = False
-
-
 @attrs.frozen
 class ChildSpec(Generic[T]):
     """``start`` is an anyio task function: it must call ``task_status.started(value)`` once it
-    is ready, then run until it is done (return) or fails (raise)."""
+    is ready, then run until it is done (return) or fails (raise). ``kind`` names what sort of
+    actor it is in :meth:`DynamicSupervisor.describe`."""
 
     key: Hashable
     start: Callable[..., Coroutine[Any, Any, None]]
     restart: Restart = Restart.TRANSIENT
     shutdown: Callable[[T], None] | None = None
     on_exit: Callable[[], None] | None = None  # called once the child is gone for good
-
-
-def backoff_delay(attempt: int, initial: float, maximum: float, rng: random.Random) -> float:
-    """Delay before restart number ``attempt`` (0-based): ``initial * 2**attempt`` capped at
-    ``maximum``, then jittered uniformly into its upper half so restarts of many children spread
-    out but never come sooner than half the nominal delay."""
-    nominal = min(maximum, initial * (2 ** min(attempt, 30)))
-    return rng.uniform(nominal / 2, nominal)
+    kind: str = "child"
+    expected: tuple[type[BaseException], ...] = ()  # exits logged without a traceback
 
 
 @attrs.define
@@ -94,7 +88,11 @@ class _Child:
     value: Any = None
     restarts: int = 0
     last_backoff: float = 0.0
+    last_error: BaseException | None = None
     running: bool = False
+    run_scope: anyio.CancelScope | None = None  # the current run's (exit_child cancels it)
+    exit_reason: BaseException | None = None
+    gone: anyio.Event = attrs.field(factory=anyio.Event)  # set once it is no longer supervised
 
 
 @attrs.frozen
@@ -131,6 +129,7 @@ class DynamicSupervisor:
         self._closing = False
         self._idle = anyio.Event()
         self._idle.set()
+        self._changed = anyio.Event()  # set (and replaced) whenever a child (re)starts or exits
 
     async def __aenter__(self) -> DynamicSupervisor:
         self._tg = anyio.create_task_group()
@@ -183,6 +182,61 @@ class DynamicSupervisor:
     def has_child(self, key: Hashable) -> bool:
         return key in self._children
 
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def wait_running(self, key: Hashable, restarts: int = 0) -> None:
+        """Until the child ``key`` runs after at least ``restarts`` restarts (an operator, or a
+        test that injected a fault, waits for the supervisor to have done its job)."""
+        while True:
+            child = self._children.get(key)
+            if child is not None and child.running and child.restarts >= restarts:
+                return
+            await self._changed.wait()
+
+    def is_restarting(self, key: Hashable) -> bool:
+        """The child exited and waits for (or is in) its restart."""
+        child = self._children.get(key)
+        return child is not None and not child.running and child.restarts > 0
+
+    def child_value(self, key: Hashable) -> Any:
+        """What a running child reported when it became ready (None while it restarts)."""
+        child = self._children.get(key)
+        return child.value if child is not None else None
+
+    def exit_child(self, key: Hashable, reason: BaseException) -> bool:
+        """Make the child exit as if it had raised ``reason``: it is restarted (or given up)
+        per its policy. False if there is no such child running."""
+        child = self._children.get(key)
+        if child is None or child.run_scope is None:
+            return False
+        child.exit_reason = reason
+        child.run_scope.cancel()
+        return True
+
+    def describe(self, *, kind: str = "supervisor") -> Node:
+        """This supervisor and its children, as they are now."""
+        children = []
+        for child in list(self._children.values()):
+            value = child.value
+            described = getattr(value, "describe", None)
+            node = described() if callable(described) else None
+            if not isinstance(node, Node):
+                node = Node(name=str(child.key), kind=child.spec.kind)
+            children.append(
+                attrs.evolve(
+                    node,
+                    state=node.state if child.running else "restarting",
+                    restarts=child.restarts,
+                    last_error=repr(child.last_error) if child.last_error else None,
+                )
+            )
+        return Node(
+            name=self.name, kind=kind, children=tuple(children),
+            info={"given_up": self._given_up} if self._given_up else {},
+        )  # fmt: skip
+
     async def start_child(self, spec: ChildSpec[T]) -> T:
         """Start ``spec`` and return the value it reports once ready."""
         if self._tg is None or self._closing:
@@ -195,10 +249,17 @@ class DynamicSupervisor:
         return value
 
     def terminate_child(self, key: Hashable) -> None:
-        """Stop a child for good (no restart)."""
+        """Stop a child for good (no restart); it is gone once its task has unwound."""
         child = self._children.get(key)
         if child is not None:
             child.scope.cancel()
+
+    async def stop_child(self, key: Hashable) -> None:
+        """Stop a child for good and wait until it is gone (its key may be used again)."""
+        child = self._children.get(key)
+        if child is not None:
+            child.scope.cancel()
+            await child.gone.wait()
 
     async def _supervise(self, spec: ChildSpec[Any], *, task_status: TaskStatus[Any]) -> None:
         policy = self.policy
@@ -206,7 +267,7 @@ class DynamicSupervisor:
         self._children[spec.key] = child
         self._idle = anyio.Event()
         recent: deque[float] = deque()
-        attempt = 0
+        backoff: Backoff = policy.backoff(self._rng)
         ready = False
         try:
             with child.scope:
@@ -215,8 +276,10 @@ class DynamicSupervisor:
                     error: BaseException | None = None
                     try:
                         async with anyio.create_task_group() as tg:
+                            child.run_scope = tg.cancel_scope
                             child.value = await tg.start(spec.start)
                             child.running = True
+                            self._notify()
                             if not ready:
                                 ready = True
                                 task_status.started(child.value)
@@ -227,8 +290,16 @@ class DynamicSupervisor:
                         if not ready:  # the first start failed: the caller's error
                             raise unwrap_group(exc) from None
                         error = unwrap_group(exc)
+                    child.run_scope = None
+                    if child.exit_reason is not None:  # exit_child: as if it had raised it
+                        error, child.exit_reason = child.exit_reason, None
+                        if not ready:
+                            raise error
                     child.running = False
                     child.value = None
+                    if error is not None:
+                        child.last_error = error
+                    self._notify()
                     if (
                         self._closing
                         or spec.restart is Restart.TEMPORARY
@@ -237,7 +308,7 @@ class DynamicSupervisor:
                         return
                     now = time.monotonic()
                     if now - started_at > policy.period:
-                        attempt = 0  # it ran well for a while: back to short delays
+                        backoff.reset()  # it ran well for a while: back to short delays
                     recent.append(now)
                     while recent and now - recent[0] > policy.period:
                         recent.popleft()
@@ -251,19 +322,21 @@ class DynamicSupervisor:
                                 self.name, spec.key, len(recent) - 1, policy.period
                             ) from error
                         return
-                    delay = backoff_delay(
-                        attempt, policy.backoff_initial, policy.backoff_max, self._rng
-                    )
-                    attempt += 1
+                    delay = backoff.next()
                     child.restarts += 1
                     child.last_backoff = delay
                     self._restarts += 1
                     self._backoffs.append(delay)
-                    log.info("supervisor.child.exited", supervisor=self.name, child=str(spec.key),
-                             error=repr(error), backoff=round(delay, 3))  # fmt: skip
+                    expected = isinstance(error, (RocketMQError, *spec.expected))
+                    log.warning("supervisor.child.exited", supervisor=self.name,
+                                child=str(spec.key), error=repr(error), backoff=round(delay, 3),
+                                exc_info=None if expected else error)  # fmt: skip
                     await anyio.sleep(delay)
         finally:
-            self._children.pop(spec.key, None)
+            if self._children.get(spec.key) is child:
+                del self._children[spec.key]
+            child.gone.set()
+            self._notify()
             if not self._children:
                 self._idle.set()
             if spec.on_exit is not None:

@@ -316,13 +316,16 @@ async def test_a_failed_start_is_one_typed_error_and_unwinds(
     assert actor.unwound and actor.child_cancelled and actor.state is State.STOPPED
 
 
-async def test_a_start_cancelled_by_its_caller_stops_what_was_started() -> None:
-    class Slow(_Actor):
-        async def _open(self, stack: AsyncExitStack) -> None:
-            await super()._open(stack)
-            await anyio.sleep_forever()
+class _Slow(_Actor):
+    """Never finishes opening."""
 
-    actor = Slow()
+    async def _open(self, stack: AsyncExitStack) -> None:
+        await super()._open(stack)
+        await anyio.sleep_forever()
+
+
+async def test_a_start_cancelled_by_its_caller_stops_what_was_started() -> None:
+    actor = _Slow()
     with anyio.fail_after(5), anyio.move_on_after(0.1) as scope:
         await actor.start()
     assert scope.cancelled_caught
@@ -330,12 +333,7 @@ async def test_a_start_cancelled_by_its_caller_stops_what_was_started() -> None:
 
 
 async def test_a_stop_during_start_fails_the_start_with_client_closed() -> None:
-    class Slow(_Actor):
-        async def _open(self, stack: AsyncExitStack) -> None:
-            await super()._open(stack)
-            await anyio.sleep_forever()
-
-    actor = Slow()
+    actor = _Slow()
     outcome: list[BaseException] = []
 
     async def starter() -> None:
@@ -402,3 +400,20 @@ async def test_a_stop_asked_from_inside_the_client_does_not_wait_for_itself() ->
         await returned.wait()
         await actor.stop()
     assert actor.state is State.STOPPED and actor.closed_gracefully
+
+
+async def test_a_daemon_started_with_start_hears_of_a_failure() -> None:
+    """Without ``async with`` nothing interrupts the caller: ``on_error`` is called with the
+    error, and ``wait_closed`` returns when the client stopped, raising it."""
+    heard: list[BaseException] = []
+    actor = _Actor(child_fails=KeyError("boom"))
+    actor.on_error = heard.append
+    await actor.start()
+    actor.fail_now.set()
+    with anyio.fail_after(5), pytest.raises(InternalError, match="boom"):
+        await actor.wait_closed()
+    assert heard == [actor.error]
+    clean = _Actor()
+    await clean.start()
+    await clean.stop()
+    await clean.wait_closed()  # a clean stop: returns, raises nothing

@@ -4,6 +4,7 @@ import random
 
 import anyio
 import anyio.lowlevel
+import attrs
 import pytest
 from anyio.abc import TaskStatus
 
@@ -201,3 +202,67 @@ def test_backoff_grows_exponentially_with_jitter() -> None:
     means = [sum(s) / len(s) for s in delays]
     assert means[:6] == sorted(means[:6])  # grows until the cap
     assert max(delays[7]) <= 5.0  # capped
+
+
+async def test_exit_child_restarts_it_as_if_it_had_raised_and_describe_shows_it() -> None:
+    child = Script("run", "run")
+    async with DynamicSupervisor("t", FAST) as sup:
+        await sup.start_child(ChildSpec("a", child, Restart.TRANSIENT, kind="worker"))
+        assert sup.exit_child("a", RuntimeError("injected"))
+        with anyio.fail_after(5):
+            await sup.wait_running("a", restarts=1)
+        (node,) = sup.describe().children
+        assert (node.name, node.kind, node.restarts, node.state) == ("a", "worker", 1, "running")
+        assert node.last_error == "RuntimeError('injected')"
+        assert not sup.exit_child("nobody", RuntimeError())
+        sup.terminate_child("a")
+
+
+async def test_exit_child_past_the_intensity_escalates_with_the_injected_cause() -> None:
+    policy = attrs.evolve(FAST, max_restarts=1, escalate=True)
+    child = Script()
+    with pytest.raises(BaseExceptionGroup) as info:
+        async with DynamicSupervisor("t", policy) as sup:
+            await sup.start_child(ChildSpec("a", child, Restart.PERMANENT))
+            for restarts in range(1, 3):
+                sup.exit_child("a", RuntimeError(f"injected {restarts}"))
+                if restarts == 1:
+                    await sup.wait_running("a", restarts=1)
+            await anyio.sleep_forever()
+    gave_up = info.value.exceptions[0]
+    assert isinstance(gave_up, SupervisorGaveUp) and gave_up.key == "a"
+    assert str(gave_up.__cause__) == "injected 2"
+
+
+async def test_stop_child_waits_until_the_key_is_free_again() -> None:
+    async with DynamicSupervisor("t", FAST) as sup:
+        first, second = Script("run"), Script("run")
+        await sup.start_child(ChildSpec("a", first))
+        await sup.stop_child("a")
+        assert not sup.has_child("a") and first.done.is_set()
+        assert await sup.start_child(ChildSpec("a", second)) == 1  # the same key, at once
+        sup.terminate_child("a")
+
+
+async def test_a_restarting_child_is_told_apart_from_one_starting() -> None:
+    gate = anyio.Event()
+
+    async def slow_restart(*, task_status: TaskStatus[None]) -> None:
+        if slow_restart.runs:  # type: ignore[attr-defined]
+            await gate.wait()
+        slow_restart.runs += 1  # type: ignore[attr-defined]
+        task_status.started()
+        await anyio.sleep_forever()
+
+    slow_restart.runs = 0  # type: ignore[attr-defined]
+    async with DynamicSupervisor("t", FAST) as sup:
+        await sup.start_child(ChildSpec("a", slow_restart))
+        assert not sup.is_restarting("a")
+        sup.exit_child("a", OSError("dropped"))
+        with anyio.fail_after(5):
+            while not sup.is_restarting("a"):
+                await sup._changed.wait()
+        gate.set()
+        await sup.wait_running("a", restarts=1)
+        assert not sup.is_restarting("a")
+        sup.terminate_child("a")
