@@ -9,6 +9,7 @@ from typing import Any, ParamSpec, TypeVar
 import attrs
 
 from . import jsonlax
+from .addresses import parse_addr
 from .errors import ProtocolError
 
 __all__ = [
@@ -90,14 +91,35 @@ class BrokerData:
                 broker_id = int(key)
             except (TypeError, ValueError):
                 raise ProtocolError("bad-body", f"broker id {key!r} is not an integer") from None
-            if not isinstance(addr, str):
-                raise ProtocolError("bad-body", f"broker address {addr!r} is not a string")
+            parse_addr(addr)  # a route with a bad address is refused whole, never used
             addrs[broker_id] = addr
         return cls(
             cluster=_field(obj, "cluster", str, ""),
             broker_name=_field(obj, "brokerName", str),
             broker_addrs=addrs,
         )
+
+
+#: queues of one topic on one broker beyond which a route is refused (a route announcing 2^31-1
+#: queues would otherwise build as many MessageQueue objects)
+MAX_QUEUES = 16384
+
+
+def _queue_count(count: int) -> int:
+    if not 0 <= count <= MAX_QUEUES:
+        raise ProtocolError("bad-body", f"queue count {count} is outside 0..{MAX_QUEUES}")
+    return count
+
+
+def parse_order_topic_conf(conf: str) -> tuple[tuple[str, int], ...]:
+    """``"broker-a:4;broker-b:4"`` as ``((broker name, queue count), ...)``; malformed items
+    are skipped, counts are bounded as a route's are."""
+    out = []
+    for item in conf.split(";"):
+        name, _, count = item.partition(":")
+        if name and count.isdigit() and len(count) <= 6:
+            out.append((name, _queue_count(int(count))))
+    return tuple(out)
 
 
 @attrs.frozen
@@ -115,8 +137,8 @@ class QueueData:
         sys_flag = obj.get("topicSysFlag", obj.get("topicSynFlag", 0))
         return cls(
             broker_name=_field(obj, "brokerName", str),
-            read_queue_nums=_field(obj, "readQueueNums", int),
-            write_queue_nums=_field(obj, "writeQueueNums", int),
+            read_queue_nums=_queue_count(_field(obj, "readQueueNums", int)),
+            write_queue_nums=_queue_count(_field(obj, "writeQueueNums", int)),
             perm=_field(obj, "perm", int),
             topic_sys_flag=sys_flag if isinstance(sys_flag, int) else 0,
         )
@@ -137,6 +159,8 @@ class TopicRouteData:
         queues = _field(obj, "queueDatas", list, [])
         brokers = _field(obj, "brokerDatas", list, [])
         conf = obj.get("orderTopicConf")
+        if isinstance(conf, str):
+            parse_order_topic_conf(conf)  # bounded, or the route is refused
         return cls(
             queue_datas=tuple(QueueData.from_json(q) for q in queues),
             broker_datas=tuple(BrokerData.from_json(b) for b in brokers),

@@ -65,6 +65,10 @@ class MessageExt:
     prepared_transaction_offset: int
     body_crc: int
     broker_name: str = ""
+    #: why the record could not be fully decoded (an unsupported compression, a corrupt body,
+    #: properties that are not UTF-8), when it was decoded with ``strict=False``; the body is
+    #: then as stored. Consumers treat such a message as poison (see the consumer docs).
+    decode_error: str | None = attrs.field(default=None, eq=False)
     _properties: dict[str, str] | None = attrs.field(default=None, init=False, eq=False, repr=False)
 
     @property
@@ -72,9 +76,11 @@ class MessageExt:
         props = self._properties
         if props is None:
             try:
-                props = decode_properties(self.raw_properties.decode())
-            except UnicodeDecodeError as exc:
-                raise ProtocolError("bad-utf8", f"message properties: {exc}") from None
+                text = self.raw_properties.decode()
+            except UnicodeDecodeError as exc:  # readable, but marked: never raised from here
+                self.decode_error = self.decode_error or f"bad-utf8: message properties: {exc}"
+                text = self.raw_properties.decode(errors="replace")
+            props = decode_properties(text)
             self._properties = props
         return props
 
@@ -142,12 +148,19 @@ def _read_hosts_v6(data: bytes, p: int, end: int, sys_flag: int) -> _HostsV6:
     return b_ip, b_port, store_ts, s_ip, s_port, reconsume, prepared, body_len, p + s_len + 20
 
 
-def decode_messages(data: bytes, *, decompress: bool = True) -> list[MessageExt]:
+def decode_messages(
+    data: bytes, *, decompress: bool = True, strict: bool = True
+) -> list[MessageExt]:
     """Decode a concatenation of stored-message records.
 
-    Each record is checked against its own TOTALSIZE; any inconsistency raises
-    :class:`ProtocolError` (and nothing else). Compressed bodies are inflated, and the
-    compression bits cleared, when ``decompress`` is true; inner batches are expanded.
+    Each record is checked against its own TOTALSIZE; a record that breaks the framing (sizes,
+    magic code) raises :class:`ProtocolError` (and nothing else). Compressed bodies are
+    inflated, and the compression bits cleared, when ``decompress`` is true; inner batches are
+    expanded. A record whose framing holds but whose content does not decode (an unsupported
+    compression, a corrupt body, a topic that is not UTF-8, a broken inner batch) raises too when
+    ``strict``; otherwise it is returned as stored, with ``decode_error`` saying why, and the
+    records after it are decoded as usual (a consumer's pull: one poison message must not hide
+    the others).
     """
     data = bytes(data)
     size = len(data)
@@ -196,11 +209,24 @@ def decode_messages(data: bytes, *, decompress: bool = True) -> list[MessageExt]
             if props_len < 0 or p + props_len > end:
                 raise ProtocolError("bad-message-size", f"properties length {props_len}")
             body = data[p_body : p_body + body_len]
+            error: str | None = None
             if decompress and sys_flag & MessageSysFlag.COMPRESSED:
-                body = _decompress(body, sys_flag)
-                sys_flag &= ~(MessageSysFlag.COMPRESSED | MessageSysFlag.COMPRESSION_MASK)
+                try:
+                    body = _decompress(body, sys_flag)
+                    sys_flag &= ~(MessageSysFlag.COMPRESSED | MessageSysFlag.COMPRESSION_MASK)
+                except ProtocolError as exc:
+                    if strict:
+                        raise
+                    error = str(exc)
+            raw_topic = data[p_topic : p_topic + topic_len]
+            try:
+                topic = raw_topic.decode()
+            except UnicodeDecodeError as exc:
+                if strict:
+                    raise
+                topic, error = raw_topic.decode(errors="replace"), error or f"bad-utf8: {exc}"
             msg = MessageExt(
-                data[p_topic : p_topic + topic_len].decode(),
+                topic,
                 body,
                 data[p : p + props_len],
                 queue_id,
@@ -218,8 +244,17 @@ def decode_messages(data: bytes, *, decompress: bool = True) -> list[MessageExt]
                 prepared,
                 crc,
             )
-            if sys_flag & _UNWRAP == _UNWRAP:
-                out.extend(_unwrap_inner_batch(msg))
+            if error is not None:
+                msg.decode_error = error
+                append(msg)
+            elif sys_flag & _UNWRAP == _UNWRAP:
+                try:
+                    out.extend(_unwrap_inner_batch(msg))
+                except ProtocolError as exc:
+                    if strict:
+                        raise
+                    msg.decode_error = str(exc)
+                    append(msg)
             else:
                 append(msg)
             pos = end

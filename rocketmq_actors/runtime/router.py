@@ -1,52 +1,66 @@
-"""Delivers broker-initiated requests to the mailbox of the producer or consumer that owns them.
+"""Delivers requests the broker sends to the client to the mailbox of their owner.
 
-| code | request                         | owner looked up by              | reply            |
-|------|---------------------------------|---------------------------------|------------------|
-| 39   | CHECK_TRANSACTION_STATE         | producer group = PGROUP of body | one-way          |
-| 40   | NOTIFY_CONSUMER_IDS_CHANGED     | header ``consumerGroup``        | one-way          |
-| 220  | RESET_CONSUMER_CLIENT_OFFSET    | header ``group``                | one-way          |
-| 221  | GET_CONSUMER_STATUS_FROM_CLIENT | header ``group``                | owner replies    |
-| 307  | GET_CONSUMER_RUNNING_INFO       | header ``consumerGroup``        | owner replies    |
-| 309  | CONSUME_MESSAGE_DIRECTLY        | header ``consumerGroup``        | owner replies    |
+A request is decoded once, in the sans-IO layer (:func:`~rocketmq_actors.protocol.events.
+decode_broker_request`), into a typed event that names its group. Owners register a mailbox
+per event type and group (a transaction producer for
+:class:`~rocketmq_actors.protocol.events.TransactionCheck`, a consumer for the five consumer
+events), and the router posts an :class:`Inbound` - the event, the request and a way to
+answer it - to the matching mailbox.
 
-Anything else is answered REQUEST_CODE_NOT_SUPPORTED (when it expects an answer). The router
-never blocks the connection's reader: a full mailbox is answered SYSTEM_BUSY (or, one-way,
-dropped and logged - the broker repeats transaction checks and rebalances run on a timer).
+The router never blocks the connection's reader: a full mailbox is answered SYSTEM_BUSY (or,
+one-way, dropped and logged - the broker repeats transaction checks and rebalances run on a
+timer); a malformed request is answered SYSTEM_ERROR; a code nobody serves
+REQUEST_CODE_NOT_SUPPORTED; a group nobody here owns SYSTEM_ERROR.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
 
 from rocketmq_actors.logs import get_logger
-from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
+from rocketmq_actors.protocol.codes import ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.errors import ProtocolError
-from rocketmq_actors.protocol.messages import Property
-from rocketmq_actors.protocol.records import decode_messages
+from rocketmq_actors.protocol.events import (
+    BrokerRequest,
+    ConsumeDirectly,
+    ConsumerIdsChanged,
+    ConsumerStatusQuery,
+    ResetOffsets,
+    RunningInfoQuery,
+    TransactionCheck,
+    UnsupportedRequest,
+    decode_broker_request,
+)
 
 from .connection import BrokerConnection
 from .mailbox import Mailbox, MailboxFull
+from .tree import Node
 
-__all__ = ["Inbound", "Router"]
+__all__ = ["CONSUMER_EVENTS", "PRODUCER_EVENTS", "Inbound", "Router"]
 
 log = get_logger("rocketmq_actors.runtime")
 
-_CONSUMER_GROUP_FIELD = {
-    RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: "consumerGroup",
-    RequestCode.RESET_CONSUMER_CLIENT_OFFSET: "group",
-    RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT: "group",
-    RequestCode.GET_CONSUMER_RUNNING_INFO: "consumerGroup",
-    RequestCode.CONSUME_MESSAGE_DIRECTLY: "consumerGroup",
-}
+PRODUCER_EVENTS: tuple[type[BrokerRequest], ...] = (TransactionCheck,)
+CONSUMER_EVENTS: tuple[type[BrokerRequest], ...] = (
+    ConsumerIdsChanged,
+    ResetOffsets,
+    ConsumerStatusQuery,
+    RunningInfoQuery,
+    ConsumeDirectly,
+)
 
 
 @attrs.frozen
 class Inbound:
-    """A broker-initiated request as delivered to its owner."""
+    """A broker-initiated request as delivered to its owner: the typed ``event``, the raw
+    ``command`` and the ``connection`` it came on."""
 
     connection: BrokerConnection
     command: RemotingCommand
+    event: BrokerRequest
 
     def reply(
         self,
@@ -64,58 +78,58 @@ class Inbound:
 
 
 class Router:
-    """Owners register a mailbox per group; connections call :meth:`dispatch`."""
+    """Owners :meth:`register` a mailbox per event type and group; connections call
+    :meth:`dispatch` with every request they receive."""
 
     def __init__(self) -> None:
-        self._producers: dict[str, Mailbox[Inbound]] = {}
-        self._consumers: dict[str, Mailbox[Inbound]] = {}
+        self._owners: dict[tuple[type[BrokerRequest], str], Mailbox[Inbound]] = {}
         self.unsupported = 0
         self.undeliverable = 0
+        self.malformed = 0
 
-    def register_producer(self, group: str, mailbox: Mailbox[Inbound]) -> None:
-        self._producers[group] = mailbox
+    def register(
+        self, events: Iterable[type[BrokerRequest]], group: str, mailbox: Mailbox[Inbound]
+    ) -> None:
+        for event in events:
+            self._owners[(event, group)] = mailbox
 
-    def register_consumer(self, group: str, mailbox: Mailbox[Inbound]) -> None:
-        self._consumers[group] = mailbox
+    def unregister(self, events: Iterable[type[BrokerRequest]], group: str) -> None:
+        for event in events:
+            self._owners.pop((event, group), None)
 
-    def unregister_producer(self, group: str) -> None:
-        self._producers.pop(group, None)
-
-    def unregister_consumer(self, group: str) -> None:
-        self._consumers.pop(group, None)
+    def describe(self) -> Node:
+        return Node(name="router", kind="router", info={
+            "owners": len(self._owners), "unsupported": self.unsupported,
+            "undeliverable": self.undeliverable, "malformed": self.malformed,
+        })  # fmt: skip
 
     def dispatch(self, connection: BrokerConnection, cmd: RemotingCommand) -> None:
-        inbound = Inbound(connection, cmd)
-        code = cmd.code
-        mailbox: Mailbox[Inbound] | None
-        if code == RequestCode.CHECK_TRANSACTION_STATE:
-            group = _producer_group_of(cmd)
-            mailbox = self._producers.get(group) if group else None
-        elif code in _CONSUMER_GROUP_FIELD:
-            group = cmd.ext_fields.get(_CONSUMER_GROUP_FIELD[RequestCode(code)])
-            mailbox = self._consumers.get(group) if group else None
-        else:
-            self.unsupported += 1
-            log.info("router.unsupported", addr=connection.addr, code=code)
-            inbound.reply(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark=f"code {code}")
+        try:
+            event = decode_broker_request(cmd)
+        except ProtocolError as exc:
+            self.malformed += 1
+            log.warning("router.bad_request", addr=connection.addr, code=cmd.code,
+                        reason=exc.reason, detail=exc.detail)  # fmt: skip
+            if not cmd.is_oneway:
+                connection.send_response(cmd.response(ResponseCode.SYSTEM_ERROR,
+                                                      remark=f"bad request: {exc}"))  # fmt: skip
             return
+        inbound = Inbound(connection, cmd, event)
+        if isinstance(event, UnsupportedRequest):
+            self.unsupported += 1
+            log.info("router.unsupported", addr=connection.addr, code=cmd.code)
+            inbound.reply(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark=f"code {cmd.code}")
+            return
+        mailbox = self._owners.get((type(event), event.group))
         if mailbox is None:
             self.undeliverable += 1
-            log.info("router.no_owner", addr=connection.addr, code=code, group=group)
-            inbound.reply(ResponseCode.SYSTEM_ERROR, remark=f"no client of group {group!r} here")
+            log.info("router.no_owner", addr=connection.addr, code=cmd.code, group=event.group)
+            inbound.reply(ResponseCode.SYSTEM_ERROR, remark=f"no client of group {event.group!r}")
             return
         try:
             mailbox.post_nowait(inbound)
         except MailboxFull:
             self.undeliverable += 1
-            log.warning("router.mailbox_full", addr=connection.addr, code=code, group=group)
+            log.warning("router.mailbox_full", addr=connection.addr, code=cmd.code,
+                        group=event.group)  # fmt: skip
             inbound.reply(ResponseCode.SYSTEM_BUSY, remark="client busy")
-
-
-def _producer_group_of(cmd: RemotingCommand) -> str | None:
-    try:
-        messages = decode_messages(cmd.body)
-    except ProtocolError as exc:
-        log.warning("router.bad_check_body", reason=exc.reason)
-        return None
-    return messages[0].properties.get(Property.PGROUP) if messages else None
