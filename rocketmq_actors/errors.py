@@ -29,6 +29,7 @@ __all__ = [
     "StartupFailed",
     "SupervisorGaveUp",
     "TopicNotFound",
+    "WriteTimeout",
     "WrongEventLoop",
     "broker_error",
     "unwrap_group",
@@ -103,6 +104,18 @@ class RequestTimeout(RocketMQError):
         self.code = code
         self.timeout = timeout
         super().__init__(f"request {code} to {addr} got no response within {timeout:.3f}s")
+
+
+class WriteTimeout(RocketMQError):
+    """The peer stopped reading: the request could not be written within its timeout (the
+    connection's outgoing buffer is full). Nothing was sent."""
+
+    retriable = True
+
+    def __init__(self, addr: str, timeout: float) -> None:
+        self.addr = addr
+        self.timeout = timeout
+        super().__init__(f"{addr} took no bytes for {timeout:.3f}s: the request was not written")
 
 
 class ClientClosed(ClientStateError):

@@ -21,20 +21,24 @@ import anyio.abc
 
 from rocketmq_actors.errors import (
     ClientClosed,
+    ConfigError,
     ConnectError,
     ConnectionLost,
     RequestTimeout,
+    WriteTimeout,
     unwrap_group,
 )
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.protocol.acl import AclCredentials, sign
+from rocketmq_actors.protocol.addresses import parse_addr
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.framing import FrameDecoder
 
+from .tree import Node
 from .waiters import Clock, DeadlineWatcher, Pending, Waiter, waiter_factory
-from .wire import ConnectionClosedByPeer, StreamWire, Wire, open_wire
+from .wire import HIGH_WATER, ConnectionClosedByPeer, StreamWire, Wire, open_wire
 
 __all__ = ["BrokerConnection", "ConnectionClosedByPeer", "connect"]
 
@@ -42,19 +46,28 @@ log = get_logger("rocketmq_actors.runtime")
 
 RequestHandler = Callable[["BrokerConnection", RemotingCommand], None]
 
+#: how long a one-way frame may wait for a peer that stopped reading
+WRITE_TIMEOUT = 3.0
+
 
 def split_addr(addr: str) -> tuple[str, int]:
-    host, sep, port = addr.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"address {addr!r} is not host:port")
-    return host.strip("[]"), int(port)
+    """``(host, port)``, or :class:`ConfigError` (a ``ValueError``) for a malformed address."""
+    try:
+        return parse_addr(addr)
+    except ProtocolError as exc:
+        raise ConfigError(f"address {addr!r} is not host:port") from exc
 
 
 async def connect(
     addr: str, *, timeout: float = 3.0, ssl_context: ssl.SSLContext | None = None
 ) -> Wire:
     """Open a wire to ``addr`` within ``timeout`` or raise :class:`ConnectError`."""
-    host, port = split_addr(addr)
+    try:
+        host, port = parse_addr(addr)
+    except ProtocolError as exc:
+        error = ConnectError(addr, str(exc))
+        error.retriable = False  # the same address will never work
+        raise error from None
     try:
         with anyio.fail_after(timeout):
             return await open_wire(host, port, ssl_context)
@@ -95,6 +108,9 @@ class BrokerConnection:
         self._in_flight_bytes = 0
         self._capacity_freed = anyio.Event()
         self._capacity_waiters = 0
+        # requests wait (then fail) while more than this waits to be written to a peer that
+        # stopped reading: timed-out requests free their slots, not their queued bytes
+        self._max_unwritten = max(max_in_flight_bytes, 2 * HIGH_WATER)
         self._closed: BaseException | None = None
         self.requests_sent = 0
 
@@ -107,6 +123,11 @@ class BrokerConnection:
     @property
     def pending(self) -> int:
         return len(self._pending)
+
+    def describe(self) -> Node:
+        return Node(name=f"connection[{self.addr}]", kind="connection",
+                    state="running" if self._closed is None else "closing",
+                    info={"pending": len(self._pending), "tls": self._wire.tls})  # fmt: skip
 
     def statistics(self) -> dict[str, Any]:
         return {
@@ -232,6 +253,16 @@ class BrokerConnection:
         if self._closed is not None:
             raise ConnectionLost(self.addr, str(self._closed)) from self._closed
 
+    async def _writable(self, limit: int, timeout: float) -> None:
+        """Backpressure for a peer that stops reading: wait, up to ``timeout``, while more
+        than ``limit`` bytes wait to be written; then :class:`WriteTimeout` (nothing sent)."""
+        wire = self._wire
+        with anyio.move_on_after(timeout):
+            while self._closed is None and wire.paused and wire.buffered > limit:
+                await wire.drain()
+            return
+        raise WriteTimeout(self.addr, timeout)
+
     def _release(self, size: int) -> None:
         self._in_flight -= 1
         self._in_flight_bytes -= size
@@ -264,6 +295,8 @@ class BrokerConnection:
         size = len(cmd.body)
         if self._closed is not None or not self._has_capacity(size):
             await self._wait_for_capacity(size)
+        if self._wire.paused:
+            await self._writable(self._max_unwritten, timeout)
         self._in_flight += 1
         self._in_flight_bytes += size
         opaque, waiter = self._new_request_waiter(cmd.code, timeout)
@@ -285,6 +318,8 @@ class BrokerConnection:
         (the producer's pre-rendered send frames; with ACL, the encoder signs them)."""
         if self._closed is not None or not self._has_capacity(size_hint):
             await self._wait_for_capacity(size_hint)
+        if self._wire.paused:
+            await self._writable(self._max_unwritten, timeout)
         self._in_flight += 1
         self._in_flight_bytes += size_hint
         opaque, waiter = self._new_request_waiter(code, timeout)
@@ -296,13 +331,14 @@ class BrokerConnection:
         finally:
             self._forget(opaque, waiter, size_hint)
 
-    async def oneway(self, cmd: RemotingCommand) -> None:
-        """Send without waiting for (or expecting) a response."""
+    async def oneway(self, cmd: RemotingCommand, timeout: float = WRITE_TIMEOUT) -> None:
+        """Send without waiting for (or expecting) a response; :class:`WriteTimeout` if the
+        peer takes no bytes for ``timeout`` seconds."""
         size = len(cmd.body)
         if self._closed is not None or not self._has_capacity(size):
             await self._wait_for_capacity(size)
         if self._wire.paused:  # one-way frames hold no in-flight slot: bound them here
-            await self._wire.drain()
+            await self._writable(0, timeout)
         cmd.opaque = self._take_opaque()
         cmd.flag |= 0x2
         if self._credentials is not None:
@@ -310,12 +346,14 @@ class BrokerConnection:
         self._enqueue(cmd.encode())
         self.requests_sent += 1
 
-    async def oneway_encoded(self, encode: Callable[[int], bytes], size_hint: int = 0) -> None:
+    async def oneway_encoded(
+        self, encode: Callable[[int], bytes], size_hint: int = 0, timeout: float = WRITE_TIMEOUT
+    ) -> None:
         """Like :meth:`oneway` for a pre-rendered frame (the encoder must set the oneway flag)."""
         if self._closed is not None or not self._has_capacity(size_hint):
             await self._wait_for_capacity(size_hint)
         if self._wire.paused:
-            await self._wire.drain()
+            await self._writable(0, timeout)
         self._enqueue(encode(self._take_opaque()))
         self.requests_sent += 1
 

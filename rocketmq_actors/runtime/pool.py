@@ -25,8 +25,15 @@ from rocketmq_actors.logs import get_logger
 from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.protocol.errors import ProtocolError
 
-from .connection import BrokerConnection, RequestHandler, connect
+from .connection import (
+    WRITE_TIMEOUT,
+    BrokerConnection,
+    ConnectionClosedByPeer,
+    RequestHandler,
+    connect,
+)
 from .registry import Registry
 from .supervisor import ChildSpec, DynamicSupervisor, Restart, RestartPolicy
 
@@ -80,10 +87,16 @@ class ConnectionPool:
     ) -> bool | None:
         return await self.supervisor.__aexit__(exc_type, exc, tb)
 
-    async def get(self, addr: str) -> BrokerConnection:
+    async def get(self, addr: str, *, wait: bool = True) -> BrokerConnection:
+        """The open connection to ``addr``, started if there is none. While the supervisor is
+        reconnecting it, wait for the new one (bounded by the connect timeout) - or, with
+        ``wait=False`` (a send that may fail over to another broker), raise
+        :class:`ConnectError` at once."""
         conn = self.registry.lookup(addr)
         if conn is not None and conn.is_open:
             return conn
+        if not wait and self.supervisor.is_restarting(addr):
+            raise ConnectError(addr, "reconnecting")
         async with self.registry.lock(addr):
             deadline = time.monotonic() + self.connect_timeout
             while True:
@@ -97,6 +110,8 @@ class ConnectionPool:
                         Restart.TRANSIENT,
                         shutdown=BrokerConnection.close,
                         on_exit=partial(self._changed, addr),
+                        kind="connection",
+                        expected=(ConnectionClosedByPeer, OSError, ProtocolError),
                     )
                     return await self.supervisor.start_child(spec)
                 # the supervisor is reconnecting (or about to give up): wait for either
@@ -117,9 +132,9 @@ class ConnectionPool:
         conn = await self.get(addr)
         return await conn.request(cmd, timeout)
 
-    async def oneway(self, addr: str, cmd: RemotingCommand) -> None:
+    async def oneway(self, addr: str, cmd: RemotingCommand, timeout: float = WRITE_TIMEOUT) -> None:
         conn = await self.get(addr)
-        await conn.oneway(cmd)
+        await conn.oneway(cmd, timeout)
 
     def statistics(self) -> dict[str, Any]:
         return {

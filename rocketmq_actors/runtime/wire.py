@@ -89,6 +89,11 @@ class Wire:
         """The kernel's send buffer is full: producers of unbounded traffic should drain."""
         return False
 
+    @property
+    def buffered(self) -> int:
+        """Bytes queued here (and in the transport) that the kernel has not taken yet."""
+        return self._outbox_bytes
+
     async def drain(self) -> None:
         """Wait until :attr:`paused` is false (or the wire is gone)."""
 
@@ -258,6 +263,10 @@ class AsyncioWire(Wire):
     @property
     def paused(self) -> bool:
         return self._paused or self._outbox_bytes > HIGH_WATER
+
+    @property
+    def buffered(self) -> int:
+        return self._outbox_bytes + self._transport.get_write_buffer_size()
 
     def write(self, frame: bytes) -> None:
         outbox = self._outbox  # (Wire._queue, inlined: this runs once per request)

@@ -119,6 +119,14 @@ class WorkQueue(Generic[T]):
             raise
         return got
 
+    def requeue(self, item: T) -> None:
+        """Put ``item`` back in front, whatever the room (a getter that took it was cancelled
+        before it could finish with it); dropped once the queue is closed."""
+        if self._closed:
+            return
+        if not self._wake_one(self._getters, item):
+            self._items.appendleft(item)
+
     def take_all(self) -> list[T]:
         """Remove and return every queued item (what no getter will take any more)."""
         items = list(self._items)

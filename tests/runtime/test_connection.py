@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from rocketmq_actors.errors import ConnectError, ConnectionLost, RequestTimeout
+from rocketmq_actors.errors import ConnectError, ConnectionLost, RequestTimeout, WriteTimeout
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.errors import ProtocolError
@@ -308,8 +308,9 @@ async def test_oneway_and_close() -> None:
 async def test_connect_errors_are_typed() -> None:
     with pytest.raises(ConnectError, match=r"127\.0\.0\.1:1"):
         await connect("127.0.0.1:1", timeout=2)
-    with pytest.raises(ValueError):
-        await connect("no-port", timeout=2)
+    with pytest.raises(ConnectError, match="not host:port") as info:
+        await connect("no-port", timeout=2)  # (an address from route data: not config)
+    assert not info.value.retriable
 
 
 async def test_close_flushes_queued_oneway_frames_first() -> None:
@@ -383,3 +384,39 @@ def test_the_asyncio_wire_runs_on_uvloop() -> None:
     wire, code = anyio.run(round_trip, backend_options={"use_uvloop": True})
     expected = "AsyncioWire" if WIRE_KIND == "asyncio" else "StreamWire"
     assert (wire, code) == (expected, ResponseCode.SUCCESS)
+
+
+async def test_a_peer_that_stops_reading_bounds_the_outgoing_buffer() -> None:
+    """Before: requests that timed out freed their in-flight slots but not their bytes, so a
+    peer that stopped reading grew the outgoing buffer without bound (113 MiB at 500k
+    requests). Now a request waits while too much is unwritten, then fails WriteTimeout."""
+    limit = 2 * 1024 * 1024
+    body = b"b" * 65536
+    with socket.socket() as listening:  # nobody accepts: the kernel buffers, then stops
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        addr = f"127.0.0.1:{listening.getsockname()[1]}"
+        running = Running(BrokerConnection(addr, await open_for_test(addr),
+                                           max_in_flight_bytes=limit))  # fmt: skip
+        outcomes: list[BaseException] = []
+        peak = 0
+
+        async def one() -> None:
+            try:
+                await running.conn.request(RemotingCommand.request(1, {}, body), timeout=0.4)
+            except (RequestTimeout, WriteTimeout) as exc:
+                outcomes.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(running.serve)
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as senders:
+                    for _ in range(300):  # 19 MiB: several times what the kernel takes
+                        senders.start_soon(one)
+                    while len(outcomes) < 300:
+                        peak = max(peak, running.conn._wire.buffered)
+                        await anyio.sleep(0.005)  # (sampling, not synchronization)
+            tg.cancel_scope.cancel()
+    assert peak <= limit + len(body) + 1024, peak
+    assert any(isinstance(e, WriteTimeout) for e in outcomes)
+    assert all(not e.outcome_unknown for e in outcomes if isinstance(e, WriteTimeout))
