@@ -18,8 +18,8 @@ import anyio
 
 from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer
 from rocketmq_actors.errors import RocketMQError
+from rocketmq_actors.names import validate_topic
 from rocketmq_actors.producer import Message, Producer, create_topic
-from rocketmq_actors.producer.prepare import validate_topic
 from rocketmq_actors.runtime.waiters import Waiter
 
 

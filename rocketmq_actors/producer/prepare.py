@@ -9,13 +9,13 @@ reserved by the client; a delay level from 1 to 18 and at most one delay mechani
 from __future__ import annotations
 
 import operator
-import re
 import zlib
 from collections.abc import Sequence
 
 import attrs
 
 from rocketmq_actors.errors import InvalidMessage
+from rocketmq_actors.names import validate_topic, wrap
 from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.messages import (
     BATCH_PROPS_LENGTH,
@@ -30,64 +30,10 @@ from rocketmq_actors.protocol.messages import (
 )
 from rocketmq_actors.protocol.sendframe import BatchBody
 
-__all__ = ["Prepared", "prepare", "prepare_batch", "validate_group", "validate_topic", "wrap"]
+__all__ = ["Prepared", "prepare", "prepare_batch"]
 
-_TOPIC = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-_SYSTEM_TOPICS = frozenset(
-    {
-        "TBW102",
-        "SCHEDULE_TOPIC_XXXX",
-        "BenchmarkTest",
-        "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRACE_TOPIC",
-        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-        "TRANS_CHECK_MAX_TIME_TOPIC",
-        "SELF_TEST_TOPIC",
-        "OFFSET_MOVED_EVENT",
-    }
-)
-MAX_TOPIC_LENGTH = 127
-MAX_GROUP_LENGTH = 120
 MAX_DELAY_LEVEL = 18
 _UNIQ_PREFIX = f"{Property.UNIQ_KEY}\x01"
-
-
-_valid_topics: set[str] = set()  # validated once each: producers send to few topics
-
-
-def validate_topic(topic: str) -> None:
-    if topic in _valid_topics:
-        return
-    _check_topic(topic)
-    if len(_valid_topics) < 10_000:
-        _valid_topics.add(topic)
-
-
-def _check_topic(topic: str) -> None:
-    if not topic or not topic.strip():
-        raise InvalidMessage("the topic is empty")
-    if len(topic) > MAX_TOPIC_LENGTH:
-        raise InvalidMessage(
-            f"topic {topic[:20]!r}... is longer than {MAX_TOPIC_LENGTH} characters"
-        )
-    if not _TOPIC.match(topic):
-        raise InvalidMessage(f"topic {topic!r} has characters outside [%|a-zA-Z0-9_-]")
-    if topic in _SYSTEM_TOPICS or topic.startswith("RMQ_SYS_"):
-        raise InvalidMessage(f"topic {topic!r} is a RocketMQ system topic")
-
-
-def validate_group(group: str) -> None:
-    if not group or len(group) > MAX_GROUP_LENGTH or not _TOPIC.match(group):
-        raise ValueError(
-            f"group {group!r} must be 1-{MAX_GROUP_LENGTH} characters of [%|a-zA-Z0-9_-]"
-        )
-
-
-def wrap(namespace: str | None, name: str) -> str:
-    """``namespace%name`` (the Java client's namespace wrapping), unless already wrapped."""
-    if not namespace or name.startswith(f"{namespace}%"):
-        return name
-    return f"{namespace}%{name}"
 
 
 def _check_text(what: str, text: str) -> None:

@@ -27,9 +27,8 @@ from rocketmq_actors.errors import InvalidMessage, RocketMQError
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.codes import RequestCode
 from rocketmq_actors.protocol.command import RemotingCommand
-from rocketmq_actors.protocol.errors import ProtocolError
+from rocketmq_actors.protocol.events import TransactionCheck
 from rocketmq_actors.protocol.headers import (
-    CheckTransactionStateRequestHeader,
     EndTransactionRequestHeader,
 )
 from rocketmq_actors.protocol.messages import (
@@ -38,7 +37,9 @@ from rocketmq_actors.protocol.messages import (
     Property,
     decode_offset_msg_id,
 )
-from rocketmq_actors.protocol.records import MessageExt, decode_messages
+from rocketmq_actors.protocol.records import MessageExt
+from rocketmq_actors.runtime.callbacks import as_async_handler
+from rocketmq_actors.runtime.checks import check_int
 from rocketmq_actors.runtime.router import Inbound
 
 from .producer import Producer, _Routing
@@ -66,9 +67,12 @@ class TransactionOutcome:
 
 
 class TransactionProducer(Producer):
-    def __init__(self, *, checker: TransactionChecker, **kwargs: Any) -> None:
+    def __init__(
+        self, *, checker: TransactionChecker, check_concurrency: int = 8, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
-        self.checker = checker
+        self.checker: TransactionChecker = as_async_handler(checker, name="checker", sync=False)
+        self.check_concurrency = check_int("check_concurrency", check_concurrency)
         self.checks = 0
 
     async def send_in_transaction(
@@ -117,16 +121,11 @@ class TransactionProducer(Producer):
             log.warning("producer.transaction.end_failed", msg_id=sent.msg_id, error=str(exc))
 
     async def on_broker_request(self, inbound: Inbound) -> None:
-        cmd = inbound.command
-        if cmd.code != RequestCode.CHECK_TRANSACTION_STATE:
+        event = inbound.event  # decoded once, by the router (protocol.events)
+        if not isinstance(event, TransactionCheck):
             await super().on_broker_request(inbound)
             return
-        try:
-            header = CheckTransactionStateRequestHeader.from_ext(cmd.ext_fields)
-            (message,) = decode_messages(cmd.body)[:1]
-        except (ProtocolError, ValueError) as exc:
-            log.warning("producer.transaction.bad_check", error=str(exc))
-            return
+        header, message = event.header, event.message
         self.checks += 1
         try:
             state = await self.checker(message)

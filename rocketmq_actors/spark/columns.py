@@ -29,8 +29,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from rocketmq_actors.names import validate_topic
 from rocketmq_actors.producer import Message
-from rocketmq_actors.producer.prepare import validate_topic
 
 __all__ = ["ColumnError", "RowPlan", "plan_rows"]
 

@@ -49,7 +49,7 @@ from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.namesrv import parse_namesrv
 from rocketmq_actors.consumer.pull import PullConsumer, PullStatus, max_offset, min_offset
 from rocketmq_actors.logs import configure_logging, get_logger
-from rocketmq_actors.producer.prepare import validate_topic
+from rocketmq_actors.names import validate_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.messages import RESERVED_PROPERTIES
 from rocketmq_actors.protocol.records import MessageExt

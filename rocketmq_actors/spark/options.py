@@ -27,7 +27,7 @@ from typing import Any
 import attrs
 
 from rocketmq_actors.cluster.namesrv import parse_namesrv
-from rocketmq_actors.producer.prepare import validate_group
+from rocketmq_actors.names import validate_group
 from rocketmq_actors.protocol.acl import AclCredentials
 
 __all__ = ["OptionError", "SinkOptions"]

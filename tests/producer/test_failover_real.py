@@ -3,10 +3,12 @@ lost."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import anyio
 import pytest
+import structlog
 
 from rocketmq_actors.errors import SendFailed
 from rocketmq_actors.producer import Message, Producer, SendResult, create_topic
@@ -55,3 +57,52 @@ async def test_kill_one_master_while_sending(
         missing = {r.msg_id for r in acked} - received
         assert missing == set(), f"{len(missing)} acknowledged messages lost"
     assert len(acked) + len(failed) == TOTAL
+
+
+async def test_a_dead_master_never_pauses_sends_to_the_live_one(
+    rocketmq_cluster_factory: Callable[..., LocalCluster], unique_topic: str
+) -> None:
+    """Four senders; one of two masters killed: a send whose broker is gone fails over at once
+    (before: every send stalled about 3 s on the reconnect, those to the live master too).
+    The longest gap between successful sends after the kill stays under one send_timeout."""
+    cluster = rocketmq_cluster_factory(brokers=2)
+    send_timeout = 1.0
+    successes: list[tuple[float, str]] = []
+    killed_at = 0.0
+    stop, warmed_up = anyio.Event(), anyio.Event()
+    async with Producer(
+        namesrv=cluster.namesrv_addr, group="G_failover_gap", send_timeout=send_timeout
+    ) as producer:
+        assert len(await create_topic(producer.instance, unique_topic, queues=4)) == 2
+
+        async def sender(n: int) -> None:
+            i = 0
+            while not stop.is_set():
+                i += 1
+                try:
+                    result = await producer.send(
+                        Message(topic=unique_topic, body=f"{n}-{i}".encode())
+                    )
+                except SendFailed:
+                    continue
+                successes.append((time.monotonic(), result.queue.broker_name))
+                if len(successes) >= 200:
+                    warmed_up.set()
+
+        async with anyio.create_task_group() as tg:
+            for n in range(4):
+                tg.start_soon(sender, n)
+            with anyio.fail_after(30):
+                await warmed_up.wait()
+            killed_at = time.monotonic()
+            await anyio.to_thread.run_sync(cluster.kill_broker, "broker-b")
+            await anyio.sleep(5.0)  # five seconds of sending with one master dead
+            stop.set()
+    after = [t for t, broker in successes if t > killed_at and broker == "broker-a"]
+    gaps = [b - a for a, b in zip([killed_at, *after], after, strict=False)]
+    longest = max(gaps)
+    structlog.get_logger("tests.producer").info(
+        "failover.longest_gap", seconds=round(longest, 3), sends_after_kill=len(after)
+    )
+    assert len(after) > 100
+    assert longest < send_timeout, longest

@@ -168,14 +168,14 @@ async def test_an_unexpected_error_in_one_send_fails_it_not_the_producer(
     async with FakeServer(fake) as server:
         fake.addr = server.addr
         async with Producer(namesrv=server.addr, group="G", retry_times=0) as producer:
-            real_send = producer._send
+            real_send = producer.loop.send
 
             async def flaky(prepared: Any, routing: Any, timeout: Any) -> Any:
                 if prepared.body == b"bug":
                     raise ZeroDivisionError("a bug somewhere in a send")
                 return await real_send(prepared, routing, timeout)
 
-            monkeypatch.setattr(producer, "_send", flaky)
+            monkeypatch.setattr(producer.loop, "send", flaky)
             bad = await producer.send_nowait(Message(topic="T", body=b"bug"))
             good = await producer.send_nowait(Message(topic="T", body=b"fine"))
             with pytest.raises(SendFailed) as info:

@@ -1,0 +1,198 @@
+"""The senders actor: what ``send_nowait`` admits, sent by a pool of tasks.
+
+At most ``max_pending`` messages (and ``max_pending_bytes``) are admitted at once; past that,
+admission waits (backpressure). Admitted messages go on a work queue served by a fixed pool of
+sender tasks (a task per message costs more than the send itself). Ordered messages (a
+sharding key or a selector) form a lane per queue: each waits for the one before it, because a
+broker stores one connection's concurrent sends to a queue in any order (5.x runs several send
+threads) - as the Java client's synchronous ordered send does.
+
+Every admitted message's future is resolved, whatever happens: with the broker's answer, with
+the send's failure, with :class:`~rocketmq_actors.errors.InternalError` if the send hit a bug
+(the other sends go on), or - once the producer stops - with a ``SendFailed`` whose
+``outcome_unknown`` says whether the message had been written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import attrs
+from anyio.abc import TaskStatus
+
+from rocketmq_actors.errors import ClientClosed, InternalError, RocketMQError, SendFailed
+from rocketmq_actors.logs import get_logger
+from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.runtime.tree import Node
+from rocketmq_actors.runtime.waiters import Waiter, wait_done, waiter_factory
+from rocketmq_actors.runtime.workqueue import WorkQueue
+from rocketmq_actors.tracing import Tracing
+
+from .prepare import Prepared
+from .sendloop import Routing, SendLoop
+
+__all__ = ["SENDERS", "Senders"]
+
+log = get_logger("rocketmq_actors.producer")
+
+SENDERS = 256  # sender tasks (fewer if max_pending is lower)
+
+
+@attrs.define(slots=True)
+class _Queued:
+    future: Waiter
+    prepared: Prepared
+    routing: Routing
+    timeout: float | None
+    lane: MessageQueue | None
+    previous: Waiter | None
+    span: Any = None  # tracing: the send span, ended when the send is
+
+
+class Senders:
+    def __init__(
+        self,
+        loop: SendLoop,
+        *,
+        name: str,
+        max_pending: int,
+        max_pending_bytes: int,
+        tracing: Tracing | None,
+    ) -> None:
+        self.loop = loop
+        self.name = name
+        self.max_pending = max_pending
+        self.max_pending_bytes = max_pending_bytes
+        self.tasks = min(max_pending, SENDERS)
+        self._tracing = tracing
+        self.pending = 0
+        self.pending_bytes = 0
+        self._changed = anyio.Event()
+        self._lanes: dict[MessageQueue, Waiter] = {}  # ordered sends: the last one per queue
+        self.outbox: WorkQueue[_Queued] = WorkQueue(max_pending)
+
+    # ---- admission --------------------------------------------------------------------
+
+    async def admit(
+        self,
+        prepared: Prepared,
+        routing: Routing,
+        timeout: float | None,
+        span: Any,
+        check_running: Callable[[], None],
+    ) -> Waiter:
+        """Wait for room, then queue the message; its future is returned at once."""
+        while self.pending >= self.max_pending or (
+            self.pending and self.pending_bytes + prepared.size > self.max_pending_bytes
+        ):
+            await self.wait_change()
+            check_running()  # stopped while it waited for room
+        lane = await self._lane_of(prepared.topic, routing) if routing.ordered else None
+        new_future, _ = waiter_factory()
+        future = new_future()
+        self.pending += 1
+        self.pending_bytes += prepared.size
+        previous = None
+        if lane is not None:  # ordered: after the previous send to the same queue completed
+            previous = self._lanes.get(lane)
+            self._lanes[lane] = future
+        await self.outbox.put(_Queued(future, prepared, routing, timeout, lane, previous, span))
+        return future
+
+    async def _lane_of(self, topic: str, routing: Routing) -> MessageQueue | None:
+        """The queue an ordered message goes to."""
+        try:
+            route = self.loop._instance.routes.cached(topic) or await self.loop.route(topic)
+            return self.loop.choose(route, routing, None)
+        except RocketMQError:
+            return None  # the send itself reports it
+
+    def changed(self) -> None:
+        """Wake what waits for room (or for the sends in flight, at a stop)."""
+        self._changed.set()
+
+    async def wait_change(self) -> None:
+        if self._changed.is_set():
+            self._changed = anyio.Event()
+        await self._changed.wait()
+
+    # ---- the actor --------------------------------------------------------------------
+
+    async def run(self, *, task_status: TaskStatus[Senders]) -> None:
+        """The pool of sender tasks (restarted whole by the producer's supervisor)."""
+        async with anyio.create_task_group() as tg:
+            for _ in range(self.tasks):
+                tg.start_soon(self._sender)
+            task_status.started(self)
+
+    async def _sender(self) -> None:
+        """An ordered message waits for the one before it in its lane; that one was queued
+        earlier, so another sender already holds it: no deadlock, whatever the number of
+        senders."""
+        outbox = self.outbox
+        while True:
+            try:
+                item = await outbox.get()
+            except anyio.EndOfStream:
+                return
+            try:
+                if item.previous is not None:
+                    await wait_done(item.previous)  # its own caller hears about a failure
+                await self._send_into(item)
+            except BaseException:  # cancelled: the producer is stopping
+                self.release(item, written=True)
+                raise
+            self.release(item, written=True)  # (it is resolved: only its admission is released)
+
+    async def _send_into(self, item: _Queued) -> None:
+        future, prepared = item.future, item.prepared
+        try:
+            future.set_result(await self.loop.send(prepared, item.routing, item.timeout))
+        except RocketMQError as exc:
+            future.set_exception(exc)
+        except Exception as exc:  # a bug: it fails this send, never the producer
+            log.error("producer.send_internal_error", topic=prepared.user_topic,
+                      exc_info=exc)  # fmt: skip
+            internal = InternalError(f"unexpected error in send: {exc!r}")
+            internal.__cause__ = exc
+            future.set_exception(SendFailed(prepared.user_topic, [internal]))
+        finally:
+            self._changed.set()
+
+    def release(self, item: _Queued, *, written: bool) -> None:
+        """Release an item's admission; fail its future if it is not resolved yet (the
+        producer stopped: ``written`` says whether the broker may have the message)."""
+        if not item.future.done():
+            error = ClientClosed(f"{self.name} stopped before the send completed")
+            error.outcome_unknown = written
+            item.future.set_exception(SendFailed(item.prepared.user_topic, [error]))
+        self.pending -= 1
+        self.pending_bytes -= item.prepared.size
+        if item.lane is not None and self._lanes.get(item.lane) is item.future:
+            del self._lanes[item.lane]
+        if item.span is not None:
+            self._end_span(item)
+
+    def fail_unsent(self) -> None:
+        """Once the sender tasks are gone: fail what they never took (it was never written)."""
+        self.outbox.close()
+        for item in self.outbox.take_all():
+            self.release(item, written=False)
+
+    def _end_span(self, item: _Queued) -> None:
+        assert self._tracing is not None
+        if not item.future.done():  # cancelled on the way: closing
+            self._tracing.end_send(item.span, None, anyio.get_cancelled_exc_class()())
+            return
+        try:
+            result = item.future.result()
+        except Exception as exc:
+            self._tracing.end_send(item.span, None, exc)
+        else:
+            self._tracing.end_send(item.span, result.msg_id, None)
+
+    def describe(self) -> Node:
+        info = {"tasks": self.tasks, "pending": self.pending}
+        return Node(name="senders", kind="senders", mailbox=len(self.outbox), info=info)

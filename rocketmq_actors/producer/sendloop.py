@@ -1,0 +1,260 @@
+"""The send loop: how one message (or one batch chunk) reaches a broker, within one deadline.
+
+Up to ``1 + retry_times`` attempts, each on another broker than the last failure (an ordered
+send: one attempt, its queue fixed by the key), all within the send's timeout - the route
+lookup (silent NameServers), the connection (a broker being reconnected is not waited for: the
+send fails over at once) and the broker's answer included. Every failure is a
+:class:`~rocketmq_actors.errors.SendFailed` that lists every attempt and says whether the
+message was definitely not stored or the outcome is unknown.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import anyio
+import attrs
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.cluster.routes import TopicRoute
+from rocketmq_actors.errors import (
+    BrokerError,
+    ConnectError,
+    RequestTimeout,
+    RocketMQError,
+    SendFailed,
+    broker_error,
+)
+from rocketmq_actors.logs import get_logger
+from rocketmq_actors.metrics import METRICS, SeriesKeys
+from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
+from rocketmq_actors.protocol.messages import Message
+from rocketmq_actors.protocol.sendframe import SendFrameEncoder
+from rocketmq_actors.runtime.checks import check_timeout
+from rocketmq_actors.runtime.connection import BrokerConnection
+
+from .prepare import Prepared
+from .result import SendResult, SendStatus, new_send_result
+from .selector import LatencyFaultTolerance, QueueSelector, RoundRobin, select_by_key
+
+__all__ = ["ROUND_ROBIN", "TEMPLATE_TOPIC", "Routing", "SendLoop"]
+
+log = get_logger("rocketmq_actors.producer")
+
+TEMPLATE_TOPIC = "TBW102"
+# answers meaning "this topic does not look like your (guessed) route says"
+_STALE_GUESS = frozenset({ResponseCode.INVALID_PARAMETER, ResponseCode.TOPIC_NOT_EXIST})
+
+
+@attrs.frozen
+class Routing:
+    """How to pick the queue: round robin (no key, no selector), by key, or by selector."""
+
+    message: Message | None = None
+    sharding_key: str | None = None
+    selector: QueueSelector | None = None
+    arg: object = None
+
+    @property
+    def ordered(self) -> bool:
+        return self.sharding_key is not None or self.selector is not None
+
+
+ROUND_ROBIN = Routing()
+
+
+class SendLoop:
+    def __init__(
+        self,
+        instance: ClientInstance,
+        encoder: SendFrameEncoder,
+        *,
+        send_timeout: float,
+        retry_times: int,
+        faults: LatencyFaultTolerance,
+    ) -> None:
+        self._instance = instance
+        self._encoder = encoder
+        self.send_timeout = send_timeout
+        self.retry_times = retry_times
+        self.faults = faults
+        self._round_robin = RoundRobin(faults)
+        self.in_flight = 0  # sends under way (a stop waits for them)
+        self.on_done: Callable[[], None] | None = None  # told when one ends (while stopping)
+        self._ok_series = SeriesKeys(  # topic -> (sends ok, send seconds)
+            lambda topic: (
+                METRICS.key("rocketmq_send_total", topic=topic, result="ok"),
+                METRICS.key("rocketmq_send_seconds", topic=topic),
+            )
+        )
+
+    async def route(self, topic: str) -> TopicRoute:
+        return await self._instance.routes.get(topic, template=TEMPLATE_TOPIC)
+
+    async def route_within(self, topic: str, timeout: float) -> TopicRoute:
+        """A route lookup bounded by what is left of a send's deadline (silent NameServers
+        would otherwise take their request timeout each)."""
+        with anyio.move_on_after(timeout):
+            return await self.route(topic)
+        raise RequestTimeout("namesrv", RequestCode.GET_ROUTEINFO_BY_TOPIC, timeout)
+
+    async def connect_within(self, addr: str, timeout: float) -> BrokerConnection:
+        """The connection to ``addr`` within what is left of a send's deadline; a broker being
+        reconnected is not waited for (the send fails over to another one)."""
+        with anyio.move_on_after(timeout):
+            return await self._instance.pool.get(addr, wait=False)
+        raise ConnectError(addr, f"no connection within {timeout:.3f}s")
+
+    def choose(self, route: TopicRoute, routing: Routing, avoid: str | None) -> MessageQueue:
+        queues = route.publish_queues
+        if not queues:
+            raise SendFailed(route.topic, [BrokerError("-", 17, "no writable queue in route")])
+        if routing.message is not None and routing.sharding_key is not None:
+            return select_by_key(queues, routing.message, routing.sharding_key)
+        if routing.message is not None and routing.selector is not None:
+            return routing.selector(queues, routing.message, routing.arg)
+        return self._round_robin.choose(queues, avoid)
+
+    @staticmethod
+    def master(route: TopicRoute, queue: MessageQueue) -> str:
+        addr = route.master_addr(queue.broker_name)
+        if addr is None:
+            raise SendFailed(
+                route.topic, [BrokerError(queue.broker_name, 14, "the broker has no master")]
+            )
+        return addr
+
+    async def send(self, prepared: Prepared, routing: Routing, timeout: float | None) -> SendResult:
+        """Send with retries, within ``timeout`` (the producer's ``send_timeout`` if None)."""
+        if timeout is not None:  # (the hot path passes None: the producer's own, checked)
+            timeout = check_timeout("timeout", timeout)
+        self.in_flight += 1
+        try:
+            timeout = timeout or self.send_timeout
+            deadline = time.monotonic() + timeout
+            ordered = routing.ordered
+            attempts: list[RocketMQError] = []
+            avoid: str | None = None
+            batch = bool(prepared.batch_ids)
+            code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+            for _ in range(1 if ordered else 1 + self.retry_times):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    # the hot path: a cached route without even a coroutine
+                    route = self._instance.routes.cached(prepared.topic) or await self.route_within(
+                        prepared.topic, remaining
+                    )
+                except RocketMQError as exc:
+                    attempts.append(exc)
+                    if not exc.retriable:
+                        break
+                    continue
+                queue = self.choose(route, routing, avoid)
+                broker = queue.broker_name
+                born = time.time_ns() // 1_000_000
+                started = time.monotonic()
+
+                def encode(opaque: int, queue: MessageQueue = queue, born: int = born) -> bytes:
+                    return self._encoder.encode(
+                        opaque, prepared.topic, queue.queue_id, prepared.body, born,
+                        prepared.properties, queue.broker_name, sys_flag=prepared.sys_flag,
+                        flag=prepared.flag, batch=batch,
+                    )  # fmt: skip
+
+                try:
+                    addr = self.master(route, queue)
+                    conn = self._instance.pool.registry.lookup(addr)
+                    if conn is None or not conn.is_open:
+                        conn = await self.connect_within(addr, remaining)
+                        remaining = deadline - time.monotonic()
+                    reply = await conn.request_encoded(code, encode, remaining, prepared.size)
+                except SendFailed:
+                    METRICS.inc("rocketmq_send_total", topic=prepared.user_topic, result="failed")
+                    raise
+                except RocketMQError as exc:
+                    self.faults.record(broker, 0, failed=True)
+                    attempts.append(exc)
+                    avoid = broker
+                    METRICS.inc("rocketmq_send_retries_total", topic=prepared.user_topic)
+                    log.info("producer.send.retry", topic=prepared.topic, broker=broker,
+                             error=str(exc))  # fmt: skip
+                    if not exc.retriable:
+                        break
+                    continue
+                status = SendStatus.from_code(reply.code)
+                if status is None:
+                    error = broker_error(addr, reply.code, reply.remark)
+                    attempts.append(error)
+                    if route.auto_created and reply.code in _STALE_GUESS:
+                        # the route was a guess from the template topic, and the topic has since
+                        # been created with other queues: look again and retry
+                        await self._instance.routes.refresh(prepared.topic)
+                        continue
+                    self.faults.record(broker, 0, failed=True)
+                    if not error.retriable:
+                        break
+                    avoid = broker
+                    continue
+                if self.faults.enabled:
+                    self.faults.record(broker, (time.monotonic() - started) * 1000)
+                ext = reply.ext_fields
+                try:  # the hot path: read the four fields directly (SendMessageResponseHeader)
+                    queue_id = int(ext["queueId"])
+                    if queue.queue_id != queue_id or queue.topic != prepared.user_topic:
+                        queue = MessageQueue(prepared.user_topic, broker, queue_id)
+                    result = new_send_result(
+                        status, prepared.msg_id, ext["msgId"], queue, int(ext["queueOffset"]),
+                        ext.get("transactionId"), ext.get("MSG_REGION"),
+                    )  # fmt: skip
+                except (KeyError, ValueError) as exc:
+                    METRICS.inc("rocketmq_send_total", topic=prepared.user_topic, result="failed")
+                    raise SendFailed(
+                        prepared.user_topic,
+                        [BrokerError(addr, reply.code, f"malformed send response: {exc!r}")],
+                    ) from None
+                series = self._ok_series.get(prepared.user_topic) or self._ok_series.add(
+                    prepared.user_topic
+                )
+                METRICS.count_and_observe(*series, time.monotonic() - started)
+                return result
+            if not attempts:  # the deadline passed before any attempt could start
+                attempts.append(RequestTimeout("-", code, timeout))
+            METRICS.inc("rocketmq_send_total", topic=prepared.user_topic, result="failed")
+            raise SendFailed(prepared.user_topic, attempts) from attempts[-1]
+        finally:
+            self.in_flight -= 1
+            if self.on_done is not None:
+                self.on_done()  # a stop is waiting for sends in flight
+
+    async def oneway(self, prepared: Prepared, routing: Routing) -> None:
+        """Send without waiting for an answer, at most once, within ``send_timeout`` (a
+        broker that stops reading fails it with WriteTimeout, inside SendFailed)."""
+        deadline = time.monotonic() + self.send_timeout
+        try:
+            route = self._instance.routes.cached(prepared.topic) or await self.route_within(
+                prepared.topic, self.send_timeout
+            )
+            queue = self.choose(route, routing, None)
+            addr = self.master(route, queue)
+            conn = self._instance.pool.registry.lookup(addr)
+            if conn is None or not conn.is_open:
+                conn = await self.connect_within(addr, deadline - time.monotonic())
+            born = time.time_ns() // 1_000_000
+
+            def encode(opaque: int) -> bytes:
+                return self._encoder.encode(
+                    opaque, prepared.topic, queue.queue_id, prepared.body, born,
+                    prepared.properties, queue.broker_name, sys_flag=prepared.sys_flag,
+                    flag=prepared.flag, oneway=True,
+                )  # fmt: skip
+
+            timeout = max(deadline - time.monotonic(), 0.0)
+            await conn.oneway_encoded(encode, prepared.size, timeout)
+        except SendFailed:
+            raise
+        except RocketMQError as exc:
+            raise SendFailed(prepared.user_topic, [exc]) from exc
