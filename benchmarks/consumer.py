@@ -137,7 +137,7 @@ async def slow_handler_memory(namesrv: str, topic: str, seconds: float) -> dict[
         while time.monotonic() < stop:
             await anyio.sleep(0.25)
             samples.append(rss_mb())
-            cached.append(sum(o.pq.count for o in consumer._queues.values()))
+            cached.append(sum(pq.count for pq in consumer.owned_queues().values()))
     return {
         "handler_ms": 10,
         "concurrency": 20,

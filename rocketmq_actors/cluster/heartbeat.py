@@ -19,6 +19,7 @@ from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.headers import UnregisterClientRequestHeader
 from rocketmq_actors.runtime.pool import ConnectionPool
+from rocketmq_actors.runtime.tree import Node
 
 from .routes import RouteTable
 
@@ -94,11 +95,20 @@ class HeartbeatService:
         self.rounds += 1
         return results
 
-    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        task_status.started()
+    async def run(
+        self, *, task_status: TaskStatus[HeartbeatService] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The heartbeat actor."""
+        task_status.started(self)
         while True:
             await self.beat()
             await anyio.sleep(self.interval)
+
+    def describe(self) -> Node:
+        return Node(name="heartbeat", kind="heartbeat", info={
+            "rounds": self.rounds, "producers": len(self._producers),
+            "consumers": len(self._consumers),
+        })  # fmt: skip
 
     async def unregister(self, *, producer: str | None = None, consumer: str | None = None) -> None:
         """Tell every known broker this client left ``producer`` / ``consumer`` group."""

@@ -1,15 +1,16 @@
 """ClientInstance: the root of one client's actor tree.
 
     ClientInstance(client id "ip@pid#n#t")
-    ├─ ConnectionPool      DynamicSupervisor of BrokerConnections, registered by address
-    ├─ Router              broker requests -> producer/consumer mailboxes
-    ├─ NameServerClient    sticky NameServer with cool-down failover
-    ├─ RouteTable.run      refresh every route_refresh_interval
-    └─ HeartbeatService.run heartbeat every heartbeat_interval
+    ├─ connections   DynamicSupervisor of BrokerConnections, registered by address
+    ├─ routes        the route refresher: every route_refresh_interval (a supervised child)
+    ├─ heartbeat     heartbeats every heartbeat_interval (a supervised child)
+    └─ router        broker requests, decoded -> producer/consumer mailboxes (not a task)
 
-Producers and consumers created on one instance share its connections. Everything runs in the
-instance's task group: leaving ``async with`` unregisters the groups (best effort), stops the
-loops and closes every connection.
+Producers and consumers created on one instance share its connections. The refresher and the
+heartbeat are restarted by the instance's supervisor after an unexpected error; one that keeps
+failing stops the instance (and its members) with ``SupervisorGaveUp``. Stopping unregisters
+the groups (best effort, within the stop deadline), stops the actors and closes every
+connection.
 """
 
 from __future__ import annotations
@@ -34,16 +35,24 @@ from rocketmq_actors.runtime.lifecycle import Lifecycle
 from rocketmq_actors.runtime.mailbox import Mailbox
 from rocketmq_actors.runtime.netinfo import local_ipv4
 from rocketmq_actors.runtime.pool import ConnectionPool
-from rocketmq_actors.runtime.router import Inbound, Router
+from rocketmq_actors.runtime.router import CONSUMER_EVENTS, PRODUCER_EVENTS, Inbound, Router
+from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart, RestartPolicy
+from rocketmq_actors.runtime.tree import Node
 
 from .heartbeat import HeartbeatService
 from .namesrv import NameServerClient, parse_namesrv
 from .routes import RouteTable
 
-__all__ = ["ClientInstance"]
+__all__ = ["INSTANCE_POLICY", "ClientInstance"]
 
 log = get_logger("rocketmq_actors.cluster")
 _instances = itertools.count(1)
+
+#: the route refresher and the heartbeat: restarted after an unexpected error (the network
+#: errors they expect are retried inside), up to 5 times a minute, then the instance stops
+INSTANCE_POLICY = RestartPolicy(
+    max_restarts=5, period=60.0, backoff_initial=0.5, backoff_max=10.0, escalate=True
+)
 
 
 class ClientInstance(Lifecycle):
@@ -61,8 +70,9 @@ class ClientInstance(Lifecycle):
         route_refresh_interval: float = 30.0,
         namesrv_cooldown: float = 10.0,
         shutdown_timeout: float = 10.0,
+        on_error: Callable[[BaseException], object] | None = None,
     ) -> None:
-        super().__init__(shutdown_timeout=shutdown_timeout)
+        super().__init__(shutdown_timeout=shutdown_timeout, on_error=on_error)
         parse_namesrv(namesrv)  # bad addresses fail here, before any I/O
         check_timeout("connect_timeout", connect_timeout)
         check_timeout("request_timeout", request_timeout)
@@ -90,19 +100,35 @@ class ClientInstance(Lifecycle):
         )  # fmt: skip
         self._producer_groups: set[str] = set()
         self._consumer_groups: set[str] = set()
+        self._supervisor = DynamicSupervisor(
+            "instance", INSTANCE_POLICY, shutdown_timeout=shutdown_timeout
+        )
 
     def _describe(self) -> str:
         return f"ClientInstance({self.client_id})"
+
+    def describe(self) -> Node:
+        children = (
+            self.pool.supervisor.describe(kind="connection-supervisor"),
+            *self._supervisor.describe().children,
+            self.router.describe(),
+        )
+        return Node(name=self._describe(), kind="client-instance", state=self.state.value,
+                    last_error=repr(self.error) if self.error else None,
+                    children=children)  # fmt: skip
 
     async def _open(self, stack: AsyncExitStack) -> None:
         await stack.enter_async_context(self.pool)
         # a NameServer must answer before the client counts as started: a service learns at
         # start-up, not at its first send, that it cannot reach the cluster
         await self.namesrv.probe()
-        tg = await stack.enter_async_context(anyio.create_task_group())
-        stack.callback(tg.cancel_scope.cancel)  # runs first on exit: stop the loops
-        await tg.start(self.routes.run)
-        await tg.start(self.heartbeat.run)
+        supervisor = await stack.enter_async_context(self._supervisor)
+        await supervisor.start_child(
+            ChildSpec("routes", self.routes.run, Restart.PERMANENT, kind="route-refresher")
+        )
+        await supervisor.start_child(
+            ChildSpec("heartbeat", self.heartbeat.run, Restart.PERMANENT, kind="heartbeat")
+        )
         log.info("instance.started", client_id=self.client_id, namesrv=self.namesrv.addrs)
 
     async def _closing(self) -> None:
@@ -120,7 +146,7 @@ class ClientInstance(Lifecycle):
         if group in self._producer_groups:
             raise ConfigError(f"producer group {group!r} is already registered on this instance")
         self._producer_groups.add(group)
-        self.router.register_producer(group, mailbox)
+        self.router.register(PRODUCER_EVENTS, group, mailbox)
         self.heartbeat.add_producer(group)
 
     def register_consumer(
@@ -130,20 +156,20 @@ class ClientInstance(Lifecycle):
         if group in self._consumer_groups:
             raise ConfigError(f"consumer group {group!r} is already registered on this instance")
         self._consumer_groups.add(group)
-        self.router.register_consumer(group, mailbox)
+        self.router.register(CONSUMER_EVENTS, group, mailbox)
         self.heartbeat.add_consumer(group, data)
 
     async def unregister_producer(self, group: str) -> None:
         if group in self._producer_groups:
             self._producer_groups.discard(group)
-            self.router.unregister_producer(group)
+            self.router.unregister(PRODUCER_EVENTS, group)
             self.heartbeat.remove_producer(group)
             await self.heartbeat.unregister(producer=group)
 
     async def unregister_consumer(self, group: str) -> None:
         if group in self._consumer_groups:
             self._consumer_groups.discard(group)
-            self.router.unregister_consumer(group)
+            self.router.unregister(CONSUMER_EVENTS, group)
             self.heartbeat.remove_consumer(group)
             await self.heartbeat.unregister(consumer=group)
 

@@ -15,13 +15,21 @@ import anyio
 
 from rocketmq_actors.errors import ClientClosed, ConfigError
 from rocketmq_actors.protocol.acl import AclCredentials
+from rocketmq_actors.runtime.backoff import RestartPolicy
 from rocketmq_actors.runtime.lifecycle import Lifecycle
 from rocketmq_actors.runtime.mailbox import Mailbox
 from rocketmq_actors.runtime.router import Inbound
 
 from .instance import ClientInstance
 
-__all__ = ["GroupMember"]
+__all__ = ["MEMBER_POLICY", "GroupMember"]
+
+#: a member's own actors (mailbox, rebalancer, consume service, persister, lock keeper,
+#: senders): restarted after an unexpected error, up to 5 times a minute, then the member
+#: stops with SupervisorGaveUp
+MEMBER_POLICY = RestartPolicy(
+    max_restarts=5, period=60.0, backoff_initial=0.5, backoff_max=10.0, escalate=True
+)
 
 
 class GroupMember(Lifecycle):
@@ -35,8 +43,9 @@ class GroupMember(Lifecycle):
         ssl_context: ssl.SSLContext | None = None,
         credentials: AclCredentials | None = None,
         shutdown_timeout: float = 10.0,
+        on_error: Callable[[BaseException], object] | None = None,
     ) -> None:
-        super().__init__(shutdown_timeout=shutdown_timeout)
+        super().__init__(shutdown_timeout=shutdown_timeout, on_error=on_error)
         if instance is None and namesrv is None:
             raise ConfigError("give a NameServer address (namesrv=...) or a ClientInstance")
         if instance is not None and (ssl_context is not None or credentials is not None):

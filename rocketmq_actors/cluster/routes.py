@@ -22,8 +22,10 @@ from rocketmq_actors.protocol.bodies import (
     BrokerData,
     MessageQueue,
     TopicRouteData,
+    parse_order_topic_conf,
 )
 from rocketmq_actors.protocol.codes import ResponseCode
+from rocketmq_actors.runtime.tree import Node
 
 from .namesrv import NameServerClient
 
@@ -46,10 +48,8 @@ class TopicRoute:
         brokers = {b.broker_name: b for b in data.broker_datas}
         publish: list[MessageQueue] = []
         if data.order_topic_conf:
-            for item in data.order_topic_conf.split(";"):
-                name, _, count = item.partition(":")
-                if name and count.isdigit():
-                    publish += (MessageQueue(topic, name, i) for i in range(int(count)))
+            for name, count in parse_order_topic_conf(data.order_topic_conf):
+                publish += (MessageQueue(topic, name, i) for i in range(count))
         else:
             for q in sorted(data.queue_datas, key=lambda q: q.broker_name):
                 broker = brokers.get(q.broker_name)
@@ -160,6 +160,9 @@ class RouteTable:
         self._routes[topic] = route
         return route
 
+    def describe(self) -> Node:
+        return Node(name="routes", kind="route-refresher", info={"topics": len(self._routes)})
+
     async def broker_addr(self, queue: MessageQueue, *, master_only: bool) -> str:
         """The address serving ``queue``: its master, or - when ``master_only`` is false (pulls,
         which slaves serve too) and the master is gone - the lowest-id slave. Offsets,
@@ -194,9 +197,9 @@ class RouteTable:
                         addrs.add(addr)
         return addrs
 
-    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Refresh every known topic every ``refresh_interval`` seconds."""
-        task_status.started()
+    async def run(self, *, task_status: TaskStatus[RouteTable] = anyio.TASK_STATUS_IGNORED) -> None:
+        """The route refresher actor: every known topic every ``refresh_interval`` seconds."""
+        task_status.started(self)
         while True:
             await anyio.sleep(self.refresh_interval)
             for topic in self.topics():

@@ -27,68 +27,13 @@ counter counts them all).
 
 from __future__ import annotations
 
-import functools
-import inspect
 import time
-from collections.abc import Awaitable, Callable, Hashable
-from typing import Any, TypeVar
+from collections.abc import Callable, Hashable
 
-import anyio
-import anyio.to_thread
-
-from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.protocol.records import MessageExt
+from rocketmq_actors.runtime.callbacks import as_async_handler
 
 __all__ = ["FailureLog", "as_async_handler"]
-
-A = TypeVar("A")
-
-
-def _is_async(fn: object) -> bool:
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(fn, "__call__", None)  # noqa: B004 - an object whose __call__ is async
-    return call is not None and inspect.iscoroutinefunction(call)
-
-
-def _check_arity(fn: Callable[..., Any], name: str) -> None:
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):  # a builtin without a signature: cannot tell, accept it
-        return
-    try:
-        signature.bind(object())
-    except TypeError:
-        raise ConfigError(
-            f"{name} {fn!r} must take exactly one positional argument (the "
-            f"{'list of messages' if 'batch' in name else 'message'}); its signature is "
-            f"{signature}"
-        ) from None
-
-
-def as_async_handler(
-    fn: object, *, name: str, sync: bool, limiter: anyio.CapacityLimiter | None = None
-) -> Callable[[A], Awaitable[None]]:
-    """``fn`` checked and, with ``sync``, wrapped to run in a worker thread.
-    :class:`ConfigError` says what is wrong before the consumer starts."""
-    if not callable(fn):
-        raise ConfigError(f"{name} must be an async function, not {type(fn).__name__}")
-    _check_arity(fn, name)
-    if _is_async(fn):
-        if sync:
-            raise ConfigError(f"{name} {fn!r} is async: sync_handler=True is for plain functions")
-        return fn
-    if not sync:
-        raise ConfigError(
-            f"{name} {fn!r} is a plain function: make it 'async def', or pass "
-            "sync_handler=True to run it in a worker thread"
-        )
-    function: Callable[[A], object] = fn
-
-    async def in_thread(arg: A) -> None:
-        await anyio.to_thread.run_sync(functools.partial(function, arg), limiter=limiter)
-
-    return in_thread
 
 
 class FailureLog:

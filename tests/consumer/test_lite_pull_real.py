@@ -7,6 +7,7 @@ import anyio
 import pytest
 
 from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer
+from rocketmq_actors.errors import ClientStateError
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
@@ -130,5 +131,5 @@ async def test_assign_seek_pause_resume_and_iterate(
         assert await consumer.committed(queue) == 11
         with pytest.raises(ValueError, match="not assigned"):
             consumer.seek(MessageQueue(unique_topic, "broker-a", 9), 0)
-        with pytest.raises(RuntimeError, match="subscribe or assign"):
+        with pytest.raises(ClientStateError, match="subscribe or assign"):
             await consumer.subscribe(unique_topic)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 import pytest
 
 from rocketmq_actors.consumer.process_queue import ProcessQueue
 from rocketmq_actors.consumer.pull import MessageSelector, Subscription
-from rocketmq_actors.consumer.push import PushConsumer, _Owned
+from rocketmq_actors.consumer.push import PushConsumer
+from rocketmq_actors.consumer.queues import QueueActor
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
 
@@ -50,9 +50,14 @@ def test_max_reconsume_defaults_follow_java() -> None:
 
 
 def _own(consumer: PushConsumer, topic: str, count: int) -> None:
-    """As if the rebalancer had started ``count`` queues of ``topic``."""
-    queues = [MessageQueue(topic, "b", i) for i in range(count)]
-    consumer._queues = {q: _Owned(ProcessQueue(q, 0), anyio.CancelScope()) for q in queues}
+    """As if the rebalancer had started ``count`` queues of ``topic`` (registered, as the
+    queue table registers its actors)."""
+    registry = consumer.queues.registry
+    for queue in list(registry):
+        registry.unregister(queue)
+    for i in range(count):
+        queue = MessageQueue(topic, "b", i)
+        registry.register(queue, QueueActor(consumer, queue, 0, locked=False))
 
 
 async def test_topic_limits_are_shared_by_the_topic_queues() -> None:
@@ -61,23 +66,23 @@ async def test_topic_limits_are_shared_by_the_topic_queues() -> None:
     pq = ProcessQueue(MessageQueue("t", "b", 0), 0)
     _own(consumer, "t", 4)  # four owned queues: 25 messages / 1000 bytes each
     pq.put([_msg(o, size=10) for o in range(24)])
-    assert not consumer._over_limits(pq)
+    assert not consumer.over_limits(pq)
     pq.put([_msg(24, size=10)])
-    assert consumer._over_limits(pq)  # 25 messages
+    assert consumer.over_limits(pq)  # 25 messages
     _own(consumer, "t", 2)  # fewer queues: a bigger share each
-    assert not consumer._over_limits(pq)
+    assert not consumer.over_limits(pq)
     pq.put([_msg(25, size=800)])
-    assert not consumer._over_limits(pq)  # 26 messages, 1050 bytes: under 50 and 2000
+    assert not consumer.over_limits(pq)  # 26 messages, 1050 bytes: under 50 and 2000
     pq.put([_msg(26, size=1000)])
-    assert consumer._over_limits(pq)  # 2050 bytes > 4000 / 2
+    assert consumer.over_limits(pq)  # 2050 bytes > 4000 / 2
 
 
 def test_orderly_ignores_the_span_limit() -> None:
     consumer = _consumer(orderly=True, max_span=5)
     pq = ProcessQueue(MessageQueue("t", "b", 0), 0)
     pq.put([_msg(0), _msg(50)])
-    assert not consumer._over_limits(pq)
-    assert _consumer(max_span=5)._over_limits(pq)
+    assert not consumer.over_limits(pq)
+    assert _consumer(max_span=5).over_limits(pq)
 
 
 def test_selectors_parse_into_subscriptions() -> None:

@@ -15,6 +15,8 @@ from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.runtime.lifecycle import State
 
+from .test_lifecycle import _chain_has_no_cycle
+
 pytestmark = pytest.mark.integration
 
 MESSAGES = 20
@@ -33,17 +35,6 @@ async def _committed_total(namesrv: str, group: str, topic: str) -> int:
         for queue in await reader.queues(topic):
             total += await reader.committed(queue) or 0
         return total
-
-
-def _no_cycle(exc: BaseException) -> bool:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None:
-        if id(current) in seen:
-            return False
-        seen.add(id(current))
-        current = current.__context__
-    return True
 
 
 class _Counter:
@@ -147,7 +138,7 @@ async def test_a_cancelled_scope_stops_each_client_kind_and_persists_offsets(
                     await worker()
     assert len(caught) == 1
     assert isinstance(caught[0], anyio.get_cancelled_exc_class())
-    assert _no_cycle(caught[0])
+    assert _chain_has_no_cycle(caught[0])
     if consumer:
         assert len(set(seen.bodies)) == MESSAGES
         # offsets persisted on the way out: a new member would start after all of them

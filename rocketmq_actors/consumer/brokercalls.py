@@ -1,0 +1,218 @@
+"""The broker calls both consumers make: pull, offsets by position or time, send-back."""
+
+from __future__ import annotations
+
+import enum
+from typing import Protocol
+
+import attrs
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.errors import RocketMQError, broker_error
+from rocketmq_actors.logs import get_logger
+from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
+from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.protocol.headers import (
+    ConsumerSendMsgBackRequestHeader,
+    GetMaxOffsetRequestHeader,
+    GetMinOffsetRequestHeader,
+    OffsetResponseHeader,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    SearchOffsetRequestHeader,
+)
+from rocketmq_actors.protocol.messages import PullSysFlag
+from rocketmq_actors.protocol.records import MessageExt, decode_messages
+from rocketmq_actors.runtime.backoff import Backoff
+
+from .subscriptions import Subscription
+
+__all__ = [
+    "DLQ_NOW",
+    "PullResult",
+    "PullStatus",
+    "Puller",
+    "max_offset",
+    "min_offset",
+    "offset_for_time",
+    "pull_once",
+    "pull_or_back_off",
+    "send_back",
+]
+
+log = get_logger("rocketmq_actors.consumer")
+
+DLQ_NOW = -1  # CONSUMER_SEND_MSG_BACK delay level that dead-letters at once
+
+
+class PullStatus(enum.Enum):
+    FOUND = "FOUND"
+    NO_NEW_MSG = "NO_NEW_MSG"  # nothing past the offset (after the long poll)
+    NO_MATCHED_MSG = "NO_MATCHED_MSG"  # messages exist, none matched the filter
+    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"  # outside [min, max]: continue at next_offset
+
+
+@attrs.frozen
+class PullResult:
+    status: PullStatus
+    next_offset: int
+    min_offset: int
+    max_offset: int
+    messages: tuple[MessageExt, ...] = ()
+
+
+_STATUS: dict[int, PullStatus] = {
+    ResponseCode.SUCCESS: PullStatus.FOUND,
+    ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
+    ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
+    ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
+}
+
+
+async def pull_once(
+    instance: ClientInstance,
+    group: str,
+    queue: MessageQueue,
+    offset: int,
+    *,
+    subscription: Subscription,
+    sub_version: int,
+    max_messages: int,
+    wait: float,
+    request_timeout: float,
+) -> PullResult:
+    """One PULL_MESSAGE (shared by the pull and push consumers)."""
+    addr = await instance.routes.broker_addr(queue, master_only=False)
+    header = PullMessageRequestHeader(
+        consumer_group=group,
+        topic=queue.topic,
+        queue_id=queue.queue_id,
+        queue_offset=offset,
+        max_msg_nums=max_messages,
+        sys_flag=PullSysFlag.build(commit_offset=False, suspend=wait > 0, subscription=True),
+        suspend_timeout_millis=int(wait * 1000),
+        subscription=subscription.expression,
+        sub_version=sub_version,
+        expression_type=subscription.expression_type,
+        broker_name=queue.broker_name,
+    )
+    # the broker's hold service answers up to ~5 s after the suspend time
+    reply = await instance.request(
+        addr,
+        RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext()),
+        timeout=request_timeout + (wait + 5 if wait > 0 else 0),
+    )
+    status = _STATUS.get(reply.code)
+    if status is None:
+        raise broker_error(addr, reply.code, reply.remark)
+    response = PullMessageResponseHeader.from_ext(reply.ext_fields)
+    messages: tuple[MessageExt, ...] = ()
+    if status is PullStatus.FOUND:
+        # a record that does not decode comes back marked (decode_error), never as an error
+        # for the whole pull: the consumer sends it on to the DLQ and the queue moves on
+        decoded = decode_messages(reply.body, strict=False)
+        for message in decoded:
+            message.broker_name = queue.broker_name
+        messages = tuple(m for m in decoded if subscription.matches(m))
+    return PullResult(
+        status, response.next_begin_offset, response.min_offset, response.max_offset, messages
+    )
+
+
+async def _offset_request(
+    instance: ClientInstance, queue: MessageQueue, code: int, ext: dict[str, str]
+) -> int:
+    addr = await instance.routes.broker_addr(queue, master_only=True)
+    reply = await instance.request(addr, RemotingCommand.request(code, ext))
+    if reply.code != ResponseCode.SUCCESS:
+        raise broker_error(addr, reply.code, reply.remark)
+    return OffsetResponseHeader.from_ext(reply.ext_fields).offset
+
+
+async def min_offset(instance: ClientInstance, queue: MessageQueue) -> int:
+    header = GetMinOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id)
+    return await _offset_request(instance, queue, RequestCode.GET_MIN_OFFSET, header.to_ext())
+
+
+async def max_offset(instance: ClientInstance, queue: MessageQueue) -> int:
+    header = GetMaxOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id)
+    return await _offset_request(instance, queue, RequestCode.GET_MAX_OFFSET, header.to_ext())
+
+
+async def offset_for_time(instance: ClientInstance, queue: MessageQueue, timestamp_ms: int) -> int:
+    header = SearchOffsetRequestHeader(
+        topic=queue.topic, queue_id=queue.queue_id, timestamp=timestamp_ms
+    )
+    return await _offset_request(
+        instance, queue, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header.to_ext()
+    )
+
+
+async def send_back(
+    instance: ClientInstance,
+    group: str,
+    message: MessageExt,
+    delay_level: int,
+    max_reconsume_times: int,
+) -> bool:
+    """CONSUMER_SEND_MSG_BACK: the broker redelivers ``message`` later through
+    ``%RETRY%<group>`` (or dead-letters it, past ``max_reconsume_times`` or with
+    :data:`DLQ_NOW`). False when the broker could not be asked or refused."""
+    queue = MessageQueue(message.topic, message.broker_name, message.queue_id)
+    try:
+        addr = await instance.routes.broker_addr(queue, master_only=True)
+        header = ConsumerSendMsgBackRequestHeader(
+            offset=message.commit_log_offset,
+            group=group,
+            delay_level=delay_level,
+            origin_msg_id=message.msg_id,
+            origin_topic=message.topic,
+            max_reconsume_times=max_reconsume_times,
+            broker_name=message.broker_name,
+        )
+        reply = await instance.request(
+            addr, RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext())
+        )
+    except RocketMQError as exc:
+        log.warning("consumer.send_back_failed", msg_id=message.msg_id, error=str(exc))
+        return False
+    if reply.code != ResponseCode.SUCCESS:
+        log.warning("consumer.send_back_refused", msg_id=message.msg_id, code=reply.code,
+                    remark=reply.remark)  # fmt: skip
+        return False
+    return True
+
+
+class Puller(Protocol):
+    """What a pulling actor (a push consumer's queue, a pull consumer's fetcher) reads from
+    its consumer."""
+
+    group: str
+    pull_batch_size: int
+    pull_suspend: float
+    request_timeout: float
+
+    @property
+    def instance(self) -> ClientInstance: ...
+    @property
+    def sub_version(self) -> int: ...
+    def subscription(self, topic: str) -> Subscription: ...
+
+
+async def pull_or_back_off(
+    owner: Puller, queue: MessageQueue, offset: int, backoff: Backoff
+) -> PullResult | None:
+    """One long-polling pull for a pulling actor; on a client or broker error, log it, wait
+    the back-off and return None (the actor goes on: errors of the network are not crashes)."""
+    try:
+        return await pull_once(
+            owner.instance, owner.group, queue, offset,
+            subscription=owner.subscription(queue.topic), sub_version=owner.sub_version,
+            max_messages=owner.pull_batch_size, wait=owner.pull_suspend,
+            request_timeout=owner.request_timeout,
+        )  # fmt: skip
+    except RocketMQError as exc:
+        log.info("consumer.pull_failed", queue=str(queue), error=str(exc))
+        await backoff.sleep()
+        return None

@@ -1,0 +1,168 @@
+"""Running a push consumer's handler on messages, and what its outcome means.
+
+:meth:`Dispatcher.invoke` is called by the consume services (concurrent workers, orderly
+queue loops, CONSUME_MESSAGE_DIRECTLY) and answers True (consumed), False (failed: retry it)
+or None (not consumed: the consumer is stopping, or the handler raised ``KeyboardInterrupt`` /
+``SystemExit``, which stops the consumer). A message that could not be decoded never reaches
+the handler: it is a failure, logged at ERROR with its queue and offset
+(``consumer.undecodable``), and so goes back through the retry topic to the DLQ like any
+failed message. See :mod:`.handlers` for the outcomes a handler can have.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from rocketmq_actors.logs import get_logger
+from rocketmq_actors.metrics import METRICS, SeriesKeys
+from rocketmq_actors.protocol.messages import Property
+from rocketmq_actors.protocol.records import MessageExt
+from rocketmq_actors.tracing import Tracing
+
+from .delivery import Abandoned, Deliveries
+from .handlers import FailureLog, describe
+
+__all__ = ["BatchHandler", "Dispatcher", "Handler"]
+
+log = get_logger("rocketmq_actors.consumer")
+
+Handler = Callable[[MessageExt], Awaitable[None]]
+BatchHandler = Callable[[list[MessageExt]], Awaitable[None]]
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        group: str,
+        *,
+        handler: Handler | None,
+        batch_handler: BatchHandler | None,
+        consume_timeout: float | None,
+        tracing: Tracing | None,
+        fail: Callable[[BaseException], None],
+    ) -> None:
+        self.group = group
+        self.handler = handler
+        self.batch_handler = batch_handler
+        self.consume_timeout = consume_timeout
+        self.deliveries = Deliveries() if handler is None and batch_handler is None else None
+        self._tracing = tracing
+        self._fail = fail
+        self.consumed = 0
+        self.failed = 0
+        self.in_flight = 0
+        self._idle = anyio.Event()
+        self._failure_log = FailureLog()
+        self._ok_series = SeriesKeys(  # topic -> (messages consumed, handler seconds)
+            lambda topic: (
+                METRICS.key("rocketmq_consume_total", group=group, topic=topic, result="ok"),
+                METRICS.key("rocketmq_consume_seconds", group=group, topic=topic),
+            )
+        )
+
+    @property
+    def has_handler(self) -> bool:
+        return self.deliveries is None
+
+    async def wait_idle(self) -> None:
+        """Until no handler runs (the drain of a stop)."""
+        while self.in_flight:
+            self._idle = anyio.Event()
+            await self._idle.wait()
+
+    async def invoke(self, messages: list[MessageExt], *, timed: bool = True) -> bool | None:
+        """Run the handler (or hand the messages to ``async for``): True when consumed, False
+        when it failed, None when left unconsumed. ``timed``: bound it by ``consume_timeout``
+        here (the concurrent workers are bounded by their sweeper instead)."""
+        poison = [m for m in messages if m.decode_error is not None]
+        if poison:
+            for message in poison:
+                log.error("consumer.undecodable", group=self.group, reason=message.decode_error,
+                          **describe(message))  # fmt: skip
+            self._count_failed(messages)
+            return False
+        self.in_flight += 1
+        began = time.monotonic()
+        try:
+            if timed and self.consume_timeout is not None:
+                with anyio.fail_after(self.consume_timeout):
+                    await self._call(messages)
+            else:
+                await self._call(messages)
+            self.consumed += len(messages)
+            topic = messages[0].topic
+            series = self._ok_series.get(topic) or self._ok_series.add(topic)
+            METRICS.count_and_observe(*series, time.monotonic() - began, len(messages))
+            return True
+        except Abandoned:
+            return None
+        except Exception as exc:
+            self.report_failure(messages, exc)
+            return False
+        except anyio.get_cancelled_exc_class() as exc:
+            if anyio.current_effective_deadline() == -math.inf:
+                raise  # cancelled for real: the consumer stops, or the handler timed out
+            self.report_failure(messages, exc)  # a stray cancellation from the handler's code
+            return False
+        except (KeyboardInterrupt, SystemExit) as exc:
+            log.warning("consumer.handler_interrupted", group=self.group, error=repr(exc),
+                        **describe(messages[0]))  # fmt: skip
+            self._fail(exc)  # the consumer stops and raises it; these stay unconsumed
+            return None
+        finally:
+            self.in_flight -= 1
+            if not self.in_flight:
+                self._idle.set()
+
+    def _count_failed(self, messages: list[MessageExt]) -> None:
+        self.failed += len(messages)
+        METRICS.inc("rocketmq_consume_total", len(messages), group=self.group,
+                    topic=messages[0].topic, result="failed")  # fmt: skip
+
+    def report_failure(self, messages: list[MessageExt], exc: BaseException) -> None:
+        """Count a failed handler call and log it (at most one line per queue every 10 s)."""
+        self._count_failed(messages)
+        first = messages[0]
+        suppressed = self._failure_log.admit((first.topic, first.broker_name, first.queue_id))
+        if suppressed is not None:
+            log.warning("consumer.handler_failed", group=self.group, count=len(messages),
+                        error=repr(exc), suppressed=suppressed, exc_info=exc,
+                        **describe(first))  # fmt: skip
+
+    def _call(self, messages: list[MessageExt]) -> Awaitable[None]:
+        # Plain functions that return the handler's own awaitable: a message passes through
+        # no coroutine frames of ours between the worker's and the handler's.
+        presented = [_present(m) for m in messages]
+        if self._tracing is not None:
+            return self._traced(presented)
+        return self._dispatch(presented)
+
+    async def _traced(self, presented: list[MessageExt]) -> None:
+        tracing = self._tracing
+        assert tracing is not None
+        with tracing.process(presented[0]):  # a span per call, child of the first sender's
+            await self._dispatch(presented)
+
+    def _dispatch(self, presented: list[MessageExt]) -> Awaitable[None]:
+        if self.batch_handler is not None:
+            return self.batch_handler(presented)
+        if self.handler is not None:
+            # one message per call: a consume_batch_size above 1 needs a batch_handler (checked
+            # when the consumer is built), so a per-message handler never gets more
+            (message,) = presented
+            return self.handler(message)
+        assert self.deliveries is not None
+        return self.deliveries.deliver(presented)
+
+
+def _present(message: MessageExt) -> MessageExt:
+    """Retried messages come from ``%RETRY%<group>``: show them under their topic."""
+    if message.topic.startswith("%RETRY%"):  # (properties are parsed only then)
+        original = message.properties.get(Property.RETRY_TOPIC)
+        if original:
+            message.topic = original
+    return message

@@ -1,0 +1,135 @@
+"""Fetchers: one per queue a pull consumer is assigned, supervised and registered by queue.
+
+A :class:`Fetcher` long-polls its queue into a buffer of at most ``max_buffered`` records and
+keeps the queue's *position*: the offset of the next record the user gets. ``seek`` moves both
+(the pull in flight is cancelled and what it brings is dropped). A pull that fails with a
+client or broker error is retried after a back-off; an unexpected error restarts the fetcher
+(the same one: buffer and position kept).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from typing import Protocol
+
+import anyio
+from anyio.abc import TaskStatus
+
+from rocketmq_actors.logs import get_logger
+from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.records import MessageExt
+from rocketmq_actors.runtime.backoff import Backoff
+from rocketmq_actors.runtime.tree import Node
+
+from .brokercalls import Puller, PullResult, PullStatus, pull_or_back_off
+from .queues import PULL_ERROR_DELAY, QueueTable
+
+__all__ = ["FetchOwner", "Fetcher", "take_records"]
+
+log = get_logger("rocketmq_actors.consumer")
+
+
+class FetchOwner(Puller, Protocol):
+    max_buffered: int
+
+    async def wait_space(self) -> None: ...
+    def arrived(self) -> None: ...
+
+
+class Fetcher:
+    def __init__(
+        self, owner: FetchOwner, queue: MessageQueue, offset: int, *, paused: bool
+    ) -> None:
+        self.owner = owner
+        self._queue = queue
+        self.position = offset
+        self.fetch_offset = offset
+        self.records: deque[MessageExt] = deque()
+        self.paused = paused
+        self.pulls = 0
+        self.pull_errors = 0
+        self._generation = 0  # bumped by seek: a pull of an older generation is dropped
+        self._pull_scope: anyio.CancelScope | None = None
+        self._backoff = Backoff.constant(PULL_ERROR_DELAY)
+
+    @property
+    def queue(self) -> MessageQueue:
+        return self._queue
+
+    def seek(self, offset: int) -> None:
+        """Continue at ``offset``: buffered records are dropped, the pull in flight too."""
+        self._generation += 1
+        self.records.clear()
+        self.position = self.fetch_offset = offset
+        if self._pull_scope is not None:
+            self._pull_scope.cancel()
+
+    async def run(self, *, task_status: TaskStatus[Fetcher]) -> None:
+        task_status.started(self)
+        owner = self.owner
+        while True:
+            if self.paused or len(self.records) >= owner.max_buffered:
+                await owner.wait_space()
+                continue
+            generation = self._generation
+            with anyio.CancelScope() as self._pull_scope:
+                result = await self._pull()
+            self._pull_scope = None
+            if result is None or generation != self._generation:
+                continue
+            self._take(result)
+
+    async def _pull(self) -> PullResult | None:
+        result = await pull_or_back_off(self.owner, self.queue, self.fetch_offset, self._backoff)
+        if result is None:
+            self.pull_errors += 1
+        else:
+            self.pulls += 1
+        return result
+
+    def _take(self, result: PullResult) -> None:
+        if result.status is PullStatus.OFFSET_ILLEGAL:
+            log.warning("consumer.offset_moved", queue=str(self.queue),
+                        offset=self.fetch_offset, next=result.next_offset)  # fmt: skip
+            self.records.clear()
+            self.position = result.next_offset
+        self.fetch_offset = result.next_offset
+        if result.messages:
+            self.records.extend(result.messages)
+            self.owner.arrived()
+        elif not self.records:  # all given out, or filtered away: move past them
+            self.position = max(self.position, self.fetch_offset)
+
+    def describe(self) -> Node:
+        info: dict[str, object] = {"position": self.position, "buffered": len(self.records)}
+        if self.paused:
+            info["paused"] = True
+        if self.pull_errors:
+            info["pull_errors"] = self.pull_errors
+        q = self.queue
+        return Node(name=f"fetcher[{q.topic}@{q.broker_name}:{q.queue_id}]", kind="fetcher",
+                    info=info)  # fmt: skip
+
+
+def take_records(
+    fetchers: QueueTable[Fetcher], queues: Sequence[MessageQueue], limit: int
+) -> dict[MessageQueue, list[MessageExt]]:
+    """Up to ``limit`` buffered records of ``queues``, round robin over them (one busy queue
+    does not starve the rest); each queue's position moves past what it gives."""
+    out: dict[MessageQueue, list[MessageExt]] = {}
+    pending = [f for q in queues if (f := fetchers.lookup(q)) and f.records and not f.paused]
+    while limit > 0 and pending:  # round robin: one busy queue does not starve the rest
+        share = max(1, limit // len(pending))
+        for fetch in list(pending):
+            got = [fetch.records.popleft() for _ in range(min(share, len(fetch.records), limit))]
+            if got:
+                out.setdefault(fetch.queue, []).extend(got)
+                limit -= len(got)
+                fetch.position = got[-1].queue_offset + 1
+            if not fetch.records:
+                fetch.position = max(fetch.position, fetch.fetch_offset)
+                pending.remove(fetch)
+            if limit <= 0:
+                break
+    return out

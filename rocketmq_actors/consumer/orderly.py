@@ -1,0 +1,175 @@
+"""The orderly consume service: each queue in offset order, under the broker's lock.
+
+In clustering mode a queue is started only once this member holds the broker-side lock on it
+(LOCK_BATCH_MQ, see :mod:`.locks`); the lock keeper renews every lock every
+``lock_interval``, and a queue whose lock lapsed waits. Each queue actor runs
+:meth:`OrderlyConsumeService.consume`: take the next batch in offset order, run the handler
+under the queue's consume lock (a release waits for it, so the next owner comes after), then
+commit it - or, on failure, suspend the queue for ``suspend_delay`` and consume the same batch
+again. Past ``max_reconsume_times`` (unbounded by default, as in Java) failed messages go to the
+DLQ; a message that cannot be decoded goes there at once (it would block the queue for ever).
+At most ``concurrency`` handlers run at once over all queues.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Protocol
+
+import anyio
+from anyio.abc import TaskStatus
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.logs import get_logger
+from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.records import MessageExt
+from rocketmq_actors.runtime.backoff import Backoff
+from rocketmq_actors.runtime.tree import Node
+
+from .brokercalls import DLQ_NOW
+from .dispatch import Dispatcher
+from .locks import LOCK_MAX_LIVE, lock_queues
+from .offsets import OffsetStore
+from .process_queue import ProcessQueue
+
+__all__ = ["OrderlyConsumeService"]
+
+log = get_logger("rocketmq_actors.consumer")
+
+
+class OrderlyOwner(Protocol):
+    group: str
+    offsets: OffsetStore
+
+    @property
+    def instance(self) -> ClientInstance: ...
+    @property
+    def clustering(self) -> bool: ...
+    @property
+    def locking(self) -> bool: ...
+    @property
+    def stopping(self) -> bool: ...
+    async def send_back(self, message: MessageExt, delay_level: int) -> bool: ...
+    def flow_changed(self) -> None: ...
+    def owned_queues(self) -> dict[MessageQueue, ProcessQueue]: ...
+
+
+class OrderlyConsumeService:
+    def __init__(
+        self,
+        owner: OrderlyOwner,
+        dispatcher: Dispatcher,
+        *,
+        concurrency: int,
+        consume_batch_size: int,
+        suspend_delay: float,
+        max_reconsume_times: int,
+        lock_interval: float,
+        rebalance_lock: anyio.Lock,
+    ) -> None:
+        self.owner = owner
+        self.dispatcher = dispatcher
+        self.consume_batch_size = consume_batch_size
+        self.max_reconsume_times = max_reconsume_times
+        self.lock_interval = lock_interval
+        self._suspend = Backoff.constant(suspend_delay)
+        self._slots = anyio.Semaphore(concurrency)  # handlers running at once
+        self._rebalance_lock = rebalance_lock
+        self.renewals = 0
+        self.suspended = 0
+        self.lock_keeper = LockKeeper(self)
+
+    async def consume(self, pq: ProcessQueue) -> None:
+        """One queue, in offset order (run by the queue's actor)."""
+        owner = self.owner
+        while not pq.dropped and not owner.stopping:
+            if owner.locking and (not pq.locked or time.monotonic() - pq.lock_time > LOCK_MAX_LIVE):
+                with anyio.move_on_after(self._suspend.next()):
+                    await pq.wait_arrival()  # woken by a renewal, a new message or a stop
+                continue
+            async with self._slots, pq.consume_lock:
+                if pq.dropped or owner.stopping:
+                    return
+                batch = pq.take(self.consume_batch_size)
+                if not batch:
+                    pq.rollback_taken()
+                else:
+                    try:
+                        ok = await self.dispatcher.invoke(batch)
+                        if ok is False:
+                            ok = await self._give_up_on(batch)
+                    except BaseException:  # cancelled (a stop, a restart): consumed again later
+                        pq.rollback_taken()
+                        raise
+                    if ok:
+                        owner.offsets.update(pq.queue, pq.commit_taken())
+                        pq.last_consume = time.monotonic()
+                        owner.flow_changed()
+                        continue
+                    pq.rollback_taken()
+                    if ok is False:
+                        self.suspended += 1
+            with anyio.move_on_after(self._suspend.next() if batch else None):
+                await pq.wait_arrival()
+
+    async def _give_up_on(self, batch: list[MessageExt]) -> bool:
+        """After a failure: messages past ``max_reconsume_times`` (and undecodable ones) go to
+        the DLQ; True when the batch may be committed (Java's checkReconsumeTimes)."""
+        owner = self.owner
+        suspend = False
+        for message in batch:
+            hopeless = message.decode_error is not None
+            if (hopeless or message.reconsume_times >= self.max_reconsume_times) and (
+                not owner.clustering or await owner.send_back(message, DLQ_NOW)
+            ):
+                continue
+            suspend = True
+            message.reconsume_times += 1
+        return not suspend
+
+    async def renew(self) -> None:
+        owner = self.owner
+        async with self._rebalance_lock:  # never renews a lock a release is giving back
+            owned = owner.owned_queues()
+            if not owned or owner.stopping:
+                return
+            granted = await lock_queues(owner.instance, owner.group, owned)
+        self.renewals += 1
+        self.apply_locks(owned.items(), granted)
+
+    @staticmethod
+    def apply_locks(
+        owned: Iterable[tuple[MessageQueue, ProcessQueue]], granted: set[MessageQueue]
+    ) -> None:
+        now = time.monotonic()
+        for queue, pq in owned:
+            if queue in granted:
+                pq.locked, pq.lock_time = True, now
+                pq.wake()
+            elif pq.locked:
+                pq.locked = False
+                log.warning("consumer.lock_lost", queue=str(queue))
+
+    def describe(self) -> Node:
+        return Node(
+            name="consume", kind="consume-service",
+            info={"mode": "orderly", "consumed": self.dispatcher.consumed,
+                  "failed": self.dispatcher.failed, "suspended": self.suspended},
+        )  # fmt: skip
+
+
+class LockKeeper:
+    """The lock keeper actor: renews the locks of the queues consumed in order."""
+
+    def __init__(self, service: OrderlyConsumeService) -> None:
+        self.service = service
+
+    async def run(self, *, task_status: TaskStatus[LockKeeper] = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started(self)
+        while True:
+            await anyio.sleep(self.service.lock_interval)
+            await self.service.renew()
+
+    def describe(self) -> Node:
+        return Node(name="locks", kind="lock-keeper", info={"renewals": self.service.renewals})

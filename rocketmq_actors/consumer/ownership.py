@@ -1,0 +1,130 @@
+"""The queues a push consumer owns: started when the rebalancer assigns them (an orderly queue
+only once the broker granted its lock), released when it takes them away (the handler in
+flight finished, the offset persisted and confirmed, the lock given back), moved when the
+broker resets their offsets. The queue actors themselves are in :mod:`.queues`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from rocketmq_actors.errors import RocketMQError
+from rocketmq_actors.logs import get_logger
+from rocketmq_actors.protocol.bodies import MessageQueue
+
+from .brokercalls import max_offset, offset_for_time
+from .locks import lock_queues, unlock_queues
+from .options import ConsumeFrom
+from .process_queue import ProcessQueue
+from .queues import QueueActor
+
+if TYPE_CHECKING:
+    from .push import PushConsumer
+
+__all__ = ["Ownership"]
+
+log = get_logger("rocketmq_actors.consumer")
+
+
+class Ownership:
+    def __init__(self, consumer: PushConsumer) -> None:
+        self.consumer = consumer
+        self.held: list[MessageQueue] = []  # orderly: the queues locked when the stop began
+
+    async def apply(self, wanted: set[MessageQueue]) -> None:
+        """The rebalancer's decision: release what is no longer ours, start what is new (an
+        orderly queue only once the broker granted its lock)."""
+        c = self.consumer
+        if c.stopping:
+            return
+        for queue in [q for q in c.queues if q not in wanted]:
+            await self.release(queue)
+        new = sorted(wanted - set(c.queues))
+        if new and c.locking:
+            locked = await lock_queues(c.instance, c.group, new)
+            for queue in new:
+                if queue not in locked:
+                    log.info("consumer.lock_not_granted", queue=str(queue))
+            new = [q for q in new if q in locked]
+        for queue in new:
+            try:
+                start = await self.start_offset(queue)
+            except RocketMQError as exc:
+                log.info("consumer.start_offset_failed", queue=str(queue), error=str(exc))
+                if c.locking:
+                    await unlock_queues(c.instance, c.group, [queue])
+                continue
+            await self.start(queue, start, locked=c.locking)
+        if new:
+            log.info("consumer.rebalanced", group=c.group, queues=len(c.queues))
+        if c.on_rebalance is not None:
+            c.on_rebalance(c.assigned())
+
+    async def start_offset(self, queue: MessageQueue) -> int:
+        c = self.consumer
+        committed = await c.offsets.fetch(queue)
+        if committed is not None and committed >= 0:
+            return committed
+        retry = queue.topic.startswith("%RETRY%")
+        if c.consume_from is ConsumeFrom.FIRST_OFFSET or (
+            retry and c.consume_from is ConsumeFrom.LAST_OFFSET
+        ):
+            return 0
+        if c.consume_from is ConsumeFrom.TIMESTAMP and not retry:
+            assert c.consume_timestamp_ms is not None
+            return await offset_for_time(c.instance, queue, c.consume_timestamp_ms)
+        return await max_offset(c.instance, queue)
+
+    async def start(self, queue: MessageQueue, offset: int, *, locked: bool) -> QueueActor:
+        c = self.consumer
+        actor = QueueActor(c, queue, offset, locked=locked)
+        await c.queues.start(actor)
+        return actor
+
+    async def stop(self, queue: MessageQueue) -> ProcessQueue:
+        """Stop pulling and consuming ``queue``; once this returns, no handler runs on it."""
+        c = self.consumer
+        actor = c.queues.lookup(queue)
+        assert actor is not None
+        pq = actor.pq
+        pq.dropped = True
+        actor.stop_pulling()
+        if c.orderly:  # wait for the handler in flight, so that the next owner comes after
+            async with pq.consume_lock:
+                pass
+        await c.queues.stop(queue)
+        return pq
+
+    async def release(self, queue: MessageQueue) -> None:
+        c = self.consumer
+        await self.stop(queue)
+        await c.offsets.persist([queue], confirmed=True)
+        c.offsets.remove(queue)
+        if c.locking:
+            await unlock_queues(c.instance, c.group, [queue])
+        log.info("consumer.queue_released", queue=str(queue))
+
+    async def move(self, targets: Mapping[MessageQueue, int]) -> list[MessageQueue]:
+        """Restart the owned queues among ``targets`` at the given offsets (fresh process queues,
+        orderly locks kept) and commit those offsets (RESET_CONSUMER_CLIENT_OFFSET, or the broker
+        answering a pull OFFSET_MOVED)."""
+        c = self.consumer
+        async with c.rebalancer.lock:
+            if c.stopping:
+                return []
+            moved = []
+            for queue, offset in sorted(targets.items()):
+                if queue not in c.queues:
+                    continue
+                old = await self.stop(queue)
+                c.offsets.update(queue, offset, increase_only=False)
+                actor = await self.start(queue, offset, locked=old.locked)
+                actor.pq.lock_time = old.lock_time
+                moved.append(queue)
+            await c.offsets.persist(moved, confirmed=True)
+            return moved
+
+    async def unlock_held(self) -> None:
+        """Orderly: give back the locks of what was owned when the stop began."""
+        if self.held:
+            await unlock_queues(self.consumer.instance, self.consumer.group, self.held)
