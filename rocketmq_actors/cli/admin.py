@@ -4,6 +4,7 @@
     rocketmq-actors topic list --namesrv ADDR                every topic
     rocketmq-actors topic create --namesrv ADDR --topic T [--queues N]
     rocketmq-actors group --namesrv ADDR --group G --topic T  offsets and lag per queue
+    rocketmq-actors tree --namesrv ADDR --group G --topic T   each member's live actor tree
 
 Each prints a table, or one JSON document with ``--json``.
 """
@@ -18,10 +19,14 @@ from typing import Any
 import anyio
 
 from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.consumer.admin import consumer_running_info
+from rocketmq_actors.consumer.assignment import consumer_ids
 from rocketmq_actors.consumer.offsets import RemoteOffsetStore
 from rocketmq_actors.consumer.pull import max_offset, min_offset
+from rocketmq_actors.consumer.requests import TREE_PROPERTY
+from rocketmq_actors.names import validate_group, validate_topic
 from rocketmq_actors.producer import create_topic
-from rocketmq_actors.producer.prepare import validate_group, validate_topic
+from rocketmq_actors.runtime.tree import Node
 
 
 async def _route(args: argparse.Namespace) -> dict[str, Any]:
@@ -60,7 +65,34 @@ async def _group(args: argparse.Namespace) -> dict[str, Any]:
                 "total_lag": sum(r["lag"] for r in rows)}  # fmt: skip
 
 
+async def _tree(args: argparse.Namespace) -> dict[str, Any]:
+    """Each online member's live actor tree, asked through the broker (GET_CONSUMER_RUNNING
+    INFO): rocketmq-actors members put it in their running info; other clients have none."""
+    async with ClientInstance(args.namesrv) as instance:
+        ids = (
+            [args.client_id]
+            if args.client_id
+            else await consumer_ids(instance, args.group, args.topic)
+        )
+        clients: dict[str, Any] = {}
+        for client_id in ids:
+            info = await consumer_running_info(instance, args.topic, args.group, client_id)
+            raw = info.properties.get(TREE_PROPERTY)
+            clients[client_id] = (
+                json.loads(raw) if raw else {"client": info.properties.get("clientVersion", "?")}
+            )
+        return {"group": args.group, "clients": clients}
+
+
 def _table(result: dict[str, Any]) -> str:
+    if "clients" in result:
+        blocks = []
+        for client_id, tree in result["clients"].items():
+            if "kind" in tree:
+                blocks.append(f"{client_id}\n{Node.from_dict(tree).render()}")
+            else:
+                blocks.append(f"{client_id}: no actor tree (a {tree['client']} client)")
+        return "\n\n".join(blocks) or f"no client of group {result['group']} is online"
     if "queues" in result and isinstance(result["queues"], list):
         lines = [f"{'broker':12} {'queue':>5} {'min':>10} {'max':>10} {'committed':>10} {'lag':>8}"]
         for r in result["queues"]:
@@ -118,6 +150,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         return int(_runner(_topics)(args))
 
     p.set_defaults(handler=topics)
+
+    p = sub.add_parser("tree", help="the live actor tree of each online member of a group")
+    common(p)
+    p.add_argument("--group", required=True)
+    p.add_argument("--topic", required=True, help="a topic the group consumes")
+    p.add_argument("--client-id", help="only this member (default: every online member)")
+    p.set_defaults(handler=_runner(_tree))
 
     p = sub.add_parser("group", help="a consumer group's offsets and lag per queue of a topic")
     common(p)

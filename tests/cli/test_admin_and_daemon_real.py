@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import signal
 import subprocess
@@ -114,3 +115,39 @@ def test_bench_produces_then_consumes(rocketmq_namesrv: str, unique_topic: str) 
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["sent"] == 3000 and figures["failed"] == 0 and figures["received"] == 3000
     assert figures["produce_msgs_per_s"] > 0 and figures["send_p99_ms"] >= figures["send_p50_ms"]
+
+
+async def test_tree_prints_each_online_members_actor_tree(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    """``rocketmq-actors tree`` asks the broker for each member's running info (307), where
+    a rocketmq-actors member puts its live tree."""
+    import anyio
+
+    from rocketmq_actors.consumer.pull import PullConsumer
+    from rocketmq_actors.consumer.push import PushConsumer
+    from rocketmq_actors.producer import Producer, create_topic
+    from rocketmq_actors.protocol.records import MessageExt
+
+    async def handle(message: MessageExt) -> None:
+        pass
+
+    async with Producer(namesrv=rocketmq_namesrv, group="G_tree_admin") as admin:
+        await create_topic(admin.instance, unique_topic, queues=2)
+    async with (
+        PushConsumer(namesrv=rocketmq_namesrv, group=unique_group,
+                     subscriptions={unique_topic: "*"}, handler=handle) as push,
+        PullConsumer(namesrv=rocketmq_namesrv, group=unique_group) as pull,
+    ):  # fmt: skip
+        await pull.subscribe(unique_topic)
+        args = ["tree", "--namesrv", rocketmq_namesrv, "--group", unique_group,
+                "--topic", unique_topic]  # fmt: skip
+        shown = await anyio.to_thread.run_sync(functools.partial(_cli, *args, "--json"))
+        assert shown.returncode == 0, shown.stderr
+        clients = json.loads(shown.stdout)["clients"]
+        assert set(clients) == {push.instance.client_id, pull.instance.client_id}
+        kinds = {tree["kind"] for tree in clients.values()}
+        assert kinds == {"push-consumer", "pull-consumer"}
+        table = await anyio.to_thread.run_sync(functools.partial(_cli, *args))
+    assert "rebalancer" in table.stdout and "queue[" in table.stdout
+    assert "fetcher[" in table.stdout
