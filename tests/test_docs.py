@@ -72,3 +72,14 @@ def test_operations_snippets_run(capsys: pytest.CaptureFixture[str]) -> None:
         root.setLevel(level)
     # the JSON line the logging snippet promises (configure_logging writes to stderr)
     assert '"event": "example.event"' in capsys.readouterr().err
+
+
+def architecture_shapes() -> dict[str, str]:
+    """The diagrams of docs/architecture.md, by the name in their ``<!-- tree: ... -->``."""
+    text = (DOCS / "architecture.md").read_text()
+    found = re.findall(r"<!-- tree: ([^>]+?) -->\n```text\n(.*?)```", text, flags=re.S)
+    return {name: block.rstrip("\n") for name, block in found}
+
+
+def test_the_architecture_document_draws_three_trees() -> None:
+    assert set(architecture_shapes()) == {"producer", "push-consumer (orderly)", "pull-consumer"}
