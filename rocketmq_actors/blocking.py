@@ -32,7 +32,7 @@ import anyio
 import attrs
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from rocketmq_actors.errors import RocketMQError
+from rocketmq_actors.errors import ClientClosed, RocketMQError
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.producer import Message, Producer
 from rocketmq_actors.producer.result import BatchResults, SendResult
@@ -125,7 +125,7 @@ class BlockingProducer:
 
     def _check(self) -> None:
         if self._closed:
-            raise RuntimeError("this BlockingProducer is closed")
+            raise ClientClosed("this BlockingProducer is closed")
 
     def send(self, message: Message, *, sharding_key: str | None = None) -> SendResult:
         self._check()

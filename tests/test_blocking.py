@@ -11,7 +11,7 @@ import pytest
 
 from rocketmq_actors.blocking import BlockingProducer
 from rocketmq_actors.consumer.pull import PullConsumer
-from rocketmq_actors.errors import InvalidMessage
+from rocketmq_actors.errors import ClientClosed, InvalidMessage
 from rocketmq_actors.producer import Message, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
 
@@ -33,7 +33,7 @@ async def test_works_inside_a_running_event_loop_like_a_notebook(
         )  # fmt: skip
     assert summary.sent == 300 and summary.failed == 1
     assert "bad topic!" in summary.errors[0] or "InvalidMessage" in summary.errors[0]
-    with pytest.raises(RuntimeError, match="closed"):
+    with pytest.raises(ClientClosed, match="closed"):
         producer.send(Message(topic=unique_topic, body=b"late"))
     queue = MessageQueue(unique_topic, first.queue.broker_name, first.queue.queue_id)
     async with PullConsumer(namesrv=rocketmq_namesrv, group=unique_group) as reader:
