@@ -100,12 +100,20 @@ class SendLoop:
             return await self.route(topic)
         raise RequestTimeout("namesrv", RequestCode.GET_ROUTEINFO_BY_TOPIC, timeout)
 
-    async def connect_within(self, addr: str, timeout: float) -> BrokerConnection:
-        """The connection to ``addr`` within what is left of a send's deadline; a broker being
-        reconnected is not waited for (the send fails over to another one)."""
+    async def connect_within(
+        self, addr: str, timeout: float, *, fail_over: bool = False
+    ) -> BrokerConnection:
+        """The connection to ``addr`` within what is left of a send's deadline. With
+        ``fail_over`` (another broker could take the send) a broker being reconnected is not
+        waited for: :class:`ConnectError` at once."""
         with anyio.move_on_after(timeout):
-            return await self._instance.pool.get(addr, wait=False)
+            return await self._instance.pool.get(addr, wait=not fail_over)
         raise ConnectError(addr, f"no connection within {timeout:.3f}s")
+
+    @staticmethod
+    def _elsewhere(route: TopicRoute, broker: str, routing: Routing) -> bool:
+        """Could another broker take this send (round robin, and the route has another)?"""
+        return not routing.ordered and any(q.broker_name != broker for q in route.publish_queues)
 
     def choose(self, route: TopicRoute, routing: Routing, avoid: str | None) -> MessageQueue:
         queues = route.publish_queues
@@ -169,7 +177,9 @@ class SendLoop:
                     addr = self.master(route, queue)
                     conn = self._instance.pool.registry.lookup(addr)
                     if conn is None or not conn.is_open:
-                        conn = await self.connect_within(addr, remaining)
+                        conn = await self.connect_within(
+                            addr, remaining, fail_over=self._elsewhere(route, broker, routing)
+                        )
                         remaining = deadline - time.monotonic()
                     reply = await conn.request_encoded(code, encode, remaining, prepared.size)
                 except SendFailed:

@@ -91,11 +91,14 @@ class ConnectionPool:
         """The open connection to ``addr``, started if there is none. While the supervisor is
         reconnecting it, wait for the new one (bounded by the connect timeout) - or, with
         ``wait=False`` (a send that may fail over to another broker), raise
-        :class:`ConnectError` at once."""
+        :class:`ConnectError` at once (callers arriving during its very first connect still
+        wait for that one)."""
         conn = self.registry.lookup(addr)
         if conn is not None and conn.is_open:
             return conn
-        if not wait and self.supervisor.is_restarting(addr):
+        supervisor = self.supervisor
+        if not wait and supervisor.has_child(addr) and not supervisor.is_first_start(addr):
+            # it was connected and is not now (dropped, restarting): do not wait for it
             raise ConnectError(addr, "reconnecting")
         async with self.registry.lock(addr):
             deadline = time.monotonic() + self.connect_timeout

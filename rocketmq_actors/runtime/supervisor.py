@@ -91,6 +91,7 @@ class _Child:
     last_error: BaseException | None = None
     running: bool = False
     run_scope: anyio.CancelScope | None = None  # the current run's (exit_child cancels it)
+    ever_ran: bool = False
     exit_reason: BaseException | None = None
     gone: anyio.Event = attrs.field(factory=anyio.Event)  # set once it is no longer supervised
 
@@ -200,6 +201,11 @@ class DynamicSupervisor:
         child = self._children.get(key)
         return child is not None and not child.running and child.restarts > 0
 
+    def is_first_start(self, key: Hashable) -> bool:
+        """The child is being started for the first time (it has never been ready)."""
+        child = self._children.get(key)
+        return child is not None and not child.ever_ran
+
     def child_value(self, key: Hashable) -> Any:
         """What a running child reported when it became ready (None while it restarts)."""
         child = self._children.get(key)
@@ -278,7 +284,7 @@ class DynamicSupervisor:
                         async with anyio.create_task_group() as tg:
                             child.run_scope = tg.cancel_scope
                             child.value = await tg.start(spec.start)
-                            child.running = True
+                            child.running = child.ever_ran = True
                             self._notify()
                             if not ready:
                                 ready = True
