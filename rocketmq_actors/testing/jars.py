@@ -1,7 +1,8 @@
 """Resolve Apache RocketMQ server jars from Maven Central into a per-user cache.
 
 The first call for a version runs ``mvn dependency:copy-dependencies`` on the pom shipped in
-``rocketmq_actors/testing/maven/pom.xml``; later calls find the finished directory and touch
+``rocketmq_actors/testing/maven/pom.xml``, with a Maven repository of its own that is deleted
+afterwards (``~/.m2`` is never touched); later calls find the finished directory and touch
 neither Maven nor the network. Concurrent callers serialize on a lock file.
 """
 
@@ -95,6 +96,9 @@ def resolve_server_jars(version: str = DEFAULT_VERSION, cache_dir: Path | None =
                 "install Maven 3.6+, for example `apt-get install maven`"
             )
         staging = Path(tempfile.mkdtemp(prefix="lib-", dir=target.parent))
+        # Maven's own repository is private to this download and removed after it: the user's
+        # ~/.m2 is never written, and only the copied jars stay in the cache
+        repository = Path(tempfile.mkdtemp(prefix="m2-", dir=target.parent))
         log_path = target.parent / "maven.log"
         started = time.monotonic()
         log.info("cluster.jars.resolving", version=version, target=str(target))
@@ -111,12 +115,14 @@ def resolve_server_jars(version: str = DEFAULT_VERSION, cache_dir: Path | None =
                     "-DincludeScope=runtime",
                     f"-Drocketmq.version={version}",
                     f"-DoutputDirectory={staging}",
+                    f"-Dmaven.repo.local={repository}",
                 ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 check=False,
             )
+        shutil.rmtree(repository, ignore_errors=True)
         jars = list(staging.glob("*.jar"))
         if proc.returncode != 0 or not jars:
             shutil.rmtree(staging, ignore_errors=True)

@@ -47,6 +47,12 @@ def test_unknown_version_is_a_download_failure(tmp_path: Path) -> None:
         jars.resolve_server_jars("0.0.1-does-not-exist", cache_dir=tmp_path)
     # nothing half-downloaded is left to be mistaken for a finished cache
     assert not (tmp_path / "rocketmq-0.0.1-does-not-exist" / "lib").exists()
+    # Maven worked in a repository of its own, removed afterwards; the user's ~/.m2 (where
+    # Maven would record the failed lookup) was not written
+    left = sorted(p.name for p in (tmp_path / "rocketmq-0.0.1-does-not-exist").iterdir())
+    assert left == [".lock", "maven.log"]
+    assert not (Path.home() / ".m2/repository/org/apache/rocketmq/rocketmq-namesrv"
+                / "0.0.1-does-not-exist").exists()  # fmt: skip
 
 
 def test_unpublished_version_is_refused_up_front() -> None:
