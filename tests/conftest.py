@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import hypothesis  # noqa: F401 - imported here, at collection, on purpose (see below)
 import pytest
@@ -12,6 +13,15 @@ import structlog
 # test module did; under pytest's assertion rewriting that import, made that deep in the hook
 # stack, trips a CPython 3.11.7 compiler bug ("SystemError: AST constructor recursion depth
 # mismatch") and a run of, say, tests/producer/test_failures.py alone exited 1 after passing.
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Temporary directories of tests live under .state/ in the checkout (emptied at the
+    start of each run), not in /tmp, unless --basetemp says otherwise."""
+    if config.option.basetemp is None:
+        state = Path(__file__).resolve().parent.parent / ".state"
+        state.mkdir(exist_ok=True)
+        config.option.basetemp = str(state / "pytest")
 
 
 @pytest.fixture(autouse=True)

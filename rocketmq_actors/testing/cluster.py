@@ -339,7 +339,7 @@ class LocalCluster:
 
     def _layout(self) -> None:
         """Choose ports and write configs; wipes stores and logs of an earlier run."""
-        for sub in ("home", "conf", "store", "logs"):
+        for sub in ("home", "conf", "store", "logs", "tmp"):
             shutil.rmtree(self.state_dir / sub, ignore_errors=True)
             (self.state_dir / sub).mkdir(parents=True)
         if self.spec.is_4x:

@@ -255,6 +255,11 @@ def jvm_argv(
         "-Djava.net.preferIPv4Stack=true",
         f"-Duser.home={home}",
         f"-Drocketmq.home.dir={home}",
+        # what the JVM writes to a temporary directory (the broker's self-signed TLS
+        # certificate, native libraries unpacked from jars) stays in the cluster's own
+        # directory and goes with it; no hsperfdata in /tmp either
+        f"-Djava.io.tmpdir={state_dir / 'tmp'}",
+        "-XX:-UsePerfData",
         "--add-opens=java.base/java.lang=ALL-UNNAMED",
         "--add-opens=java.base/java.nio=ALL-UNNAMED",
         "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
