@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import sys
 import timeit
 from collections.abc import Callable
@@ -90,16 +89,8 @@ JAVA_DIR = Path(__file__).resolve().parent / "java"
 
 
 def run_java(program: str, *args: object, heap_mb: int = 512) -> list[dict[str, Any]]:
-    """Run ``benchmarks/java/<program>.java`` (source-file mode) on the cached RocketMQ jars,
-    which include ``rocketmq-client``; return the JSON lines it printed."""
-    from rocketmq_actors.testing.jars import find_java, resolve_server_jars
+    """Run ``benchmarks/java/<program>.java`` on the cached RocketMQ jars (which include
+    ``rocketmq-client``); return the JSON lines it printed."""
+    from rocketmq_actors.testing.java import run_java as run
 
-    lib = resolve_server_jars()
-    done = subprocess.run(
-        [find_java(), f"-Xmx{heap_mb}m", "-cp", f"{lib}/*", str(JAVA_DIR / f"{program}.java"),
-         *map(str, args)],
-        capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise RuntimeError(f"{program}.java exited {done.returncode}: {done.stderr[-2000:]}")
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return run(JAVA_DIR / f"{program}.java", *args, heap_mb=heap_mb)

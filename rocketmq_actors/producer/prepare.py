@@ -9,13 +9,13 @@ reserved by the client; a delay level from 1 to 18 and at most one delay mechani
 from __future__ import annotations
 
 import operator
-import zlib
 from collections.abc import Sequence
 
 import attrs
 
 from rocketmq_actors.errors import InvalidMessage
 from rocketmq_actors.names import validate_topic, wrap
+from rocketmq_actors.protocol.compression import CompressionType, compress
 from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.messages import (
     BATCH_PROPS_LENGTH,
@@ -23,7 +23,6 @@ from rocketmq_actors.protocol.messages import (
     MAX_BATCH_PROPERTIES,
     RESERVED_PROPERTIES,
     Message,
-    MessageSysFlag,
     Property,
     UniqueIdGenerator,
     encode_properties,
@@ -101,6 +100,7 @@ def prepare(
     max_size: int,
     compress_threshold: int,
     compress_level: int,
+    compress_type: CompressionType = CompressionType.ZLIB,
     extra: dict[str, str] | None = None,
     sys_flag: int = 0,
 ) -> Prepared:
@@ -131,9 +131,8 @@ def prepare(
     props[Property.UNIQ_KEY] = msg_id
     body = bytes(msg.body)
     if compress_threshold and len(body) >= compress_threshold:
-        # bit 0x1 alone means zlib to every broker and consumer version (4.x and 5.x)
-        body = zlib.compress(body, compress_level)
-        sys_flag |= MessageSysFlag.COMPRESSED
+        body = compress(body, compress_type, compress_level)
+        sys_flag |= compress_type.sys_flag
     return Prepared(
         topic=wrap(namespace, msg.topic),
         user_topic=msg.topic,

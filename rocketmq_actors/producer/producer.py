@@ -36,6 +36,7 @@ from rocketmq_actors.logs import get_logger
 from rocketmq_actors.names import validate_group, wrap
 from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.compression import CompressionType
 from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE, Message, UniqueIdGenerator
 from rocketmq_actors.protocol.sendframe import SendFrameEncoder
 from rocketmq_actors.runtime.checks import check_int, check_timeout
@@ -69,6 +70,18 @@ class _MailboxView:
         return Node(name="mailbox", kind="mailbox", mailbox=depth)
 
 
+def _compression(kind: CompressionType | str, level: int) -> CompressionType:
+    """``compress_type`` as given (an enum member or its name, any case), checked with the level
+    it will be used at: zlib takes 0-9, zstd 0-22 (0 is zstd's default), LZ4 ignores it."""
+    try:
+        kind = CompressionType(kind.lower() if isinstance(kind, str) else kind)
+    except (ValueError, AttributeError):
+        names = ", ".join(repr(k.value) for k in CompressionType)
+        raise ConfigError(f"compress_type must be one of {names}, got {kind!r}") from None
+    check_int("compress_level", level, minimum=0, maximum=22 if kind is CompressionType.ZSTD else 9)
+    return kind
+
+
 class Producer(GroupMember):
     def __init__(
         self,
@@ -81,6 +94,7 @@ class Producer(GroupMember):
         retry_times: int = 2,
         compress_threshold: int = 4096,
         compress_level: int = 5,
+        compress_type: CompressionType | str = CompressionType.ZLIB,
         max_message_size: int = MAX_MESSAGE_SIZE,
         max_pending: int = 1024,
         max_pending_bytes: int = 64 * 1024 * 1024,
@@ -102,7 +116,7 @@ class Producer(GroupMember):
         check_int("retry_times", retry_times, minimum=0)
         check_int("max_pending", max_pending)
         check_int("max_pending_bytes", max_pending_bytes)
-        check_int("compress_level", compress_level, minimum=0, maximum=9)
+        self.compress_type = _compression(compress_type, compress_level)
         check_int("compress_threshold", compress_threshold, minimum=0)
         check_int("max_message_size", max_message_size)
         if isinstance(topics, str):
@@ -205,6 +219,7 @@ class Producer(GroupMember):
             max_size=self.max_message_size,
             compress_threshold=self.compress_threshold,
             compress_level=self.compress_level,
+            compress_type=self.compress_type,
             **kwargs,
         )
 

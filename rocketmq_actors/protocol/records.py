@@ -13,10 +13,10 @@ and computed on first access.
 from __future__ import annotations
 
 import struct
-import zlib
 
 import attrs
 
+from . import compression
 from .errors import ProtocolError
 from .messages import MessageSysFlag, Property, decode_properties, host_addr, offset_msg_id
 
@@ -118,17 +118,6 @@ class MessageExt:
         return None
 
 
-def _decompress(body: bytes, sys_flag: int) -> bytes:
-    kind = sys_flag & MessageSysFlag.COMPRESSION_MASK
-    if kind in (0, MessageSysFlag.COMPRESSION_ZLIB):
-        try:
-            return zlib.decompress(body)
-        except zlib.error as exc:
-            raise ProtocolError("bad-compressed-body", str(exc)) from None
-    name = "LZ4" if kind == MessageSysFlag.COMPRESSION_LZ4 else "ZSTD"
-    raise ProtocolError("unsupported-compression", f"{name}-compressed bodies are not supported")
-
-
 _HostsV6 = tuple[bytes, int, int, bytes, int, int, int, int, int]
 
 
@@ -212,7 +201,7 @@ def decode_messages(
             error: str | None = None
             if decompress and sys_flag & MessageSysFlag.COMPRESSED:
                 try:
-                    body = _decompress(body, sys_flag)
+                    body = compression.decompress(body, sys_flag)
                     sys_flag &= ~(MessageSysFlag.COMPRESSED | MessageSysFlag.COMPRESSION_MASK)
                 except ProtocolError as exc:
                     if strict:

@@ -24,14 +24,13 @@ from .routes import registered_route
 pytestmark = pytest.mark.integration
 
 COMPRESSED = MessageSysFlag.COMPRESSED
+_LZ4 = lz4.frame.compress(b"lz4 body" * 100)
+_ZSTD = zstandard.ZstdCompressor().compress(b"zstd body" * 100)
 POISON = {
-    # (body as stored, sysFlag): what a Java producer with another compressor, or a broken
-    # one, stores. LZ4 and ZSTD are poison until the client decodes them (then they are not).
-    "lz4": (lz4.frame.compress(b"lz4 body" * 100), COMPRESSED | MessageSysFlag.COMPRESSION_LZ4),
-    "zstd": (
-        zstandard.ZstdCompressor().compress(b"zstd body" * 100),
-        COMPRESSED | MessageSysFlag.COMPRESSION_ZSTD,
-    ),
+    # (body as stored, sysFlag): what a broken producer stores, or one with a compressor this
+    # client does not know (bits 8-10 = 4)
+    "truncated lz4": (_LZ4[: len(_LZ4) // 2], COMPRESSED | MessageSysFlag.COMPRESSION_LZ4),
+    "zstd marked lz4": (_ZSTD, COMPRESSED | MessageSysFlag.COMPRESSION_LZ4),
     "corrupt zlib": (b"\x78\x9c not zlib at all", COMPRESSED | MessageSysFlag.COMPRESSION_ZLIB),
     "unknown compression": (zlib.compress(b"x" * 100), COMPRESSED | 0x400),
 }

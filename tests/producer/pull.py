@@ -24,6 +24,7 @@ async def pull(
     timeout: float = 20.0,
     offset: int = 0,
     group: str = "G_producer_tests",
+    decompress: bool = True,
 ) -> list[MessageExt]:
     """Long-poll ``queue`` from ``offset`` until ``expect`` messages arrived or ``timeout``
     passed; returns what arrived (fewer than ``expect`` on timeout)."""
@@ -46,7 +47,7 @@ async def pull(
         )  # fmt: skip
         response = PullMessageResponseHeader.from_ext(reply.ext_fields)
         if reply.code == ResponseCode.SUCCESS:
-            got += decode_messages(reply.body)
+            got += decode_messages(reply.body, decompress=decompress)
         elif reply.code not in (ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY):
             await anyio.sleep(0.2)  # e.g. the topic is still being created on the broker
         offset = response.next_begin_offset

@@ -10,11 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketmq_actors.errors import ClientNotStarted, InvalidMessage, RocketMQError
+from rocketmq_actors.errors import ClientNotStarted, ConfigError, InvalidMessage, RocketMQError
 from rocketmq_actors.producer import Message, Producer
 from rocketmq_actors.producer.prepare import prepare, prepare_batch
+from rocketmq_actors.protocol.compression import CompressionType, decompress
 from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.messages import (
+    MAX_MESSAGE_SIZE,
     MessageSysFlag,
     Property,
     UniqueIdGenerator,
@@ -91,6 +93,33 @@ def test_bad_producer_configuration() -> None:
         Producer(namesrv="nonsense", group="G")
     with pytest.raises(ValueError):
         Producer(namesrv="127.0.0.1:9876", send_timeout=0)
+
+
+def test_compress_type_and_level_are_checked_at_construction() -> None:
+    ns = "127.0.0.1:9876"
+    assert Producer(namesrv=ns).compress_type is CompressionType.ZLIB  # Java's default
+    assert Producer(namesrv=ns, compress_type="LZ4").compress_type is CompressionType.LZ4
+    assert Producer(namesrv=ns, compress_type="zstd", compress_level=19).compress_level == 19
+    with pytest.raises(ConfigError, match="compress_type must be one of 'zlib', 'lz4', 'zstd'"):
+        Producer(namesrv=ns, compress_type="snappy")
+    with pytest.raises(ConfigError, match="compress_type"):
+        Producer(namesrv=ns, compress_type=3)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="compress_level"):
+        Producer(namesrv=ns, compress_level=10)  # zlib stops at 9
+    with pytest.raises(ConfigError, match="compress_level"):
+        Producer(namesrv=ns, compress_type=CompressionType.ZSTD, compress_level=23)
+
+
+@pytest.mark.parametrize("kind", list(CompressionType))
+def test_bodies_over_the_threshold_are_compressed_with_the_chosen_type(
+    kind: CompressionType,
+) -> None:
+    body = b"compress me " * 1000
+    got = prepare(Message(topic="T", body=body), ids=UniqueIdGenerator(), namespace=None,
+                  max_size=MAX_MESSAGE_SIZE, compress_threshold=4096, compress_level=5,
+                  compress_type=kind)  # fmt: skip
+    assert isinstance(got.body, bytes) and got.sys_flag == kind.sys_flag
+    assert decompress(got.body, got.sys_flag) == body
 
 
 def decode_batch_properties(body: bytes) -> list[dict[str, str]]:

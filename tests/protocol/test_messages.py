@@ -13,6 +13,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from rocketmq_actors.protocol.compression import CompressionType, compress
 from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.messages import (
     Message,
@@ -263,14 +264,22 @@ def test_inner_batch_is_unwrapped() -> None:
     ]
 
 
-def test_lz4_body_is_a_typed_error() -> None:
+@pytest.mark.parametrize("kind", list(CompressionType))
+def test_compressed_bodies_are_inflated_by_their_type_bits(kind: CompressionType) -> None:
+    body = b"a body worth compressing " * 200
+    record = encode_stored(topic="t", body=compress(body, kind, 5), sys_flag=kind.sys_flag)
+    (msg,) = decode_messages(record)
+    assert msg.body == body and msg.sys_flag & MessageSysFlag.COMPRESSION_MASK == 0
+
+
+def test_unknown_compression_bits_are_a_typed_error() -> None:
     record = encode_stored(
-        topic="t",
-        body=b"\x04\x22\x4d\x18",
-        sys_flag=MessageSysFlag.COMPRESSED | MessageSysFlag.COMPRESSION_LZ4,
+        topic="t", body=zlib.compress(b"x" * 100), sys_flag=MessageSysFlag.COMPRESSED | 0x400
     )
     with pytest.raises(ProtocolError, match="unsupported-compression"):
         decode_messages(record)
+    (msg,) = decode_messages(record, strict=False)
+    assert msg.decode_error is not None and "unsupported-compression" in msg.decode_error
 
 
 RECORDS = [

@@ -1,0 +1,66 @@
+"""Body compression as the Java client's ``CompressorFactory`` does it: the frames Java's
+``LZ4FrameOutputStream`` and ``ZstdOutputStream`` write, told apart by sysFlag bits 8-10."""
+
+from __future__ import annotations
+
+import zlib
+
+import lz4.frame
+import pytest
+import zstandard
+
+from rocketmq_actors.protocol.compression import CompressionType, compress, decompress
+from rocketmq_actors.protocol.errors import ProtocolError
+from rocketmq_actors.protocol.messages import MessageSysFlag
+
+BODY = bytes(range(256)) * 64
+
+
+@pytest.mark.parametrize("kind", list(CompressionType))
+def test_round_trip_and_the_bits_java_sets(kind: CompressionType) -> None:
+    packed = compress(BODY, kind, 5)
+    assert len(packed) < len(BODY) and decompress(packed, kind.sys_flag) == BODY
+    expected = {"zlib": 0, "lz4": 0x100, "zstd": 0x200}[kind.value]
+    assert kind.sys_flag == MessageSysFlag.COMPRESSED | expected
+
+
+def test_old_clients_zlib_and_explicit_zlib_bits_both_read_as_zlib() -> None:
+    packed = zlib.compress(BODY)
+    assert decompress(packed, MessageSysFlag.COMPRESSED) == BODY
+    assert decompress(packed, MessageSysFlag.COMPRESSED | MessageSysFlag.COMPRESSION_ZLIB) == BODY
+
+
+def test_a_streamed_zstd_frame_without_content_size_decodes() -> None:
+    """Java's ZstdOutputStream writes frames that do not record the content size; the one-shot
+    ``ZstdDecompressor().decompress`` refuses those."""
+    streamed = zstandard.ZstdCompressor(write_content_size=False).compress(BODY)
+    with pytest.raises(zstandard.ZstdError):
+        zstandard.ZstdDecompressor().decompress(streamed)
+    assert decompress(streamed, CompressionType.ZSTD.sys_flag) == BODY
+
+
+def test_lz4_frames_have_independent_blocks_as_java_needs() -> None:
+    """lz4-java's LZ4FrameInputStream refuses linked blocks ("Dependent block stream is
+    unsupported"), which python-lz4 writes by default for bodies over one 64 KiB block."""
+    big = bytes(range(256)) * 4096  # 1 MiB
+    info = lz4.frame.get_frame_info(compress(big, CompressionType.LZ4, 5))
+    assert info["block_linked"] is False
+
+
+def test_lz4_frames_with_block_checksums_decode() -> None:
+    packed = lz4.frame.compress(BODY, block_checksum=True, content_checksum=True)
+    assert decompress(packed, CompressionType.LZ4.sys_flag) == BODY
+
+
+@pytest.mark.parametrize("kind", list(CompressionType))
+def test_a_truncated_or_foreign_body_is_a_protocol_error(kind: CompressionType) -> None:
+    packed = compress(BODY, kind, 5)
+    for broken in (packed[: len(packed) // 2], b"not compressed at all", b""):
+        with pytest.raises(ProtocolError, match="bad-compressed-body"):
+            decompress(broken, kind.sys_flag)
+
+
+@pytest.mark.parametrize("bits", [0x400, 0x500, 0x600, 0x700])
+def test_bits_naming_no_compressor_are_unsupported(bits: int) -> None:
+    with pytest.raises(ProtocolError, match="unsupported-compression"):
+        decompress(zlib.compress(BODY), MessageSysFlag.COMPRESSED | bits)
