@@ -258,16 +258,26 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int]:
 # outgoing messages
 
 
+def _keys(keys: str | Sequence[str]) -> tuple[str, ...]:
+    """Java's two setters: ``setKeys(String)`` stores the string as it is (the broker indexes
+    each space-separated part), ``setKeys(Collection)`` joins the keys with spaces."""
+    if isinstance(keys, str):
+        return tuple(key for key in keys.split(" ") if key)
+    return tuple(keys)
+
+
 @attrs.define(kw_only=True, slots=True)
 class Message:
     """A message to send. ``properties`` are user properties; the well-known ones have their
-    own fields: ``delay_level`` (1-18, the broker's levels 1s .. 2h), and 5.x timer delivery
-    at an absolute time (``deliver_at_ms``) or after a delay (``delay_ms``)."""
+    own fields: ``keys`` (one key as a string, ``"order-1"``, or several as a list; a string
+    with spaces is several keys, as Java's ``setKeys(String)``), ``delay_level`` (1-18, the
+    broker's levels 1s .. 2h), and 5.x timer delivery at an absolute time (``deliver_at_ms``)
+    or after a delay (``delay_ms``)."""
 
     topic: str
     body: bytes
     tags: str | None = None
-    keys: Sequence[str] = ()
+    keys: tuple[str, ...] = attrs.field(default=(), converter=_keys)
     properties: Mapping[str, str] = attrs.field(factory=dict)
     delay_level: int = 0
     deliver_at_ms: int | None = None
