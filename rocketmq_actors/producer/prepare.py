@@ -16,7 +16,6 @@ import attrs
 from rocketmq_actors.errors import InvalidMessage
 from rocketmq_actors.names import validate_topic, wrap
 from rocketmq_actors.protocol.compression import CompressionType, compress
-from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.messages import (
     BATCH_PROPS_LENGTH,
     BATCH_RECORD_HEAD,
@@ -56,6 +55,8 @@ def _validate(msg: Message, max_size: int) -> None:
     if msg.tags is not None:
         _check_text("tags", msg.tags)
     for key in msg.keys:
+        if not isinstance(key, str):
+            raise InvalidMessage(f"keys must be strings, not {type(key).__name__}")
         _check_text("key", key)
         if not key or " " in key:
             raise InvalidMessage(f"key {key!r} must be non-empty and contain no space")
@@ -193,7 +194,10 @@ def prepare_batch(
             props = f"{encode_properties(msg.wire_properties())}{uniq}{msg_ids[index]}\x02"
             props_bytes = props.encode()
             if len(props_bytes) > MAX_BATCH_PROPERTIES:
-                raise ProtocolError("properties-too-long", f"{len(props_bytes)} bytes > 32767")
+                raise InvalidMessage(
+                    f"the properties of message {index} of the batch encode to "
+                    f"{len(props_bytes)} bytes, over the {MAX_BATCH_PROPERTIES} a batch holds"
+                )
             tail = props_length(len(props_bytes)) + props_bytes
             body = bytes(body)
         else:
@@ -202,6 +206,11 @@ def prepare_batch(
             tail = f"{plain_tail}{msg_ids[index]}\x02".encode()
         length = len(body)
         record = 20 + length + len(tail)
+        if record > max_size:  # alone in a chunk it would still be refused by the broker
+            raise InvalidMessage(
+                f"message {index} of the batch encodes to {record} bytes (body, properties "
+                f"and record head), over the {max_size}-byte limit"
+            )
         if index > first and size + record > max_size:
             chunks.append(_batch(parts, size, msg_ids[first:index], topic, namespace, wait))
             parts, first, size = [], index, 0

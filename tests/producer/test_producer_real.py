@@ -7,6 +7,7 @@ import zlib
 import pytest
 
 from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.errors import InvalidMessage
 from rocketmq_actors.producer import (
     LocalTransactionState,
     Message,
@@ -38,6 +39,37 @@ async def test_plain_send_round_trip(
         assert (got.body, got.tags, got.keys, got.flag) == (msg.body, "TagA", ["k1", "k2"], 7)
         assert got.properties["color"] == "red"
         assert got.msg_id == result.msg_id and got.offset_msg_id == result.offset_msg_id
+
+
+async def test_a_string_key_is_one_key(
+    rocketmq_namesrv: str, unique_group: str, unique_topic: str
+) -> None:
+    """Java's ``Message.setKeys(String)``: the string is the KEYS property as it is (spaces
+    separate keys); before, a ``str`` was iterated and sent seven one-letter keys."""
+    async with Producer(namesrv=rocketmq_namesrv, group=unique_group) as producer:
+        one = await producer.send(Message(topic=unique_topic, body=b"x", keys="order-1"))
+        two = await producer.send(Message(topic=unique_topic, body=b"y", keys="order-2 cust-9"))
+        (got,) = await pull(producer.instance, one.queue, expect=1, offset=one.queue_offset)
+        assert got.keys == ["order-1"] and got.properties["KEYS"] == "order-1"
+        (got,) = await pull(producer.instance, two.queue, expect=1, offset=two.queue_offset)
+        assert got.keys == ["order-2", "cust-9"]
+
+
+async def test_a_batch_record_over_the_limit_is_refused_before_any_io(
+    rocketmq_namesrv: str, unique_group: str, unique_topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A body of exactly the maximum size is a valid single message, but as a batch record
+    (head and properties added) it is over the limit: before, the chunk was sent three
+    times and refused by the broker each time."""
+    async with Producer(namesrv=rocketmq_namesrv, group=unique_group) as producer:
+        sent: list[object] = []
+        monkeypatch.setattr(producer.loop, "send", lambda *args: sent.append(args))
+        big = Message(topic=unique_topic, body=b"x" * producer.max_message_size)
+        with pytest.raises(InvalidMessage, match="message 1 of the batch encodes to"):
+            await producer.send_batch([Message(topic=unique_topic, body=b"small"), big])
+        assert sent == []
+        monkeypatch.undo()
+        assert (await producer.send(big)).status is SendStatus.SEND_OK
 
 
 async def test_large_bodies_are_compressed(

@@ -14,7 +14,6 @@ from rocketmq_actors.errors import ClientNotStarted, ConfigError, InvalidMessage
 from rocketmq_actors.producer import Message, Producer
 from rocketmq_actors.producer.prepare import prepare, prepare_batch
 from rocketmq_actors.protocol.compression import CompressionType, decompress
-from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.messages import (
     MAX_MESSAGE_SIZE,
     MessageSysFlag,
@@ -95,6 +94,21 @@ def test_bad_producer_configuration() -> None:
         Producer(namesrv="127.0.0.1:9876", send_timeout=0)
 
 
+def test_keys_a_string_is_one_key_a_list_several() -> None:
+    assert Message(topic="T", body=b"x", keys="order-1").wire_properties()["KEYS"] == "order-1"
+    assert Message(topic="T", body=b"x", keys="a b").keys == ("a", "b")  # as Java's setKeys
+    assert Message(topic="T", body=b"x", keys=["a", "b"]).wire_properties()["KEYS"] == "a b"
+    assert Message(topic="T", body=b"x").keys == ()
+
+
+@pytest.mark.parametrize("keys", [[1], [b"k"], ["a b"], [""]])
+def test_bad_keys_are_invalid_messages(keys: list[object]) -> None:
+    message = Message(topic="T", body=b"x", keys=keys)  # type: ignore[arg-type]
+    with pytest.raises(InvalidMessage, match="key"):
+        prepare(message, ids=UniqueIdGenerator(), namespace=None, max_size=MAX_MESSAGE_SIZE,
+                compress_threshold=0, compress_level=5)  # fmt: skip
+
+
 def test_compress_type_and_level_are_checked_at_construction() -> None:
     ns = "127.0.0.1:9876"
     assert Producer(namesrv=ns).compress_type is CompressionType.ZLIB  # Java's default
@@ -157,9 +171,18 @@ def test_batches_are_cut_at_the_size_limit_and_checked() -> None:
     with pytest.raises(InvalidMessage, match="empty"):
         prepare_batch([], ids=ids, namespace=None, max_size=10_000)
     # a record's properties length is a signed 16-bit field
-    with pytest.raises(ProtocolError, match="32767"):
+    with pytest.raises(InvalidMessage, match="32767"):
         prepare_batch([Message(topic="T", body=b"x", properties={"p": "v" * 40_000})],
                       ids=ids, namespace=None, max_size=1 << 20)  # fmt: skip
+    # a message whose body fits but whose record (head, properties) does not: refused here,
+    # not sent alone in a chunk the broker refuses (three times, with the retries)
+    for body in (b"x" * 10_000, bytearray(b"x" * 10_000)):
+        with pytest.raises(InvalidMessage, match="message 1 of the batch encodes to"):
+            prepare_batch([Message(topic="T", body=b"x"), Message(topic="T", body=body)],
+                          ids=ids, namespace=None, max_size=10_000)  # fmt: skip
+    with pytest.raises(InvalidMessage, match="message 0 of the batch encodes to"):
+        prepare_batch([Message(topic="T", body=b"x" * 9990)] * 3, ids=ids, namespace=None,
+                      max_size=10_000)  # fmt: skip
 
 
 _texts = st.text(alphabet="abcXYZ019-_ ", max_size=6)
@@ -246,6 +269,14 @@ def test_batch_bodies_are_the_reference_encoding(
                 prepare_batch(messages, ids=UniqueIdGenerator(), namespace=None,
                               max_size=max_size)  # fmt: skip
             return
+    any_id = UniqueIdGenerator().next_id()  # (every id has this length)
+    records = [22 + len(m.body) + len(encode_properties({**m.wire_properties(),
+               Property.UNIQ_KEY: any_id}).encode()) for m in messages]  # fmt: skip
+    if max(records) > max_size:  # a message that fits in no chunk is refused, never sent
+        first = next(i for i, r in enumerate(records) if r > max_size)
+        with pytest.raises(InvalidMessage, match=f"message {first} "):
+            prepare_batch(messages, ids=UniqueIdGenerator(), namespace=None, max_size=max_size)
+        return
     chunks = prepare_batch(messages, ids=UniqueIdGenerator(), namespace=None, max_size=max_size)
     ids = [msg_id for chunk in chunks for msg_id in chunk.batch_ids]
     assert len(ids) == len(messages)
