@@ -25,16 +25,53 @@ from rocketmq_actors.runtime.tree import Node
 from .brokercalls import Puller, PullResult, PullStatus, pull_or_back_off
 from .queues import PULL_ERROR_DELAY, QueueTable
 
-__all__ = ["FetchOwner", "Fetcher", "take_records"]
+__all__ = ["FetchOwner", "Fetcher", "RecordBuffer", "take_records"]
 
 log = get_logger("rocketmq_actors.consumer")
 
 
+class RecordBuffer:
+    """The signals between a pull consumer's fetchers, which buffer records, and its reader
+    (``getmany``), which takes them: records arrived, space was freed."""
+
+    def __init__(self) -> None:
+        self._arrived = anyio.Event()
+        self._space = anyio.Event()
+
+    def arrived(self) -> None:
+        self._arrived.set()
+
+    def freed(self) -> None:
+        """Records were taken, dropped by a seek, or a queue resumed: fetchers may go on."""
+        self._space.set()
+
+    async def wait_space(self) -> None:
+        if self._space.is_set():
+            self._space = anyio.Event()
+        await self._space.wait()
+
+    async def take(
+        self, fetchers: QueueTable[Fetcher], queues: Sequence[MessageQueue], limit: int,
+        timeout: float,
+    ) -> dict[MessageQueue, list[MessageExt]]:  # fmt: skip
+        """Up to ``limit`` records of ``queues`` (:func:`take_records`), waiting up to
+        ``timeout`` for the first; an empty dict when none came."""
+        with anyio.move_on_after(timeout):
+            while True:
+                out = take_records(fetchers, queues or list(fetchers), limit)
+                if out:
+                    self._space.set()
+                    return out
+                if self._arrived.is_set():
+                    self._arrived = anyio.Event()
+                    continue
+                await self._arrived.wait()
+        return {}
+
+
 class FetchOwner(Puller, Protocol):
     max_buffered: int
-
-    async def wait_space(self) -> None: ...
-    def arrived(self) -> None: ...
+    buffer: RecordBuffer
 
 
 class Fetcher:
@@ -70,7 +107,7 @@ class Fetcher:
         owner = self.owner
         while True:
             if self.paused or len(self.records) >= owner.max_buffered:
-                await owner.wait_space()
+                await owner.buffer.wait_space()
                 continue
             generation = self._generation
             with anyio.CancelScope() as self._pull_scope:
@@ -97,7 +134,7 @@ class Fetcher:
         self.fetch_offset = result.next_offset
         if result.messages:
             self.records.extend(result.messages)
-            self.owner.arrived()
+            self.owner.buffer.arrived()
         elif not self.records:  # all given out, or filtered away: move past them
             self.position = max(self.position, self.fetch_offset)
 

@@ -29,9 +29,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Protocol
 
-import anyio
-from anyio.abc import TaskStatus
-
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import MEMBER_POLICY, GroupMember
 from rocketmq_actors.errors import ClientStateError, ConfigError
@@ -41,16 +38,9 @@ from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import (
     ConsumerData,
     MessageQueue,
-    encode_consumer_status,
-)
-from rocketmq_actors.protocol.events import (
-    ConsumerIdsChanged,
-    ConsumerStatusQuery,
-    RunningInfoQuery,
 )
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.runtime.checks import check_int, check_timeout
-from rocketmq_actors.runtime.router import Inbound
 from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart
 from rocketmq_actors.runtime.tree import Node
 
@@ -62,9 +52,10 @@ from .brokercalls import (
     offset_for_time,
     pull_once,
 )
-from .fetcher import Fetcher, take_records
+from .fetcher import Fetcher, RecordBuffer
 from .offsets import RemoteOffsetStore
-from .pull_assignment import change, running_info
+from .pull_assignment import change, request_handlers
+from .pull_commits import Committer
 from .queues import QueueTable
 from .rebalance import Strategy
 from .rebalancer import Rebalancer
@@ -104,6 +95,20 @@ class OffsetReset(enum.Enum):
     LATEST = "latest"
 
 
+def _check_timeouts(**timeouts: float) -> None:
+    for name, seconds in timeouts.items():
+        check_timeout(name, seconds)
+
+
+def _offset_reset(value: OffsetReset | str) -> OffsetReset:
+    try:
+        return OffsetReset(value)
+    except ValueError:
+        raise ConfigError(
+            f"auto_offset_reset must be 'earliest' or 'latest', not {value!r}"
+        ) from None
+
+
 class PullConsumer(GroupMember):
     def __init__(
         self,
@@ -130,17 +135,13 @@ class PullConsumer(GroupMember):
         validate_group(group)
         check_int("pull_batch_size", pull_batch_size)
         check_int("max_buffered", max_buffered)
-        for name, seconds in (("auto_commit_interval", auto_commit_interval),
-                              ("pull_suspend", pull_suspend),
-                              ("rebalance_interval", rebalance_interval),
-                              ("request_timeout", request_timeout)):  # fmt: skip
-            check_timeout(name, seconds)
-        try:
-            auto_offset_reset = OffsetReset(auto_offset_reset)
-        except ValueError:
-            raise ConfigError(
-                f"auto_offset_reset must be 'earliest' or 'latest', not {auto_offset_reset!r}"
-            ) from None
+        _check_timeouts(
+            auto_commit_interval=auto_commit_interval,
+            pull_suspend=pull_suspend,
+            rebalance_interval=rebalance_interval,
+            request_timeout=request_timeout,
+        )
+        auto_offset_reset = _offset_reset(auto_offset_reset)
         super().__init__(
             kind="pull-consumer", group=wrap(namespace, group), namesrv=namesrv, instance=instance,
             ssl_context=ssl_context, credentials=credentials, shutdown_timeout=shutdown_timeout,
@@ -172,8 +173,8 @@ class PullConsumer(GroupMember):
         self._supervisor = DynamicSupervisor(
             f"pull-consumer:{self.group}", MEMBER_POLICY, shutdown_timeout=shutdown_timeout
         )
-        self._arrived = anyio.Event()  # records were buffered
-        self._space = anyio.Event()  # records were taken, or a queue resumed
+        self.buffer = RecordBuffer()
+        self.committer = Committer(self.fetchers, self.offsets, interval=auto_commit_interval)
         self.started_ms = 0
 
     # ---- what the fetchers read -----------------------------------------------------------
@@ -188,14 +189,6 @@ class PullConsumer(GroupMember):
     def subscriptions(self) -> list[Subscription]:
         return list(self._subscriptions.values())
 
-    async def wait_space(self) -> None:
-        if self._space.is_set():
-            self._space = anyio.Event()
-        await self._space.wait()
-
-    def arrived(self) -> None:
-        self._arrived.set()
-
     # ---- lifecycle ----------------------------------------------------------------------
 
     async def _open(self, stack: AsyncExitStack) -> None:
@@ -208,35 +201,21 @@ class PullConsumer(GroupMember):
         stack.push_async_callback(self.offsets.persist_on_close)
         await stack.enter_async_context(self.fetchers.supervisor)
         supervisor = await stack.enter_async_context(self._supervisor)
-        server = RequestServer(self.group, self.mailbox, {
-            ConsumerIdsChanged: self._ids_changed,
-            ConsumerStatusQuery: self._status,
-            RunningInfoQuery: self._running_info,
-        })  # fmt: skip
+        server = RequestServer(self.group, self.mailbox, request_handlers(self))
         await supervisor.start_child(ChildSpec("mailbox", server.run, Restart.PERMANENT,
                                                kind="mailbox"))  # fmt: skip
         await supervisor.start_child(ChildSpec("rebalancer", self.rebalancer.run,
                                                Restart.PERMANENT, kind="rebalancer"))  # fmt: skip
         if self.auto_commit:
             spec: ChildSpec[None] = ChildSpec(
-                "offsets", self._auto_commit, Restart.PERMANENT, kind="offset-persister"
+                "offsets", self.committer.run, Restart.PERMANENT, kind="offset-persister"
             )
             await supervisor.start_child(spec)
 
     async def _closing(self) -> None:
         self.rebalancer.stop()
         if self.auto_commit:
-            self._record_positions()  # persisted by the stack, after the fetchers stopped
-
-    def _ids_changed(self, inbound: Inbound) -> None:
-        self.rebalancer.trigger()
-
-    def _status(self, inbound: Inbound) -> None:
-        """GET_CONSUMER_STATUS_FROM_CLIENT: like the Java lite-pull client, an empty table."""
-        inbound.reply(body=encode_consumer_status({}))
-
-    def _running_info(self, inbound: Inbound) -> None:
-        inbound.reply(body=running_info(self))
+            self.committer.record_positions()  # persisted by the stack, after fetchers stop
 
     def _consumer_data(self) -> ConsumerData:
         return ConsumerData(
@@ -310,17 +289,7 @@ class PullConsumer(GroupMember):
         limit = max_records if max_records is not None else 1 << 30
         if limit < 1 or timeout < 0:
             raise ConfigError("max_records >= 1 and timeout >= 0 are required")
-        with anyio.move_on_after(timeout):
-            while True:
-                out = take_records(self.fetchers, list(queues) or list(self.fetchers), limit)
-                if out:
-                    self._space.set()
-                    return out
-                if self._arrived.is_set():
-                    self._arrived = anyio.Event()
-                    continue
-                await self._arrived.wait()
-        return {}
+        return await self.buffer.take(self.fetchers, queues, limit, timeout)
 
     async def getone(self, *queues: MessageQueue) -> MessageExt:
         """The next record (of ``queues``, or of every assigned queue), waiting for it."""
@@ -355,7 +324,7 @@ class PullConsumer(GroupMember):
         if offset < 0:
             raise ConfigError("offset must be >= 0")
         self._fetcher(queue).seek(offset)
-        self._space.set()
+        self.buffer.freed()
 
     async def seek_to_beginning(self, *queues: MessageQueue) -> None:
         for queue in queues or tuple(self.fetchers):
@@ -379,7 +348,7 @@ class PullConsumer(GroupMember):
     def resume(self, *queues: MessageQueue) -> None:
         for queue in queues:
             self._fetcher(queue).paused = False
-        self._space.set()
+        self.buffer.freed()
 
     def paused(self) -> set[MessageQueue]:
         return {f.queue for f in self.fetchers.actors() if f.paused}
@@ -410,37 +379,15 @@ class PullConsumer(GroupMember):
 
     # ---- offsets ----------------------------------------------------------------------
 
-    def _record_positions(self) -> None:
-        for fetcher in self.fetchers.actors():
-            self.offsets.update(fetcher.queue, fetcher.position)
-
     async def commit(self, offsets: Mapping[MessageQueue, int] | None = None) -> None:
         """Commit ``offsets`` (next offset to consume, by queue), or the current position of
         every assigned queue; returns once the brokers have them."""
         self._check_running()
-        if offsets is None:
-            self._record_positions()
-            targets = list(self.fetchers)
-        else:
-            for queue, offset in offsets.items():
-                if offset < 0:
-                    raise ConfigError(f"offset for {queue} must be >= 0")
-                self.offsets.update(queue, offset, increase_only=False)
-            targets = list(offsets)
-        await self.offsets.persist(targets, confirmed=True)
-
-    async def _auto_commit(self, *, task_status: TaskStatus[None]) -> None:
-        """The auto-commit actor."""
-        task_status.started()
-        while True:
-            await anyio.sleep(self.auto_commit_interval)
-            self._record_positions()
-            await self.offsets.persist(list(self.fetchers))
+        await self.committer.commit(offsets)
 
     async def committed(self, queue: MessageQueue) -> int | None:
         """This group's committed offset for ``queue``: in memory, else from the broker."""
-        offset = self.offsets.read(queue)  # 0 is an offset: no truthiness test here
-        return offset if offset is not None else await self.offsets.fetch(queue)
+        return await self.committer.committed(queue)
 
     async def persist(self) -> None:
         await self.offsets.persist()

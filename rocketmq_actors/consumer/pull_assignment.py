@@ -1,21 +1,31 @@
 """A pull consumer's assignment (queues revoked and started as the rebalancer, or ``assign``,
-decides) and its running info for the broker."""
+decides) and its answers to the broker's requests."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from rocketmq_actors.logs import get_logger
-from rocketmq_actors.protocol.bodies import MessageQueue, encode_running_info
+from rocketmq_actors.protocol.bodies import (
+    MessageQueue,
+    encode_consumer_status,
+    encode_running_info,
+)
+from rocketmq_actors.protocol.events import (
+    BrokerRequest,
+    ConsumerIdsChanged,
+    ConsumerStatusQuery,
+    RunningInfoQuery,
+)
 
 from .brokercalls import max_offset, min_offset
 from .fetcher import Fetcher
-from .requests import member_properties
+from .requests import Handler, member_properties
 
 if TYPE_CHECKING:
     from .pull import PullConsumer
 
-__all__ = ["change", "running_info"]
+__all__ = ["change", "request_handlers", "running_info"]
 
 log = get_logger("rocketmq_actors.consumer")
 
@@ -66,3 +76,13 @@ def running_info(consumer: PullConsumer) -> bytes:
         subscriptions=[s.wire(consumer.sub_version) for s in consumer.subscriptions()],
         queue_offsets=queues,
     )
+
+
+def request_handlers(consumer: PullConsumer) -> dict[type[BrokerRequest], Handler]:
+    """What a lite-pull member answers, as Java's lite pull consumer does: the group changed
+    (rebalance now), GET_CONSUMER_STATUS_FROM_CLIENT (an empty table), and running info."""
+    return {
+        ConsumerIdsChanged: lambda inbound: consumer.rebalancer.trigger(),
+        ConsumerStatusQuery: lambda inbound: inbound.reply(body=encode_consumer_status({})),
+        RunningInfoQuery: lambda inbound: inbound.reply(body=running_info(consumer)),
+    }

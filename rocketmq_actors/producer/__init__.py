@@ -1,5 +1,6 @@
 """Producers: send, send_nowait, send_oneway, send_batch, ordered sends, transactions."""
 
+from rocketmq_actors.protocol.compression import CompressionType
 from rocketmq_actors.protocol.messages import Message
 
 from .admin import create_topic
@@ -10,6 +11,7 @@ from .transaction import LocalTransactionState, TransactionOutcome, TransactionP
 
 __all__ = [
     "BatchResults",
+    "CompressionType",
     "LocalTransactionState",
     "Message",
     "Producer",

@@ -176,10 +176,9 @@ def test_batches_are_cut_at_the_size_limit_and_checked() -> None:
                       ids=ids, namespace=None, max_size=1 << 20)  # fmt: skip
     # a message whose body fits but whose record (head, properties) does not: refused here,
     # not sent alone in a chunk the broker refuses (three times, with the retries)
-    for body in (b"x" * 10_000, bytearray(b"x" * 10_000)):
-        with pytest.raises(InvalidMessage, match="message 1 of the batch encodes to"):
-            prepare_batch([Message(topic="T", body=b"x"), Message(topic="T", body=body)],
-                          ids=ids, namespace=None, max_size=10_000)  # fmt: skip
+    with pytest.raises(InvalidMessage, match="message 1 of the batch encodes to"):
+        prepare_batch([Message(topic="T", body=b"x"), Message(topic="T", body=b"x" * 10_000)],
+                      ids=ids, namespace=None, max_size=10_000)  # fmt: skip
     with pytest.raises(InvalidMessage, match="message 0 of the batch encodes to"):
         prepare_batch([Message(topic="T", body=b"x" * 9990)] * 3, ids=ids, namespace=None,
                       max_size=10_000)  # fmt: skip
