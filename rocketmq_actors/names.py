@@ -11,45 +11,55 @@ from rocketmq_actors.errors import ConfigError, InvalidMessage
 __all__ = [
     "MAX_GROUP_LENGTH",
     "MAX_TOPIC_LENGTH",
-    "SYSTEM_TOPICS",
+    "NOT_ALLOWED_SEND_TOPICS",
     "validate_group",
     "validate_topic",
     "wrap",
 ]
 
 _NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-SYSTEM_TOPICS = frozenset(
+# Java's TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET: the broker's own topics, which no client
+# sends to (Java refuses them in Validators.checkMessage). Other system topics, such as
+# RMQ_SYS_TRACE_TOPIC (message trace) or TBW102, are sent to and read by Java clients and tools.
+NOT_ALLOWED_SEND_TOPICS = frozenset(
     {
-        "TBW102",
         "SCHEDULE_TOPIC_XXXX",
-        "BenchmarkTest",
         "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRACE_TOPIC",
         "RMQ_SYS_TRANS_OP_HALF_TOPIC",
         "TRANS_CHECK_MAX_TIME_TOPIC",
         "SELF_TEST_TOPIC",
         "OFFSET_MOVED_EVENT",
+        "RMQ_SYS_TOPIC_CONFIG_SYNC",
+        "RMQ_SYS_CONSUMER_OFFSET_SYNC",
+        "RMQ_SYS_DELAY_OFFSET_SYNC",
+        "RMQ_SYS_SUBSCRIPTION_GROUP_SYNC",
+        "RMQ_SYS_MESSAGE_MODE_SYNC",
+        "RMQ_SYS_TIMER_METRICS_SYNC",
     }
 )
 MAX_TOPIC_LENGTH = 127
+MAX_RETRY_OR_DLQ_TOPIC_LENGTH = 255  # %RETRY%<group> and %DLQ%<group> may be longer
 MAX_GROUP_LENGTH = 120
 
 _valid_topics: set[str] = set()  # validated once each: producers send to few topics
 
 
 def validate_topic(topic: str, *, error: type[Exception] = InvalidMessage) -> None:
-    """A topic a client may use: 1-127 characters of ``[%|a-zA-Z0-9_-]``, not a system topic.
-    ``error`` is raised otherwise (:class:`InvalidMessage` for a message's topic,
-    :class:`ConfigError` for a subscription's)."""
+    """A topic as Java's ``Validators`` checks it: 1-127 characters of ``[%|a-zA-Z0-9_-]``
+    (255 for retry and DLQ topics). ``error`` is raised otherwise: :class:`InvalidMessage`
+    for a message's topic, which also must not be one of :data:`NOT_ALLOWED_SEND_TOPICS`;
+    :class:`ConfigError` for a subscription's (any topic may be read)."""
     if topic in _valid_topics:
         return
     try:
         _check_topic(topic)
+        if error is InvalidMessage and topic in NOT_ALLOWED_SEND_TOPICS:
+            raise InvalidMessage(f"sending to {topic!r} is forbidden: it is the broker's own")
     except InvalidMessage as exc:
         if error is InvalidMessage:
             raise
         raise error(str(exc)) from None
-    if len(_valid_topics) < 10_000:
+    if error is InvalidMessage and len(_valid_topics) < 10_000:
         _valid_topics.add(topic)
 
 
@@ -58,14 +68,12 @@ def _check_topic(topic: object) -> None:
         raise InvalidMessage(f"the topic must be a str, not {type(topic).__name__}")
     if not topic or not topic.strip():
         raise InvalidMessage("the topic is empty")
-    if len(topic) > MAX_TOPIC_LENGTH:
-        raise InvalidMessage(
-            f"topic {topic[:20]!r}... is longer than {MAX_TOPIC_LENGTH} characters"
-        )
+    limit = (MAX_RETRY_OR_DLQ_TOPIC_LENGTH if topic.startswith(("%RETRY%", "%DLQ%"))
+             else MAX_TOPIC_LENGTH)  # fmt: skip
+    if len(topic) > limit:
+        raise InvalidMessage(f"topic {topic[:20]!r}... is longer than {limit} characters")
     if not _NAME.match(topic):
         raise InvalidMessage(f"topic {topic!r} has characters outside [%|a-zA-Z0-9_-]")
-    if topic in SYSTEM_TOPICS or topic.startswith("RMQ_SYS_"):
-        raise InvalidMessage(f"topic {topic!r} is a RocketMQ system topic")
 
 
 def validate_group(group: str) -> None:

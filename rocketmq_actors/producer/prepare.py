@@ -1,9 +1,10 @@
 """Checking and preparing a message for the wire, before any network I/O.
 
 Validation follows the Java client's ``Validators``: a topic of at most 127 characters from
-``[%|a-zA-Z0-9_-]`` that is not a system topic; a non-empty body no larger than the maximum
-message size; property names and values free of the separators (U+0001, U+0002) and names not
-reserved by the client; a delay level from 1 to 18 and at most one delay mechanism.
+``[%|a-zA-Z0-9_-]`` that is not one of the broker's own (``NOT_ALLOWED_SEND_TOPICS``); a
+non-empty body no larger than the maximum message size; property names and values free of the
+separators (U+0001, U+0002) and names not reserved by the client; a delay level from 1 to 18
+and at most one delay mechanism.
 """
 
 from __future__ import annotations

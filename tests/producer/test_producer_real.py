@@ -72,6 +72,18 @@ async def test_a_batch_record_over_the_limit_is_refused_before_any_io(
         assert (await producer.send(big)).status is SendStatus.SEND_OK
 
 
+async def test_system_topics_java_sends_to_are_not_refused(rocketmq_namesrv: str) -> None:
+    """Java's Validators refuse only the broker's own topics (NOT_ALLOWED_SEND_TOPIC_SET);
+    message trace writes RMQ_SYS_TRACE_TOPIC. Before, every RMQ_SYS_* topic was refused."""
+    async with Producer(namesrv=rocketmq_namesrv, group="G_system_topics") as producer:
+        result = await producer.send(Message(topic="RMQ_SYS_TRACE_TOPIC", body=b"trace"))
+        assert result.status is SendStatus.SEND_OK
+        (got,) = await pull(producer.instance, result.queue, expect=1, offset=result.queue_offset)
+        assert got.body == b"trace"
+        with pytest.raises(InvalidMessage, match="forbidden"):
+            await producer.send(Message(topic="SCHEDULE_TOPIC_XXXX", body=b"x"))
+
+
 async def test_large_bodies_are_compressed(
     rocketmq_namesrv: str, unique_group: str, unique_topic: str
 ) -> None:

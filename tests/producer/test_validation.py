@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocketmq_actors.errors import ClientNotStarted, ConfigError, InvalidMessage, RocketMQError
+from rocketmq_actors.names import validate_topic
 from rocketmq_actors.producer import Message, Producer
 from rocketmq_actors.producer.prepare import prepare, prepare_batch
 from rocketmq_actors.protocol.compression import CompressionType, decompress
@@ -35,8 +36,9 @@ BAD = [
     ("empty topic", _message(topic="")),
     ("illegal topic", _message(topic="a b")),
     ("long topic", _message(topic="t" * 128)),
-    ("system topic", _message(topic="TBW102")),
-    ("system prefix", _message(topic="RMQ_SYS_X")),
+    ("schedule topic", _message(topic="SCHEDULE_TOPIC_XXXX")),
+    ("half topic", _message(topic="RMQ_SYS_TRANS_HALF_TOPIC")),
+    ("long DLQ topic", _message(topic="%DLQ%" + "g" * 251)),
     ("empty body", _message(body=b"")),
     ("body not bytes", _message(body="text")),
     ("body None", _message(body=None)),
@@ -92,6 +94,21 @@ def test_bad_producer_configuration() -> None:
         Producer(namesrv="nonsense", group="G")
     with pytest.raises(ValueError):
         Producer(namesrv="127.0.0.1:9876", send_timeout=0)
+
+
+def test_system_topics_as_java_validators_treats_them() -> None:
+    """Java refuses to send only to TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET (the broker's
+    own topics); the trace topic, TBW102 and other RMQ_SYS_ names may be sent to; any topic
+    may be subscribed to; retry and DLQ topics may have up to 255 characters."""
+    for topic in ("RMQ_SYS_TRACE_TOPIC", "TBW102", "RMQ_SYS_X", "%DLQ%" + "g" * 250):
+        prepare(Message(topic=topic, body=b"x"), ids=UniqueIdGenerator(), namespace=None,
+                max_size=MAX_MESSAGE_SIZE, compress_threshold=0, compress_level=5)  # fmt: skip
+    for topic in ("SCHEDULE_TOPIC_XXXX", "OFFSET_MOVED_EVENT", "RMQ_SYS_TRACE_TOPIC"):
+        validate_topic(topic, error=ConfigError)  # a subscription's topic
+    with pytest.raises(InvalidMessage, match="forbidden"):
+        validate_topic("OFFSET_MOVED_EVENT")
+    with pytest.raises(ConfigError, match="longer than 127"):
+        validate_topic("t" * 128, error=ConfigError)
 
 
 def test_keys_a_string_is_one_key_a_list_several() -> None:
