@@ -5,10 +5,11 @@ from __future__ import annotations
 import enum
 from typing import Protocol
 
+import anyio
 import attrs
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.errors import RocketMQError, broker_error
+from rocketmq_actors.errors import BrokerError, RocketMQError, broker_error
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
@@ -42,6 +43,10 @@ __all__ = [
 ]
 
 log = get_logger("rocketmq_actors.consumer")
+
+#: a pull the broker refused with FLOW_CONTROL is made again after this long (Java's
+#: PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL, push and lite pull alike)
+BROKER_FLOW_CONTROL_DELAY = 0.02
 
 DLQ_NOW = -1  # CONSUMER_SEND_MSG_BACK delay level that dead-letters at once
 
@@ -213,6 +218,10 @@ async def pull_or_back_off(
             request_timeout=owner.request_timeout,
         )  # fmt: skip
     except RocketMQError as exc:
+        if isinstance(exc, BrokerError) and exc.code == ResponseCode.FLOW_CONTROL:
+            # the broker is shedding load: look again soon, as Java does, without logging
+            await anyio.sleep(BROKER_FLOW_CONTROL_DELAY)
+            return None
         log.info("consumer.pull_failed", queue=str(queue), error=str(exc))
         await backoff.sleep()
         return None

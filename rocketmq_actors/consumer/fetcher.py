@@ -23,11 +23,15 @@ from rocketmq_actors.runtime.backoff import Backoff
 from rocketmq_actors.runtime.tree import Node
 
 from .brokercalls import Puller, PullResult, PullStatus, pull_or_back_off
-from .queues import PULL_ERROR_DELAY, QueueTable
+from .queues import QueueTable
 
 __all__ = ["FetchOwner", "Fetcher", "RecordBuffer", "take_records"]
 
 log = get_logger("rocketmq_actors.consumer")
+
+#: after a failed pull, a pull consumer's (Java's DefaultLitePullConsumerImpl
+#: PULL_TIME_DELAY_MILLS_ON_EXCEPTION)
+FETCH_ERROR_DELAY = 3.0
 
 
 class RecordBuffer:
@@ -88,7 +92,7 @@ class Fetcher:
         self.pull_errors = 0
         self._generation = 0  # bumped by seek: a pull of an older generation is dropped
         self._pull_scope: anyio.CancelScope | None = None
-        self._backoff = Backoff.constant(PULL_ERROR_DELAY)
+        self._backoff = Backoff.constant(FETCH_ERROR_DELAY)
 
     @property
     def queue(self) -> MessageQueue:

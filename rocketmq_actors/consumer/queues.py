@@ -40,8 +40,9 @@ log = get_logger("rocketmq_actors.consumer")
 QUEUE_POLICY = RestartPolicy(
     max_restarts=5, period=60.0, backoff_initial=0.5, backoff_max=10.0, escalate=True
 )
-#: after a failed pull (Java's pullTimeDelayMillsWhenException is 3 s; 1 s recovers sooner
-#: from a broker restart on this client's own timers)
+#: after a failed pull, a push consumer's: the 5.3.3 Java push consumer takes
+#: pullTimeDelayMillsWhenException from ClientConfig (1000 ms; the 3000 ms its field starts
+#: with is overwritten in its constructor)
 PULL_ERROR_DELAY = 1.0
 
 
