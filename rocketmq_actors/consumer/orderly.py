@@ -53,6 +53,7 @@ class OrderlyOwner(Protocol):
     async def send_back(self, message: MessageExt, delay_level: int) -> bool: ...
     def flow_changed(self) -> None: ...
     def owned_queues(self) -> dict[MessageQueue, ProcessQueue]: ...
+    def rebalance_now(self) -> None: ...
 
 
 class OrderlyConsumeService:
@@ -90,7 +91,7 @@ class OrderlyConsumeService:
                 continue
             async with self._slots, pq.consume_lock:
                 if pq.dropped or owner.stopping:
-                    return
+                    break
                 batch = pq.take(self.consume_batch_size)
                 if not batch:
                     pq.rollback_taken()
@@ -112,6 +113,9 @@ class OrderlyConsumeService:
                         self.suspended += 1
             with anyio.move_on_after(self._suspend.next() if batch else None):
                 await pq.wait_arrival()
+        if pq.release_deferred and not owner.stopping:
+            owner.rebalance_now()  # the handler the release waited for has ended:
+            await anyio.sleep_forever()  # the queue stays, locked, until that round frees it
 
     async def _give_up_on(self, batch: list[MessageExt]) -> bool:
         """After a failure: messages past ``max_reconsume_times`` (and undecodable ones) go to

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+import anyio
+
 from rocketmq_actors.errors import RocketMQError
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
@@ -24,6 +26,11 @@ if TYPE_CHECKING:
 __all__ = ["Ownership"]
 
 log = get_logger("rocketmq_actors.consumer")
+
+#: how long a release waits for an orderly queue's running handler before it defers
+RELEASE_WAIT = 0.5
+#: a new orderly queue whose lock the broker refused is tried again after this long
+LOCK_RETRY_DELAY = 0.5
 
 
 class Ownership:
@@ -45,6 +52,8 @@ class Ownership:
             for queue in new:
                 if queue not in locked:
                     log.info("consumer.lock_not_granted", queue=str(queue))
+            if len(locked) < len(new):  # held by the member that is giving them up: soon
+                c.rebalancer.later(LOCK_RETRY_DELAY)
             new = [q for q in new if q in locked]
         for queue in new:
             try:
@@ -96,7 +105,25 @@ class Ownership:
         return pq
 
     async def release(self, queue: MessageQueue) -> None:
+        """Give ``queue`` up: its offset persisted, its orderly lock given back. An orderly
+        queue whose handler is still running after :data:`RELEASE_WAIT` (Java's tryLock of the
+        consume lock) is only dropped - no more pulls, no more handlers - and kept, locked,
+        until that handler ends; then a round releases it. Meanwhile the rounds, and the lock
+        renewal of the queues kept, go on."""
         c = self.consumer
+        if c.orderly:
+            actor = c.queues.lookup(queue)
+            assert actor is not None
+            actor.pq.dropped = True
+            actor.stop_pulling()
+            idle = False
+            with anyio.move_on_after(RELEASE_WAIT):
+                async with actor.pq.consume_lock:
+                    idle = True
+            if not idle:
+                actor.pq.release_deferred = True  # its consume loop asks for a round at the end
+                log.info("consumer.release_deferred", queue=str(queue))
+                return
         await self.stop(queue)
         await c.offsets.persist([queue], confirmed=True)
         c.offsets.remove(queue)

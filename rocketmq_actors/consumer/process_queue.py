@@ -28,6 +28,7 @@ class ProcessQueue:
         self.queue = queue
         self.next_offset = next_offset  # where the next pull starts
         self.dropped = False
+        self.release_deferred = False  # orderly: dropped, kept until its handler ends
         self.last_pull = time.monotonic()
         self.last_consume = 0.0
         self.locked = False

@@ -243,6 +243,9 @@ class PushConsumer(GroupMember):
     def owned_queues(self) -> dict[MessageQueue, ProcessQueue]:
         return {actor.queue: actor.pq for actor in self.queues.actors()}
 
+    def rebalance_now(self) -> None:
+        self.rebalancer.trigger()
+
     def over_limits(self, pq: ProcessQueue) -> bool:
         max_count, max_bytes = self.max_cached_messages, self.max_cached_bytes
         per_count, per_bytes = self.max_cached_messages_per_topic, self.max_cached_bytes_per_topic

@@ -1,8 +1,9 @@
 """The rebalancer: the actor that decides which queues of its subscribed topics a member owns.
 
 Shared by :class:`~.push.PushConsumer` and :class:`~.pull.PullConsumer`. Every ``interval``,
-and at once when asked (the broker's NOTIFY_CONSUMER_IDS_CHANGED, a new subscription, a
-refused orderly lock), it computes this member's share of every subscribed topic
+at once when asked (the broker's NOTIFY_CONSUMER_IDS_CHANGED, a new subscription, an orderly
+queue whose release waited for its handler), and 0.5 s after an orderly lock was refused
+(:meth:`Rebalancer.later`), it computes this member's share of every subscribed topic
 (:func:`~.assignment.allocated`: the group's client ids and the Java client's strategies, or
 every queue when broadcasting) and hands the wanted set to its owner's ``apply``, which
 releases and starts queues. A topic whose share cannot be computed now (no route yet, no
@@ -15,6 +16,7 @@ keeper), so that a queue is never started and released at once.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable, Iterable
 
 import anyio
@@ -63,10 +65,19 @@ class Rebalancer:
         self.missing: set[str] = set()  # subscribed topics with no route yet
         self._now = anyio.Event()
         self._stopped = False
+        self._later = math.inf  # a round asked for at this time (anyio clock)
+        self._waiting: anyio.CancelScope | None = None  # the actor's wait for the next round
 
     def trigger(self) -> None:
         """Rebalance now (the broker said the group changed, or a subscription did)."""
         self._now.set()
+
+    def later(self, delay: float) -> None:
+        """Another round ``delay`` seconds from now, unless one comes sooner (an orderly lock
+        the broker refused: Java's ``rebalanceLater(500)``)."""
+        self._later = min(self._later, anyio.current_time() + delay)
+        if self._waiting is not None:
+            self._waiting.deadline = min(self._waiting.deadline, self._later)
 
     def stop(self) -> None:
         """No more rounds (the owner is stopping)."""
@@ -106,9 +117,12 @@ class Rebalancer:
                 wait = min(wait, missing.next())
             else:
                 missing.reset()
-            with anyio.move_on_after(wait):
+            deadline = min(anyio.current_time() + wait, self._later)
+            with anyio.CancelScope(deadline=deadline) as self._waiting:
                 await self._now.wait()
+            self._waiting = None
             self._now = anyio.Event()
+            self._later = math.inf
             await self.rebalance()
 
     def describe(self) -> Node:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 import pytest
 
+from rocketmq_actors.consumer.orderly import OrderlyConsumeService
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
 from rocketmq_actors.producer import Message, Producer, create_topic
+from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
 
 from .routes import registered_route
@@ -129,3 +132,83 @@ async def test_past_max_reconsume_times_an_orderly_message_is_dead_lettered(
         route = await registered_route(consumer.instance, f"%DLQ%{unique_group}")
         assert route.subscribe_queues  # the broker created the DLQ topic for the message
     assert seen == [b"poison"] * 3 + [b"after"]  # tried 1 + 2 times, then the queue moved on
+
+
+def _to_queue(queues: Sequence[MessageQueue], message: Message, arg: object) -> MessageQueue:
+    return next(q for q in queues if q.queue_id == arg)
+
+
+async def test_a_long_handler_on_a_released_queue_blocks_neither_renewals_nor_the_new_owner(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    """Java's RebalancePushImpl tries a released orderly queue's consume lock briefly and keeps
+    the queue (dropped) if a handler is running; RebalanceImpl asks for another round 500 ms
+    after a refused lock (``rebalanceLater(500)``). Before: the release waited for the handler
+    while holding the rebalance lock - lock renewals of the kept queues stopped - and the new
+    member, refused the locks, waited for its next 20 s round."""
+    async with Producer(namesrv=rocketmq_namesrv, group="G_orderly_feed") as producer:
+        await create_topic(producer.instance, unique_topic, queues=4)
+        for queue_id in range(4):
+            await producer.send(Message(topic=unique_topic, body=b"slow"), selector=_to_queue,
+                                arg=queue_id)  # fmt: skip
+    finish = anyio.Event()
+    started: set[int] = set()
+    all_started = anyio.Event()
+    changed = anyio.Event()  # a member's round ended, or the first member renewed its locks
+
+    def change(*_: object) -> None:
+        nonlocal changed
+        changed.set()
+        changed = anyio.Event()
+
+    async def until(condition: Callable[[], bool], timeout: float) -> None:
+        with anyio.fail_after(timeout):
+            while not condition():
+                await changed.wait()
+
+    async def slow(message: MessageExt) -> None:
+        started.add(message.queue_id)
+        if len(started) == 4:
+            all_started.set()
+        await finish.wait()  # every queue's handler runs until the test lets it end
+
+    async def idle(message: MessageExt) -> None:
+        pass
+
+    def member(handler: Callable[[MessageExt], Awaitable[None]]) -> PushConsumer:
+        return PushConsumer(
+            namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
+            handler=handler, orderly=True, consume_from=ConsumeFrom.FIRST_OFFSET,
+            lock_interval=0.5, concurrency=4, on_rebalance=change,
+        )  # fmt: skip
+
+    def topic_queues(consumer: PushConsumer) -> list[MessageQueue]:
+        return [q for q in consumer.assigned() if q.topic == unique_topic]
+
+    renewals = 0
+
+    async with member(slow) as first:
+        service = first.service
+        assert isinstance(service, OrderlyConsumeService)
+        renew = service.renew
+
+        async def renew_and_count() -> None:  # (the lock keeper calls service.renew)
+            nonlocal renewals
+            await renew()
+            renewals += 1
+            change()
+
+        service.renew = renew_and_count  # type: ignore[method-assign]
+        with anyio.fail_after(30):
+            await all_started.wait()
+        async with member(idle) as second:
+            # the first member gives two queues up: their handlers run on, so it defers
+            await until(lambda: sum(pq.release_deferred for pq in first.owned_queues().values())
+                        == 2, 30)  # fmt: skip
+            deferred_at, before = anyio.current_time(), renewals
+            await until(lambda: renewals >= before + 3, 10)  # its locks are renewed meanwhile
+            assert topic_queues(second) == []  # refused: the first member holds the locks
+            finish.set()
+            await until(lambda: len(topic_queues(second)) == 2 == len(topic_queues(first)), 5)
+            assert anyio.current_time() - deferred_at < 10  # not the 20 s rebalance interval
+            assert set(topic_queues(first)).isdisjoint(topic_queues(second))
