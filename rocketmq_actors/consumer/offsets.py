@@ -67,6 +67,11 @@ class OffsetStore:
         """The committed offset of ``queue`` from the backing store (None: none yet)."""
         raise NotImplementedError
 
+    async def fetch_start(self, queue: MessageQueue) -> int | None:
+        """Where a member that takes ``queue`` over starts, if the store says (None: as the
+        consumer's ``consume_from`` / ``auto_offset_reset`` says)."""
+        return await self.fetch(queue)
+
     async def persist_on_close(self) -> None:
         """Everything, confirmed: the next member of the group may read it at once (a one-way
         update can still be queued on the broker when the next query arrives)."""
@@ -87,12 +92,22 @@ class RemoteOffsetStore(OffsetStore):
         self.group = group
 
     async def fetch(self, queue: MessageQueue) -> int | None:
+        return await self._query(queue, zero_if_young=False)
+
+    async def fetch_start(self, queue: MessageQueue) -> int | None:
+        """As the Java client asks (RemoteBrokerOffsetStore leaves setZeroIfNotFound unset):
+        for a group with no committed offset on a queue whose first message is still in the
+        broker's memory (a young queue), a 5.x broker answers 0, and the group starts there
+        whatever ``consume_from`` says; a 4.x broker always does so."""
+        return await self._query(queue, zero_if_young=None)
+
+    async def _query(self, queue: MessageQueue, *, zero_if_young: bool | None) -> int | None:
         addr = await self._instance.routes.broker_addr(queue, master_only=True)
         header = QueryConsumerOffsetRequestHeader(
             consumer_group=self.group,
             topic=queue.topic,
             queue_id=queue.queue_id,
-            set_zero_if_not_found=False,
+            set_zero_if_not_found=zero_if_young,
             broker_name=queue.broker_name,
         )
         reply = await self._instance.request(

@@ -71,7 +71,7 @@ class Ownership:
 
     async def start_offset(self, queue: MessageQueue) -> int:
         c = self.consumer
-        committed = await c.offsets.fetch(queue)
+        committed = await c.offsets.fetch_start(queue)
         if committed is not None and committed >= 0:
             return committed
         retry = queue.topic.startswith("%RETRY%")

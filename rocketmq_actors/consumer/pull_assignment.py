@@ -45,7 +45,7 @@ async def change(consumer: PullConsumer, wanted: set[MessageQueue]) -> None:
             consumer.offsets.remove(queue)
     added = wanted - set(consumer.fetchers)
     for queue in sorted(added):
-        committed = await consumer.offsets.fetch(queue)
+        committed = await consumer.offsets.fetch_start(queue)
         if committed is None or committed < 0:
             committed = await (
                 min_offset if consumer.auto_offset_reset.value == "earliest" else max_offset

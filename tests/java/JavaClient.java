@@ -7,8 +7,9 @@
 //       compressType sends COUNT messages, keys <TYPE>-k0..., bodies body(i, SIZE) below
 //       (compressed when 4 KiB or more, as Java decides). One line per send:
 //       {"key": ..., "status": ...}
-//   consume NAMESRV TOPIC GROUP COUNT SECONDS
-//       a DefaultMQPushConsumer from the first offset; one line per message:
+//   consume NAMESRV TOPIC GROUP COUNT SECONDS [FROM]
+//       a DefaultMQPushConsumer (ConsumeFromWhere FROM: FIRST, the default, or LAST); one
+//       line per message:
 //       {"key": ..., "len": ..., "crc": ..., "queue": ..., "broker": ...}; stops after COUNT
 //       messages or SECONDS. Prints {"ready": true} once started.
 //   member NAMESRV TOPIC GROUP
@@ -50,8 +51,8 @@ public class JavaClient {
             case "produce" -> produce(args[1], args[2], args[3], args[4],
                     Integer.parseInt(args[5]), Integer.parseInt(args[6]));
             case "consume" -> consume(args[1], args[2], args[3], Long.parseLong(args[4]),
-                    Double.parseDouble(args[5]), false);
-            case "member" -> consume(args[1], args[2], args[3], Long.MAX_VALUE, 0, true);
+                    Double.parseDouble(args[5]), false, args.length > 6 ? args[6] : "FIRST");
+            case "member" -> consume(args[1], args[2], args[3], Long.MAX_VALUE, 0, true, "FIRST");
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
         }
     }
@@ -77,12 +78,14 @@ public class JavaClient {
     }
 
     static void consume(String namesrv, String topic, String group, long count, double seconds,
-            boolean untilStdinCloses) throws Exception {
+            boolean untilStdinCloses, String from) throws Exception {
         AtomicLong seen = new AtomicLong();
         CountDownLatch done = new CountDownLatch(1);
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
         consumer.setNamesrvAddr(namesrv);
-        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.setConsumeFromWhere(from.equals("LAST")
+                ? ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+                : ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         consumer.subscribe(topic, "*");
         consumer.registerMessageListener((MessageListenerConcurrently) (messages, context) -> {
             for (MessageExt message : messages) {
