@@ -114,7 +114,9 @@ class QueueActor:
                 log.warning("consumer.offset_moved", queue=str(pq.queue),
                             offset=pq.next_offset, next=result.next_offset)  # fmt: skip
                 owner.offset_moved(pq.queue, result.next_offset)
-                return
+                await anyio.sleep_forever()  # until the move stops this actor and starts anew
+                # (ending here would drop the queue before the move finds it: it would then
+                # wait for the next rebalance round)
             pq.next_offset = result.next_offset
             if result.status is not PullStatus.FOUND:
                 if pq.count == 0:  # nothing in flight: the queue is consumed up to here
