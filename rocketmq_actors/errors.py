@@ -22,6 +22,7 @@ __all__ = [
     "ConnectionLost",
     "InternalError",
     "InvalidMessage",
+    "InvalidSubscription",
     "NameServerUnavailable",
     "RequestTimeout",
     "RocketMQError",
@@ -47,6 +48,13 @@ class RocketMQError(Exception):
 class ConfigError(RocketMQError, ValueError):
     """A constructor or call argument that cannot work (a negative timeout, a plain ``def``
     handler, a malformed address); raised before any I/O."""
+
+
+class InvalidSubscription(ConfigError):
+    """A subscription expression the broker cannot evaluate (an SQL92 expression that does not
+    compile, or SQL92 on a broker with ``enablePropertyFilter=false``): refused when the
+    consumer starts or subscribes, as Java's ``checkClientInBroker`` does, never silently
+    consumed unfiltered or not at all."""
 
 
 class ClientStateError(RocketMQError):

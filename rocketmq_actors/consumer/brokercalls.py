@@ -9,9 +9,9 @@ import anyio
 import attrs
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.errors import BrokerError, RocketMQError, broker_error
+from rocketmq_actors.errors import BrokerError, InvalidSubscription, RocketMQError, broker_error
 from rocketmq_actors.logs import get_logger
-from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.bodies import MessageQueue, SubscriptionData, encode_check_client
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.headers import (
@@ -119,6 +119,7 @@ async def pull_once(
         decoded = decode_messages(reply.body, strict=False)
         for message in decoded:
             message.broker_name = queue.broker_name
+            message.set_pull_offsets(response.min_offset, response.max_offset)
         messages = tuple(m for m in decoded if subscription.matches(m))
     return PullResult(
         status, response.next_begin_offset, response.min_offset, response.max_offset, messages
@@ -203,6 +204,38 @@ class Puller(Protocol):
     @property
     def sub_version(self) -> int: ...
     def subscription(self, topic: str) -> Subscription: ...
+
+
+async def check_subscription(
+    instance: ClientInstance, group: str, subscription: SubscriptionData
+) -> None:
+    """CHECK_CLIENT_CONFIG for a subscription that is not a tag expression, to a master of its
+    topic, as Java's ``MQClientInstance.checkClientInBroker`` does at start: the broker
+    compiles the expression. Raises :class:`InvalidSubscription` if it refuses (it would
+    otherwise deliver every message unfiltered, or nothing). A topic without a route yet, or
+    a broker that cannot be asked, is logged and passed: its pulls will tell (Java fails
+    the start then)."""
+    if subscription.expression_type == "TAG":
+        return
+    try:
+        route = await instance.routes.get(subscription.topic)
+        masters = route.masters()
+        if not masters:
+            return
+        body = encode_check_client(instance.client_id, group, subscription)
+        reply = await instance.request(
+            masters[0][1], RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, body=body)
+        )
+    except RocketMQError as exc:
+        log.warning("consumer.subscription_not_checked", topic=subscription.topic,
+                    group=group, error=str(exc))  # fmt: skip
+        return
+    if reply.code != ResponseCode.SUCCESS:
+        raise InvalidSubscription(
+            f"the broker refused {subscription.expression_type} expression "
+            f"{subscription.sub_string!r} on topic {subscription.topic!r}: "
+            f"{reply.remark or ResponseCode(reply.code).name}"
+        )
 
 
 async def pull_or_back_off(

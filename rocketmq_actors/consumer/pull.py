@@ -47,6 +47,7 @@ from rocketmq_actors.runtime.tree import Node
 from .brokercalls import (
     PullResult,
     PullStatus,
+    check_subscription,
     max_offset,
     min_offset,
     offset_for_time,
@@ -231,6 +232,7 @@ class PullConsumer(GroupMember):
     async def _subscribe(self, topic: str, expression: str, expression_type: str) -> Subscription:
         subscription = Subscription.parse(topic, expression, expression_type)
         if self._subscriptions.get(topic) != subscription:
+            await check_subscription(self._instance, self.group, subscription.wire(0))
             self._subscriptions[topic] = subscription
             self._sub_version = time.time_ns() // 1_000_000
             await self._instance.routes.get(topic)

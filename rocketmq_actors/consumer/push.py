@@ -59,7 +59,7 @@ from rocketmq_actors.runtime.tree import Node
 from rocketmq_actors.tracing import Tracing
 
 from . import push_requests
-from .brokercalls import send_back
+from .brokercalls import check_subscription, send_back
 from .concurrent import ConcurrentConsumeService
 from .dispatch import BatchHandler, Dispatcher, Handler
 from .handlers import as_async_handler
@@ -321,11 +321,13 @@ class PushConsumer(GroupMember):
         if isinstance(self.service, ConcurrentConsumeService):
             await supervisor.start_child(ChildSpec("consume", self.service.run, Restart.PERMANENT,
                                                    kind="consume-service"))  # fmt: skip
-        for topic in self._subscriptions:
+        for topic, subscription in self._subscriptions.items():
             try:
                 await self._instance.routes.get(topic)
             except TopicNotFound:
                 log.info("consumer.topic_not_found", topic=topic, group=self.group)
+                continue
+            await check_subscription(self._instance, self.group, subscription.wire(0))
         await self._instance.heartbeat.beat()  # the brokers know the group before we pull
         await self.rebalancer.rebalance()
         await supervisor.start_child(ChildSpec("rebalancer", self.rebalancer.run,

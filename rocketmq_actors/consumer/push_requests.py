@@ -107,7 +107,8 @@ def running_info(consumer: PushConsumer) -> bytes:
         started_ms=consumer.started_ms,
     )  # fmt: skip
     properties.update({
-        "PROP_CONSUME_ORDERLY": str(consumer.orderly).lower(),
+        # (Java's ConsumerRunningInfo.PROP_CONSUME_ORDERLY is the string "PROP_CONSUMEORDERLY")
+        "PROP_CONSUMEORDERLY": str(consumer.orderly).lower(),
         "PROP_THREADPOOL_CORE_SIZE": str(consumer.concurrency),
         "messageModel": consumer.model.value,
         "consumeFromWhere": consumer.consume_from.value,

@@ -24,6 +24,7 @@ __all__ = [
     "decode_consumer_list",
     "decode_lock_batch_response",
     "decode_offset_table",
+    "encode_check_client",
     "encode_consume_directly_result",
     "encode_consumer_status",
     "encode_lock_batch",
@@ -277,6 +278,13 @@ class HeartbeatData:
                 "withoutSub": False,
             }
         )
+
+
+def encode_check_client(client_id: str, group: str, subscription: SubscriptionData) -> bytes:
+    """Body of CHECK_CLIENT_CONFIG (46): Java's CheckClientRequestBody."""
+    return jsonlax.dumps(
+        {"clientId": client_id, "group": group, "subscriptionData": subscription.to_json()}
+    )
 
 
 def encode_lock_batch(group: str, client_id: str, queues: Iterable[MessageQueue]) -> bytes:

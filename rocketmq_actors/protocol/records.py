@@ -44,7 +44,9 @@ class MessageExt:
     """A message as stored by the broker. Fields are in wire order; construct by keyword.
 
     ``properties`` is parsed from ``raw_properties`` on first access and cached; the dict may be
-    modified (the consumer adds MIN_OFFSET / MAX_OFFSET, as the Java client does).
+    modified. A consumer's pull records the queue's offsets at that pull
+    (:meth:`set_pull_offsets`), which appear as the MIN_OFFSET and MAX_OFFSET properties, as
+    the Java client's ``PullAPIWrapper`` adds them.
     """
 
     topic: str
@@ -70,6 +72,21 @@ class MessageExt:
     #: then as stored. Consumers treat such a message as poison (see the consumer docs).
     decode_error: str | None = attrs.field(default=None, eq=False)
     _properties: dict[str, str] | None = attrs.field(default=None, init=False, eq=False, repr=False)
+    _pull_offsets: tuple[int, int] | None = attrs.field(
+        default=None, init=False, eq=False, repr=False
+    )
+
+    def set_pull_offsets(self, min_offset: int, max_offset: int) -> None:
+        """The queue's min and max offsets when this message was pulled (properties
+        MIN_OFFSET and MAX_OFFSET; set lazily, the hot path does not parse properties)."""
+        self._pull_offsets = (min_offset, max_offset)
+        if self._properties is not None:
+            self._add_pull_offsets(self._properties)
+
+    def _add_pull_offsets(self, props: dict[str, str]) -> None:
+        if self._pull_offsets is not None:
+            props[Property.MIN_OFFSET] = str(self._pull_offsets[0])
+            props[Property.MAX_OFFSET] = str(self._pull_offsets[1])
 
     @property
     def properties(self) -> dict[str, str]:
@@ -81,6 +98,7 @@ class MessageExt:
                 self.decode_error = self.decode_error or f"bad-utf8: message properties: {exc}"
                 text = self.raw_properties.decode(errors="replace")
             props = decode_properties(text)
+            self._add_pull_offsets(props)
             self._properties = props
         return props
 

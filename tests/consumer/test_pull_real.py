@@ -47,6 +47,11 @@ async def test_pull_everything_a_producer_sent(
         got = [m for q in queues for m in await _drain(consumer, q)]
     assert sorted(m.body for m in got) == sorted(m.body for m in sent)
     assert all(m.broker_name == "broker-a" for m in got)
+    # as Java's PullAPIWrapper: each message carries its queue's offsets at the pull
+    for queue in queues:
+        mine = [m for m in got if m.queue_id == queue.queue_id]
+        assert {m.properties["MIN_OFFSET"] for m in mine} == {"0"}
+        assert {int(m.properties["MAX_OFFSET"]) for m in mine} == {len(mine)}
 
 
 async def test_tag_and_sql92_filters(
