@@ -79,8 +79,14 @@ class ClientInstance(Lifecycle):
         check_timeout("heartbeat_interval", heartbeat_interval)
         check_timeout("route_refresh_interval", route_refresh_interval)
         check_timeout("namesrv_cooldown", namesrv_cooldown, allow_zero=True)
-        name = instance_name or str(next(_instances))
-        self.client_id = f"{local_ipv4()}@{os.getpid()}#{name}#{time.time_ns()}"
+        # as Java's ClientConfig.buildMQClientId: ip@instanceName, where the default name is
+        # unique to the process and the moment (Java: pid#nanoTime); a name that is given is
+        # kept as it is, so the id (and a broadcasting consumer's local offsets) survive a
+        # restart - and two live instances must not share one
+        self.client_id = (
+            f"{local_ipv4()}@{instance_name}" if instance_name
+            else f"{local_ipv4()}@{os.getpid()}#{next(_instances)}#{time.time_ns()}"
+        )  # fmt: skip
         self.request_timeout = request_timeout
         self.router = Router()
         self.pool = ConnectionPool(

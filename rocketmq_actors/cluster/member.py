@@ -42,20 +42,26 @@ class GroupMember(Lifecycle):
         instance: ClientInstance | None,
         ssl_context: ssl.SSLContext | None = None,
         credentials: AclCredentials | None = None,
+        instance_name: str | None = None,
         shutdown_timeout: float = 10.0,
         on_error: Callable[[BaseException], object] | None = None,
     ) -> None:
         super().__init__(shutdown_timeout=shutdown_timeout, on_error=on_error)
         if instance is None and namesrv is None:
             raise ConfigError("give a NameServer address (namesrv=...) or a ClientInstance")
-        if instance is not None and (ssl_context is not None or credentials is not None):
-            raise ConfigError("ssl_context and credentials belong to the shared ClientInstance")
+        if instance is not None and (
+            ssl_context is not None or credentials is not None or instance_name is not None
+        ):
+            raise ConfigError(
+                "ssl_context, credentials and instance_name belong to the shared ClientInstance"
+            )
         self.kind = kind
         self.group = group
         self._own_instance = instance is None
         self._instance = instance or ClientInstance(
-            namesrv or (), ssl_context=ssl_context, credentials=credentials
-        )
+            namesrv or (), ssl_context=ssl_context, credentials=credentials,
+            instance_name=instance_name,
+        )  # fmt: skip
         self.mailbox: Mailbox[Inbound] = Mailbox(f"{kind}:{group}")
 
     @property

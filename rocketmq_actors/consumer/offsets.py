@@ -148,11 +148,14 @@ class RemoteOffsetStore(OffsetStore):
 
 
 class LocalOffsetStore(OffsetStore):
-    """Offsets of one broadcasting consumer group in ``<directory>/<group>/offsets.json``."""
+    """Offsets of one broadcasting consumer group in
+    ``<directory>/<client id>/<group>/offsets.json``, as Java's ``LocalFileOffsetStore``: two
+    members of the group on one host keep their own (the client id stays the same across
+    restarts when the client has an ``instance_name``)."""
 
-    def __init__(self, directory: Path | str, group: str) -> None:
+    def __init__(self, directory: Path | str, client_id: str, group: str) -> None:
         super().__init__()
-        self.path = Path(directory) / group / "offsets.json"
+        self.path = Path(directory) / client_id / group / "offsets.json"
         self._stored = self._load()
 
     def _load(self) -> dict[MessageQueue, int]:

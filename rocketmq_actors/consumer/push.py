@@ -114,6 +114,7 @@ class PushConsumer(GroupMember):
         persist_interval: float = 5.0,
         pull_suspend: float = 15.0,
         offset_dir: Path | str | None = None,
+        instance_name: str | None = None,
         request_timeout: float = 3.0,
         ssl_context: ssl.SSLContext | None = None,
         credentials: AclCredentials | None = None,
@@ -131,8 +132,8 @@ class PushConsumer(GroupMember):
                                              sync=sync_handler, limiter=limiter)  # fmt: skip
         super().__init__(
             kind="push-consumer", group=wrap(namespace, group), namesrv=namesrv, instance=instance,
-            ssl_context=ssl_context, credentials=credentials, shutdown_timeout=shutdown_timeout,
-            on_error=on_error,
+            ssl_context=ssl_context, credentials=credentials, instance_name=instance_name,
+            shutdown_timeout=shutdown_timeout, on_error=on_error,
         )  # fmt: skip
         if consume_from is ConsumeFrom.TIMESTAMP and consume_timestamp_ms is None:
             consume_timestamp_ms = int((time.time() - 1800) * 1000)  # Java: 30 minutes ago
@@ -167,7 +168,7 @@ class PushConsumer(GroupMember):
         self.offsets: OffsetStore = (
             RemoteOffsetStore(self._instance, self.group)
             if model is MessageModel.CLUSTERING
-            else LocalOffsetStore(local_dir, self.group)
+            else LocalOffsetStore(local_dir, self._instance.client_id, self.group)
         )
         self.dispatcher = Dispatcher(
             self.group, handler=handler, batch_handler=batch_handler,

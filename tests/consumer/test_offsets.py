@@ -14,10 +14,11 @@ from rocketmq_actors.testing.cluster import LocalCluster
 
 Q0 = MessageQueue("t", "broker-a", 0)
 Q1 = MessageQueue("t", "broker-a", 1)
+CID = "10.0.0.1@worker-1"
 
 
 def test_update_moves_forward_only_unless_told() -> None:
-    store = LocalOffsetStore("/nonexistent-dir-never-written", "g")
+    store = LocalOffsetStore("/nonexistent-dir-never-written", CID, "g")
     store.update(Q0, 10)
     store.update(Q0, 7)  # a slow acknowledgement must not move the queue back
     assert store.read(Q0) == 10
@@ -28,33 +29,34 @@ def test_update_moves_forward_only_unless_told() -> None:
 
 
 async def test_local_store_survives_a_restart(tmp_path: Path) -> None:
-    store = LocalOffsetStore(tmp_path, "g")
+    store = LocalOffsetStore(tmp_path, CID, "g")
     assert await store.fetch(Q0) is None
     store.update(Q0, 42)
     store.update(Q1, 7)
     await store.persist()
-    again = LocalOffsetStore(tmp_path, "g")
+    again = LocalOffsetStore(tmp_path, CID, "g")
     assert (await again.fetch(Q0), await again.fetch(Q1)) == (42, 7)
-    assert [p.name for p in (tmp_path / "g").iterdir()] == ["offsets.json"]  # no temp files
+    # Java's layout (LocalFileOffsetStore): <dir>/<client id>/<group>/offsets.json, no temp files
+    assert [p.name for p in (tmp_path / CID / "g").iterdir()] == ["offsets.json"]
 
 
 async def test_local_store_persists_only_the_queues_asked(tmp_path: Path) -> None:
-    store = LocalOffsetStore(tmp_path, "g")
+    store = LocalOffsetStore(tmp_path, CID, "g")
     store.update(Q0, 1)
     store.update(Q1, 2)
     await store.persist([Q0])
-    assert await LocalOffsetStore(tmp_path, "g").fetch(Q1) is None
+    assert await LocalOffsetStore(tmp_path, CID, "g").fetch(Q1) is None
 
 
 def test_a_corrupt_offset_file_is_a_typed_error(tmp_path: Path) -> None:
-    path = tmp_path / "g" / "offsets.json"
-    path.parent.mkdir()
+    path = tmp_path / CID / "g" / "offsets.json"
+    path.parent.mkdir(parents=True)
     path.write_text("{not json")
     with pytest.raises(OffsetFileError, match=r"offsets\.json"):
-        LocalOffsetStore(tmp_path, "g")
+        LocalOffsetStore(tmp_path, CID, "g")
     path.write_text(json.dumps({"offsets": [{"topic": "t"}]}))
     with pytest.raises(OffsetFileError):
-        LocalOffsetStore(tmp_path, "g")
+        LocalOffsetStore(tmp_path, CID, "g")
 
 
 @pytest.mark.integration

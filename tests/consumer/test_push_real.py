@@ -154,10 +154,12 @@ async def test_broadcasting_every_member_gets_everything_and_offsets_survive(
     inboxes = [Inbox(), Inbox()]
 
     def member(i: int, inbox: Inbox) -> PushConsumer:
+        # one offset directory, as two processes of one host would have: each member keeps
+        # its own file, under its client id (named, so that it survives the restart)
         return PushConsumer(
             namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-            handler=inbox.handle, model=MessageModel.BROADCASTING,
-            consume_from=ConsumeFrom.FIRST_OFFSET, offset_dir=tmp_path / f"m{i}",
+            handler=inbox.handle, model=MessageModel.BROADCASTING, instance_name=f"m{i}",
+            consume_from=ConsumeFrom.FIRST_OFFSET, offset_dir=tmp_path,
         )  # fmt: skip
 
     async with member(0, inboxes[0]), member(1, inboxes[1]):
@@ -167,6 +169,10 @@ async def test_broadcasting_every_member_gets_everything_and_offsets_survive(
             await inbox.wait_for(51)
     for inbox in inboxes:
         assert sorted(inbox.bodies) == sorted([b"seed", *bodies])
+    found = [str(p) async for p in anyio.Path(tmp_path).rglob("offsets.json")]
+    files = sorted(Path(p).relative_to(tmp_path) for p in found)
+    ip = files[0].parts[0].split("@")[0]
+    assert files == [Path(f"{ip}@m{i}", unique_group, "offsets.json") for i in (0, 1)]
     restarted = Inbox()
     async with member(0, restarted):
         await _produce(rocketmq_namesrv, unique_topic, [b"after"], queues=2)
