@@ -157,10 +157,10 @@ class SendLoop:
                         prepared.topic, remaining
                     )
                 except RocketMQError as exc:
+                    # no route: every NameServer was asked already (and is cooling down);
+                    # asking again at once cannot help (Java fails the send here too)
                     attempts.append(exc)
-                    if not exc.retriable:
-                        break
-                    continue
+                    break
                 queue = self.choose(route, routing, avoid)
                 broker = queue.broker_name
                 born = time.time_ns() // 1_000_000

@@ -12,6 +12,7 @@ cancellation - every pending request fails at once with :class:`ConnectionLost`,
 
 from __future__ import annotations
 
+import socket
 import ssl
 from collections.abc import Callable
 from typing import Any
@@ -73,6 +74,10 @@ async def connect(
             return await open_wire(host, port, ssl_context)
     except TimeoutError:
         raise ConnectError(addr, f"no connection within {timeout}s") from None
+    except socket.gaierror as exc:
+        error = ConnectError(addr, f"{host!r} does not resolve: {exc.strerror or exc}")
+        error.retriable = exc.errno == socket.EAI_AGAIN  # only "try again later" may pass
+        raise error from exc
     except (OSError, ssl.SSLError) as exc:
         raise ConnectError(addr, str(exc) or type(exc).__name__) from exc
 

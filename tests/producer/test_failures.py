@@ -14,6 +14,7 @@ from rocketmq_actors.errors import (
     BrokerError,
     ClientClosed,
     InternalError,
+    NameServerUnavailable,
     RequestTimeout,
     SendFailed,
 )
@@ -186,3 +187,23 @@ async def test_an_unexpected_error_in_one_send_fails_it_not_the_producer(
                 await good
             assert isinstance(busy.value.attempts[0], BrokerError)
             assert producer.running
+
+
+async def test_no_route_because_every_nameserver_is_gone_fails_once() -> None:
+    """All NameServers were asked (and are cooling down): asking again at once cannot help.
+    Java's send fails there too ("No route info of this topic"); before, the same failure was
+    made three times within about 10 ms."""
+    fake = FakeCluster("busy")
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        producer = Producer(namesrv=server.addr, group="G", send_timeout=2.0)
+        await producer.start()
+    try:  # the NameServer (the fake) is gone; this topic has no cached route
+        started = time.monotonic()
+        with pytest.raises(SendFailed) as info:
+            await producer.send(Message(topic="NEVER_ROUTED", body=b"x"))
+        assert len(info.value.attempts) == 1
+        assert isinstance(info.value.attempts[0], NameServerUnavailable)
+        assert time.monotonic() - started < 1.0
+    finally:
+        await producer.stop()

@@ -19,6 +19,7 @@ from rocketmq_actors.errors import ConnectError, ConnectionLost, RequestTimeout,
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.errors import ProtocolError
+from rocketmq_actors.runtime import connection
 from rocketmq_actors.runtime.connection import (
     BrokerConnection,
     ConnectionClosedByPeer,
@@ -420,3 +421,21 @@ async def test_a_peer_that_stops_reading_bounds_the_outgoing_buffer() -> None:
     assert peak <= limit + len(body) + 1024, peak
     assert any(isinstance(e, WriteTimeout) for e in outcomes)
     assert all(not e.outcome_unknown for e in outcomes if isinstance(e, WriteTimeout))
+
+
+@pytest.mark.parametrize(
+    ("errno", "retriable"), [(socket.EAI_NONAME, False), (socket.EAI_AGAIN, True)]
+)
+async def test_a_name_that_does_not_resolve_is_not_retriable(
+    errno: int, retriable: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the resolver's "try again later" is worth a retry; a name that does not exist
+    stays so (it was retriable, and a send tried it three times within milliseconds)."""
+
+    async def unresolvable(host: str, port: int, ssl_context: object) -> object:
+        raise socket.gaierror(errno, "the resolver's message")
+
+    monkeypatch.setattr(connection, "open_wire", unresolvable)
+    with pytest.raises(ConnectError, match=r"'nosuchhost\.invalid' does not resolve") as info:
+        await connection.connect("nosuchhost.invalid:9876")
+    assert info.value.retriable is retriable
