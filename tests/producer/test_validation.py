@@ -281,7 +281,7 @@ def test_batch_bodies_are_the_reference_encoding(
             "wait": attrs.evolve(last, wait_store=False),
         }[odd_one]
         if odd_one == "wait":  # (or an earlier message too big for any chunk)
-            with pytest.raises(InvalidMessage, match="wait_store|encodes to"):
+            with pytest.raises(InvalidMessage, match=r"wait_store|encodes to"):
                 prepare_batch(messages, ids=UniqueIdGenerator(), namespace=None,
                               max_size=max_size)  # fmt: skip
             return
