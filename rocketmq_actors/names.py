@@ -12,6 +12,7 @@ __all__ = [
     "MAX_GROUP_LENGTH",
     "MAX_TOPIC_LENGTH",
     "NOT_ALLOWED_SEND_TOPICS",
+    "unwrap",
     "validate_group",
     "validate_topic",
     "wrap",
@@ -37,6 +38,13 @@ NOT_ALLOWED_SEND_TOPICS = frozenset(
         "RMQ_SYS_TIMER_METRICS_SYNC",
     }
 )
+# Java's TopicValidator.SYSTEM_TOPIC_SET (namespaces leave these alone)
+_SYSTEM_TOPICS = NOT_ALLOWED_SEND_TOPICS | {
+    "TBW102",
+    "BenchmarkTest",
+    "RMQ_SYS_TRACE_TOPIC",
+    "CHECKPOINT_TOPIC",
+}
 MAX_TOPIC_LENGTH = 127
 MAX_RETRY_OR_DLQ_TOPIC_LENGTH = 255  # %RETRY%<group> and %DLQ%<group> may be longer
 MAX_GROUP_LENGTH = 120
@@ -89,8 +97,40 @@ def validate_group(group: str) -> None:
         )
 
 
+_RETRY, _DLQ = "%RETRY%", "%DLQ%"
+
+
+def _is_system(name: str) -> bool:
+    """Java's NamespaceUtil.isSystemResource: system topics and system consumer groups."""
+    return name in _SYSTEM_TOPICS or name.startswith("rmq_sys_") or name.startswith("CID_RMQ_SYS_")
+
+
+def _split_prefix(name: str) -> tuple[str, str]:
+    for prefix in (_RETRY, _DLQ):
+        if name.startswith(prefix):
+            return prefix, name[len(prefix) :]
+    return "", name
+
+
 def wrap(namespace: str | None, name: str) -> str:
-    """``namespace%name`` (the Java client's namespace wrapping), unless already wrapped."""
-    if not namespace or name.startswith(f"{namespace}%"):
+    """The resource on the wire, as Java's ``NamespaceUtil.wrapNamespace``: ``ns%name``;
+    ``%RETRY%ns%group`` and ``%DLQ%ns%group`` for retry and dead-letter topics; system
+    topics and groups, and names already wrapped, as they are."""
+    if not namespace or not name or _is_system(name):
         return name
-    return f"{namespace}%{name}"
+    prefix, bare = _split_prefix(name)
+    if bare.startswith(f"{namespace}%"):
+        return name
+    return f"{prefix}{namespace}%{bare}"
+
+
+def unwrap(namespace: str | None, name: str) -> str:
+    """The resource as the application names it (Java's ``NamespaceUtil.withoutNamespace``
+    with the consumer's namespace): ``ns%orders`` -> ``orders``, ``%RETRY%ns%g`` ->
+    ``%RETRY%g``; anything not in ``namespace`` as it is."""
+    if not namespace or not name or _is_system(name):
+        return name
+    prefix, bare = _split_prefix(name)
+    if bare.startswith(f"{namespace}%"):
+        return prefix + bare[len(namespace) + 1 :]
+    return name

@@ -11,6 +11,7 @@ import attrs
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import BrokerError, InvalidSubscription, RocketMQError, broker_error
 from rocketmq_actors.logs import get_logger
+from rocketmq_actors.names import wrap
 from rocketmq_actors.protocol.bodies import MessageQueue, SubscriptionData, encode_check_client
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
@@ -161,11 +162,14 @@ async def send_back(
     message: MessageExt,
     delay_level: int,
     max_reconsume_times: int,
+    *,
+    namespace: str | None = None,
 ) -> bool:
     """CONSUMER_SEND_MSG_BACK: the broker redelivers ``message`` later through
     ``%RETRY%<group>`` (or dead-letters it, past ``max_reconsume_times`` or with
     :data:`DLQ_NOW`). False when the broker could not be asked or refused."""
-    queue = MessageQueue(message.topic, message.broker_name, message.queue_id)
+    topic = wrap(namespace, message.topic)  # (the application saw it without its namespace)
+    queue = MessageQueue(topic, message.broker_name, message.queue_id)
     try:
         addr = await instance.routes.broker_addr(queue, master_only=True)
         header = ConsumerSendMsgBackRequestHeader(
@@ -173,7 +177,7 @@ async def send_back(
             group=group,
             delay_level=delay_level,
             origin_msg_id=message.msg_id,
-            origin_topic=message.topic,
+            origin_topic=topic,
             max_reconsume_times=max_reconsume_times,
             broker_name=message.broker_name,
         )

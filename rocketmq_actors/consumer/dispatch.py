@@ -19,6 +19,7 @@ import anyio
 
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.metrics import METRICS, SeriesKeys
+from rocketmq_actors.names import unwrap
 from rocketmq_actors.protocol.messages import Property
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.tracing import Tracing
@@ -44,8 +45,10 @@ class Dispatcher:
         consume_timeout: float | None,
         tracing: Tracing | None,
         fail: Callable[[BaseException], None],
+        namespace: str | None = None,
     ) -> None:
         self.group = group
+        self.namespace = namespace
         self.handler = handler
         self.batch_handler = batch_handler
         self.consume_timeout = consume_timeout
@@ -136,7 +139,7 @@ class Dispatcher:
     def _call(self, messages: list[MessageExt]) -> Awaitable[None]:
         # Plain functions that return the handler's own awaitable: a message passes through
         # no coroutine frames of ours between the worker's and the handler's.
-        presented = [_present(m) for m in messages]
+        presented = [_present(m, self.namespace) for m in messages]
         if self._tracing is not None:
             return self._traced(presented)
         return self._dispatch(presented)
@@ -159,10 +162,14 @@ class Dispatcher:
         return self.deliveries.deliver(presented)
 
 
-def _present(message: MessageExt) -> MessageExt:
-    """Retried messages come from ``%RETRY%<group>``: show them under their topic."""
+def _present(message: MessageExt, namespace: str | None) -> MessageExt:
+    """The message as the application sees it (Java's ``resetRetryAndNamespace``): a retried
+    one, which comes from ``%RETRY%<group>``, under its own topic, and the topic without the
+    consumer's namespace. (A send-back wraps it again.)"""
     if message.topic.startswith("%RETRY%"):  # (properties are parsed only then)
         original = message.properties.get(Property.RETRY_TOPIC)
         if original:
             message.topic = original
+    if namespace:
+        message.topic = unwrap(namespace, message.topic)
     return message

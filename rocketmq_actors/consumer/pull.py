@@ -54,6 +54,7 @@ from .brokercalls import (
     pull_once,
 )
 from .fetcher import Fetcher, RecordBuffer
+from .namespaced import Namespace
 from .offsets import RemoteOffsetStore
 from .pull_assignment import change, request_handlers
 from .pull_commits import Committer
@@ -149,6 +150,7 @@ class PullConsumer(GroupMember):
             on_error=on_error,
         )  # fmt: skip
         self.namespace = namespace
+        self._ns = Namespace(namespace)
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval
         self.auto_offset_reset = auto_offset_reset
@@ -240,13 +242,14 @@ class PullConsumer(GroupMember):
         return subscription
 
     async def queues(self, topic: str) -> list[MessageQueue]:
-        """The topic's readable queues, in Java's order (namespace-wrapped topic)."""
+        """The topic's readable queues, in Java's order (named without the namespace, as
+        every queue this consumer takes or gives)."""
         self._check_running()
         validate_topic(topic, error=ConfigError)
         wire_topic = wrap(self.namespace, topic)
         await self._subscribe(wire_topic, "*", "TAG")
         route = await self._instance.routes.get(wire_topic)
-        return list(route.subscribe_queues)
+        return [self._ns.app(q) for q in route.subscribe_queues]
 
     # ---- assignment -------------------------------------------------------------------
 
@@ -269,7 +272,7 @@ class PullConsumer(GroupMember):
         self._check_running()
         if self._subscribed:
             raise ClientStateError("this consumer subscribed to topics: subscribe or assign")
-        wanted = set(queues)
+        wanted = set(self._ns.wire_all(queues))
         for topic in {q.topic for q in wanted}:
             if topic not in self._subscriptions:
                 await self._subscribe(topic, "*", "TAG")
@@ -277,7 +280,11 @@ class PullConsumer(GroupMember):
             await change(self, wanted)
 
     def assignment(self) -> set[MessageQueue]:
-        return set(self.fetchers)
+        return self._ns.app_set(self.fetchers)
+
+    def app_queues(self, queues: Iterable[MessageQueue]) -> set[MessageQueue]:
+        """``queues`` as the application names them (without the namespace)."""
+        return self._ns.app_set(queues)
 
     # ---- records ----------------------------------------------------------------------
 
@@ -291,7 +298,8 @@ class PullConsumer(GroupMember):
         limit = max_records if max_records is not None else 1 << 30
         if limit < 1 or timeout < 0:
             raise ConfigError("max_records >= 1 and timeout >= 0 are required")
-        return await self.buffer.take(self.fetchers, queues, limit, timeout)
+        taken = await self.buffer.take(self.fetchers, self._ns.wire_all(queues), limit, timeout)
+        return self._ns.app_records(taken)
 
     async def getone(self, *queues: MessageQueue) -> MessageExt:
         """The next record (of ``queues``, or of every assigned queue), waiting for it."""
@@ -311,7 +319,7 @@ class PullConsumer(GroupMember):
     # ---- positions --------------------------------------------------------------------
 
     def _fetcher(self, queue: MessageQueue) -> Fetcher:
-        fetcher = self.fetchers.lookup(queue)
+        fetcher = self.fetchers.lookup(self._ns.wire(queue))
         if fetcher is None:
             raise ConfigError(f"{queue} is not assigned to this consumer")
         return fetcher
@@ -329,18 +337,18 @@ class PullConsumer(GroupMember):
         self.buffer.freed()
 
     async def seek_to_beginning(self, *queues: MessageQueue) -> None:
-        for queue in queues or tuple(self.fetchers):
-            self.seek(queue, await min_offset(self._instance, queue))
+        for queue in queues or tuple(self.assignment()):
+            self.seek(queue, await self.min_offset(queue))
 
     async def seek_to_end(self, *queues: MessageQueue) -> None:
-        for queue in queues or tuple(self.fetchers):
-            self.seek(queue, await max_offset(self._instance, queue))
+        for queue in queues or tuple(self.assignment()):
+            self.seek(queue, await self.max_offset(queue))
 
     async def offsets_for_times(
         self, timestamps: Mapping[MessageQueue, int]
     ) -> dict[MessageQueue, int]:
         """For each queue, the first offset stored at or after its timestamp (ms)."""
-        return {q: await offset_for_time(self._instance, q, ts) for q, ts in timestamps.items()}
+        return {q: await self.offset_for_time(q, ts) for q, ts in timestamps.items()}
 
     def pause(self, *queues: MessageQueue) -> None:
         """Stop fetching and returning ``queues`` until :meth:`resume`."""
@@ -353,7 +361,7 @@ class PullConsumer(GroupMember):
         self.buffer.freed()
 
     def paused(self) -> set[MessageQueue]:
-        return {f.queue for f in self.fetchers.actors() if f.paused}
+        return self._ns.app_set(f.queue for f in self.fetchers.actors() if f.paused)
 
     # ---- pulling by hand ----------------------------------------------------------------
 
@@ -372,12 +380,15 @@ class PullConsumer(GroupMember):
         self._check_running()
         if offset < 0 or max_messages < 1 or wait < 0:
             raise ConfigError("offset >= 0, max_messages >= 1 and wait >= 0 are required")
+        queue = self._ns.wire(queue)
         subscription = await self._subscribe(queue.topic, expression, expression_type)
-        return await pull_once(
+        result = await pull_once(
             self._instance, self.group, queue, offset, subscription=subscription,
             sub_version=self._sub_version, max_messages=max_messages, wait=wait,
             request_timeout=self.request_timeout,
         )  # fmt: skip
+        self._ns.app_messages(result.messages)
+        return result
 
     # ---- offsets ----------------------------------------------------------------------
 
@@ -385,25 +396,25 @@ class PullConsumer(GroupMember):
         """Commit ``offsets`` (next offset to consume, by queue), or the current position of
         every assigned queue; returns once the brokers have them."""
         self._check_running()
-        await self.committer.commit(offsets)
+        await self.committer.commit(None if offsets is None else self._ns.wire_keys(offsets))
 
     async def committed(self, queue: MessageQueue) -> int | None:
         """This group's committed offset for ``queue``: in memory, else from the broker."""
-        return await self.committer.committed(queue)
+        return await self.committer.committed(self._ns.wire(queue))
 
     async def persist(self) -> None:
         await self.offsets.persist()
 
     async def min_offset(self, queue: MessageQueue) -> int:
-        return await min_offset(self._instance, queue)
+        return await min_offset(self._instance, self._ns.wire(queue))
 
     async def max_offset(self, queue: MessageQueue) -> int:
         """The offset the next message will get (one past the last stored)."""
-        return await max_offset(self._instance, queue)
+        return await max_offset(self._instance, self._ns.wire(queue))
 
     async def offset_for_time(self, queue: MessageQueue, timestamp_ms: int) -> int:
         """The first offset stored at or after ``timestamp_ms``."""
-        return await offset_for_time(self._instance, queue, timestamp_ms)
+        return await offset_for_time(self._instance, self._ns.wire(queue), timestamp_ms)
 
     # ---- inspection ---------------------------------------------------------------------
 

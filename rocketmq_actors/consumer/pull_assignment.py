@@ -39,7 +39,7 @@ async def change(consumer: PullConsumer, wanted: set[MessageQueue]) -> None:
         if consumer.auto_commit:
             await consumer.commit({q: consumer.position(q) for q in revoked})
         if consumer.listener is not None:
-            await consumer.listener.on_queues_revoked(revoked)
+            await consumer.listener.on_queues_revoked(consumer.app_queues(revoked))
         for queue in revoked:
             await consumer.fetchers.stop(queue)
             consumer.offsets.remove(queue)
@@ -52,7 +52,7 @@ async def change(consumer: PullConsumer, wanted: set[MessageQueue]) -> None:
             )(consumer.instance, queue)
         await consumer.fetchers.start(Fetcher(consumer, queue, committed, paused=False))
     if added and consumer.listener is not None:
-        await consumer.listener.on_queues_assigned(added)
+        await consumer.listener.on_queues_assigned(consumer.app_queues(added))
     if revoked or added:
         log.info("consumer.assignment_changed", group=consumer.group,
                  queues=len(consumer.fetchers), added=len(added), revoked=len(revoked))  # fmt: skip

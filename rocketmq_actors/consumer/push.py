@@ -160,6 +160,7 @@ class PushConsumer(GroupMember):
             wrap(namespace, t): Subscription.of(wrap(namespace, t), e)
             for t, e in subscriptions.items()
         }
+        self.namespace = namespace
         self.retry_topic = f"%RETRY%{self.group}"
         if model is MessageModel.CLUSTERING:
             self._subscriptions[self.retry_topic] = Subscription.parse(self.retry_topic)
@@ -173,7 +174,7 @@ class PushConsumer(GroupMember):
         self.dispatcher = Dispatcher(
             self.group, handler=handler, batch_handler=batch_handler,
             consume_timeout=consume_timeout, fail=self._fail,
-            tracing=Tracing(self.group) if tracing else None,
+            tracing=Tracing(self.group) if tracing else None, namespace=namespace,
         )  # fmt: skip
         self.queues: QueueTable[QueueActor] = QueueTable(
             "queues", shutdown_timeout=shutdown_timeout
@@ -282,7 +283,7 @@ class PushConsumer(GroupMember):
 
     async def send_back(self, message: MessageExt, delay_level: int) -> bool:
         ok = await send_back(self._instance, self.group, message, delay_level,
-                             self.max_reconsume_times)  # fmt: skip
+                             self.max_reconsume_times, namespace=self.namespace)  # fmt: skip
         if ok and self.clustering and not any(q.topic == self.retry_topic for q in self.queues):
             self.rebalancer.trigger()  # the broker has just created %RETRY%<group>: pull it
         return ok
