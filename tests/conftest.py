@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import hypothesis  # noqa: F401 - imported here, at collection, on purpose (see below)
+import hypothesis  # imported here, at collection, on purpose (see below)
 import pytest
 import structlog
 
@@ -13,6 +13,12 @@ import structlog
 # test module did; under pytest's assertion rewriting that import, made that deep in the hook
 # stack, trips a CPython 3.11.7 compiler bug ("SystemError: AST constructor recursion depth
 # mismatch") and a run of, say, tests/producer/test_failures.py alone exited 1 after passing.
+
+
+# No deadlines: a property test is about values, not speed, and a loaded 2-core CI machine
+# made one example of a header round trip take 338 ms (the default deadline is 200 ms)
+hypothesis.settings.register_profile("rocketmq-actors", deadline=None)
+hypothesis.settings.load_profile("rocketmq-actors")
 
 
 def pytest_configure(config: pytest.Config) -> None:
