@@ -11,12 +11,10 @@ import attrs
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import BrokerError, InvalidSubscription, RocketMQError, broker_error
 from rocketmq_actors.logs import get_logger
-from rocketmq_actors.names import wrap
 from rocketmq_actors.protocol.bodies import MessageQueue, SubscriptionData, encode_check_client
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.headers import (
-    ConsumerSendMsgBackRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMinOffsetRequestHeader,
     OffsetResponseHeader,
@@ -31,16 +29,15 @@ from rocketmq_actors.runtime.backoff import Backoff
 from .subscriptions import Subscription
 
 __all__ = [
-    "DLQ_NOW",
     "PullResult",
     "PullStatus",
     "Puller",
+    "check_subscription",
     "max_offset",
     "min_offset",
     "offset_for_time",
     "pull_once",
     "pull_or_back_off",
-    "send_back",
 ]
 
 log = get_logger("rocketmq_actors.consumer")
@@ -48,8 +45,6 @@ log = get_logger("rocketmq_actors.consumer")
 #: a pull the broker refused with FLOW_CONTROL is made again after this long (Java's
 #: PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL, push and lite pull alike)
 BROKER_FLOW_CONTROL_DELAY = 0.02
-
-DLQ_NOW = -1  # CONSUMER_SEND_MSG_BACK delay level that dead-letters at once
 
 
 class PullStatus(enum.Enum):
@@ -154,44 +149,6 @@ async def offset_for_time(instance: ClientInstance, queue: MessageQueue, timesta
     return await _offset_request(
         instance, queue, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header.to_ext()
     )
-
-
-async def send_back(
-    instance: ClientInstance,
-    group: str,
-    message: MessageExt,
-    delay_level: int,
-    max_reconsume_times: int,
-    *,
-    namespace: str | None = None,
-) -> bool:
-    """CONSUMER_SEND_MSG_BACK: the broker redelivers ``message`` later through
-    ``%RETRY%<group>`` (or dead-letters it, past ``max_reconsume_times`` or with
-    :data:`DLQ_NOW`). False when the broker could not be asked or refused."""
-    topic = wrap(namespace, message.topic)  # (the application saw it without its namespace)
-    queue = MessageQueue(topic, message.broker_name, message.queue_id)
-    try:
-        addr = await instance.routes.broker_addr(queue, master_only=True)
-        header = ConsumerSendMsgBackRequestHeader(
-            offset=message.commit_log_offset,
-            group=group,
-            delay_level=delay_level,
-            origin_msg_id=message.msg_id,
-            origin_topic=topic,
-            max_reconsume_times=max_reconsume_times,
-            broker_name=message.broker_name,
-        )
-        reply = await instance.request(
-            addr, RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext())
-        )
-    except RocketMQError as exc:
-        log.warning("consumer.send_back_failed", msg_id=message.msg_id, error=str(exc))
-        return False
-    if reply.code != ResponseCode.SUCCESS:
-        log.warning("consumer.send_back_refused", msg_id=message.msg_id, code=reply.code,
-                    remark=reply.remark)  # fmt: skip
-        return False
-    return True
 
 
 class Puller(Protocol):

@@ -160,6 +160,8 @@ class ConcurrentConsumeService:
             done = [m for m, ok in zip(messages, sent, strict=True) if ok]
             kept = [m for m, ok in zip(messages, sent, strict=True) if not ok]
             if kept and self._tg is not None:  # they hold the offset back; consumed again here
+                for message in kept:  # as Java counts them (processConsumeResult)
+                    message.reconsume_times += 1
                 self.local_retries += len(kept)
                 self._tg.start_soon(self._retry_locally, pq, kept)
         if done:

@@ -27,11 +27,11 @@ from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.runtime.backoff import Backoff
 from rocketmq_actors.runtime.tree import Node
 
-from .brokercalls import DLQ_NOW
 from .dispatch import Dispatcher
 from .locks import LOCK_MAX_LIVE, lock_queues
 from .offsets import OffsetStore
 from .process_queue import ProcessQueue
+from .sendback import DLQ_NOW
 
 __all__ = ["OrderlyConsumeService"]
 

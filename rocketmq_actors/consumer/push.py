@@ -59,7 +59,7 @@ from rocketmq_actors.runtime.tree import Node
 from rocketmq_actors.tracing import Tracing
 
 from . import push_requests
-from .brokercalls import check_subscription, send_back
+from .brokercalls import check_subscription
 from .concurrent import ConcurrentConsumeService
 from .dispatch import BatchHandler, Dispatcher, Handler
 from .handlers import as_async_handler
@@ -71,6 +71,7 @@ from .process_queue import ProcessQueue
 from .queues import QueueActor, QueueTable
 from .rebalance import Strategy
 from .rebalancer import Rebalancer
+from .sendback import send_back
 from .subscriptions import MessageSelector, Subscription
 
 __all__ = ["BatchHandler", "ConsumeFrom", "Handler", "MessageModel", "PushConsumer"]
