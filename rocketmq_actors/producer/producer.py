@@ -92,6 +92,7 @@ class Producer(GroupMember):
         namespace: str | None = None,
         send_timeout: float = 3.0,
         retry_times: int = 2,
+        retry_another_broker_when_not_store_ok: bool = False,
         compress_threshold: int = 4096,
         compress_level: int = 5,
         compress_type: CompressionType | str = CompressionType.ZLIB,
@@ -135,6 +136,7 @@ class Producer(GroupMember):
             self._instance,
             SendFrameEncoder(self.group, credentials=self._instance.pool.credentials),
             send_timeout=send_timeout, retry_times=retry_times, faults=self.faults,
+            retry_not_stored_ok=retry_another_broker_when_not_store_ok,
         )  # fmt: skip
         self.senders = Senders(
             self.loop, name=self._describe(), max_pending=max_pending,

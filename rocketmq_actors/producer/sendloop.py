@@ -74,11 +74,13 @@ class SendLoop:
         send_timeout: float,
         retry_times: int,
         faults: LatencyFaultTolerance,
+        retry_not_stored_ok: bool = False,
     ) -> None:
         self._instance = instance
         self._encoder = encoder
         self.send_timeout = send_timeout
         self.retry_times = retry_times
+        self.retry_not_stored_ok = retry_not_stored_ok
         self.faults = faults
         self._round_robin = RoundRobin(faults)
         self.in_flight = 0  # sends under way (a stop waits for them)
@@ -145,6 +147,7 @@ class SendLoop:
             ordered = routing.ordered
             attempts: list[RocketMQError] = []
             avoid: str | None = None
+            not_ok: SendResult | None = None  # stored, but not flushed or replicated as asked
             batch = bool(prepared.batch_ids)
             code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
             for _ in range(1 if ordered else 1 + self.retry_times):
@@ -230,7 +233,14 @@ class SendLoop:
                     prepared.user_topic
                 )
                 METRICS.count_and_observe(*series, time.monotonic() - started)
+                if status is not SendStatus.SEND_OK and self.retry_not_stored_ok:
+                    # Java's retryAnotherBrokerWhenNotStoreOK: stored here, but send it again
+                    # elsewhere (a possible duplicate); the last such result if none is OK
+                    not_ok, avoid = result, broker
+                    continue
                 return result
+            if not_ok is not None:
+                return not_ok
             if not attempts:  # the deadline passed before any attempt could start
                 attempts.append(RequestTimeout("-", code, timeout))
             METRICS.inc("rocketmq_send_total", topic=prepared.user_topic, result="failed")
