@@ -163,14 +163,18 @@ class RouteTable:
     def describe(self) -> Node:
         return Node(name="routes", kind="route-refresher", info={"topics": len(self._routes)})
 
-    async def broker_addr(self, queue: MessageQueue, *, master_only: bool) -> str:
-        """The address serving ``queue``: its master, or - when ``master_only`` is false (pulls,
-        which slaves serve too) and the master is gone - the lowest-id slave. Offsets,
-        send-backs and locks must go to the master, as in the Java client."""
+    async def broker_addr(
+        self, queue: MessageQueue, *, master_only: bool, broker_id: int = MASTER_ID
+    ) -> str:
+        """The address serving ``queue``: node ``broker_id`` (the master unless a pull was
+        told otherwise), or - when ``master_only`` is false (pulls and consumer offsets, which
+        slaves serve too: Java's findBrokerAddressInSubscribe) and that node is gone - the
+        master, else the lowest-id slave. Send-backs and locks must go to the master."""
         route = self._routes.get(queue.topic) or await self.get(queue.topic)
         broker = route.brokers.get(queue.broker_name)
         addrs = broker.broker_addrs if broker is not None else {}
-        addr = addrs.get(MASTER_ID)
+        addr = addrs.get(broker_id) if not master_only else None
+        addr = addr or addrs.get(MASTER_ID)
         if addr is None and not master_only and addrs:
             addr = addrs[min(addrs)]
         if addr is None:

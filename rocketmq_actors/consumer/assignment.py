@@ -15,10 +15,16 @@ __all__ = ["allocated", "consumer_ids"]
 
 
 async def consumer_ids(instance: ClientInstance, group: str, topic: str) -> list[str]:
-    """The group's online client ids, as the first master hosting ``topic`` knows them."""
+    """The group's online client ids, as the first broker hosting ``topic`` knows them: its
+    master, or a slave when the master is gone (Java's findBrokerAddrByTopic; consumers send
+    their heartbeats to slaves too)."""
     route = instance.routes.cached(topic) or await instance.routes.get(topic)
     header = GetConsumerListByGroupRequestHeader(consumer_group=group)
-    for _, addr in route.masters():
+    nodes = (route.brokers[name].broker_addrs for name in sorted(route.brokers))
+    for addrs in nodes:
+        if not addrs:
+            continue
+        addr = addrs.get(0) or addrs[min(addrs)]
         reply = await instance.request(
             addr, RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header.to_ext())
         )

@@ -29,6 +29,7 @@ from rocketmq_actors.runtime.backoff import Backoff
 from .subscriptions import Subscription
 
 __all__ = [
+    "PullCounter",
     "PullResult",
     "PullStatus",
     "Puller",
@@ -61,6 +62,9 @@ class PullResult:
     min_offset: int
     max_offset: int
     messages: tuple[MessageExt, ...] = ()
+    #: the node the broker suggests for the next pull of this queue (0: the master; a slave
+    #: when the master's memory is busy, or when it is gone): Java's updatePullFromWhichNode
+    suggested_broker_id: int = 0
 
 
 _STATUS: dict[int, PullStatus] = {
@@ -82,9 +86,12 @@ async def pull_once(
     max_messages: int,
     wait: float,
     request_timeout: float,
+    broker_id: int = 0,
 ) -> PullResult:
-    """One PULL_MESSAGE (shared by the pull and push consumers)."""
-    addr = await instance.routes.broker_addr(queue, master_only=False)
+    """One PULL_MESSAGE (shared by the pull and push consumers), to node ``broker_id`` of the
+    queue's broker when it has one (the last pull's suggestion), else as
+    :meth:`~rocketmq_actors.cluster.routes.RouteTable.broker_addr` picks."""
+    addr = await instance.routes.broker_addr(queue, master_only=False, broker_id=broker_id)
     header = PullMessageRequestHeader(
         consumer_group=group,
         topic=queue.topic,
@@ -118,7 +125,12 @@ async def pull_once(
             message.set_pull_offsets(response.min_offset, response.max_offset)
         messages = tuple(m for m in decoded if subscription.matches(m))
     return PullResult(
-        status, response.next_begin_offset, response.min_offset, response.max_offset, messages
+        status,
+        response.next_begin_offset,
+        response.min_offset,
+        response.max_offset,
+        messages,
+        response.suggest_which_broker_id,
     )
 
 
@@ -149,6 +161,28 @@ async def offset_for_time(instance: ClientInstance, queue: MessageQueue, timesta
     return await _offset_request(
         instance, queue, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header.to_ext()
     )
+
+
+class PullCounter:
+    """One queue's pulls as its actor makes them: counted, backed off after a failure, and
+    sent to the node the broker suggested last (:attr:`PullResult.suggested_broker_id`)."""
+
+    __slots__ = ("backoff", "errors", "node", "pulls")
+
+    def __init__(self, error_delay: float) -> None:
+        self.backoff = Backoff.constant(error_delay)
+        self.pulls = 0
+        self.errors = 0
+        self.node = 0  # the master, until a pull suggests another
+
+    async def pull(self, owner: Puller, queue: MessageQueue, offset: int) -> PullResult | None:
+        result = await pull_or_back_off(owner, queue, offset, self.backoff, self.node)
+        if result is None:
+            self.errors += 1
+        else:
+            self.pulls += 1
+            self.node = result.suggested_broker_id
+        return result
 
 
 class Puller(Protocol):
@@ -200,7 +234,7 @@ async def check_subscription(
 
 
 async def pull_or_back_off(
-    owner: Puller, queue: MessageQueue, offset: int, backoff: Backoff
+    owner: Puller, queue: MessageQueue, offset: int, backoff: Backoff, broker_id: int = 0
 ) -> PullResult | None:
     """One long-polling pull for a pulling actor; on a client or broker error, log it, wait
     the back-off and return None (the actor goes on: errors of the network are not crashes)."""
@@ -209,7 +243,7 @@ async def pull_or_back_off(
             owner.instance, owner.group, queue, offset,
             subscription=owner.subscription(queue.topic), sub_version=owner.sub_version,
             max_messages=owner.pull_batch_size, wait=owner.pull_suspend,
-            request_timeout=owner.request_timeout,
+            request_timeout=owner.request_timeout, broker_id=broker_id,
         )  # fmt: skip
     except RocketMQError as exc:
         if isinstance(exc, BrokerError) and exc.code == ResponseCode.FLOW_CONTROL:

@@ -19,10 +19,9 @@ from anyio.abc import TaskStatus
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
-from rocketmq_actors.runtime.backoff import Backoff
 from rocketmq_actors.runtime.tree import Node
 
-from .brokercalls import Puller, PullResult, PullStatus, pull_or_back_off
+from .brokercalls import PullCounter, Puller, PullResult, PullStatus
 from .queues import QueueTable
 
 __all__ = ["FetchOwner", "Fetcher", "RecordBuffer", "take_records"]
@@ -88,11 +87,9 @@ class Fetcher:
         self.fetch_offset = offset
         self.records: deque[MessageExt] = deque()
         self.paused = paused
-        self.pulls = 0
-        self.pull_errors = 0
         self._generation = 0  # bumped by seek: a pull of an older generation is dropped
         self._pull_scope: anyio.CancelScope | None = None
-        self._backoff = Backoff.constant(FETCH_ERROR_DELAY)
+        self._pulls = PullCounter(FETCH_ERROR_DELAY)
 
     @property
     def queue(self) -> MessageQueue:
@@ -122,12 +119,7 @@ class Fetcher:
             self._take(result)
 
     async def _pull(self) -> PullResult | None:
-        result = await pull_or_back_off(self.owner, self.queue, self.fetch_offset, self._backoff)
-        if result is None:
-            self.pull_errors += 1
-        else:
-            self.pulls += 1
-        return result
+        return await self._pulls.pull(self.owner, self.queue, self.fetch_offset)
 
     def _take(self, result: PullResult) -> None:
         if result.status is PullStatus.OFFSET_ILLEGAL:
@@ -146,8 +138,8 @@ class Fetcher:
         info: dict[str, object] = {"position": self.position, "buffered": len(self.records)}
         if self.paused:
             info["paused"] = True
-        if self.pull_errors:
-            info["pull_errors"] = self.pull_errors
+        if self._pulls.errors:
+            info["pull_errors"] = self._pulls.errors
         q = self.queue
         return Node(name=f"fetcher[{q.topic}@{q.broker_name}:{q.queue_id}]", kind="fetcher",
                     info=info)  # fmt: skip

@@ -102,7 +102,9 @@ class RemoteOffsetStore(OffsetStore):
         return await self._query(queue, zero_if_young=None)
 
     async def _query(self, queue: MessageQueue, *, zero_if_young: bool | None) -> int | None:
-        addr = await self._instance.routes.broker_addr(queue, master_only=True)
+        # the master, else a slave (Java's findBrokerAddressInSubscribe): with the master
+        # gone, a queue can still start where the group left it
+        addr = await self._instance.routes.broker_addr(queue, master_only=False)
         header = QueryConsumerOffsetRequestHeader(
             consumer_group=self.group,
             topic=queue.topic,
@@ -128,7 +130,7 @@ class RemoteOffsetStore(OffsetStore):
             if offset is None:
                 continue
             try:
-                addr = await self._instance.routes.broker_addr(queue, master_only=True)
+                addr = await self._instance.routes.broker_addr(queue, master_only=False)
                 header = UpdateConsumerOffsetRequestHeader(
                     consumer_group=self.group,
                     topic=queue.topic,

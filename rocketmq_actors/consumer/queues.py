@@ -22,12 +22,12 @@ from rocketmq_actors.logs import get_logger
 from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
-from rocketmq_actors.runtime.backoff import Backoff, RestartPolicy
+from rocketmq_actors.runtime.backoff import RestartPolicy
 from rocketmq_actors.runtime.registry import Registry
 from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart
 from rocketmq_actors.runtime.tree import Node
 
-from .brokercalls import Puller, PullResult, PullStatus, pull_or_back_off
+from .brokercalls import PullCounter, Puller, PullResult, PullStatus
 from .offsets import OffsetStore
 from .process_queue import ProcessQueue
 
@@ -69,11 +69,9 @@ class QueueActor:
         self.pq = ProcessQueue(queue, offset)
         if locked:
             self.pq.locked, self.pq.lock_time = True, time.monotonic()
-        self.pulls = 0
-        self.pull_errors = 0
         self._pull_scope: anyio.CancelScope | None = None
         self._stopped = False
-        self._backoff = Backoff.constant(PULL_ERROR_DELAY)
+        self._pulls = PullCounter(PULL_ERROR_DELAY)
 
     @property
     def queue(self) -> MessageQueue:
@@ -127,13 +125,7 @@ class QueueActor:
                 await owner.accept(pq, fresh)
 
     async def _pull(self) -> PullResult | None:
-        result = await pull_or_back_off(self.owner, self.pq.queue, self.pq.next_offset,
-                                        self._backoff)  # fmt: skip
-        if result is None:
-            self.pull_errors += 1
-        else:
-            self.pulls += 1
-        return result
+        return await self._pulls.pull(self.owner, self.pq.queue, self.pq.next_offset)
 
     def _record_lag(self, result: PullResult) -> None:
         pq = self.pq
@@ -148,8 +140,8 @@ class QueueActor:
         info: dict[str, object] = {"next_offset": pq.next_offset, "cached": pq.count}
         if self.owner.locking:
             info["locked"] = pq.locked
-        if self.pull_errors:
-            info["pull_errors"] = self.pull_errors
+        if self._pulls.errors:
+            info["pull_errors"] = self._pulls.errors
         q = pq.queue
         return Node(name=f"queue[{q.topic}@{q.broker_name}:{q.queue_id}]", kind="queue",
                     info=info)  # fmt: skip

@@ -173,11 +173,14 @@ class LocalCluster:
             self._wait_namesrv()
             self.timings["namesrv_s"] = time.monotonic() - t0
             t1 = time.monotonic()
-            for name in self.servers:
-                if name != "namesrv":
-                    self._launch(java, name)
-            for info in self.brokers:
-                self._wait_broker(info)
+            # masters first: a slave learns its master's HA address when it registers with
+            # the NameServer, which knows it only once the master has registered
+            for role in ("master", "slave"):
+                group = [info for info in self.brokers if info.role == role]
+                for info in group:
+                    self._launch(java, info.name)
+                for info in group:
+                    self._wait_broker(info)
             self.timings["brokers_s"] = time.monotonic() - t1
         except BaseException:
             self.stop()

@@ -197,7 +197,9 @@ def broker_properties(
     }
     if not spec.is_4x:
         props["bindAddress"] = "127.0.0.1"
-    if info.role == "slave":
+    if info.role == "slave" and spec.is_4x:
+        # (a 5.x slave given haMasterAddress never connects - its HA client logs "connect to
+        # master null" - so it takes the address from its NameServer registration instead)
         props["haMasterAddress"] = f"127.0.0.1:{master_ha_port}"
     if spec.acl is not None:
         props.update(_acl_properties(spec, info, state_dir))
