@@ -6,6 +6,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.consumer.admin import consumer_running_info, consumer_status
 from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer
 from rocketmq_actors.errors import ClientStateError
 from rocketmq_actors.producer import Message, Producer, create_topic
@@ -141,3 +143,27 @@ async def test_assign_seek_pause_resume_and_iterate(
             consumer.seek(MessageQueue(unique_topic, "broker-a", 9), 0)
         with pytest.raises(ClientStateError, match="subscribe or assign"):
             await consumer.subscribe(unique_topic)
+
+
+async def test_a_lite_pull_member_answers_the_brokers_queries_as_java_does(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    """GET_CONSUMER_STATUS_FROM_CLIENT (221) gets an empty table and GET_CONSUMER_RUNNING_INFO
+    (307) the member's properties and positions, as DefaultLitePullConsumerImpl answers, so
+    mqadmin's consumerStatus and consumerRunningInfo work for Python members too (they got
+    SYSTEM_ERROR before)."""
+    await _send(rocketmq_namesrv, unique_topic, [b"m%d" % i for i in range(8)])
+    async with (
+        PullConsumer(
+            namesrv=rocketmq_namesrv, group=unique_group, auto_offset_reset="earliest"
+        ) as consumer,  # fmt: skip
+        ClientInstance(rocketmq_namesrv) as admin,
+    ):
+        await consumer.subscribe(unique_topic)
+        await _collect(consumer, 8)
+        me = consumer.instance.client_id
+        assert await consumer_status(admin, unique_topic, unique_group) == {me: {}}
+        info = await consumer_running_info(admin, unique_topic, unique_group, me)
+        assert info.properties["PROP_CONSUME_TYPE"] == "CONSUME_ACTIVELY"
+        assert unique_topic in info.subscriptions
+        assert len(info.queues) == 4
