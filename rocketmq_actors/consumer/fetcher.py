@@ -19,6 +19,7 @@ from anyio.abc import TaskStatus
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
+from rocketmq_actors.runtime.signal import Signal
 from rocketmq_actors.runtime.tree import Node
 
 from .brokercalls import PullCounter, Puller, PullResult, PullStatus
@@ -39,7 +40,7 @@ class RecordBuffer:
 
     def __init__(self) -> None:
         self._arrived = anyio.Event()
-        self._space = anyio.Event()
+        self._space = Signal()
 
     def arrived(self) -> None:
         self._arrived.set()
@@ -49,8 +50,6 @@ class RecordBuffer:
         self._space.set()
 
     async def wait_space(self) -> None:
-        if self._space.is_set():
-            self._space = anyio.Event()
         await self._space.wait()
 
     async def take(

@@ -54,6 +54,7 @@ from rocketmq_actors.names import wrap
 from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import ConsumerData, MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
+from rocketmq_actors.runtime.signal import Signal
 from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart
 from rocketmq_actors.runtime.tree import Node
 from rocketmq_actors.tracing import Tracing
@@ -202,7 +203,7 @@ class PushConsumer(GroupMember):
         self._supervisor = DynamicSupervisor(
             f"push-consumer:{self.group}", MEMBER_POLICY, shutdown_timeout=shutdown_timeout
         )
-        self._flow = anyio.Event()
+        self._flow = Signal()
         self._stopping = False
         self._tg: TaskGroup | None = None
         self.started_ms = 0
@@ -266,8 +267,6 @@ class PushConsumer(GroupMember):
 
     async def wait_flow(self) -> None:
         """Until a handler finished (or a second passed): room may have been made."""
-        if self._flow.is_set():
-            self._flow = anyio.Event()
         with anyio.move_on_after(1.0):
             await self._flow.wait()
 

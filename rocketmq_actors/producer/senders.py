@@ -25,6 +25,7 @@ from anyio.abc import TaskStatus
 from rocketmq_actors.errors import ClientClosed, InternalError, RocketMQError, SendFailed
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.runtime.signal import Signal
 from rocketmq_actors.runtime.tree import Node
 from rocketmq_actors.runtime.waiters import Waiter, wait_done, waiter_factory
 from rocketmq_actors.runtime.workqueue import WorkQueue
@@ -69,7 +70,7 @@ class Senders:
         self._tracing = tracing
         self.pending = 0
         self.pending_bytes = 0
-        self._changed = anyio.Event()
+        self._changed = Signal()
         self._lanes: dict[MessageQueue, Waiter] = {}  # ordered sends: the last one per queue
         self.outbox: WorkQueue[_Queued] = WorkQueue(max_pending)
 
@@ -114,8 +115,6 @@ class Senders:
         self._changed.set()
 
     async def wait_change(self) -> None:
-        if self._changed.is_set():
-            self._changed = anyio.Event()
         await self._changed.wait()
 
     # ---- the actor --------------------------------------------------------------------

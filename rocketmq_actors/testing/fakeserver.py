@@ -13,6 +13,7 @@ tests of normal behaviour - only a source of faults.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import Any
@@ -26,7 +27,7 @@ from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.framing import FrameDecoder
 
-__all__ = ["FakePeer", "FakeServer", "Handler", "answer_success"]
+__all__ = ["FakePeer", "FakeServer", "Handler", "answer_success", "route_body"]
 
 
 class FakePeer:
@@ -83,6 +84,15 @@ class FakePeer:
 
 
 Handler = Callable[[FakePeer, RemotingCommand], Coroutine[Any, Any, None]]
+
+
+def route_body(*brokers: tuple[str, str], queues: int = 2) -> bytes:
+    """A GET_ROUTEINFO_BY_TOPIC answer: each ``(broker name, master address)`` with ``queues``
+    read and write queues."""
+    datas = [{"brokerName": n, "cluster": "C", "brokerAddrs": {"0": a}} for n, a in brokers]
+    qdatas = [{"brokerName": n, "readQueueNums": queues, "writeQueueNums": queues, "perm": 6}
+              for n, _ in brokers]  # fmt: skip
+    return json.dumps({"brokerDatas": datas, "queueDatas": qdatas}).encode()
 
 
 async def answer_success(peer: FakePeer, cmd: RemotingCommand) -> None:

@@ -18,7 +18,7 @@ from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
-from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer
+from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
 
 
 class FailingPulls:
@@ -34,10 +34,7 @@ class FailingPulls:
 
     async def __call__(self, peer: FakePeer, cmd: RemotingCommand) -> None:
         if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
-            broker = {"brokerName": "fake", "cluster": "C", "brokerAddrs": {"0": self.addr}}
-            queues = {"brokerName": "fake", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6}
-            body = {"brokerDatas": [broker], "queueDatas": [queues]}
-            await peer.reply(cmd, body=json.dumps(body).encode())
+            await peer.reply(cmd, body=route_body(("fake", self.addr), queues=1))
         elif cmd.code == RequestCode.HEART_BEAT:  # the group's one member: this client
             self.client_id = json.loads(cmd.body)["clientID"]
             await peer.reply(cmd)

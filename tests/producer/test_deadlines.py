@@ -3,7 +3,6 @@ a broker cannot be told to go silent, stop reading or announce nonsense routes).
 
 from __future__ import annotations
 
-import json
 import math
 import socket
 import time
@@ -19,16 +18,9 @@ from rocketmq_actors.errors import ConfigError, RequestTimeout, SendFailed, Writ
 from rocketmq_actors.producer import Message, Producer
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
-from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer
+from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
 
 SLACK = 0.5  # scheduling slack on a shared 2-core machine
-
-
-def _route(*brokers: tuple[str, str], queues: int = 2) -> bytes:
-    datas = [{"brokerName": n, "cluster": "C", "brokerAddrs": {"0": a}} for n, a in brokers]
-    qdatas = [{"brokerName": n, "readQueueNums": queues, "writeQueueNums": queues, "perm": 6}
-              for n, _ in brokers]  # fmt: skip
-    return json.dumps({"brokerDatas": datas, "queueDatas": qdatas}).encode()
 
 
 class NameServer:
@@ -100,7 +92,7 @@ async def test_a_dropped_connection_fails_over_at_once_and_the_deadline_holds() 
     4.8 s); now it fails over to the other broker at once."""
     dropping, serving = Broker("drop"), Broker("ok")
     async with _serving(dropping) as bad, _serving(serving) as good:
-        routes = {"T": _route(("broker-a", bad.addr), ("broker-b", good.addr))}
+        routes = {"T": route_body(("broker-a", bad.addr), ("broker-b", good.addr))}
         async with _serving(NameServer(routes)) as ns, Producer(
             namesrv=ns.addr, group="G", send_timeout=2.0
         ) as producer:  # fmt: skip
@@ -112,7 +104,7 @@ async def test_a_dropped_connection_fails_over_at_once_and_the_deadline_holds() 
                 assert result.queue.broker_name == "broker-b"
             assert dropping.sends >= 1  # it was tried, and dropped the connection
             assert slowest < 0.5, slowest  # never waits for broker-a's reconnect
-        async with _serving(NameServer({"T": _route(("broker-a", bad.addr))})) as ns, Producer(
+        async with _serving(NameServer({"T": route_body(("broker-a", bad.addr))})) as ns, Producer(
             namesrv=ns.addr, group="G", send_timeout=2.0
         ) as alone:  # fmt: skip
             outcomes = []
@@ -138,7 +130,7 @@ def never_reading() -> Iterator[str]:
 async def test_send_oneway_to_a_broker_that_stops_reading_has_a_write_deadline() -> None:
     """Before: send_oneway waited for ever on a broker that stopped reading."""
     with never_reading() as broker:
-        async with _serving(NameServer({"T": _route(("broker-a", broker))})) as ns, Producer(
+        async with _serving(NameServer({"T": route_body(("broker-a", broker))})) as ns, Producer(
             namesrv=ns.addr, group="G", send_timeout=1.0, compress_threshold=8 * 1024 * 1024,
         ) as producer:  # fmt: skip
             body = b"z" * (1024 * 1024)
@@ -174,9 +166,9 @@ async def test_hostile_routes_fail_their_topic_never_the_producer() -> None:
     serving = Broker("ok")
     async with _serving(serving) as good:
         routes = {
-            "bad-address": _route(("broker-x", "x:99999")),
-            "huge": _route(("broker-a", good.addr), queues=2**31 - 1),
-            "fine": _route(("broker-a", good.addr)),
+            "bad-address": route_body(("broker-x", "x:99999")),
+            "huge": route_body(("broker-a", good.addr), queues=2**31 - 1),
+            "fine": route_body(("broker-a", good.addr)),
         }
         async with _serving(NameServer(routes)) as ns, Producer(
             namesrv=ns.addr, group="G", send_timeout=2.0

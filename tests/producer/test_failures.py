@@ -3,7 +3,6 @@ to answer SYSTEM_BUSY or to stall)."""
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -21,7 +20,7 @@ from rocketmq_actors.errors import (
 from rocketmq_actors.producer import Message, Producer
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
-from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer
+from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
 
 
 class FakeCluster:
@@ -34,10 +33,7 @@ class FakeCluster:
 
     async def __call__(self, peer: FakePeer, cmd: RemotingCommand) -> None:
         if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
-            broker = {"brokerName": "fake", "cluster": "C", "brokerAddrs": {"0": self.addr}}
-            queues = {"brokerName": "fake", "readQueueNums": 2, "writeQueueNums": 2, "perm": 6}
-            body = {"brokerDatas": [broker], "queueDatas": [queues]}
-            await peer.reply(cmd, body=json.dumps(body).encode())
+            await peer.reply(cmd, body=route_body(("fake", self.addr)))
         elif cmd.code == RequestCode.SEND_MESSAGE_V2:
             self.sends += 1
             if self.send_answer == "busy":

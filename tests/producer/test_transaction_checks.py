@@ -9,10 +9,10 @@ from rocketmq_actors.producer.transaction import LocalTransactionState, Transact
 from rocketmq_actors.protocol.codes import RequestCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.records import MessageExt
-from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer
+from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
 from rocketmq_actors.testing.stored import encode_stored
 
-from .test_deadlines import NameServer, _route
+from .test_deadlines import NameServer
 
 
 class Broker:
@@ -55,7 +55,7 @@ async def test_a_slow_checker_does_not_hold_up_the_checks_behind_it() -> None:
 
     broker = Broker()
     async with FakeServer(broker) as fake:
-        routes = {"T": _route(("broker-a", fake.addr))}
+        routes = {"T": route_body(("broker-a", fake.addr))}
         async with (
             FakeServer(NameServer(routes)) as ns,
             TransactionProducer(namesrv=ns.addr, group="G", checker=checker, topics=["T"]) as p,
