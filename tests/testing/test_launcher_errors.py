@@ -9,6 +9,7 @@ import stat
 from collections import namedtuple
 from pathlib import Path
 
+import attrs
 import pytest
 
 from rocketmq_actors.testing import cluster as cluster_mod
@@ -159,7 +160,16 @@ def test_broker_config_written_for_loopback(
         assert int(props["haListenPort"]) == info.port + 1
     slave = dict(line.split("=", 1) for line in confs["broker-a-s"].splitlines())
     assert slave["brokerId"] == "1" and slave["brokerRole"] == "SLAVE"
-    assert slave["haMasterAddress"] == f"127.0.0.1:{cluster.servers['broker-a'].port + 1}"
+    # a 5.x slave takes its master's HA address from its registration (given haMasterAddress,
+    # 5.3.3's HA client never connected); a 4.x slave is given it
+    assert "haMasterAddress" not in slave
+    old = LocalCluster(attrs.evolve(spec, version="4.9.7"), state_dir=tmp_path / "4x")
+    old._layout()
+    slave_4x = dict(
+        line.split("=", 1)
+        for line in (tmp_path / "4x/conf/broker-a-s.conf").read_text().splitlines()
+    )
+    assert slave_4x["haMasterAddress"] == f"127.0.0.1:{old.servers['broker-a'].port + 1}"
 
 
 def test_4x_gets_logback_files_and_no_bind_address(tmp_path: Path) -> None:
