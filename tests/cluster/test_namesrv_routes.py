@@ -155,3 +155,24 @@ async def test_broker_addr_falls_back_to_a_slave_only_for_pulls() -> None:
         assert await routes.broker_addr(queue, master_only=False) == "10.0.0.9:10911"
         with pytest.raises(BrokerError, match="no master"):
             await routes.broker_addr(queue, master_only=True)
+
+
+async def test_broker_addr_follows_the_node_a_pull_was_told_to_use() -> None:
+    """suggestWhichBrokerId (Java's updatePullFromWhichNode): the suggested node when it
+    exists, else the master, else a slave; never for what must go to the master."""
+
+    async def master_and_slave(peer: FakePeer, cmd: RemotingCommand) -> None:
+        body = {
+            "brokerDatas": [{"brokerName": "b", "cluster": "C",
+                             "brokerAddrs": {"0": "10.0.0.1:10911", "1": "10.0.0.9:10911"}}],
+            "queueDatas": [{"brokerName": "b", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6}],
+        }  # fmt: skip
+        await peer.reply(cmd, ResponseCode.SUCCESS, body=json.dumps(body).encode())
+
+    async with FakeServer(master_and_slave) as server, ConnectionPool(policy=FAST) as pool:
+        routes = RouteTable(NameServerClient(pool, server.addr, timeout=2))
+        queue = MessageQueue("t", "b", 0)
+        assert await routes.broker_addr(queue, master_only=False) == "10.0.0.1:10911"
+        assert await routes.broker_addr(queue, master_only=False, broker_id=1) == "10.0.0.9:10911"
+        assert await routes.broker_addr(queue, master_only=False, broker_id=7) == "10.0.0.1:10911"
+        assert await routes.broker_addr(queue, master_only=True, broker_id=1) == "10.0.0.1:10911"
