@@ -61,14 +61,16 @@ async def test_with_the_master_gone_a_new_member_consumes_from_the_slave(
     namesrv = cluster.namesrv_addr
     async with Producer(namesrv=namesrv, group="G_slave_feed") as producer:
         await create_topic(producer.instance, unique_topic, queues=1)
-        # on the slave too: it would learn the topic only at its next sync from the master
-        header = CreateTopicRequestHeader(topic=unique_topic, read_queue_nums=1,
-                                          write_queue_nums=1).to_ext()  # fmt: skip
-        reply = await producer.instance.request(
-            cluster.broker("broker-a-s").addr,
-            RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header),
-        )
-        assert reply.code == ResponseCode.SUCCESS, reply.remark
+        if not cluster.spec.is_4x:
+            # on a 5.x slave too: it would learn the topic only at its next sync from the
+            # master (a 4.x slave refuses topic changes, and serves pulls without them)
+            header = CreateTopicRequestHeader(topic=unique_topic, read_queue_nums=1,
+                                              write_queue_nums=1).to_ext()  # fmt: skip
+            reply = await producer.instance.request(
+                cluster.broker("broker-a-s").addr,
+                RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header),
+            )
+            assert reply.code == ResponseCode.SUCCESS, reply.remark
         for body in BODIES:
             await producer.send(Message(topic=unique_topic, body=body))
     await _until_the_slave_has(namesrv, cluster.broker("broker-a-s").addr, unique_topic)
