@@ -1,12 +1,14 @@
 """What producers and consumers share: membership of a group on a ClientInstance.
 
-A member either creates its own instance from ``namesrv`` (and runs it for its lifetime) or
-shares one it is given; it owns a mailbox for the broker's requests about its group and
+A member either creates its own instance from ``namesrv`` (when not given, from the
+``NAMESRV_ADDR`` environment variable, as the Java client reads it) and runs it for its
+lifetime, or shares one it is given; it owns a mailbox for the broker's requests about its group and
 registers the group with the instance (router + heartbeats) while it runs.
 """
 
 from __future__ import annotations
 
+import os
 import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
@@ -22,7 +24,9 @@ from rocketmq_actors.runtime.router import Inbound
 
 from .instance import ClientInstance
 
-__all__ = ["MEMBER_POLICY", "GroupMember"]
+__all__ = ["MEMBER_POLICY", "NAMESRV_ENV", "GroupMember"]
+
+NAMESRV_ENV = "NAMESRV_ADDR"
 
 #: a member's own actors (mailbox, rebalancer, consume service, persister, lock keeper,
 #: senders): restarted after an unexpected error, up to 5 times a minute, then the member
@@ -48,7 +52,11 @@ class GroupMember(Lifecycle):
     ) -> None:
         super().__init__(shutdown_timeout=shutdown_timeout, on_error=on_error)
         if instance is None and namesrv is None:
-            raise ConfigError("give a NameServer address (namesrv=...) or a ClientInstance")
+            namesrv = os.environ.get(NAMESRV_ENV) or None  # as the Java client reads it
+        if instance is None and namesrv is None:
+            raise ConfigError(
+                f"give a NameServer address (namesrv=... or ${NAMESRV_ENV}) or a ClientInstance"
+            )
         if instance is not None and (
             ssl_context is not None or credentials is not None or instance_name is not None
         ):

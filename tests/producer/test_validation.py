@@ -85,8 +85,9 @@ async def test_a_good_message_on_a_producer_not_started_is_a_typed_error() -> No
         await producer.send_batch([_message()])
 
 
-def test_bad_producer_configuration() -> None:
-    with pytest.raises(ValueError, match="namesrv"):
+def test_bad_producer_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NAMESRV_ADDR", raising=False)
+    with pytest.raises(ValueError, match=r"namesrv=\.\.\. or \$NAMESRV_ADDR"):
         Producer(group="G")
     with pytest.raises(ValueError, match="group"):
         Producer(namesrv="127.0.0.1:9876", group="bad group")
@@ -109,6 +110,18 @@ def test_system_topics_as_java_validators_treats_them() -> None:
         validate_topic("OFFSET_MOVED_EVENT")
     with pytest.raises(ConfigError, match="longer than 127"):
         validate_topic("t" * 128, error=ConfigError)
+
+
+def test_the_nameserver_comes_from_namesrv_addr_when_not_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As the Java client (ClientConfig reads NAMESRV_ADDR): ``namesrv=`` wins when given."""
+    monkeypatch.setenv("NAMESRV_ADDR", "10.0.0.1:9876;10.0.0.2:9876")
+    assert Producer(group="G").instance.namesrv.addrs == ("10.0.0.1:9876", "10.0.0.2:9876")
+    assert Producer(namesrv="127.0.0.1:9876").instance.namesrv.addrs == ("127.0.0.1:9876",)
+    monkeypatch.setenv("NAMESRV_ADDR", "not an address")
+    with pytest.raises(ConfigError):
+        Producer(group="G")
 
 
 def test_keys_a_string_is_one_key_a_list_several() -> None:
