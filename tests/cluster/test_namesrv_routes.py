@@ -15,7 +15,7 @@ from rocketmq_actors.protocol.codes import ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.runtime.pool import ConnectionPool
 from rocketmq_actors.runtime.supervisor import RestartPolicy
-from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer
+from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, Handler
 
 FAST = RestartPolicy(max_restarts=1, period=10, backoff_initial=0.01, backoff_max=0.02)
 
@@ -138,17 +138,23 @@ def test_queue_views_follow_the_java_client() -> None:
     )
 
 
-async def test_broker_addr_falls_back_to_a_slave_only_for_pulls() -> None:
-    """Master gone: pulls may go to a slave, offsets and send-backs must not."""
+def _nodes(addrs: dict[str, str]) -> Handler:
+    """A NameServer whose every route is broker ``b`` with these nodes (id -> address)."""
 
-    async def slave_only(peer: FakePeer, cmd: RemotingCommand) -> None:
+    async def answer(peer: FakePeer, cmd: RemotingCommand) -> None:
         body = {
-            "brokerDatas": [{"brokerName": "b", "cluster": "C",
-                             "brokerAddrs": {"1": "10.0.0.9:10911", "2": "10.0.0.8:10911"}}],
+            "brokerDatas": [{"brokerName": "b", "cluster": "C", "brokerAddrs": addrs}],
             "queueDatas": [{"brokerName": "b", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6}],
         }  # fmt: skip
         await peer.reply(cmd, ResponseCode.SUCCESS, body=json.dumps(body).encode())
 
+    return answer
+
+
+async def test_broker_addr_falls_back_to_a_slave_only_for_pulls() -> None:
+    """Master gone: pulls may go to a slave, offsets and send-backs must not."""
+
+    slave_only = _nodes({"1": "10.0.0.9:10911", "2": "10.0.0.8:10911"})
     async with FakeServer(slave_only) as server, ConnectionPool(policy=FAST) as pool:
         routes = RouteTable(NameServerClient(pool, server.addr, timeout=2))
         queue = MessageQueue("t", "b", 0)
@@ -161,14 +167,7 @@ async def test_broker_addr_follows_the_node_a_pull_was_told_to_use() -> None:
     """suggestWhichBrokerId (Java's updatePullFromWhichNode): the suggested node when it
     exists, else the master, else a slave; never for what must go to the master."""
 
-    async def master_and_slave(peer: FakePeer, cmd: RemotingCommand) -> None:
-        body = {
-            "brokerDatas": [{"brokerName": "b", "cluster": "C",
-                             "brokerAddrs": {"0": "10.0.0.1:10911", "1": "10.0.0.9:10911"}}],
-            "queueDatas": [{"brokerName": "b", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6}],
-        }  # fmt: skip
-        await peer.reply(cmd, ResponseCode.SUCCESS, body=json.dumps(body).encode())
-
+    master_and_slave = _nodes({"0": "10.0.0.1:10911", "1": "10.0.0.9:10911"})
     async with FakeServer(master_and_slave) as server, ConnectionPool(policy=FAST) as pool:
         routes = RouteTable(NameServerClient(pool, server.addr, timeout=2))
         queue = MessageQueue("t", "b", 0)
