@@ -69,6 +69,21 @@ class TopicRoute:
         broker = self.brokers.get(broker_name)
         return broker.broker_addrs.get(MASTER_ID) if broker else None
 
+    def node_addr(
+        self, broker_name: str, *, master_only: bool, broker_id: int = MASTER_ID
+    ) -> str | None:
+        """The address of one node of ``broker_name``: node ``broker_id`` (the master unless
+        told otherwise), or - when ``master_only`` is false (what slaves serve too: Java's
+        findBrokerAddressInSubscribe) and that node is gone - the master, else the lowest-id
+        slave. None when there is no such node."""
+        broker = self.brokers.get(broker_name)
+        addrs = broker.broker_addrs if broker is not None else {}
+        addr = addrs.get(broker_id) if not master_only else None
+        addr = addr or addrs.get(MASTER_ID)
+        if addr is None and not master_only and addrs:
+            addr = addrs[min(addrs)]
+        return addr
+
     def masters(self) -> list[tuple[str, str]]:
         """``(broker name, master address)`` of every broker with a master, by name."""
         pairs = ((name, self.master_addr(name)) for name in sorted(self.brokers))
@@ -166,17 +181,10 @@ class RouteTable:
     async def broker_addr(
         self, queue: MessageQueue, *, master_only: bool, broker_id: int = MASTER_ID
     ) -> str:
-        """The address serving ``queue``: node ``broker_id`` (the master unless a pull was
-        told otherwise), or - when ``master_only`` is false (pulls and consumer offsets, which
-        slaves serve too: Java's findBrokerAddressInSubscribe) and that node is gone - the
-        master, else the lowest-id slave. Send-backs and locks must go to the master."""
+        """The address serving ``queue`` (:meth:`TopicRoute.node_addr`): pulls and consumer
+        offsets may use a slave; send-backs and locks must go to the master."""
         route = self._routes.get(queue.topic) or await self.get(queue.topic)
-        broker = route.brokers.get(queue.broker_name)
-        addrs = broker.broker_addrs if broker is not None else {}
-        addr = addrs.get(broker_id) if not master_only else None
-        addr = addr or addrs.get(MASTER_ID)
-        if addr is None and not master_only and addrs:
-            addr = addrs[min(addrs)]
+        addr = route.node_addr(queue.broker_name, master_only=master_only, broker_id=broker_id)
         if addr is None:
             raise BrokerError(
                 queue.broker_name,

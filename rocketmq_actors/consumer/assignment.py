@@ -20,11 +20,10 @@ async def consumer_ids(instance: ClientInstance, group: str, topic: str) -> list
     their heartbeats to slaves too)."""
     route = instance.routes.cached(topic) or await instance.routes.get(topic)
     header = GetConsumerListByGroupRequestHeader(consumer_group=group)
-    nodes = (route.brokers[name].broker_addrs for name in sorted(route.brokers))
-    for addrs in nodes:
-        if not addrs:
+    for name in sorted(route.brokers):
+        addr = route.node_addr(name, master_only=False)
+        if addr is None:
             continue
-        addr = addrs.get(0) or addrs[min(addrs)]
         reply = await instance.request(
             addr, RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header.to_ext())
         )
