@@ -114,6 +114,8 @@ class Ownership:
         if c.orderly:
             actor = c.queues.lookup(queue)
             assert actor is not None
+            if actor.pq.release_deferred and actor.pq.consume_lock.locked():
+                return  # its handler still runs: its loop asks for a round when it ends
             actor.pq.dropped = True
             actor.stop_pulling()
             idle = False
