@@ -47,6 +47,7 @@ _SYSTEM_TOPICS = NOT_ALLOWED_SEND_TOPICS | {
 }
 MAX_TOPIC_LENGTH = 127
 MAX_RETRY_OR_DLQ_TOPIC_LENGTH = 255  # %RETRY%<group> and %DLQ%<group> may be longer
+_RETRY_OR_DLQ = ("%RETRY%", "%DLQ%")
 MAX_GROUP_LENGTH = 120
 
 _valid_topics: set[str] = set()  # validated once each: producers send to few topics
@@ -76,7 +77,7 @@ def _check_topic(topic: object) -> None:
         raise InvalidMessage(f"the topic must be a str, not {type(topic).__name__}")
     if not topic or not topic.strip():
         raise InvalidMessage("the topic is empty")
-    limit = (MAX_RETRY_OR_DLQ_TOPIC_LENGTH if topic.startswith(("%RETRY%", "%DLQ%"))
+    limit = (MAX_RETRY_OR_DLQ_TOPIC_LENGTH if topic.startswith(_RETRY_OR_DLQ)
              else MAX_TOPIC_LENGTH)  # fmt: skip
     if len(topic) > limit:
         raise InvalidMessage(f"topic {topic[:20]!r}... is longer than {limit} characters")
@@ -97,16 +98,13 @@ def validate_group(group: str) -> None:
         )
 
 
-_RETRY, _DLQ = "%RETRY%", "%DLQ%"
-
-
 def _is_system(name: str) -> bool:
     """Java's NamespaceUtil.isSystemResource: system topics and system consumer groups."""
-    return name in _SYSTEM_TOPICS or name.startswith("rmq_sys_") or name.startswith("CID_RMQ_SYS_")
+    return name in _SYSTEM_TOPICS or name.startswith(("rmq_sys_", "CID_RMQ_SYS_"))
 
 
 def _split_prefix(name: str) -> tuple[str, str]:
-    for prefix in (_RETRY, _DLQ):
+    for prefix in _RETRY_OR_DLQ:
         if name.startswith(prefix):
             return prefix, name[len(prefix) :]
     return "", name

@@ -120,9 +120,10 @@ async def pull_once(
         # a record that does not decode comes back marked (decode_error), never as an error
         # for the whole pull: the consumer sends it on to the DLQ and the queue moves on
         decoded = decode_messages(reply.body, strict=False)
+        offsets = (response.min_offset, response.max_offset)
         for message in decoded:
             message.broker_name = queue.broker_name
-            message.set_pull_offsets(response.min_offset, response.max_offset)
+            message.set_pull_offsets(offsets)
         messages = tuple(m for m in decoded if subscription.matches(m))
     return PullResult(
         status,

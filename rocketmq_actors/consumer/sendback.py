@@ -81,7 +81,7 @@ async def _send_msg_back(
         addr, RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext())
     )
     if reply.code != ResponseCode.SUCCESS:
-        raise _refused(addr, reply)
+        raise broker_error(addr, reply.code, reply.remark)
 
 
 async def _retry_copy(
@@ -92,7 +92,9 @@ async def _retry_copy(
     route = await instance.routes.get(retry_topic)
     queues = sorted(route.publish_queues, key=lambda q: q.broker_name == message.broker_name)
     if not queues:
-        raise _no_queue(retry_topic)
+        raise BrokerError(
+            "-", ResponseCode.SERVICE_NOT_AVAILABLE, f"no writable queue of {retry_topic}"
+        )
     queue = queues[0]  # another broker than the one that failed, when there is one
     addr = await instance.routes.broker_addr(queue, master_only=True)
     properties = dict(message.properties)
@@ -118,12 +120,4 @@ async def _retry_copy(
         addr, RemotingCommand.request(RequestCode.SEND_MESSAGE, header.to_ext(), body=message.body)
     )
     if reply.code != ResponseCode.SUCCESS:
-        raise _refused(addr, reply)
-
-
-def _refused(addr: str, reply: RemotingCommand) -> RocketMQError:
-    return broker_error(addr, reply.code, reply.remark)
-
-
-def _no_queue(topic: str) -> RocketMQError:
-    return BrokerError("-", ResponseCode.SERVICE_NOT_AVAILABLE, f"no writable queue of {topic}")
+        raise broker_error(addr, reply.code, reply.remark)

@@ -76,10 +76,11 @@ class MessageExt:
         default=None, init=False, eq=False, repr=False
     )
 
-    def set_pull_offsets(self, min_offset: int, max_offset: int) -> None:
-        """The queue's min and max offsets when this message was pulled (properties
-        MIN_OFFSET and MAX_OFFSET; set lazily, the hot path does not parse properties)."""
-        self._pull_offsets = (min_offset, max_offset)
+    def set_pull_offsets(self, offsets: tuple[int, int]) -> None:
+        """The queue's (min, max) offsets when this message was pulled (properties
+        MIN_OFFSET and MAX_OFFSET; set lazily, the hot path does not parse properties; one
+        tuple serves every message of a pull)."""
+        self._pull_offsets = offsets
         if self._properties is not None:
             self._add_pull_offsets(self._properties)
 
