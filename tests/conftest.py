@@ -15,8 +15,8 @@ import structlog
 # mismatch") and a run of, say, tests/producer/test_failures.py alone exited 1 after passing.
 
 
-# No deadlines: a property test is about values, not speed, and a loaded 2-core CI machine
-# made one example of a header round trip take 338 ms (the default deadline is 200 ms)
+# No deadlines: a property test is about values, not speed (timings belong in benchmarks/),
+# and on a loaded 2-core CI machine an example overran hypothesis's default deadline
 hypothesis.settings.register_profile("rocketmq-actors", deadline=None)
 hypothesis.settings.load_profile("rocketmq-actors")
 

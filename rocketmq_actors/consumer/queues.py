@@ -41,8 +41,8 @@ QUEUE_POLICY = RestartPolicy(
     max_restarts=5, period=60.0, backoff_initial=0.5, backoff_max=10.0, escalate=True
 )
 #: after a failed pull, a push consumer's: the 5.3.3 Java push consumer takes
-#: pullTimeDelayMillsWhenException from ClientConfig (1000 ms; the 3000 ms its field starts
-#: with is overwritten in its constructor)
+#: pullTimeDelayMillsWhenException from ClientConfig's default, which its constructor copies
+#: over the field's own initial value (read from the 5.3.3 client's bytecode)
 PULL_ERROR_DELAY = 1.0
 
 
