@@ -65,7 +65,17 @@ async def test_our_compressed_bodies_are_consumed_by_java(
             for size in SIZES:
                 key = f"{kind}-{size}"
                 sent[key] = body(size, size)
-                await producer.send(Message(topic=unique_topic, body=sent[key], keys=[key]))
+                result = await producer.send(
+                    Message(topic=unique_topic, body=sent[key], keys=[key])
+                )
+                # as stored: the chosen compressor's bits (zlib: 0x1 alone), none when small
+                (raw,) = await pull(producer.instance, result.queue, expect=1,
+                                    offset=result.queue_offset, decompress=False)  # fmt: skip
+                expected = CompressionType[kind].sys_flag if size >= 4096 else 0
+                assert (
+                    raw.sys_flag & (MessageSysFlag.COMPRESSED | MessageSysFlag.COMPRESSION_MASK)
+                    == expected
+                )
     got = await java("consume", rocketmq_namesrv, unique_topic, unique_group, len(sent), 60)
     received = {m["key"]: (m["len"], m["crc"]) for m in got if "key" in m}
     assert received == {k: (len(b), zlib.crc32(b)) for k, b in sent.items()}
