@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -47,13 +48,15 @@ class _JavaSide:
     """ProduceWindows.java, driven one window at a time over its stdin."""
 
     def __init__(self, namesrv: str, topic: str, warmup: float, concurrency: int) -> None:
-        from rocketmq_actors.testing.jars import find_java, resolve_server_jars
+        from rocketmq_actors.testing.java import java_argv
 
-        lib = resolve_server_jars()
+        # the JVM's home (the Java client's logs) and temporary files, removed at close
+        self._scratch = tempfile.TemporaryDirectory(prefix="rocketmq-actors-java-")
+        argv = java_argv(JAVA_DIR / "ProduceWindows.java", namesrv, topic, warmup, concurrency,
+                         scratch=Path(self._scratch.name), heap_mb=512)  # fmt: skip
         self._proc = subprocess.Popen(
-            [find_java(), "-Xmx512m", "-cp", f"{lib}/*", str(JAVA_DIR / "ProduceWindows.java"),
-             namesrv, topic, str(warmup), str(concurrency)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True,
         )  # fmt: skip
 
     def _reply(self) -> dict[str, Any]:
@@ -90,6 +93,7 @@ class _JavaSide:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
+        self._scratch.cleanup()
 
 
 class _Usage:
