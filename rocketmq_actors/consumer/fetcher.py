@@ -25,7 +25,7 @@ from rocketmq_actors.runtime.tree import Node
 from .brokercalls import PullCounter, Puller, PullResult, PullStatus
 from .queues import QueueTable
 
-__all__ = ["FetchOwner", "Fetcher", "RecordBuffer", "take_records"]
+__all__ = ["FetchOwner", "Fetcher", "RecordBuffer", "put_back", "take_records"]
 
 log = get_logger("rocketmq_actors.consumer")
 
@@ -165,3 +165,13 @@ def take_records(
             if limit <= 0:
                 break
     return out
+
+
+def put_back(fetchers: QueueTable[Fetcher], taken: dict[MessageQueue, list[MessageExt]]) -> None:
+    """Undo :func:`take_records` (``getmany`` raising): the records go back to the front of
+    their buffers, the positions back to the first of them."""
+    for queue, records in taken.items():
+        fetch = fetchers.lookup(queue)
+        if fetch is not None and records:
+            fetch.records.extendleft(reversed(records))
+            fetch.position = records[0].queue_offset

@@ -41,7 +41,7 @@ __all__ = ["server"]
 log = get_logger("rocketmq_actors.consumer")
 
 
-def server(consumer: PushConsumer) -> RequestServer:
+def server(consumer: PushConsumer[Any]) -> RequestServer:
     async def ids_changed(inbound: Inbound) -> None:
         log.info("consumer.ids_changed", group=consumer.group)
         consumer.rebalancer.trigger()
@@ -76,7 +76,7 @@ def server(consumer: PushConsumer) -> RequestServer:
     )
 
 
-def _offsets_of(consumer: PushConsumer, topic: str) -> dict[MessageQueue, int]:
+def _offsets_of(consumer: PushConsumer[Any], topic: str) -> dict[MessageQueue, int]:
     out = {}
     for queue in consumer.queues:
         offset = consumer.offsets.read(queue)
@@ -85,7 +85,7 @@ def _offsets_of(consumer: PushConsumer, topic: str) -> dict[MessageQueue, int]:
     return out
 
 
-def running_info(consumer: PushConsumer) -> bytes:
+def running_info(consumer: PushConsumer[Any]) -> bytes:
     now = time.monotonic()
     queues: dict[MessageQueue, dict[str, Any]] = {}
     for queue, pq in sorted(consumer.owned_queues().items()):
@@ -123,7 +123,7 @@ def running_info(consumer: PushConsumer) -> bytes:
     )
 
 
-async def consume_directly(consumer: PushConsumer, inbound: Inbound) -> None:
+async def consume_directly(consumer: PushConsumer[Any], inbound: Inbound) -> None:
     """CONSUME_MESSAGE_DIRECTLY (309): run the handler on one message the broker sends,
     outside the queues (no offset is committed), and report how it went."""
     event = inbound.event
