@@ -20,9 +20,10 @@ With a ``value_deserializer`` each record's ``value`` is what it made of the bod
 itself without one). A body it rejects (or a record that could not be decoded) makes
 ``getmany``/``getone``/``async for`` raise
 :class:`~rocketmq_actors.consumer.message.RecordDeserializationError`, as aiokafka raises the
-deserializer's error from ``getmany``: nothing is returned by that call, every position stays
-where it was (no record is lost), and the same error comes again until you
-``seek(error.queue, error.offset + 1)`` past it. Records are settled by offsets here:
+deserializer's error from ``getmany``. As Kafka's ``poll``, the records before it are
+returned first; the call that would start with it raises, its queue's position stays on it
+(no record is lost, the other queues' records stay buffered), and the same error comes again
+until you ``seek(error.queue, error.offset + 1)`` past it. Records are settled by offsets here:
 ``message.ack()``/``nack()`` raise
 :class:`~rocketmq_actors.consumer.settlement.SettlementNotSupported`.
 
@@ -62,8 +63,8 @@ from .brokercalls import (
     offset_for_time,
     pull_once,
 )
-from .fetcher import Fetcher, RecordBuffer, put_back
-from .message import ReceivedMessage, RecordDeserializationError, T, deserialize_record
+from .fetcher import Fetcher, RecordBuffer, deserialize_taken
+from .message import ReceivedMessage, T, deserialize_record
 from .namespaced import Namespace
 from .offsets import RemoteOffsetStore
 from .options import check_deserializer
@@ -314,14 +315,8 @@ class PullConsumer(GroupMember, Generic[T]):
         if limit < 1 or timeout < 0:
             raise ConfigError("max_records >= 1 and timeout >= 0 are required")
         taken = await self.buffer.take(self.fetchers, self._ns.wire_all(queues), limit, timeout)
-        if self.value_deserializer is not None:
-            try:
-                for queue, records in taken.items():
-                    for record in records:
-                        deserialize_record(record, self.value_deserializer, self._ns.app(queue))
-            except RecordDeserializationError:
-                put_back(self.fetchers, taken)  # nothing given, nothing lost
-                raise
+        if self.value_deserializer is not None:  # (raises RecordDeserializationError)
+            taken = deserialize_taken(self.fetchers, taken, self.value_deserializer, self._ns.app)
         return cast("dict[MessageQueue, list[ReceivedMessage[T]]]", self._ns.app_records(taken))
 
     async def getone(self, *queues: MessageQueue) -> ReceivedMessage[T]:

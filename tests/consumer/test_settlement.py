@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import attrs
 import pytest
 
 from rocketmq_actors.consumer.dispatch import Dispatcher
+from rocketmq_actors.consumer.fetcher import Fetcher, deserialize_taken
 from rocketmq_actors.consumer.message import (
     ReceivedMessage,
     RecordDeserializationError,
     deserialize,
     deserialize_record,
 )
+from rocketmq_actors.consumer.queues import QueueTable
 from rocketmq_actors.consumer.settlement import (
     DELAY_LEVELS,
     MessageAlreadySettled,
@@ -216,3 +218,31 @@ async def test_async_for_ends_a_delivery_on_ack_before_the_next() -> None:
             await ended.wait()
     assert outcome == [False]
     deliveries.dispose()
+
+
+class _Fetchers:
+    """The one method of a QueueTable that deserialize_taken uses."""
+
+    def __init__(self, fetchers: dict[MessageQueue, Fetcher]) -> None:
+        self._fetchers = fetchers
+
+    def lookup(self, queue: MessageQueue) -> Fetcher | None:
+        return self._fetchers.get(queue)
+
+
+def test_pull_records_before_a_rejected_one_are_returned_the_rest_put_back() -> None:
+    other = MessageQueue("T", "broker-a", 1)
+    fetchers = {q: Fetcher(None, q, 0, paused=False) for q in (QUEUE, other)}  # type: ignore[arg-type]
+    table = cast("QueueTable[Fetcher]", _Fetchers(fetchers))
+    first = [_received(b"1", 0), _received(b"bad", 1), _received(b"3", 2)]
+    second = [_received(b"4", 0)]
+    taken: dict[MessageQueue, list[MessageExt]] = {QUEUE: list(first), other: list(second)}
+    for queue, records in taken.items():  # as take_records leaves them
+        fetchers[queue].position = records[-1].queue_offset + 1
+    got = deserialize_taken(table, taken, json.loads, lambda q: q)
+    assert got == {QUEUE: first[:1]} and first[0].value == 1
+    assert list(fetchers[QUEUE].records) == first[1:] and fetchers[QUEUE].position == 1
+    assert list(fetchers[other].records) == second and fetchers[other].position == 0
+    with pytest.raises(RecordDeserializationError) as caught:  # now it comes first
+        deserialize_taken(table, {QUEUE: list[MessageExt](first[1:])}, json.loads, lambda q: q)
+    assert caught.value.offset == 1 and fetchers[QUEUE].position == 1
