@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
 import anyio
-import attrs
 
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.metrics import METRICS, SeriesKeys
@@ -33,7 +32,7 @@ from rocketmq_actors.tracing import Tracing
 
 from .delivery import Abandoned, Deliveries
 from .handlers import FailureLog, describe
-from .message import ReceivedMessage
+from .message import ReceivedMessage, received
 from .settlement import Outcome, Settlement
 
 __all__ = ["BatchHandler", "Dispatcher", "Handler"]
@@ -209,11 +208,7 @@ def _present(message: MessageExt, namespace: str | None) -> ReceivedMessage[Any]
     one, which comes from ``%RETRY%<group>``, under its own topic, and the topic without the
     consumer's namespace. (A send-back wraps it again.) One pulled is a ReceivedMessage
     already; one the broker sends to be consumed directly is copied into one."""
-    if not isinstance(message, ReceivedMessage):
-        fields: dict[str, Any] = {
-            f.alias or f.name: getattr(message, f.name) for f in attrs.fields(MessageExt) if f.init
-        }
-        message = ReceivedMessage(**fields)
+    message = received(message)
     if message.topic.startswith("%RETRY%"):  # (properties are parsed only then)
         original = message.properties.get(Property.RETRY_TOPIC)
         if original:

@@ -36,7 +36,10 @@ else:
 
     T = TypeVar("T")
 
-__all__ = ["ProcessContext", "ReceivedMessage", "RecordDeserializationError", "deserialize"]
+__all__ = [
+    "ProcessContext", "ReceivedMessage", "RecordDeserializationError", "deserialize",
+    "deserialize_record", "received",
+]  # fmt: skip
 
 log = get_logger("rocketmq_actors.consumer")
 
@@ -113,6 +116,17 @@ class ReceivedMessage(MessageExt, Generic[T]):
         if delay is not None:
             Settlement.check_delay(delay)  # before the block runs
         return ProcessContext(self, requeue=requeue, delay=delay, ignore=ignore_processed)
+
+
+def received(message: MessageExt) -> ReceivedMessage[Any]:
+    """``message`` as a ReceivedMessage: itself when pulled (decoded as one), else a copy (a
+    message the broker sends to be consumed directly)."""
+    if isinstance(message, ReceivedMessage):
+        return message
+    fields: dict[str, Any] = {
+        f.alias or f.name: getattr(message, f.name) for f in attrs.fields(MessageExt) if f.init
+    }
+    return ReceivedMessage(**fields)
 
 
 class ProcessContext:

@@ -31,6 +31,7 @@ from rocketmq_actors.protocol.events import (
 )
 from rocketmq_actors.runtime.router import Inbound
 
+from .message import received
 from .requests import RequestServer, member_properties
 
 if TYPE_CHECKING:
@@ -134,8 +135,10 @@ async def consume_directly(consumer: PushConsumer[Any], inbound: Inbound) -> Non
     if event.message is None:
         inbound.reply(ResponseCode.SYSTEM_ERROR, remark="expected exactly one message")
         return
+    message = received(event.message)
+    consumer.deserialize([message])  # (one it rejects fails: CR_THROW_EXCEPTION)
     began = time.monotonic()
-    ok = await consumer.dispatcher.invoke([event.message])
+    ok = await consumer.dispatcher.invoke([message])
     spent = int((time.monotonic() - began) * 1000)
     result = "CR_SUCCESS" if ok else "CR_THROW_EXCEPTION"
     log.info("consumer.consumed_directly", msg_id=event.message.msg_id, result=result)
