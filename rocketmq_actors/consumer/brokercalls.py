@@ -23,9 +23,10 @@ from rocketmq_actors.protocol.headers import (
     SearchOffsetRequestHeader,
 )
 from rocketmq_actors.protocol.messages import PullSysFlag
-from rocketmq_actors.protocol.records import MessageExt, decode_messages
+from rocketmq_actors.protocol.records import MessageExt, decode_records
 from rocketmq_actors.runtime.backoff import Backoff
 
+from .message import ReceivedMessage
 from .subscriptions import Subscription
 
 __all__ = [
@@ -119,7 +120,7 @@ async def pull_once(
     if status is PullStatus.FOUND:
         # a record that does not decode comes back marked (decode_error), never as an error
         # for the whole pull: the consumer sends it on to the DLQ and the queue moves on
-        decoded = decode_messages(reply.body, strict=False)
+        decoded = decode_records(reply.body, ReceivedMessage, strict=False)
         offsets = (response.min_offset, response.max_offset)
         for message in decoded:
             message.broker_name = queue.broker_name

@@ -28,9 +28,12 @@ from rocketmq_actors.runtime.backoff import Backoff
 from rocketmq_actors.runtime.tree import Node
 from rocketmq_actors.runtime.workqueue import WorkQueue
 
-from .dispatch import Dispatcher
+from .dispatch import Dispatcher, settled
+from .message import ReceivedMessage
 from .offsets import OffsetStore
 from .process_queue import ProcessQueue
+from .sendback import DLQ_NOW
+from .settlement import Outcome
 
 __all__ = ["ConcurrentConsumeService"]
 
@@ -156,9 +159,13 @@ class ConcurrentConsumeService:
         owner = self.owner
         done = messages
         if not outcome and owner.clustering and not pq.dropped:
-            sent = [await owner.send_back(m, owner.retry_delay_level) for m in messages]
-            done = [m for m, ok in zip(messages, sent, strict=True) if ok]
-            kept = [m for m, ok in zip(messages, sent, strict=True) if not ok]
+            # each by its own settlement: an explicit ack is committed, a nack goes back with
+            # its delay; the rest failed with the handler
+            failed = [m for m in messages if settled(m) is not Outcome.ACK]
+            sent = [await owner.send_back(m, self._level(m)) for m in failed]
+            done = [m for m in messages if settled(m) is Outcome.ACK]
+            done += [m for m, ok in zip(failed, sent, strict=True) if ok]
+            kept = [m for m, ok in zip(failed, sent, strict=True) if not ok]
             if kept and self._tg is not None:  # they hold the offset back; consumed again here
                 for message in kept:  # as Java counts them (processConsumeResult)
                     message.reconsume_times += 1
@@ -172,6 +179,16 @@ class ConcurrentConsumeService:
         if not pq.dropped:
             owner.offsets.update(pq.queue, offset)
         owner.flow_changed()
+
+    def _level(self, message: MessageExt) -> int:
+        """The send-back delay level: the nack's, else the consumer's ``retry_delay_level``."""
+        default = self.owner.retry_delay_level
+        if message.decode_error is not None or not isinstance(message, ReceivedMessage):
+            return default
+        settlement = message.settlement
+        if settlement is None:
+            return default
+        return DLQ_NOW if settlement.outcome is Outcome.DEAD else settlement.level(default)
 
     async def _retry_locally(self, pq: ProcessQueue, messages: list[MessageExt]) -> None:
         await self._local_retry.sleep()

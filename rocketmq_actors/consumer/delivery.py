@@ -1,12 +1,17 @@
 """``async for message in consumer``: messages handed to the iterating task one at a time.
 
 A worker that would call a handler hands its message over a zero-capacity stream instead and
-waits: the message counts as consumed when the loop asks for the next one, as a failure when
-it is given back with :meth:`Deliveries.reconsume_later`, and as not consumed (its offset not
-committed, so it is delivered again) when the consumer stops first.
+waits: the message counts as consumed when it is acked (``message.ack()``, or the end of an
+``async with message.process()`` block) or, if it was not settled, when the loop asks for the
+next one; as a failure when it is nacked (``message.nack(delay=...)``,
+:meth:`Deliveries.reconsume_later`); and as not consumed (its offset not committed, so it is
+delivered again) when the consumer stops first. The explicit call wins, and ends the delivery
+at once: the worker goes on while the loop body still runs.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import anyio
 import attrs
@@ -15,11 +20,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.protocol.records import MessageExt
 
-__all__ = ["Abandoned", "Deliveries", "ReconsumeLater"]
+from .message import ReceivedMessage
+from .settlement import Delay, Settlement
 
-
-class ReconsumeLater(Exception):
-    """An iterated message was handed back with ``reconsume_later``."""
+__all__ = ["Abandoned", "Deliveries"]
 
 
 class Abandoned(Exception):
@@ -29,9 +33,8 @@ class Abandoned(Exception):
 
 @attrs.define(eq=False)
 class _Delivery:
-    message: MessageExt
+    message: ReceivedMessage[Any]
     done: anyio.Event = attrs.field(factory=anyio.Event)
-    failed: bool = False
     abandoned: bool = False
 
 
@@ -42,11 +45,13 @@ class Deliveries:
         self._receive: MemoryObjectReceiveStream[_Delivery] = streams[1]
         self._current: _Delivery | None = None
 
-    async def deliver(self, messages: list[MessageExt]) -> None:
+    async def deliver(self, messages: list[ReceivedMessage[Any]]) -> None:
         """From a worker: hand ``messages`` to the iterating task, one after the other, and
-        return once they are consumed (raise :class:`ReconsumeLater` or :class:`Abandoned`)."""
+        return once each is settled (how: its settlement says) or raise :class:`Abandoned`."""
         for message in messages:
             delivery = _Delivery(message)
+            if message.settlement is not None:
+                message.settlement.on_settled = lambda _s, d=delivery: self._settled(d)
             try:
                 await self._send.send(delivery)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -54,10 +59,14 @@ class Deliveries:
             await delivery.done.wait()
             if delivery.abandoned:
                 raise Abandoned
-            if delivery.failed:
-                raise ReconsumeLater
 
-    async def next(self) -> MessageExt:
+    def _settled(self, delivery: _Delivery) -> None:
+        """``ack``/``nack`` on the message: its delivery ends now."""
+        if self._current is delivery:
+            self._current = None
+        delivery.done.set()
+
+    async def next(self) -> ReceivedMessage[Any]:
         """The next message (the previous one is consumed now); ``StopAsyncIteration`` once
         the consumer stopped."""
         if self._current is not None:
@@ -70,12 +79,13 @@ class Deliveries:
         self._current = delivery
         return delivery.message
 
-    def reconsume_later(self, message: MessageExt) -> None:
-        if self._current is None or self._current.message is not message:
+    def reconsume_later(self, message: MessageExt, delay: Delay | None = None) -> None:
+        """``message.nack(delay)``: only the message the iteration is on, once."""
+        if not isinstance(message, ReceivedMessage) or message.settlement is None:
             raise ConfigError("only the message the iteration is on can be handed back")
-        self._current.failed = True
-        self._current.done.set()
-        self._current = None
+        if delay is not None:
+            Settlement.check_delay(delay)
+        message.nack(delay)
 
     def close(self) -> None:
         """No more deliveries; the message ``async for`` is on stays unconsumed."""

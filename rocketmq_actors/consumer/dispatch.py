@@ -7,13 +7,19 @@ or None (not consumed: the consumer is stopping, or the handler raised ``Keyboar
 the handler: it is a failure, logged at ERROR with its queue and offset
 (``consumer.undecodable``), and so goes back through the retry topic to the DLQ like any
 failed message. See :mod:`.handlers` for the outcomes a handler can have.
+
+Each delivered message gets a fresh :class:`~.settlement.Settlement`: an explicit
+``message.ack()`` or ``message.nack()`` wins over the handler's outcome (see
+:mod:`.settlement`); :meth:`Dispatcher.invoke` answers False when any message was nacked, and
+the services settle each message by its own settlement.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, cast
 
 import anyio
 
@@ -26,13 +32,19 @@ from rocketmq_actors.tracing import Tracing
 
 from .delivery import Abandoned, Deliveries
 from .handlers import FailureLog, describe
+from .message import ReceivedMessage, received
+from .settlement import Outcome, Settlement
 
 __all__ = ["BatchHandler", "Dispatcher", "Handler"]
 
 log = get_logger("rocketmq_actors.consumer")
 
-Handler = Callable[[MessageExt], Awaitable[None]]
-BatchHandler = Callable[[list[MessageExt]], Awaitable[None]]
+Handler = Callable[[ReceivedMessage[Any]], Awaitable[None]]
+# (a list is invariant: a batch handler typed with list[MessageExt] is accepted as well)
+BatchHandler = (
+    Callable[[list[ReceivedMessage[Any]]], Awaitable[None]]
+    | Callable[[list[MessageExt]], Awaitable[None]]
+)
 
 
 class Dispatcher:
@@ -90,22 +102,20 @@ class Dispatcher:
             return False
         self.in_flight += 1
         began = time.monotonic()
+        presented = [_present(m, self.namespace) for m in messages]
+        for message in presented:
+            message.settle_with(Settlement())
         try:
             if timed and self.consume_timeout is not None:
                 with anyio.fail_after(self.consume_timeout):
-                    await self._call(messages)
+                    await self._call(presented)
             else:
-                await self._call(messages)
-            self.consumed += len(messages)
-            topic = messages[0].topic
-            series = self._ok_series.get(topic) or self._ok_series.add(topic)
-            METRICS.count_and_observe(*series, time.monotonic() - began, len(messages))
-            return True
+                await self._call(presented)
+            return self._outcome(presented, began)
         except Abandoned:
             return None
         except Exception as exc:
-            self.report_failure(messages, exc)
-            return False
+            return self._raised(presented, exc, began)
         except anyio.get_cancelled_exc_class() as exc:
             if anyio.current_effective_deadline() == -math.inf:
                 raise  # cancelled for real: the consumer stops, or the handler timed out
@@ -117,16 +127,41 @@ class Dispatcher:
             self._fail(exc)  # the consumer stops and raises it; these stay unconsumed
             return None
         finally:
+            for message in presented:
+                if message.settlement is not None:
+                    message.settlement.close()
             self.in_flight -= 1
             if not self.in_flight:
                 self._idle.set()
 
-    def _count_failed(self, messages: list[MessageExt]) -> None:
-        self.failed += len(messages)
-        METRICS.inc("rocketmq_consume_total", len(messages), group=self.group,
+    def _raised(self, presented: list[ReceivedMessage[Any]], exc: Exception, began: float) -> bool:
+        if all(settled(m) is Outcome.ACK for m in presented):
+            return self._outcome(presented, began)  # the explicit ack wins
+        self.report_failure(presented, exc)
+        return False
+
+    def _outcome(self, presented: list[ReceivedMessage[Any]], began: float) -> bool:
+        """After the handler returned: True unless a message was nacked."""
+        nacked = sum(1 for m in presented if settled(m) in (Outcome.NACK, Outcome.DEAD))
+        if nacked:
+            self._count_failed(presented, nacked)
+            log.debug("consumer.nacked", group=self.group, count=nacked,
+                      **describe(presented[0]))  # fmt: skip
+        if nacked == len(presented):
+            return False
+        self.consumed += len(presented) - nacked
+        topic = presented[0].topic
+        series = self._ok_series.get(topic) or self._ok_series.add(topic)
+        METRICS.count_and_observe(*series, time.monotonic() - began, len(presented) - nacked)
+        return not nacked
+
+    def _count_failed(self, messages: Sequence[MessageExt], count: int | None = None) -> None:
+        count = len(messages) if count is None else count
+        self.failed += count
+        METRICS.inc("rocketmq_consume_total", count, group=self.group,
                     topic=messages[0].topic, result="failed")  # fmt: skip
 
-    def report_failure(self, messages: list[MessageExt], exc: BaseException) -> None:
+    def report_failure(self, messages: Sequence[MessageExt], exc: BaseException) -> None:
         """Count a failed handler call and log it (at most one line per queue every 10 s)."""
         self._count_failed(messages)
         first = messages[0]
@@ -136,23 +171,23 @@ class Dispatcher:
                         error=repr(exc), suppressed=suppressed, exc_info=exc,
                         **describe(first))  # fmt: skip
 
-    def _call(self, messages: list[MessageExt]) -> Awaitable[None]:
+    def _call(self, presented: list[ReceivedMessage[Any]]) -> Awaitable[None]:
         # Plain functions that return the handler's own awaitable: a message passes through
         # no coroutine frames of ours between the worker's and the handler's.
-        presented = [_present(m, self.namespace) for m in messages]
         if self._tracing is not None:
             return self._traced(presented)
         return self._dispatch(presented)
 
-    async def _traced(self, presented: list[MessageExt]) -> None:
+    async def _traced(self, presented: list[ReceivedMessage[Any]]) -> None:
         tracing = self._tracing
         assert tracing is not None
         with tracing.process(presented[0]):  # a span per call, child of the first sender's
             await self._dispatch(presented)
 
-    def _dispatch(self, presented: list[MessageExt]) -> Awaitable[None]:
+    def _dispatch(self, presented: list[ReceivedMessage[Any]]) -> Awaitable[None]:
         if self.batch_handler is not None:
-            return self.batch_handler(presented)
+            return cast("Callable[[list[ReceivedMessage[Any]]], Awaitable[None]]",
+                        self.batch_handler)(presented)  # fmt: skip
         if self.handler is not None:
             # one message per call: a consume_batch_size above 1 needs a batch_handler (checked
             # when the consumer is built), so a per-message handler never gets more
@@ -162,10 +197,18 @@ class Dispatcher:
         return self.deliveries.deliver(presented)
 
 
-def _present(message: MessageExt, namespace: str | None) -> MessageExt:
+def settled(message: MessageExt) -> Outcome | None:
+    """How the application settled ``message`` in its current delivery (None: not yet)."""
+    settlement = message.settlement if isinstance(message, ReceivedMessage) else None
+    return None if settlement is None else settlement.outcome
+
+
+def _present(message: MessageExt, namespace: str | None) -> ReceivedMessage[Any]:
     """The message as the application sees it (Java's ``resetRetryAndNamespace``): a retried
     one, which comes from ``%RETRY%<group>``, under its own topic, and the topic without the
-    consumer's namespace. (A send-back wraps it again.)"""
+    consumer's namespace. (A send-back wraps it again.) One pulled is a ReceivedMessage
+    already; one the broker sends to be consumed directly is copied into one."""
+    message = received(message)
     if message.topic.startswith("%RETRY%"):  # (properties are parsed only then)
         original = message.properties.get(Property.RETRY_TOPIC)
         if original:

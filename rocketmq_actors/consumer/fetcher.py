@@ -10,7 +10,7 @@ client or broker error is retried after a back-off; an unexpected error restarts
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import anyio
@@ -23,9 +23,12 @@ from rocketmq_actors.runtime.signal import Signal
 from rocketmq_actors.runtime.tree import Node
 
 from .brokercalls import PullCounter, Puller, PullResult, PullStatus
+from .message import RecordDeserializationError, deserialize_record
 from .queues import QueueTable
 
-__all__ = ["FetchOwner", "Fetcher", "RecordBuffer", "take_records"]
+__all__ = [
+    "FetchOwner", "Fetcher", "RecordBuffer", "deserialize_taken", "put_back", "take_records",
+]  # fmt: skip
 
 log = get_logger("rocketmq_actors.consumer")
 
@@ -165,3 +168,38 @@ def take_records(
             if limit <= 0:
                 break
     return out
+
+
+def deserialize_taken(
+    fetchers: QueueTable[Fetcher], taken: dict[MessageQueue, list[MessageExt]],
+    deserializer: Callable[[bytes], object], app: Callable[[MessageQueue], MessageQueue],
+) -> dict[MessageQueue, list[MessageExt]]:  # fmt: skip
+    """Deserialize what :func:`take_records` took. At the first record the deserializer
+    rejects, that record and every one after it are put back (Kafka's poll: the records before
+    it are returned; the next call raises): :class:`RecordDeserializationError` when there is
+    nothing before it."""
+    good: dict[MessageQueue, list[MessageExt]] = {}
+    items = list(taken.items())
+    for n, (queue, records) in enumerate(items):
+        for i, record in enumerate(records):
+            try:
+                deserialize_record(record, deserializer, app(queue))
+            except RecordDeserializationError:
+                put_back(fetchers, {queue: records[i:], **dict(items[n + 1 :])})
+                if i:
+                    good[queue] = records[:i]
+                if not good:
+                    raise
+                return good
+        good[queue] = records
+    return good
+
+
+def put_back(fetchers: QueueTable[Fetcher], taken: Mapping[MessageQueue, list[MessageExt]]) -> None:
+    """Undo :func:`take_records`: the records go back to the front of their buffers, the
+    positions back to the first of them."""
+    for queue, records in taken.items():
+        fetch = fetchers.lookup(queue)
+        if fetch is not None and records:
+            fetch.records.extendleft(reversed(records))
+            fetch.position = records[0].queue_offset

@@ -17,7 +17,9 @@ What a handler's outcome means:
   re-raises it - out of ``async with``, or, for a consumer run with ``start()``, out of the
   event loop as asyncio does for a task;
 * is cancelled because the consumer stops or the handler ran past ``consume_timeout``: not
-  consumed (a timeout counts as a failure).
+  consumed (a timeout counts as a failure);
+* settled the message explicitly (``message.ack()``, ``message.nack(delay=...)``, ``async with
+  message.process()``): that settlement wins over the above (see :mod:`.settlement`).
 
 Failures are logged as ``consumer.handler_failed`` at WARNING with the traceback, the message
 id, topic, queue and reconsume count: at most one line per queue every ``interval`` seconds,

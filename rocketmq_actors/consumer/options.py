@@ -11,7 +11,7 @@ from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.names import validate_group, validate_topic
 from rocketmq_actors.runtime.checks import check_int, check_timeout
 
-__all__ = ["ConsumeFrom", "MessageModel", "check_push_options"]
+__all__ = ["ConsumeFrom", "MessageModel", "check_deserializer", "check_push_options"]
 
 
 class MessageModel(enum.Enum):
@@ -60,6 +60,7 @@ def check_push_options(options: Mapping[str, Any]) -> None:
         raise ConfigError("consume_batch_size > 1 needs a batch_handler")
     if options["sync_handler"] and options["handler"] is None and options["batch_handler"] is None:
         raise ConfigError("sync_handler=True needs a handler or a batch_handler")
+    check_deserializer(options["value_deserializer"])
     for name in _COUNTS:
         check_int(name, options[name])
     check_int("retry_delay_level", options["retry_delay_level"], minimum=-1, maximum=18)
@@ -72,3 +73,8 @@ def check_push_options(options: Mapping[str, Any]) -> None:
     for name, kind in (("model", MessageModel), ("consume_from", ConsumeFrom)):
         if not isinstance(options[name], kind):
             raise ConfigError(f"{name} must be a {kind.__name__}, not {options[name]!r}")
+
+
+def check_deserializer(value: object) -> None:
+    if value is not None and not callable(value):
+        raise ConfigError(f"value_deserializer must be a callable of bytes, not {value!r}")

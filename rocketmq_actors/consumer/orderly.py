@@ -27,11 +27,13 @@ from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.runtime.backoff import Backoff
 from rocketmq_actors.runtime.tree import Node
 
-from .dispatch import Dispatcher
+from .dispatch import Dispatcher, settled
 from .locks import LOCK_MAX_LIVE, lock_queues
+from .message import ReceivedMessage
 from .offsets import OffsetStore
 from .process_queue import ProcessQueue
 from .sendback import DLQ_NOW
+from .settlement import Outcome
 
 __all__ = ["OrderlyConsumeService"]
 
@@ -111,19 +113,35 @@ class OrderlyConsumeService:
                     pq.rollback_taken()
                     if ok is False:
                         self.suspended += 1
-            with anyio.move_on_after(self._suspend.next() if batch else None):
+            wait = self._suspend_for(batch) if batch else None
+            with anyio.move_on_after(wait):
                 await pq.wait_arrival()
         if pq.release_deferred and not owner.stopping:
             owner.rebalance_now()  # the handler the release waited for has ended:
             await anyio.sleep_forever()  # the queue stays, locked, until that round frees it
 
+    def _suspend_for(self, batch: list[MessageExt]) -> float:
+        """How long the queue waits before the batch again: the longest nack delay in it
+        (Java's ConsumeOrderlyContext.setSuspendCurrentQueueTimeMillis), else
+        ``suspend_delay``."""
+        default = self._suspend.next()
+        waits = [
+            m.settlement.suspend(default)
+            for m in batch
+            if isinstance(m, ReceivedMessage) and m.settlement is not None
+            and m.settlement.outcome is Outcome.NACK
+        ]  # fmt: skip
+        return max(waits, default=default)
+
     async def _give_up_on(self, batch: list[MessageExt]) -> bool:
-        """After a failure: messages past ``max_reconsume_times`` (and undecodable ones) go to
-        the DLQ; True when the batch may be committed (Java's checkReconsumeTimes)."""
+        """After a failure: messages past ``max_reconsume_times``, undecodable ones and those
+        nacked with ``requeue=False`` go to the DLQ; True when the batch may be committed (Java's
+        checkReconsumeTimes). The batch is settled as one: a message acked in a failed batch is
+        consumed again with it."""
         owner = self.owner
         suspend = False
         for message in batch:
-            hopeless = message.decode_error is not None
+            hopeless = message.decode_error is not None or settled(message) is Outcome.DEAD
             if (hopeless or message.reconsume_times >= self.max_reconsume_times) and (
                 not owner.clustering or await owner.send_back(message, DLQ_NOW)
             ):

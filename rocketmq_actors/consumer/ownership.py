@@ -6,7 +6,7 @@ broker resets their offsets. The queue actors themselves are in :mod:`.queues`."
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -34,7 +34,7 @@ LOCK_RETRY_DELAY = 0.5
 
 
 class Ownership:
-    def __init__(self, consumer: PushConsumer) -> None:
+    def __init__(self, consumer: PushConsumer[Any]) -> None:
         self.consumer = consumer
         self.held: list[MessageQueue] = []  # orderly: the queues locked when the stop began
 

@@ -16,6 +16,17 @@ records before asking for more). ``commit()`` commits now and waits for the brok
 ``seek_to_beginning``, ``seek_to_end``, ``offsets_for_times``, ``pause`` and ``resume`` work on
 assigned queues, and ``pull`` reads any queue at any offset, outside the assignment.
 
+With a ``value_deserializer`` each record's ``value`` is what it made of the body (the body
+itself without one). A body it rejects (or a record that could not be decoded) makes
+``getmany``/``getone``/``async for`` raise
+:class:`~rocketmq_actors.consumer.message.RecordDeserializationError`, as aiokafka raises the
+deserializer's error from ``getmany``. As Kafka's ``poll``, the records before it are
+returned first; the call that would start with it raises, its queue's position stays on it
+(no record is lost, the other queues' records stay buffered), and the same error comes again
+until you ``seek(error.queue, error.offset + 1)`` past it. Records are settled by offsets here:
+``message.ack()``/``nack()`` raise
+:class:`~rocketmq_actors.consumer.settlement.SettlementNotSupported`.
+
 Tag expressions are filtered by the broker on tag hash codes and again here on the exact tag, as
 hash codes can collide; SQL92 expressions are evaluated by the broker.
 """
@@ -27,7 +38,7 @@ import ssl
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
-from typing import Protocol
+from typing import Generic, Protocol, cast
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import MEMBER_POLICY, GroupMember
@@ -39,7 +50,6 @@ from rocketmq_actors.protocol.bodies import (
     ConsumerData,
     MessageQueue,
 )
-from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.runtime.checks import check_int, check_timeout
 from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart
 from rocketmq_actors.runtime.tree import Node
@@ -53,9 +63,11 @@ from .brokercalls import (
     offset_for_time,
     pull_once,
 )
-from .fetcher import Fetcher, RecordBuffer
+from .fetcher import Fetcher, RecordBuffer, deserialize_taken
+from .message import ReceivedMessage, T, deserialize_record
 from .namespaced import Namespace
 from .offsets import RemoteOffsetStore
+from .options import check_deserializer
 from .pull_assignment import change, request_handlers
 from .pull_commits import Committer
 from .queues import QueueTable
@@ -111,7 +123,7 @@ def _offset_reset(value: OffsetReset | str) -> OffsetReset:
         ) from None
 
 
-class PullConsumer(GroupMember):
+class PullConsumer(GroupMember, Generic[T]):
     def __init__(
         self,
         *,
@@ -133,8 +145,10 @@ class PullConsumer(GroupMember):
         credentials: AclCredentials | None = None,
         shutdown_timeout: float = 10.0,
         on_error: Callable[[BaseException], object] | None = None,
+        value_deserializer: Callable[[bytes], T] | None = None,
     ) -> None:
         validate_group(group)
+        check_deserializer(value_deserializer)
         check_int("pull_batch_size", pull_batch_size)
         check_int("max_buffered", max_buffered)
         _check_timeouts(
@@ -161,6 +175,7 @@ class PullConsumer(GroupMember):
         self.pull_suspend = pull_suspend
         self.rebalance_interval = rebalance_interval
         self.request_timeout = request_timeout
+        self.value_deserializer = value_deserializer
         self._subscriptions: dict[str, Subscription] = {}
         self._subscribed: set[str] = set()  # topics whose queues the group rebalances
         self._sub_version = time.time_ns() // 1_000_000
@@ -290,28 +305,31 @@ class PullConsumer(GroupMember):
 
     async def getmany(
         self, *queues: MessageQueue, max_records: int | None = None, timeout: float = 0.0
-    ) -> dict[MessageQueue, list[MessageExt]]:
+    ) -> dict[MessageQueue, list[ReceivedMessage[T]]]:
         """Buffered records by queue (of ``queues``, or of every assigned queue), waiting up to
         ``timeout`` seconds for the first; an empty dict when none came. A record that could
-        not be decoded comes as stored, with ``decode_error`` saying why."""
+        not be decoded comes as stored, with ``decode_error`` saying why (with a
+        ``value_deserializer``: :class:`RecordDeserializationError`, see the module docs)."""
         self._check_running()
         limit = max_records if max_records is not None else 1 << 30
         if limit < 1 or timeout < 0:
             raise ConfigError("max_records >= 1 and timeout >= 0 are required")
         taken = await self.buffer.take(self.fetchers, self._ns.wire_all(queues), limit, timeout)
-        return self._ns.app_records(taken)
+        if self.value_deserializer is not None:  # (raises RecordDeserializationError)
+            taken = deserialize_taken(self.fetchers, taken, self.value_deserializer, self._ns.app)
+        return cast("dict[MessageQueue, list[ReceivedMessage[T]]]", self._ns.app_records(taken))
 
-    async def getone(self, *queues: MessageQueue) -> MessageExt:
+    async def getone(self, *queues: MessageQueue) -> ReceivedMessage[T]:
         """The next record (of ``queues``, or of every assigned queue), waiting for it."""
         while True:
             out = await self.getmany(*queues, max_records=1, timeout=3600.0)
             for records in out.values():
                 return records[0]
 
-    def __aiter__(self) -> PullConsumer:
+    def __aiter__(self) -> PullConsumer[T]:
         return self
 
-    async def __anext__(self) -> MessageExt:
+    async def __anext__(self) -> ReceivedMessage[T]:
         if not self.running:
             raise StopAsyncIteration
         return await self.getone()
@@ -387,6 +405,9 @@ class PullConsumer(GroupMember):
             sub_version=self._sub_version, max_messages=max_messages, wait=wait,
             request_timeout=self.request_timeout,
         )  # fmt: skip
+        if self.value_deserializer is not None:  # (raises for the first it rejects)
+            for message in result.messages:
+                deserialize_record(message, self.value_deserializer, self._ns.app(queue))
         self._ns.app_messages(result.messages)
         return result
 

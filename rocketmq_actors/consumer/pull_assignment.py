@@ -3,7 +3,7 @@ decides) and its answers to the broker's requests."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import (
@@ -30,7 +30,7 @@ __all__ = ["change", "request_handlers", "running_info"]
 log = get_logger("rocketmq_actors.consumer")
 
 
-async def change(consumer: PullConsumer, wanted: set[MessageQueue]) -> None:
+async def change(consumer: PullConsumer[Any], wanted: set[MessageQueue]) -> None:
     """Revoke what is no longer wanted (positions committed first, with auto-commit; the
     listener told), then start a fetcher for each new queue at its committed offset (or as
     ``auto_offset_reset`` says); the listener hears of the new ones."""
@@ -58,7 +58,7 @@ async def change(consumer: PullConsumer, wanted: set[MessageQueue]) -> None:
                  queues=len(consumer.fetchers), added=len(added), revoked=len(revoked))  # fmt: skip
 
 
-def running_info(consumer: PullConsumer) -> bytes:
+def running_info(consumer: PullConsumer[Any]) -> bytes:
     """GET_CONSUMER_RUNNING_INFO for a lite-pull member (what Java's lite pull consumer
     reports: its subscriptions, properties, and each assigned queue's position)."""
     queues = {
@@ -78,7 +78,7 @@ def running_info(consumer: PullConsumer) -> bytes:
     )
 
 
-def request_handlers(consumer: PullConsumer) -> dict[type[BrokerRequest], Handler]:
+def request_handlers(consumer: PullConsumer[Any]) -> dict[type[BrokerRequest], Handler]:
     """What a lite-pull member answers, as Java's lite pull consumer does: the group changed
     (rebalance now), GET_CONSUMER_STATUS_FROM_CLIENT (an empty table), and running info."""
     return {

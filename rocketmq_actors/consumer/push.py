@@ -1,13 +1,15 @@
 """PushConsumer: a consumer group member that pulls its share of queues and calls a handler.
 
-    async def handle(message: MessageExt) -> None:
+    async def handle(message: ReceivedMessage[bytes]) -> None:
         ...                          # raising means "consume later" (retry)
 
     async with PushConsumer(namesrv="127.0.0.1:9876", group="billing",
                             subscriptions={"orders": "paid || refunded"}, handler=handle):
         await anyio.sleep_forever()
 
-or, without a handler, iterate (a message counts as consumed when the loop asks for the next):
+or, without a handler, iterate (a message counts as consumed when the loop asks for the next,
+unless it was settled before with ``message.ack()`` / ``message.nack(delay=...)``, see
+:mod:`.settlement`; ``value_deserializer`` makes ``message.value``, see :mod:`.message`):
 
     async with PushConsumer(namesrv=..., group="billing", subscriptions={"orders": "*"}) as c:
         async for message in c:
@@ -41,14 +43,14 @@ import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, cast
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import MEMBER_POLICY, GroupMember
-from rocketmq_actors.errors import TopicNotFound
+from rocketmq_actors.errors import ConfigError, TopicNotFound
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.names import wrap
 from rocketmq_actors.protocol.acl import AclCredentials
@@ -64,6 +66,7 @@ from .brokercalls import check_subscription
 from .concurrent import ConcurrentConsumeService
 from .dispatch import BatchHandler, Dispatcher, Handler
 from .handlers import as_async_handler
+from .message import ReceivedMessage, T, deserialize
 from .offsets import LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from .options import ConsumeFrom, MessageModel, check_push_options
 from .orderly import OrderlyConsumeService
@@ -73,6 +76,7 @@ from .queues import QueueActor, QueueTable
 from .rebalance import Strategy
 from .rebalancer import Rebalancer
 from .sendback import send_back
+from .settlement import Delay
 from .subscriptions import MessageSelector, Subscription
 
 __all__ = ["BatchHandler", "ConsumeFrom", "Handler", "MessageModel", "PushConsumer"]
@@ -80,7 +84,7 @@ __all__ = ["BatchHandler", "ConsumeFrom", "Handler", "MessageModel", "PushConsum
 log = get_logger("rocketmq_actors.consumer")
 
 
-class PushConsumer(GroupMember):
+class PushConsumer(GroupMember, Generic[T]):
     def __init__(
         self,
         *,
@@ -123,6 +127,7 @@ class PushConsumer(GroupMember):
         on_rebalance: Callable[[list[MessageQueue]], None] | None = None,
         tracing: bool = False,
         on_error: Callable[[BaseException], object] | None = None,
+        value_deserializer: Callable[[bytes], T] | None = None,
     ) -> None:
         check_push_options(locals())
         limiter = anyio.CapacityLimiter(concurrency) if sync_handler else None
@@ -158,6 +163,7 @@ class PushConsumer(GroupMember):
         self.rebalance_interval, self.lock_interval = rebalance_interval, lock_interval
         self.persist_interval, self.request_timeout = persist_interval, request_timeout
         self.on_rebalance = on_rebalance
+        self.value_deserializer = value_deserializer
         self._subscriptions = {
             wrap(namespace, t): Subscription.of(wrap(namespace, t), e)
             for t, e in subscriptions.items()
@@ -273,6 +279,10 @@ class PushConsumer(GroupMember):
     def flow_changed(self) -> None:
         self._flow.set()
 
+    def deserialize(self, messages: Sequence[MessageExt]) -> None:
+        if self.value_deserializer is not None:
+            deserialize(messages, self.value_deserializer, self.group)
+
     async def accept(self, pq: ProcessQueue, fresh: list[MessageExt]) -> None:
         assert isinstance(self.service, ConcurrentConsumeService)
         await self.service.accept(pq, fresh)
@@ -381,22 +391,24 @@ class PushConsumer(GroupMember):
 
     # ---- iteration ----------------------------------------------------------------------
 
-    def __aiter__(self) -> PushConsumer:
+    def __aiter__(self) -> PushConsumer[T]:
         if self.dispatcher.deliveries is None:
             raise TypeError("this consumer has a handler (iterate a consumer created without one)")
         return self
 
-    async def __anext__(self) -> MessageExt:
-        """The next message; the previous one counts as consumed now (unless it was handed to
-        :meth:`reconsume_later`)."""
+    async def __anext__(self) -> ReceivedMessage[T]:
+        """The next message; the previous one counts as consumed now (unless it was settled:
+        ``ack``, ``nack``, :meth:`reconsume_later`)."""
         self._check_running()
         assert self.dispatcher.deliveries is not None
-        return await self.dispatcher.deliveries.next()
+        return cast("ReceivedMessage[T]", await self.dispatcher.deliveries.next())
 
-    def reconsume_later(self, message: MessageExt) -> None:
-        """Hand the message ``async for`` is on back: it is retried as a handler failure is."""
-        assert self.dispatcher.deliveries is not None
-        self.dispatcher.deliveries.reconsume_later(message)
+    def reconsume_later(self, message: MessageExt, delay: Delay | None = None) -> None:
+        """Hand the message ``async for`` is on back: ``message.nack(delay)`` (see
+        :mod:`.settlement` for ``delay``; None: ``retry_delay_level``)."""
+        if self.dispatcher.deliveries is None:
+            raise ConfigError("reconsume_later is for async for (a handler raises, or nacks)")
+        self.dispatcher.deliveries.reconsume_later(message, delay)
 
     # ---- inspection ---------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from rocketmq_actors.protocol.events import (
 )
 from rocketmq_actors.runtime.router import Inbound
 
+from .message import received
 from .requests import RequestServer, member_properties
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ __all__ = ["server"]
 log = get_logger("rocketmq_actors.consumer")
 
 
-def server(consumer: PushConsumer) -> RequestServer:
+def server(consumer: PushConsumer[Any]) -> RequestServer:
     async def ids_changed(inbound: Inbound) -> None:
         log.info("consumer.ids_changed", group=consumer.group)
         consumer.rebalancer.trigger()
@@ -76,7 +77,7 @@ def server(consumer: PushConsumer) -> RequestServer:
     )
 
 
-def _offsets_of(consumer: PushConsumer, topic: str) -> dict[MessageQueue, int]:
+def _offsets_of(consumer: PushConsumer[Any], topic: str) -> dict[MessageQueue, int]:
     out = {}
     for queue in consumer.queues:
         offset = consumer.offsets.read(queue)
@@ -85,7 +86,7 @@ def _offsets_of(consumer: PushConsumer, topic: str) -> dict[MessageQueue, int]:
     return out
 
 
-def running_info(consumer: PushConsumer) -> bytes:
+def running_info(consumer: PushConsumer[Any]) -> bytes:
     now = time.monotonic()
     queues: dict[MessageQueue, dict[str, Any]] = {}
     for queue, pq in sorted(consumer.owned_queues().items()):
@@ -123,7 +124,7 @@ def running_info(consumer: PushConsumer) -> bytes:
     )
 
 
-async def consume_directly(consumer: PushConsumer, inbound: Inbound) -> None:
+async def consume_directly(consumer: PushConsumer[Any], inbound: Inbound) -> None:
     """CONSUME_MESSAGE_DIRECTLY (309): run the handler on one message the broker sends,
     outside the queues (no offset is committed), and report how it went."""
     event = inbound.event
@@ -134,8 +135,10 @@ async def consume_directly(consumer: PushConsumer, inbound: Inbound) -> None:
     if event.message is None:
         inbound.reply(ResponseCode.SYSTEM_ERROR, remark="expected exactly one message")
         return
+    message = received(event.message)
+    consumer.deserialize([message])  # (one it rejects fails: CR_THROW_EXCEPTION)
     began = time.monotonic()
-    ok = await consumer.dispatcher.invoke([event.message])
+    ok = await consumer.dispatcher.invoke([message])
     spent = int((time.monotonic() - began) * 1000)
     result = "CR_SUCCESS" if ok else "CR_THROW_EXCEPTION"
     log.info("consumer.consumed_directly", msg_id=event.message.msg_id, result=result)

@@ -12,7 +12,7 @@ queue's actor can be stopped, restarted or inspected alone.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
@@ -58,6 +58,7 @@ class QueueOwner(Puller, Protocol):
     async def wait_flow(self) -> None: ...
     def offset_moved(self, queue: MessageQueue, next_offset: int) -> None: ...
     async def accept(self, pq: ProcessQueue, fresh: list[MessageExt]) -> None: ...
+    def deserialize(self, messages: Sequence[MessageExt]) -> None: ...
     async def consume_orderly(self, pq: ProcessQueue) -> None: ...
 
 
@@ -120,6 +121,7 @@ class QueueActor:
                 if pq.count == 0:  # nothing in flight: the queue is consumed up to here
                     owner.offsets.update(pq.queue, result.next_offset)
                 continue
+            owner.deserialize(result.messages)  # (a rejected body: marked poison)
             fresh = pq.put(list(result.messages))
             if fresh and not owner.orderly:
                 await owner.accept(pq, fresh)

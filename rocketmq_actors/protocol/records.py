@@ -13,6 +13,7 @@ and computed on first access.
 from __future__ import annotations
 
 import struct
+from typing import TypeVar
 
 import attrs
 
@@ -20,7 +21,7 @@ from . import compression
 from .errors import ProtocolError
 from .messages import MessageSysFlag, Property, decode_properties, host_addr, offset_msg_id
 
-__all__ = ["MAGIC_V1", "MAGIC_V2", "MessageExt", "decode_messages"]
+__all__ = ["MAGIC_V1", "MAGIC_V2", "MessageExt", "decode_messages", "decode_records"]
 
 MAGIC_V1 = -626843481  # 0xDAA320A7 as int32: 1-byte topic length
 MAGIC_V2 = -626843477  # 0xDAA320AB as int32: 2-byte topic length
@@ -137,6 +138,8 @@ class MessageExt:
         return None
 
 
+M = TypeVar("M", bound=MessageExt)
+
 _HostsV6 = tuple[bytes, int, int, bytes, int, int, int, int, int]
 
 
@@ -159,7 +162,15 @@ def _read_hosts_v6(data: bytes, p: int, end: int, sys_flag: int) -> _HostsV6:
 def decode_messages(
     data: bytes, *, decompress: bool = True, strict: bool = True
 ) -> list[MessageExt]:
-    """Decode a concatenation of stored-message records.
+    """Decode a concatenation of stored-message records (see :func:`decode_records`)."""
+    return decode_records(data, MessageExt, decompress=decompress, strict=strict)
+
+
+def decode_records(
+    data: bytes, record: type[M], *, decompress: bool = True, strict: bool = True
+) -> list[M]:
+    """Decode a concatenation of stored-message records, each an instance of ``record`` (a
+    subclass of :class:`MessageExt` whose own fields have defaults: a consumer's message).
 
     Each record is checked against its own TOTALSIZE; a record that breaks the framing (sizes,
     magic code) raises :class:`ProtocolError` (and nothing else). Compressed bodies are
@@ -172,7 +183,7 @@ def decode_messages(
     """
     data = bytes(data)
     size = len(data)
-    out: list[MessageExt] = []
+    out: list[M] = []
     append = out.append
     pos = 0
     try:
@@ -233,7 +244,7 @@ def decode_messages(
                 if strict:
                     raise
                 topic, error = raw_topic.decode(errors="replace"), error or f"bad-utf8: {exc}"
-            msg = MessageExt(
+            msg = record(
                 topic,
                 body,
                 data[p : p + props_len],
@@ -273,10 +284,10 @@ def decode_messages(
     return out
 
 
-def _unwrap_inner_batch(outer: MessageExt) -> list[MessageExt]:
+def _unwrap_inner_batch(outer: M) -> list[M]:
     """Expand a broker-side inner batch: inner *i* gets the outer queue offset + *i*."""
     data = outer.body
-    out: list[MessageExt] = []
+    out: list[M] = []
     pos = 0
     while pos < len(data):
         if len(data) - pos < 22:
