@@ -14,45 +14,47 @@ from rocketmq_actors.protocol.records import MessageExt
 
 def test_registry_counts_and_exports_to_prometheus() -> None:
     metrics = Metrics()
-    metrics.inc("rocketmq_send_total", topic="t", result="ok")
-    metrics.inc("rocketmq_send_total", 2, topic="t", result="ok")
-    metrics.set("rocketmq_consumer_lag", 7, group="g", topic="t", broker="b", queue=0)
+    metrics.inc("rocketmq_client_send_total", topic="t", result="ok")
+    metrics.inc("rocketmq_client_send_total", 2, topic="t", result="ok")
+    metrics.set("rocketmq_client_consumer_lag", 7, group="g", topic="t", broker="b", queue=0)
     for seconds in (0.0004, 0.003, 2.0):
-        metrics.observe("rocketmq_send_seconds", seconds, topic="t")
-    assert metrics.value("rocketmq_send_total", topic="t", result="ok") == 3
-    assert metrics.count("rocketmq_send_seconds", topic="t") == 3
+        metrics.observe("rocketmq_client_send_seconds", seconds, topic="t")
+    assert metrics.value("rocketmq_client_send_total", topic="t", result="ok") == 3
+    assert metrics.count("rocketmq_client_send_seconds", topic="t") == 3
     registry = CollectorRegistry()
     registry.register(metrics.prometheus_collector())
     text = generate_latest(registry).decode()
-    assert 'rocketmq_send_total{result="ok",topic="t"} 3.0' in text
-    assert 'rocketmq_consumer_lag{broker="b",group="g",queue="0",topic="t"} 7.0' in text
-    assert 'rocketmq_send_seconds_bucket{le="0.0005",topic="t"} 1.0' in text
-    assert 'rocketmq_send_seconds_bucket{le="+Inf",topic="t"} 3.0' in text
-    assert 'rocketmq_send_seconds_count{topic="t"} 3.0' in text
+    assert 'rocketmq_client_send_total{result="ok",topic="t"} 3.0' in text
+    assert 'rocketmq_client_consumer_lag{broker="b",group="g",queue="0",topic="t"} 7.0' in text
+    assert 'rocketmq_client_send_seconds_bucket{le="0.0005",topic="t"} 1.0' in text
+    assert 'rocketmq_client_send_seconds_bucket{le="+Inf",topic="t"} 3.0' in text
+    assert 'rocketmq_client_send_seconds_count{topic="t"} 3.0' in text
 
 
 def test_the_hot_path_records_through_keys_as_the_keyword_calls_do() -> None:
     metrics = Metrics()
-    ok = metrics.key("rocketmq_send_total", topic="t", result="ok")
-    seconds = metrics.key("rocketmq_send_seconds", topic="t")
-    metrics.inc("rocketmq_send_total", result="ok", topic="t")  # other label order, same series
+    ok = metrics.key("rocketmq_client_send_total", topic="t", result="ok")
+    seconds = metrics.key("rocketmq_client_send_seconds", topic="t")
+    metrics.inc(
+        "rocketmq_client_send_total", result="ok", topic="t"
+    )  # other label order, same series
     metrics.count_and_observe(ok, seconds, 0.003)
     metrics.count_and_observe(ok, seconds, 2.0)
-    assert metrics.value("rocketmq_send_total", topic="t", result="ok") == 3
-    assert metrics.count("rocketmq_send_seconds", topic="t") == 2
-    (series,) = metrics.snapshot()["rocketmq_send_seconds"]
+    assert metrics.value("rocketmq_client_send_total", topic="t", result="ok") == 3
+    assert metrics.count("rocketmq_client_send_seconds", topic="t") == 2
+    (series,) = metrics.snapshot()["rocketmq_client_send_seconds"]
     assert series["labels"] == {"topic": "t"}
     assert series["sum"] == pytest.approx(2.003)
 
 
 def test_a_handler_call_counts_its_messages_and_observes_once() -> None:
     metrics = Metrics()
-    ok = metrics.key("rocketmq_consume_total", group="g", topic="t", result="ok")
-    seconds = metrics.key("rocketmq_consume_seconds", group="g", topic="t")
+    ok = metrics.key("rocketmq_client_consume_total", group="g", topic="t", result="ok")
+    seconds = metrics.key("rocketmq_client_consume_seconds", group="g", topic="t")
     metrics.count_and_observe(ok, seconds, 0.002, 16)  # one call of a batch handler
     metrics.count_and_observe(ok, seconds, 0.001)
-    assert metrics.value("rocketmq_consume_total", group="g", topic="t", result="ok") == 17
-    assert metrics.count("rocketmq_consume_seconds", group="g", topic="t") == 2
+    assert metrics.value("rocketmq_client_consume_total", group="g", topic="t", result="ok") == 17
+    assert metrics.count("rocketmq_client_consume_seconds", group="g", topic="t") == 2
 
 
 def test_series_keys_build_once_per_topic_and_stay_bounded() -> None:
@@ -60,13 +62,13 @@ def test_series_keys_build_once_per_topic_and_stay_bounded() -> None:
 
     def build(topic: str) -> tuple[Key, Key]:
         built.append(topic)
-        return (METRICS.key("rocketmq_send_total", topic=topic, result="ok"),
-                METRICS.key("rocketmq_send_seconds", topic=topic))  # fmt: skip
+        return (METRICS.key("rocketmq_client_send_total", topic=topic, result="ok"),
+                METRICS.key("rocketmq_client_send_seconds", topic=topic))  # fmt: skip
 
     keys = SeriesKeys(build)
     assert keys.get("a") is None
     first = keys.add("a")
-    assert keys.get("a") is first and first[0] == ("rocketmq_send_total",
+    assert keys.get("a") is first and first[0] == ("rocketmq_client_send_total",
                                                     (("result", "ok"), ("topic", "a")))  # fmt: skip
     for i in range(1023):
         keys.add(f"t{i}")
@@ -88,8 +90,8 @@ async def test_a_send_and_a_consume_are_recorded(
     async with Producer(namesrv=rocketmq_namesrv, group="G_metrics") as producer:
         await create_topic(producer.instance, unique_topic, queues=1)
         await producer.send(Message(topic=unique_topic, body=b"m"))
-    assert METRICS.value("rocketmq_send_total", topic=unique_topic, result="ok") == 1
-    assert METRICS.count("rocketmq_send_seconds", topic=unique_topic) == 1
+    assert METRICS.value("rocketmq_client_send_total", topic=unique_topic, result="ok") == 1
+    assert METRICS.count("rocketmq_client_send_seconds", topic=unique_topic) == 1
     async with PushConsumer(
         namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
         handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET,
@@ -97,9 +99,9 @@ async def test_a_send_and_a_consume_are_recorded(
         with anyio.fail_after(30):
             await done.wait()
     labels = {"group": unique_group, "topic": unique_topic}
-    assert METRICS.value("rocketmq_consume_total", result="ok", **labels) == 1
-    assert METRICS.count("rocketmq_consume_seconds", **labels) == 1
-    (lag,) = [s for s in METRICS.snapshot()["rocketmq_consumer_lag"]
+    assert METRICS.value("rocketmq_client_consume_total", result="ok", **labels) == 1
+    assert METRICS.count("rocketmq_client_consume_seconds", **labels) == 1
+    (lag,) = [s for s in METRICS.snapshot()["rocketmq_client_consumer_lag"]
               if s["labels"]["group"] == unique_group]  # fmt: skip
     assert lag["labels"] == {**labels, "broker": "broker-a", "queue": "0"}
     assert lag["value"] in (0, 1)  # 1 if the last pull came before the message was committed

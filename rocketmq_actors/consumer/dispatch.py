@@ -62,8 +62,8 @@ class Dispatcher:
         self._failure_log = FailureLog()
         self._ok_series = SeriesKeys(  # topic -> (messages consumed, handler seconds)
             lambda topic: (
-                METRICS.key("rocketmq_consume_total", group=group, topic=topic, result="ok"),
-                METRICS.key("rocketmq_consume_seconds", group=group, topic=topic),
+                METRICS.key("rocketmq_client_consume_total", group=group, topic=topic, result="ok"),
+                METRICS.key("rocketmq_client_consume_seconds", group=group, topic=topic),
             )
         )
 
@@ -123,7 +123,7 @@ class Dispatcher:
 
     def _count_failed(self, messages: list[MessageExt]) -> None:
         self.failed += len(messages)
-        METRICS.inc("rocketmq_consume_total", len(messages), group=self.group,
+        METRICS.inc("rocketmq_client_consume_total", len(messages), group=self.group,
                     topic=messages[0].topic, result="failed")  # fmt: skip
 
     def report_failure(self, messages: list[MessageExt], exc: BaseException) -> None:

@@ -131,7 +131,7 @@ class QueueActor:
         pq = self.pq
         committed = self.owner.offsets.read(pq.queue)
         behind = result.max_offset - (pq.next_offset if committed is None else committed)
-        METRICS.set("rocketmq_consumer_lag", behind, group=self.owner.group,
+        METRICS.set("rocketmq_client_consumer_lag", behind, group=self.owner.group,
                     topic=pq.queue.topic, broker=pq.queue.broker_name,
                     queue=pq.queue.queue_id)  # fmt: skip
 
