@@ -147,7 +147,8 @@ class Dispatcher:
     async def _traced(self, presented: list[MessageExt]) -> None:
         tracing = self._tracing
         assert tracing is not None
-        with tracing.process(presented[0]):  # a span per call, child of the first sender's
+        # a span per call, child of the first sender's
+        with tracing.process(presented[0], count=len(presented)):
             await self._dispatch(presented)
 
     def _dispatch(self, presented: list[MessageExt]) -> Awaitable[None]:

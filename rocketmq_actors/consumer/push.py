@@ -176,7 +176,9 @@ class PushConsumer(GroupMember):
         self.dispatcher = Dispatcher(
             self.group, handler=handler, batch_handler=batch_handler,
             consume_timeout=consume_timeout, fail=self._fail,
-            tracing=Tracing(self.group) if tracing else None, namespace=namespace,
+            tracing=Tracing(self.group, namespace=namespace, client_id=self._instance.client_id,
+                            model=model.value.lower()) if tracing else None,
+            namespace=namespace,
         )  # fmt: skip
         self.queues: QueueTable[QueueActor] = QueueTable(
             "queues", shutdown_timeout=shutdown_timeout
