@@ -167,13 +167,24 @@ class Metrics:
                 )
         return out
 
-    def remove(self, name: str, **labels: Any) -> None:
-        """Forget a series (a gauge of a queue this process no longer consumes)."""
-        key = self._key(name, labels)
+    def remove_gauges(
+        self,
+        name: str,
+        keep: Callable[[dict[str, str]], bool] = lambda labels: False,
+        **labels: Any,
+    ) -> int:
+        """Forget the gauges of ``name`` whose labels include ``labels`` and that ``keep`` does
+        not keep (the lag of queues a consumer no longer owns); how many were."""
+        wanted = {k: str(v) for k, v in labels.items()}
         with self._lock:
-            self._counters.pop(key, None)
-            self._gauges.pop(key, None)
-            self._histograms.pop(key, None)
+            gone = [
+                key for key in self._gauges
+                if key[0] == name and wanted.items() <= dict(key[1]).items()
+                and not keep(dict(key[1]))
+            ]  # fmt: skip
+            for key in gone:
+                del self._gauges[key]
+        return len(gone)
 
     def reset(self) -> None:
         with self._lock:

@@ -60,10 +60,11 @@ from rocketmq_actors.runtime.tree import Node
 from rocketmq_actors.tracing import Tracing
 
 from . import push_requests
-from .brokercalls import check_subscription
+from .brokercalls import check_subscription, max_offset
 from .concurrent import ConcurrentConsumeService
 from .dispatch import BatchHandler, Dispatcher, Handler
 from .handlers import as_async_handler
+from .lag import ConsumerLag
 from .offsets import LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from .options import ConsumeFrom, MessageModel, check_push_options
 from .orderly import OrderlyConsumeService
@@ -184,6 +185,8 @@ class PushConsumer(GroupMember):
             "queues", shutdown_timeout=shutdown_timeout
         )
         self.ownership = Ownership(self)
+        self.lag = ConsumerLag(self, lambda q: max_offset(self._instance, q),
+                               timeout=request_timeout)  # fmt: skip
         self.rebalancer = Rebalancer(
             self._instance, self.group, strategy=strategy,
             broadcasting=model is MessageModel.BROADCASTING, interval=rebalance_interval,
@@ -311,6 +314,7 @@ class PushConsumer(GroupMember):
         if self.locking:  # runs after the offsets are persisted
             stack.push_async_callback(self.ownership.unlock_held)
         stack.push_async_callback(self.offsets.persist_on_close)  # after every handler stopped
+        stack.callback(self.lag.forget)  # once the queue actors (which record lag) stopped
         if self.dispatcher.deliveries is not None:
             stack.callback(self.dispatcher.deliveries.dispose)
         if isinstance(self.service, ConcurrentConsumeService):
@@ -371,6 +375,7 @@ class PushConsumer(GroupMember):
         while True:
             await anyio.sleep(self.persist_interval)
             await self.offsets.persist(list(self.queues))
+            await self.lag.refresh()  # an idle consumer's lag gauge too: lag.py
 
     def _consumer_data(self) -> ConsumerData:
         return ConsumerData(
