@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import anyio
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
@@ -101,7 +103,67 @@ async def test_a_send_and_a_consume_are_recorded(
     labels = {"group": unique_group, "topic": unique_topic}
     assert METRICS.value("rocketmq_client_consume_total", result="ok", **labels) == 1
     assert METRICS.count("rocketmq_client_consume_seconds", **labels) == 1
-    (lag,) = [s for s in METRICS.snapshot()["rocketmq_client_consumer_lag"]
-              if s["labels"]["group"] == unique_group]  # fmt: skip
-    assert lag["labels"] == {**labels, "broker": "broker-a", "queue": "0"}
-    assert lag["value"] in (0, 1)  # 1 if the last pull came before the message was committed
+    # a stopped consumer reports no lag (a gauge that never moves again would read as lag)
+    assert not [s for s in METRICS.snapshot().get("rocketmq_client_consumer_lag", [])
+                if s["labels"]["group"] == unique_group]  # fmt: skip
+
+
+def _lag(group: str, topic: str) -> float | None:
+    found = [s["value"] for s in METRICS.snapshot().get("rocketmq_client_consumer_lag", [])
+             if s["labels"]["group"] == group and s["labels"]["topic"] == topic]  # fmt: skip
+    return found[0] if found else None
+
+
+class Refreshes:
+    """Tells each end of the consumer's lag refresh (the gauge changes on a timer)."""
+
+    def __init__(self, consumer: PushConsumer, monkeypatch: pytest.MonkeyPatch) -> None:
+        self._done = anyio.Event()
+        refresh = consumer.lag.refresh
+
+        async def refresh_and_tell() -> None:
+            await refresh()
+            self._done.set()
+            self._done = anyio.Event()
+
+        monkeypatch.setattr(consumer.lag, "refresh", refresh_and_tell)
+
+    async def until(self, condition: Callable[[], bool], seconds: float = 15.0) -> None:
+        with anyio.fail_after(seconds):
+            while not condition():
+                await self._done.wait()
+
+
+@pytest.mark.integration
+async def test_the_lag_gauge_moves_while_the_consumer_does_not_pull(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[bytes] = []
+    release = anyio.Event()
+    first = anyio.Event()
+
+    async def handle(message: MessageExt) -> None:
+        calls.append(message.body)
+        first.set()
+        await release.wait()
+
+    async with Producer(namesrv=rocketmq_namesrv, group="G_metrics") as producer:
+        await create_topic(producer.instance, unique_topic, queues=1)
+        async with PushConsumer(
+            namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
+            handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET, max_cached_messages=1,
+            persist_interval=0.2, pull_suspend=30.0,
+        ) as consumer:  # fmt: skip
+            refreshes = Refreshes(consumer, monkeypatch)
+            await producer.send(Message(topic=unique_topic, body=b"first"))
+            with anyio.fail_after(30):
+                await first.wait()
+            # one message in the handler fills the cache: flow control, no pull from now on
+            for i in range(5):
+                await producer.send(Message(topic=unique_topic, body=b"%d" % i))
+            await refreshes.until(lambda: _lag(unique_group, unique_topic) == 6)
+            assert calls == [b"first"]  # seen without any of the five delivered
+            release.set()
+            await refreshes.until(lambda: len(calls) == 6)
+            # consumed, and idle: the consumer's pull is held by the broker for 30 s, yet
+            await refreshes.until(lambda: _lag(unique_group, unique_topic) == 0, seconds=10.0)

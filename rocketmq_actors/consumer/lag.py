@@ -35,7 +35,14 @@ log = get_logger("rocketmq_actors.consumer")
 LAG = "rocketmq_client_consumer_lag"
 
 
-def record_lag(group: str, queue: MessageQueue, max_offset: int, committed: int) -> None:
+def record_lag(group: str, offsets: OffsetStore, pq: ProcessQueue, max_offset: int) -> None:
+    """The queue's lag: ``max_offset`` less the committed offset - before the first commit,
+    the oldest message still in process (else where the next pull starts)."""
+    queue = pq.queue
+    committed = offsets.read(queue)
+    if committed is None:
+        lowest = pq.lowest
+        committed = pq.next_offset if lowest is None else lowest
     METRICS.set(LAG, max(0, max_offset - committed), group=group, topic=queue.topic,
                 broker=queue.broker_name, queue=queue.queue_id)  # fmt: skip
 
@@ -62,8 +69,10 @@ class ConsumerLag:
         self._max_offset = max_offset
         self.timeout = timeout
         self._reported: set[MessageQueue] = set()
+        self._forgotten = False
 
     async def refresh(self) -> None:
+        self._forgotten = False
         owned = self.owner.owned_queues()
         with anyio.move_on_after(self.timeout):
             async with anyio.create_task_group() as tg:
@@ -78,20 +87,19 @@ class ConsumerLag:
             log.debug("consumer.lag_refresh_failed", group=self.owner.group, queue=str(queue),
                       error=repr(exc))  # fmt: skip
             return
-        if pq.dropped:
-            return
-        committed = self.owner.offsets.read(queue)
-        record_lag(self.owner.group, queue, max_offset,
-                   pq.next_offset if committed is None else committed)  # fmt: skip
+        if not pq.dropped and not self._forgotten:
+            record_lag(self.owner.group, self.owner.offsets, pq, max_offset)
 
     def _drop_others(self, owned: Mapping[MessageQueue, ProcessQueue]) -> None:
         gone, self._reported = self._reported - owned.keys(), set(owned)
         self._remove(gone)
 
     def forget(self) -> None:
-        """Remove the lag series this consumer reported (it stopped)."""
-        self._remove(self._reported | set(self.owner.owned_queues()))
-        self._reported = set()
+        """Remove the lag series of this consumer's queues (it is stopping; called again once
+        its queue actors are gone, for a pull that ended in between)."""
+        self._forgotten = True
+        self._reported |= set(self.owner.owned_queues())
+        self._remove(self._reported)
 
     def _remove(self, queues: set[MessageQueue]) -> None:
         # only this consumer's queues: two members of a group in one process share the labels

@@ -357,6 +357,7 @@ class PushConsumer(GroupMember):
         self.ownership.held = list(self.queues)  # their locks go back once the actors stopped
         for actor in self.queues.actors():
             actor.stop_pulling()
+        self.lag.forget()  # (and again once the actors are gone: _open)
         if self.dispatcher.deliveries is not None:  # what ``async for`` did not finish stays
             self.dispatcher.deliveries.close()
         # handlers in flight get the stop deadline, less what persisting the offsets needs

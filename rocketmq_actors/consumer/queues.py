@@ -128,10 +128,7 @@ class QueueActor:
         return await self._pulls.pull(self.owner, self.pq.queue, self.pq.next_offset)
 
     def _record_lag(self, result: PullResult) -> None:
-        pq = self.pq
-        committed = self.owner.offsets.read(pq.queue)
-        record_lag(self.owner.group, pq.queue, result.max_offset,
-                   pq.next_offset if committed is None else committed)  # fmt: skip
+        record_lag(self.owner.group, self.owner.offsets, self.pq, result.max_offset)
 
     def describe(self) -> Node:
         pq = self.pq

@@ -11,6 +11,17 @@ from rocketmq_actors.consumer.process_queue import ProcessQueue
 from rocketmq_actors.errors import RequestTimeout
 from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.records import MessageExt
+
+
+def _message(offset: int) -> MessageExt:
+    return MessageExt(
+        topic=Q1.topic, body=b"m", raw_properties=b"", queue_id=1, queue_offset=offset,
+        commit_log_offset=0, sys_flag=0, flag=0, born_timestamp=0, born_ip=b"\x7f\0\0\1",
+        born_port=1, store_timestamp=0, store_ip=b"\x7f\0\0\1", store_port=2,
+        reconsume_times=0, prepared_transaction_offset=0, body_crc=0,
+    )  # fmt: skip
+
 
 Q0 = MessageQueue("T_lag", "broker-a", 0)
 Q1 = MessageQueue("T_lag", "broker-a", 1)
@@ -65,9 +76,21 @@ async def test_a_refresh_sets_each_owned_queue_from_the_broker_without_a_pull() 
     assert lag(Q0) == 0
 
 
+def test_before_the_first_commit_the_oldest_message_in_process_is_the_base() -> None:
+    owner = Owner()
+    pq = owner.queues[Q1]  # pulls start at 40
+    record_lag(owner.group, owner.offsets, pq, 45)
+    assert lag(Q1) == 5
+    pq.next_offset = 43  # 40..42 pulled, none consumed: all still lag
+    pq.put([_message(40), _message(41), _message(42)])
+    record_lag(owner.group, owner.offsets, pq, 45)
+    assert lag(Q1) == 5
+
+
 async def test_a_broker_that_fails_or_hangs_leaves_the_gauge_and_the_refresh_ends() -> None:
     owner = Owner()
-    record_lag(owner.group, Q0, 8, 4)
+    owner.offsets.update(Q0, 4)
+    record_lag(owner.group, owner.offsets, owner.queues[Q0], 8)
 
     async def max_offset(queue: MessageQueue) -> int:
         if queue == Q0:
@@ -87,12 +110,16 @@ async def test_released_queues_and_a_stopped_consumer_lose_their_series_only() -
         return 100
 
     lag_of = ConsumerLag(owner, max_offset, timeout=1.0)
-    record_lag("G_other", Q0, 10, 0)  # another group's: untouched
+    record_lag("G_other", owner.offsets, owner.queues[Q0], 10)  # another group's: untouched
     await lag_of.refresh()
     assert lag(Q1) == 60
     del owner.queues[Q1]  # released
     await lag_of.refresh()
     assert lag(Q1) is None and lag(Q0) == 100
     lag_of.forget()
+    assert lag(Q0) is None
+    record_lag(owner.group, owner.offsets, owner.queues[Q0], 100)  # a pull ending meanwhile
+    await lag_of.refresh()  # (not after a stop: the persister is gone; here to show forget)
+    lag_of.forget()  # the second call, once the actors are gone, removes it
     assert lag(Q0) is None
     assert lag(Q0, group="G_other") == 10
