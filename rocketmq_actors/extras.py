@@ -12,12 +12,16 @@ existed still catches it; the command line prints it as one line and exits with 
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
+from typing import Any
 
 from rocketmq_actors.errors import RocketMQError
 
-__all__ = ["EXTRAS", "MissingExtra", "require"]
+__all__ = ["EXTRAS", "MissingExtra", "require", "uvloop_options", "uvloop_policy"]
 
 #: the top-level module each extra of pyproject.toml provides, and the extra's name
 EXTRAS: dict[str, str] = {
@@ -61,3 +65,25 @@ def require(module: str, *, extra: str | None = None, purpose: str | None = None
         if missing != top and EXTRAS.get(missing) != extra:
             raise  # the package is there, something it imports is not
         raise MissingExtra(missing, extra, purpose) from None
+
+
+def uvloop_options(enabled: bool = True) -> dict[str, Any]:
+    """``anyio.run``'s ``backend_options`` for uvloop (``{}`` when not ``enabled``); without
+    the ``uvloop`` extra, :class:`MissingExtra` instead of anyio's bare ModuleNotFoundError."""
+    if not enabled:
+        return {}
+    require("uvloop", purpose="the uvloop event loop")
+    return {"use_uvloop": True}
+
+
+@contextmanager
+def uvloop_policy() -> Iterator[None]:
+    """Event loops made inside (``anyio.run`` on asyncio, ``asyncio.run``) are uvloop's: the
+    command line's ``--uvloop``, whose commands each start their own loop."""
+    uvloop = require("uvloop", purpose="--uvloop (the uvloop event loop)")
+    previous = asyncio.get_event_loop_policy()
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    try:
+        yield
+    finally:
+        asyncio.set_event_loop_policy(previous)
