@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from pathlib import Path
 
 import anyio
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+import rocketmq_actors
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
-from rocketmq_actors.metrics import METRICS, Key, Metrics, SeriesKeys
+from rocketmq_actors.metrics import _HELP, METRICS, Key, Metrics, SeriesKeys
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
 
@@ -31,6 +34,23 @@ def test_registry_counts_and_exports_to_prometheus() -> None:
     assert 'rocketmq_client_send_seconds_bucket{le="0.0005",topic="t"} 1.0' in text
     assert 'rocketmq_client_send_seconds_bucket{le="+Inf",topic="t"} 3.0' in text
     assert 'rocketmq_client_send_seconds_count{topic="t"} 3.0' in text
+
+
+PACKAGE = Path(rocketmq_actors.__file__).parent
+ROOT = PACKAGE.parent
+
+
+def test_every_metric_name_is_prefixed_and_documented() -> None:
+    # no clash with the broker exporter's rocketmq_* names (rocketmq-exporter)
+    used = set()
+    for path in PACKAGE.rglob("*.py"):
+        used |= set(re.findall(r"\b(rocketmq_[a-z_]+_(?:total|seconds|lag))\b", path.read_text()))
+    assert used == set(_HELP)
+    assert all(name.startswith("rocketmq_client_") for name in used)
+    documented = re.findall(r"^\| `(rocketmq_[a-z_]+)`", (ROOT / "docs/operations.md").read_text(),
+                            flags=re.M)  # fmt: skip
+    expected = set(_HELP) - {"rocketmq_client_connections_closed_total"}  # on the opened's row
+    assert set(documented) == expected
 
 
 def test_the_hot_path_records_through_keys_as_the_keyword_calls_do() -> None:
