@@ -25,6 +25,7 @@ import anyio
 
 from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.extras import uvloop_options
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
 
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         help="only the slow-handler memory run over TOPIC (in a fresh process; one JSON line)",
     )  # fmt: skip
     args = parser.parse_args(argv)
-    options = {"use_uvloop": True} if args.uvloop else {}
+    options = uvloop_options(args.uvloop)  # MissingExtra names the extra
     if args.slow_only:
         if not args.namesrv:
             parser.error("--slow-only needs --namesrv")

@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 
+from rocketmq_actors.extras import uvloop_options
 from rocketmq_actors.producer import Message, Producer, create_topic
 
 from .common import RESULTS, on_cluster, percentiles, write_results
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--namesrv", help="use this cluster instead of starting one")
     parser.add_argument("--out", type=Path, default=RESULTS / "producer.json")
     args = parser.parse_args(argv)
-    options = {"use_uvloop": True} if args.uvloop else {}
+    options = uvloop_options(args.uvloop)  # MissingExtra names the extra
 
     def measure(namesrv: str) -> dict[str, Any]:
         return anyio.run(bench, namesrv, args.seconds, args.concurrency, args.warmup,

@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 
+from rocketmq_actors.extras import MissingExtra, uvloop_options
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.headers import GetMaxOffsetRequestHeader
@@ -134,9 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.uvloop:
         try:
-            import uvloop  # noqa: F401
-        except ImportError:
-            parser.error("--uvloop needs the uvloop package: pip install 'rocketmq-actors[uvloop]'")
+            uvloop_options()
+        except MissingExtra as exc:
+            parser.error(str(exc))
 
     def measure(broker: str, pid: int | None) -> dict[str, Any]:
         options = {"use_uvloop": True} if args.uvloop else {}

@@ -7,16 +7,20 @@ Read them with :meth:`Metrics.snapshot`, or export them to Prometheus (``pip ins
     from rocketmq_actors.metrics import METRICS
     REGISTRY.register(METRICS.prometheus_collector())
 
+Every name starts with ``rocketmq_client_`` (the RocketMQ broker exporter's are ``rocketmq_*``:
+the two can share a Prometheus without a clash; up to 0.1.0.dev0 they were ``rocketmq_*`` here
+too).
+
 | name (kind) | labels | what |
 |---|---|---|
-| ``rocketmq_send_total`` (counter) | topic, result (ok, failed) | sends that ended |
-| ``rocketmq_send_seconds`` (histogram) | topic | time to the answer of successful sends |
-| ``rocketmq_send_retries_total`` (counter) | topic | attempts retried elsewhere |
-| ``rocketmq_connections_opened_total`` (counter) | addr | opened (more than one: reconnects) |
-| ``rocketmq_connections_closed_total`` (counter) | addr | closed or lost |
-| ``rocketmq_consume_total`` (counter) | group, topic, result (ok, failed) | messages handled |
-| ``rocketmq_consume_seconds`` (histogram) | group, topic | handler time per call |
-| ``rocketmq_consumer_lag`` (gauge) | group, topic, broker, queue | past the committed offset |
+| ``rocketmq_client_send_total`` (counter) | topic, result (ok, failed) | sends that ended |
+| ``rocketmq_client_send_seconds`` (histogram) | topic | time to the answer of sends ok |
+| ``rocketmq_client_send_retries_total`` (counter) | topic | attempts retried elsewhere |
+| ``rocketmq_client_connections_opened_total`` (counter) | addr | opened (more: reconnects) |
+| ``rocketmq_client_connections_closed_total`` (counter) | addr | closed or lost |
+| ``rocketmq_client_consume_total`` (counter) | group, topic, result (ok, failed) | handled |
+| ``rocketmq_client_consume_seconds`` (histogram) | group, topic | handler time per call |
+| ``rocketmq_client_consumer_lag`` (gauge) | group, topic, broker, queue | past the committed |
 
 Updating a metric costs about 1 us (a cached key, a lock, a dictionary update); nothing is
 exported unless asked.
@@ -29,6 +33,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from rocketmq_actors.extras import require
+
 __all__ = ["METRICS", "Metrics", "SeriesKeys"]
 
 Key = tuple[str, tuple[tuple[str, str], ...]]
@@ -36,14 +42,14 @@ Key = tuple[str, tuple[tuple[str, str], ...]]
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 _HELP = {
-    "rocketmq_send_total": "sends that ended, by result",
-    "rocketmq_send_seconds": "time to the broker's answer of successful sends",
-    "rocketmq_send_retries_total": "send attempts retried",
-    "rocketmq_connections_opened_total": "broker and NameServer connections opened",
-    "rocketmq_connections_closed_total": "broker and NameServer connections closed or lost",
-    "rocketmq_consume_total": "messages handled, by result",
-    "rocketmq_consume_seconds": "handler time per call",
-    "rocketmq_consumer_lag": "messages stored past the committed offset",
+    "rocketmq_client_send_total": "sends that ended, by result",
+    "rocketmq_client_send_seconds": "time to the broker's answer of successful sends",
+    "rocketmq_client_send_retries_total": "send attempts retried",
+    "rocketmq_client_connections_opened_total": "broker and NameServer connections opened",
+    "rocketmq_client_connections_closed_total": "broker and NameServer connections closed or lost",
+    "rocketmq_client_consume_total": "messages handled, by result",
+    "rocketmq_client_consume_seconds": "handler time per call",
+    "rocketmq_client_consumer_lag": "messages stored past the committed offset",
 }
 
 
@@ -161,6 +167,25 @@ class Metrics:
                 )
         return out
 
+    def remove_gauges(
+        self,
+        name: str,
+        keep: Callable[[dict[str, str]], bool] = lambda labels: False,
+        **labels: Any,
+    ) -> int:
+        """Forget the gauges of ``name`` whose labels include ``labels`` and that ``keep`` does
+        not keep (the lag of queues a consumer no longer owns); how many were."""
+        wanted = {k: str(v) for k, v in labels.items()}
+        with self._lock:
+            gone = [
+                key for key in self._gauges
+                if key[0] == name and wanted.items() <= dict(key[1]).items()
+                and not keep(dict(key[1]))
+            ]  # fmt: skip
+            for key in gone:
+                del self._gauges[key]
+        return len(gone)
+
     def reset(self) -> None:
         with self._lock:
             self._counters.clear()
@@ -168,7 +193,9 @@ class Metrics:
             self._histograms.clear()
 
     def prometheus_collector(self) -> Any:
-        """A ``prometheus_client`` collector reading this registry at scrape time."""
+        """A ``prometheus_client`` collector reading this registry at scrape time
+        (:class:`~rocketmq_actors.extras.MissingExtra` without the ``prometheus`` extra)."""
+        require("prometheus_client", purpose="Prometheus export")
         from prometheus_client.core import (
             CounterMetricFamily,
             GaugeMetricFamily,

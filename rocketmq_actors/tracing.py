@@ -1,16 +1,28 @@
-"""OpenTelemetry spans for sends and consumes, after the messaging semantic conventions, with the
-trace context carried in message properties (W3C ``traceparent`` / ``tracestate``).
+"""OpenTelemetry spans for sends and consumes, after the messaging semantic conventions for
+RocketMQ (https://opentelemetry.io/docs/specs/semconv/messaging/rocketmq/, semconv 1.44), with
+the trace context carried in message properties (W3C ``traceparent`` / ``tracestate``).
 
 Opt in with ``Producer(tracing=True)`` / ``PushConsumer(tracing=True)`` and the ``otel`` extra
 (the OpenTelemetry API only; the application installs and configures the SDK). Without the
-API installed, asking for tracing is an error at construction, not a silent no-op.
+API installed, asking for tracing raises :class:`~rocketmq_actors.extras.MissingExtra` at
+construction, not a silent no-op.
 
-* ``send <topic>`` (PRODUCER): messaging.system=rocketmq, messaging.destination.name,
-  messaging.operation.type=send, messaging.rocketmq.client_group,
-  messaging.rocketmq.message.tag / .keys / .type, and messaging.message.id once sent;
-* ``process <topic>`` (CONSUMER): messaging.system, messaging.destination.name,
-  messaging.operation.type=process, messaging.consumer.group.name, messaging.message.id,
-  messaging.rocketmq.message.tag / .keys / .reconsume_times.
+Every span: ``messaging.system=rocketmq``, ``messaging.operation.name`` and ``.type``,
+``messaging.rocketmq.namespace`` ("" without a namespace), ``messaging.client.id``, and, once
+the broker is known, ``server.address`` / ``server.port``; a failed operation ``error.type``
+(the exception's qualified class name) and an error status.
+
+* ``send <topic>`` (PRODUCER): ``messaging.destination.name``,
+  ``messaging.rocketmq.client_group`` (the producer group: deprecated in the registry, which
+  has no replacement for producer spans), ``messaging.rocketmq.message.type`` / ``.tag`` /
+  ``.keys``, ``.group`` (the sharding key of an ordered send), ``.delay_time_level`` or
+  ``.delivery_timestamp`` (a delay message), and ``messaging.message.id`` once sent. A
+  ``send_batch`` is one span with ``messaging.batch.message_count``, whose context every message
+  of the batch carries.
+* ``process <topic>`` (CONSUMER): ``messaging.destination.name``,
+  ``messaging.consumer.group.name``, ``messaging.rocketmq.consumption_model``,
+  ``messaging.message.id`` (one message) or ``messaging.batch.message_count`` (a batch
+  handler's call), ``.tag`` / ``.keys``.
 
 A consumer's ``process`` span is a child of the context the producer injected, so one trace
 runs from the send to the handler (and to a retry's handler).
@@ -18,17 +30,62 @@ runs from the send to the handler (and to a retry's handler).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import attrs
 
 from rocketmq_actors._version import __version__
-from rocketmq_actors.protocol.messages import Message
+from rocketmq_actors.extras import require
+from rocketmq_actors.names import unwrap
+from rocketmq_actors.protocol.errors import ProtocolError
+from rocketmq_actors.protocol.messages import Message, decode_offset_msg_id
 from rocketmq_actors.protocol.records import MessageExt
 
-__all__ = ["Tracing"]
+__all__ = ["Tracing", "error_type", "server_attributes"]
+
+
+def error_type(error: BaseException) -> str:
+    """``error.type``: the exception's canonical class name (low cardinality, as the
+    convention asks), ``rocketmq_actors.errors.SendFailed`` say."""
+    kind = type(error)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def server_attributes(host: str) -> dict[str, Any]:
+    """``server.address`` / ``server.port`` of ``ip:port`` (``[v6]:port``)."""
+    address, _, port = host.rpartition(":")
+    if not address or not port.isdigit():
+        return {}
+    return {"server.address": address.strip("[]"), "server.port": int(port)}
+
+
+def _sent_to(result: Any) -> dict[str, Any]:
+    # the broker's store host is in the offset message id (Java's MessageDecoder.decodeMessageId)
+    try:
+        host, _ = decode_offset_msg_id(result.offset_msg_id)
+    except (AttributeError, ProtocolError):
+        return {}
+    return server_attributes(host)
+
+
+def _message_attributes(message: Message) -> dict[str, Any]:
+    attributes: dict[str, Any] = {}
+    if message.tags:
+        attributes["messaging.rocketmq.message.tag"] = message.tags
+    if message.keys:
+        attributes["messaging.rocketmq.message.keys"] = list(message.keys)
+    if message.delay_level:
+        attributes["messaging.rocketmq.message.delay_time_level"] = message.delay_level
+    elif message.deliver_at_ms is not None:
+        attributes["messaging.rocketmq.message.delivery_timestamp"] = message.deliver_at_ms
+    elif message.delay_ms is not None:
+        attributes["messaging.rocketmq.message.delivery_timestamp"] = (
+            time.time_ns() // 1_000_000 + message.delay_ms
+        )
+    return attributes
 
 
 def _message_type(message: Message) -> str:
@@ -40,74 +97,129 @@ def _message_type(message: Message) -> str:
 class Tracing:
     """Spans of one producer or consumer (group)."""
 
-    def __init__(self, group: str) -> None:
+    def __init__(
+        self,
+        group: str,
+        *,
+        namespace: str | None = None,
+        client_id: str | None = None,
+        model: str | None = None,
+    ) -> None:
         # imported here, not with the module: loading the API (and its propagators) is start-up
         # work every producer and consumer would pay without tracing
-        try:
-            from opentelemetry import propagate, trace
-            from opentelemetry.trace import SpanKind, Status, StatusCode
-        except ImportError:
-            raise RuntimeError(
-                "tracing needs the OpenTelemetry API: pip install 'rocketmq-actors[otel]'"
-            ) from None
-        self.group = group
+        require("opentelemetry.trace", extra="otel", purpose="tracing")
+        from opentelemetry import propagate, trace
+        from opentelemetry.trace import SpanKind, Status, StatusCode
+
+        self.group = unwrap(namespace, group)
+        self._common: dict[str, Any] = {
+            "messaging.system": "rocketmq",
+            "messaging.rocketmq.namespace": namespace or "",
+        }
+        if client_id:
+            self._common["messaging.client.id"] = client_id
+        self._model = model
         self._propagate, self._trace = propagate, trace
         self._kinds = SpanKind
         self._status = Status, StatusCode
         self._tracer = trace.get_tracer("rocketmq_actors", __version__)
 
-    def start_send(self, message: Message, *, ordered: bool) -> tuple[Any, Message]:
-        """A started (not current) ``send`` span, and the message with its context injected."""
-        attributes: dict[str, Any] = {
-            "messaging.system": "rocketmq",
-            "messaging.destination.name": message.topic,
-            "messaging.operation.type": "send",
-            "messaging.operation.name": "send",
-            "messaging.rocketmq.client_group": self.group,
-            "messaging.rocketmq.message.type": "fifo" if ordered else _message_type(message),
-        }
-        if message.tags:
-            attributes["messaging.rocketmq.message.tag"] = message.tags
-        if message.keys:
-            attributes["messaging.rocketmq.message.keys"] = list(message.keys)
-        span = self._tracer.start_span(
-            f"send {message.topic}", kind=self._kinds.PRODUCER, attributes=attributes
-        )
+    def _inject(self, span: Any, message: Message) -> Message:
         carrier: dict[str, str] = {}
         self._propagate.inject(carrier, context=self._trace.set_span_in_context(span))
         if carrier:
             message = attrs.evolve(message, properties={**message.properties, **carrier})
-        return span, message
+        return message
 
-    def end_send(self, span: Any, msg_id: str | None, error: BaseException | None) -> None:
-        if msg_id:
-            span.set_attribute("messaging.message.id", msg_id)
+    def _send_span(self, topic: str, attributes: dict[str, Any]) -> Any:
+        attributes = {
+            **self._common,
+            "messaging.destination.name": topic,
+            "messaging.operation.type": "send",
+            "messaging.operation.name": "send",
+            "messaging.rocketmq.client_group": self.group,
+            **attributes,
+        }
+        return self._tracer.start_span(
+            f"send {topic}", kind=self._kinds.PRODUCER, attributes=attributes
+        )
+
+    def start_send(
+        self, message: Message, *, ordered: bool, message_group: str | None = None
+    ) -> tuple[Any, Message]:
+        """A started (not current) ``send`` span, and the message with its context injected;
+        ``message_group`` is an ordered send's sharding key."""
+        attributes = _message_attributes(message)
+        attributes["messaging.rocketmq.message.type"] = (
+            "fifo" if ordered else _message_type(message)
+        )
+        if ordered and message_group is not None:
+            attributes["messaging.rocketmq.message.group"] = message_group
+        span = self._send_span(message.topic, attributes)
+        return span, self._inject(span, message)
+
+    def start_batch(self, messages: Sequence[Message]) -> tuple[Any, list[Message]]:
+        """One ``send`` span for a ``send_batch`` (one topic), and the messages, each carrying
+        its context."""
+        attributes: dict[str, Any] = {"messaging.batch.message_count": len(messages)}
+        if messages and all(_message_type(m) == "normal" for m in messages):
+            attributes["messaging.rocketmq.message.type"] = "normal"
+        span = self._send_span(messages[0].topic if messages else "", attributes)
+        return span, [self._inject(span, m) for m in messages]
+
+    def end_send(
+        self, span: Any, result: Any, error: BaseException | None, *, batch: bool = False
+    ) -> None:
+        """End a send span: ``result`` is the :class:`SendResult` (a batch's first, or only
+        its message id as a string, or None), ``error`` what the send raised."""
+        if result is not None:
+            if isinstance(result, str):
+                msg_id: str | None = result
+            else:
+                msg_id = result.msg_id
+                span.set_attributes(_sent_to(result))
+            if msg_id and not batch:
+                span.set_attribute("messaging.message.id", msg_id)
         if error is not None:
-            status, code = self._status
-            span.record_exception(error)
-            span.set_status(status(code.ERROR, type(error).__name__))
+            self._fail(span, error)
         span.end()
 
+    def _fail(self, span: Any, error: BaseException) -> None:
+        status, code = self._status
+        span.set_attribute("error.type", error_type(error))
+        span.record_exception(error)
+        span.set_status(status(code.ERROR, type(error).__name__))
+
     @contextmanager
-    def process(self, message: MessageExt) -> Iterator[Any]:
-        """The ``process`` span around a handler call, child of the sender's context."""
+    def process(self, message: MessageExt, *, count: int = 1) -> Iterator[Any]:
+        """The ``process`` span around a handler call (of ``count`` messages, ``message``
+        first), child of the sender's context."""
         properties: Mapping[str, str] = message.properties
         parent = self._propagate.extract(dict(properties))
         attributes: dict[str, Any] = {
-            "messaging.system": "rocketmq",
+            **self._common,
             "messaging.destination.name": message.topic,
             "messaging.operation.type": "process",
             "messaging.operation.name": "process",
             "messaging.consumer.group.name": self.group,
-            "messaging.message.id": message.msg_id,
-            "messaging.rocketmq.message.reconsume_times": message.reconsume_times,
+            **server_attributes(message.store_host),
         }
+        if self._model:
+            attributes["messaging.rocketmq.consumption_model"] = self._model
+        if count == 1:
+            attributes["messaging.message.id"] = message.msg_id
+        else:
+            attributes["messaging.batch.message_count"] = count
         if message.tags:
             attributes["messaging.rocketmq.message.tag"] = message.tags
         if message.keys:
             attributes["messaging.rocketmq.message.keys"] = list(message.keys)
         with self._tracer.start_as_current_span(
             f"process {message.topic}", context=parent, kind=self._kinds.CONSUMER,
-            attributes=attributes, record_exception=True, set_status_on_exception=True,
+            attributes=attributes, record_exception=False, set_status_on_exception=False,
         ) as span:  # fmt: skip
-            yield span
+            try:
+                yield span
+            except BaseException as exc:
+                self._fail(span, exc)
+                raise

@@ -2,57 +2,81 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from pathlib import Path
+
 import anyio
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+import rocketmq_actors
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
-from rocketmq_actors.metrics import METRICS, Key, Metrics, SeriesKeys
+from rocketmq_actors.metrics import _HELP, METRICS, Key, Metrics, SeriesKeys
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
 
 
 def test_registry_counts_and_exports_to_prometheus() -> None:
     metrics = Metrics()
-    metrics.inc("rocketmq_send_total", topic="t", result="ok")
-    metrics.inc("rocketmq_send_total", 2, topic="t", result="ok")
-    metrics.set("rocketmq_consumer_lag", 7, group="g", topic="t", broker="b", queue=0)
+    metrics.inc("rocketmq_client_send_total", topic="t", result="ok")
+    metrics.inc("rocketmq_client_send_total", 2, topic="t", result="ok")
+    metrics.set("rocketmq_client_consumer_lag", 7, group="g", topic="t", broker="b", queue=0)
     for seconds in (0.0004, 0.003, 2.0):
-        metrics.observe("rocketmq_send_seconds", seconds, topic="t")
-    assert metrics.value("rocketmq_send_total", topic="t", result="ok") == 3
-    assert metrics.count("rocketmq_send_seconds", topic="t") == 3
+        metrics.observe("rocketmq_client_send_seconds", seconds, topic="t")
+    assert metrics.value("rocketmq_client_send_total", topic="t", result="ok") == 3
+    assert metrics.count("rocketmq_client_send_seconds", topic="t") == 3
     registry = CollectorRegistry()
     registry.register(metrics.prometheus_collector())
     text = generate_latest(registry).decode()
-    assert 'rocketmq_send_total{result="ok",topic="t"} 3.0' in text
-    assert 'rocketmq_consumer_lag{broker="b",group="g",queue="0",topic="t"} 7.0' in text
-    assert 'rocketmq_send_seconds_bucket{le="0.0005",topic="t"} 1.0' in text
-    assert 'rocketmq_send_seconds_bucket{le="+Inf",topic="t"} 3.0' in text
-    assert 'rocketmq_send_seconds_count{topic="t"} 3.0' in text
+    assert 'rocketmq_client_send_total{result="ok",topic="t"} 3.0' in text
+    assert 'rocketmq_client_consumer_lag{broker="b",group="g",queue="0",topic="t"} 7.0' in text
+    assert 'rocketmq_client_send_seconds_bucket{le="0.0005",topic="t"} 1.0' in text
+    assert 'rocketmq_client_send_seconds_bucket{le="+Inf",topic="t"} 3.0' in text
+    assert 'rocketmq_client_send_seconds_count{topic="t"} 3.0' in text
+
+
+PACKAGE = Path(rocketmq_actors.__file__).parent
+ROOT = PACKAGE.parent
+
+
+def test_every_metric_name_is_prefixed_and_documented() -> None:
+    # no clash with the broker exporter's rocketmq_* names (rocketmq-exporter)
+    used = set()
+    for path in PACKAGE.rglob("*.py"):
+        used |= set(re.findall(r"\b(rocketmq_[a-z_]+_(?:total|seconds|lag))\b", path.read_text()))
+    assert used == set(_HELP)
+    assert all(name.startswith("rocketmq_client_") for name in used)
+    documented = re.findall(r"^\| `(rocketmq_[a-z_]+)`", (ROOT / "docs/operations.md").read_text(),
+                            flags=re.M)  # fmt: skip
+    expected = set(_HELP) - {"rocketmq_client_connections_closed_total"}  # on the opened's row
+    assert set(documented) == expected
 
 
 def test_the_hot_path_records_through_keys_as_the_keyword_calls_do() -> None:
     metrics = Metrics()
-    ok = metrics.key("rocketmq_send_total", topic="t", result="ok")
-    seconds = metrics.key("rocketmq_send_seconds", topic="t")
-    metrics.inc("rocketmq_send_total", result="ok", topic="t")  # other label order, same series
+    ok = metrics.key("rocketmq_client_send_total", topic="t", result="ok")
+    seconds = metrics.key("rocketmq_client_send_seconds", topic="t")
+    metrics.inc(
+        "rocketmq_client_send_total", result="ok", topic="t"
+    )  # other label order, same series
     metrics.count_and_observe(ok, seconds, 0.003)
     metrics.count_and_observe(ok, seconds, 2.0)
-    assert metrics.value("rocketmq_send_total", topic="t", result="ok") == 3
-    assert metrics.count("rocketmq_send_seconds", topic="t") == 2
-    (series,) = metrics.snapshot()["rocketmq_send_seconds"]
+    assert metrics.value("rocketmq_client_send_total", topic="t", result="ok") == 3
+    assert metrics.count("rocketmq_client_send_seconds", topic="t") == 2
+    (series,) = metrics.snapshot()["rocketmq_client_send_seconds"]
     assert series["labels"] == {"topic": "t"}
     assert series["sum"] == pytest.approx(2.003)
 
 
 def test_a_handler_call_counts_its_messages_and_observes_once() -> None:
     metrics = Metrics()
-    ok = metrics.key("rocketmq_consume_total", group="g", topic="t", result="ok")
-    seconds = metrics.key("rocketmq_consume_seconds", group="g", topic="t")
+    ok = metrics.key("rocketmq_client_consume_total", group="g", topic="t", result="ok")
+    seconds = metrics.key("rocketmq_client_consume_seconds", group="g", topic="t")
     metrics.count_and_observe(ok, seconds, 0.002, 16)  # one call of a batch handler
     metrics.count_and_observe(ok, seconds, 0.001)
-    assert metrics.value("rocketmq_consume_total", group="g", topic="t", result="ok") == 17
-    assert metrics.count("rocketmq_consume_seconds", group="g", topic="t") == 2
+    assert metrics.value("rocketmq_client_consume_total", group="g", topic="t", result="ok") == 17
+    assert metrics.count("rocketmq_client_consume_seconds", group="g", topic="t") == 2
 
 
 def test_series_keys_build_once_per_topic_and_stay_bounded() -> None:
@@ -60,13 +84,13 @@ def test_series_keys_build_once_per_topic_and_stay_bounded() -> None:
 
     def build(topic: str) -> tuple[Key, Key]:
         built.append(topic)
-        return (METRICS.key("rocketmq_send_total", topic=topic, result="ok"),
-                METRICS.key("rocketmq_send_seconds", topic=topic))  # fmt: skip
+        return (METRICS.key("rocketmq_client_send_total", topic=topic, result="ok"),
+                METRICS.key("rocketmq_client_send_seconds", topic=topic))  # fmt: skip
 
     keys = SeriesKeys(build)
     assert keys.get("a") is None
     first = keys.add("a")
-    assert keys.get("a") is first and first[0] == ("rocketmq_send_total",
+    assert keys.get("a") is first and first[0] == ("rocketmq_client_send_total",
                                                     (("result", "ok"), ("topic", "a")))  # fmt: skip
     for i in range(1023):
         keys.add(f"t{i}")
@@ -88,8 +112,8 @@ async def test_a_send_and_a_consume_are_recorded(
     async with Producer(namesrv=rocketmq_namesrv, group="G_metrics") as producer:
         await create_topic(producer.instance, unique_topic, queues=1)
         await producer.send(Message(topic=unique_topic, body=b"m"))
-    assert METRICS.value("rocketmq_send_total", topic=unique_topic, result="ok") == 1
-    assert METRICS.count("rocketmq_send_seconds", topic=unique_topic) == 1
+    assert METRICS.value("rocketmq_client_send_total", topic=unique_topic, result="ok") == 1
+    assert METRICS.count("rocketmq_client_send_seconds", topic=unique_topic) == 1
     async with PushConsumer(
         namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
         handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET,
@@ -97,9 +121,69 @@ async def test_a_send_and_a_consume_are_recorded(
         with anyio.fail_after(30):
             await done.wait()
     labels = {"group": unique_group, "topic": unique_topic}
-    assert METRICS.value("rocketmq_consume_total", result="ok", **labels) == 1
-    assert METRICS.count("rocketmq_consume_seconds", **labels) == 1
-    (lag,) = [s for s in METRICS.snapshot()["rocketmq_consumer_lag"]
-              if s["labels"]["group"] == unique_group]  # fmt: skip
-    assert lag["labels"] == {**labels, "broker": "broker-a", "queue": "0"}
-    assert lag["value"] in (0, 1)  # 1 if the last pull came before the message was committed
+    assert METRICS.value("rocketmq_client_consume_total", result="ok", **labels) == 1
+    assert METRICS.count("rocketmq_client_consume_seconds", **labels) == 1
+    # a stopped consumer reports no lag (a gauge that never moves again would read as lag)
+    assert not [s for s in METRICS.snapshot().get("rocketmq_client_consumer_lag", [])
+                if s["labels"]["group"] == unique_group]  # fmt: skip
+
+
+def _lag(group: str, topic: str) -> float | None:
+    found = [s["value"] for s in METRICS.snapshot().get("rocketmq_client_consumer_lag", [])
+             if s["labels"]["group"] == group and s["labels"]["topic"] == topic]  # fmt: skip
+    return found[0] if found else None
+
+
+class Refreshes:
+    """Tells each end of the consumer's lag refresh (the gauge changes on a timer)."""
+
+    def __init__(self, consumer: PushConsumer, monkeypatch: pytest.MonkeyPatch) -> None:
+        self._done = anyio.Event()
+        refresh = consumer.lag.refresh
+
+        async def refresh_and_tell() -> None:
+            await refresh()
+            self._done.set()
+            self._done = anyio.Event()
+
+        monkeypatch.setattr(consumer.lag, "refresh", refresh_and_tell)
+
+    async def until(self, condition: Callable[[], bool], seconds: float = 15.0) -> None:
+        with anyio.fail_after(seconds):
+            while not condition():
+                await self._done.wait()
+
+
+@pytest.mark.integration
+async def test_the_lag_gauge_moves_while_the_consumer_does_not_pull(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[bytes] = []
+    release = anyio.Event()
+    first = anyio.Event()
+
+    async def handle(message: MessageExt) -> None:
+        calls.append(message.body)
+        first.set()
+        await release.wait()
+
+    async with Producer(namesrv=rocketmq_namesrv, group="G_metrics") as producer:
+        await create_topic(producer.instance, unique_topic, queues=1)
+        async with PushConsumer(
+            namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
+            handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET, max_cached_messages=1,
+            persist_interval=0.2, pull_suspend=30.0,
+        ) as consumer:  # fmt: skip
+            refreshes = Refreshes(consumer, monkeypatch)
+            await producer.send(Message(topic=unique_topic, body=b"first"))
+            with anyio.fail_after(30):
+                await first.wait()
+            # one message in the handler fills the cache: flow control, no pull from now on
+            for i in range(5):
+                await producer.send(Message(topic=unique_topic, body=b"%d" % i))
+            await refreshes.until(lambda: _lag(unique_group, unique_topic) == 6)
+            assert calls == [b"first"]  # seen without any of the five delivered
+            release.set()
+            await refreshes.until(lambda: len(calls) == 6)
+            # consumed, and idle: the consumer's pull is held by the broker for 30 s, yet
+            await refreshes.until(lambda: _lag(unique_group, unique_topic) == 0, seconds=10.0)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import anyio
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
@@ -19,6 +20,47 @@ from rocketmq_actors.protocol.records import MessageExt
 pytestmark = pytest.mark.integration
 
 _EXPORTER = InMemorySpanExporter()
+
+# The attributes the messaging semantic conventions define for RocketMQ spans: semconv 1.44.0
+# (opentelemetry-semantic-conventions 0.66b2), the table of
+# https://github.com/open-telemetry/semantic-conventions/blob/main/docs/messaging/rocketmq.md
+# (https://opentelemetry.io/docs/specs/semconv/messaging/rocketmq/) plus messaging.system, and
+# messaging.rocketmq.client_group: deprecated in the registry, "no replacement for producer
+# spans", so send spans keep it for the producer group.
+SEMCONV_ROCKETMQ = frozenset({
+    "messaging.system", "messaging.consumer.group.name", "messaging.operation.name",
+    "messaging.destination.name", "messaging.operation.type", "server.address", "server.port",
+    "messaging.rocketmq.namespace", "error.type", "messaging.batch.message_count",
+    "messaging.rocketmq.message.delay_time_level", "messaging.rocketmq.message.delivery_timestamp",
+    "messaging.rocketmq.message.group", "messaging.client.id", "messaging.message.id",
+    "messaging.rocketmq.consumption_model", "messaging.rocketmq.message.keys",
+    "messaging.rocketmq.message.tag", "messaging.rocketmq.message.type",
+    "messaging.message.body.size", "messaging.rocketmq.client_group",
+})  # fmt: skip
+# Required on every span (messaging.consumer.group.name: on consumer spans, below)
+REQUIRED = frozenset({"messaging.system", "messaging.operation.name",
+                      "messaging.rocketmq.namespace"})  # fmt: skip
+
+
+def check_semconv(span: ReadableSpan) -> dict[str, Any]:
+    """The span's attributes, after checking each is the convention's and the required are
+    there (the conditionally required ones: the tests assert them where the condition holds)."""
+    attributes = dict(span.attributes or {})
+    assert set(attributes) <= SEMCONV_ROCKETMQ, set(attributes) - SEMCONV_ROCKETMQ
+    assert set(attributes) >= REQUIRED, REQUIRED - set(attributes)
+    assert attributes["messaging.system"] == "rocketmq"
+    if span.kind is SpanKind.CONSUMER:
+        assert "messaging.consumer.group.name" in attributes
+    if not span.status.is_ok:
+        assert "error.type" in attributes  # if and only if the operation failed
+    else:
+        assert "error.type" not in attributes
+    if attributes.get("messaging.rocketmq.message.type") == "fifo":
+        assert "messaging.rocketmq.message.group" in attributes
+    if attributes.get("messaging.rocketmq.message.type") == "delay":
+        assert ("messaging.rocketmq.message.delay_time_level" in attributes
+                or "messaging.rocketmq.message.delivery_timestamp" in attributes)  # fmt: skip
+    return attributes
 
 
 @pytest.fixture
@@ -66,6 +108,11 @@ async def test_send_and_process_spans_share_a_trace(
     assert sends[0].attributes["messaging.rocketmq.message.tag"] == "t"
     assert sends[1].attributes["messaging.message.id"] == second.msg_id
     assert sends[1].attributes["messaging.rocketmq.message.type"] == "fifo"
+    assert sends[1].attributes["messaging.rocketmq.message.group"] == "s"
+    for span in finished:
+        attributes = check_semconv(span)
+        assert attributes["messaging.rocketmq.namespace"] == ""
+        assert isinstance(attributes["server.port"], int) and attributes["server.address"]
     assert "traceparent" in got[0].properties  # the context travelled in the message
     assert len(processes) == 2
     for send, process in zip(sends, processes, strict=True):
@@ -73,6 +120,9 @@ async def test_send_and_process_spans_share_a_trace(
         assert process.parent is not None and process.parent.span_id == send.context.span_id
         assert process.attributes is not None
         assert process.attributes["messaging.consumer.group.name"] == unique_group
+        assert process.attributes["messaging.rocketmq.consumption_model"] == "clustering"
+        sent_id = dict(send.attributes or {})["messaging.message.id"]
+        assert process.attributes["messaging.message.id"] == sent_id
 
 
 async def test_a_failed_send_ends_its_span_with_an_error(
@@ -83,3 +133,47 @@ async def test_a_failed_send_ends_its_span_with_an_error(
             await producer.send(Message(topic="T_traced_bad", body=b""))
     (span,) = spans.get_finished_spans()
     assert not span.status.is_ok and span.status.description == "InvalidMessage"
+    attributes = check_semconv(span)
+    assert attributes["error.type"] == "rocketmq_actors.errors.InvalidMessage"
+
+
+async def test_batch_and_delay_sends_have_their_attributes_and_a_handler_error_its_type(
+    spans: InMemorySpanExporter, rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    failed = anyio.Event()
+
+    async def handle(message: MessageExt) -> None:
+        failed.set()
+        raise KeyError("handler says no")  # reconsumed later: the process span fails
+
+    async with Producer(namesrv=rocketmq_namesrv, group="G_traced", namespace="ns1",
+                        tracing=True) as producer:  # fmt: skip
+        await create_topic(producer.instance, f"ns1%{unique_topic}", queues=1)
+        results = await producer.send_batch(
+            [Message(topic=unique_topic, body=b"%d" % i) for i in range(3)]
+        )
+        await producer.send(Message(topic=unique_topic, body=b"d", delay_level=1))
+    (batch, delayed) = spans.get_finished_spans()
+    batch_attributes = check_semconv(batch)
+    assert batch.name == f"send {unique_topic}"
+    assert batch_attributes["messaging.batch.message_count"] == 3
+    assert "messaging.message.id" not in batch_attributes  # a batch is not one message
+    assert batch_attributes["messaging.rocketmq.namespace"] == "ns1"
+    assert batch_attributes["messaging.client.id"] == producer.instance.client_id
+    delay_attributes = check_semconv(delayed)
+    assert delay_attributes["messaging.rocketmq.message.type"] == "delay"
+    assert delay_attributes["messaging.rocketmq.message.delay_time_level"] == 1
+    spans.clear()
+    async with PushConsumer(
+        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
+        namespace="ns1", handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET, tracing=True,
+    ):  # fmt: skip
+        with anyio.fail_after(30):
+            await failed.wait()
+    process = next(s for s in spans.get_finished_spans() if s.kind is SpanKind.CONSUMER)
+    attributes = check_semconv(process)
+    assert attributes["error.type"] == "builtins.KeyError"
+    assert attributes["messaging.consumer.group.name"] == unique_group  # without namespace
+    assert attributes["messaging.destination.name"] == unique_topic
+    assert process.parent is not None and process.parent.span_id == batch.context.span_id
+    assert attributes["messaging.message.id"] in {r.msg_id for r in results}

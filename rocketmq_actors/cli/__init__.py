@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 
 from rocketmq_actors._version import __version__
 from rocketmq_actors.errors import RocketMQError, unwrap_group
+from rocketmq_actors.extras import uvloop_policy
 from rocketmq_actors.logs import configure_logging
 from rocketmq_actors.testing.jars import LauncherError
 
@@ -40,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--log-level", default="warning", help="log level for diagnostics on stderr"
     )
     parser.add_argument("--log-json", action="store_true", help="log as JSON lines on stderr")
+    parser.add_argument("--uvloop", action="store_true", help="run on uvloop (the uvloop extra)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     cluster_cmd.register(sub)
     produce_cmd.register(sub)
@@ -54,7 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     configure_logging(json=args.log_json, level=args.log_level)
     try:
-        status: int = args.handler(args)
+        with uvloop_policy() if args.uvloop else nullcontext():
+            status: int = args.handler(args)
     except BaseException as exc:
         leaf = unwrap_group(exc)
         if isinstance(leaf, KeyboardInterrupt):

@@ -1,7 +1,8 @@
 """Progress on long CLI work: a rich bar on a terminal, plain lines otherwise.
 
 ``--json`` output stays clean: progress only ever goes to stderr. Without the ``cli`` extra
-(rich), or when stderr is not a terminal, a line is written every ``every`` items instead.
+(rich), or when stderr is not a terminal, a line is written every ``every`` items instead
+(on a terminal, after a first line naming the extra that gives the bar).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import sys
 import time
 from types import TracebackType
 from typing import IO, Any
+
+from rocketmq_actors.extras import MissingExtra
 
 try:  # optional: the `cli` extra
     from rich.console import Console
@@ -49,7 +52,10 @@ class ProgressReport:
         self._started = time.monotonic()
         terminal = force_terminal if force_terminal is not None else self._stream.isatty()
         self._rich: Any = None
-        if enabled and terminal and Console is not None:
+        if enabled and terminal and Console is None:  # plain lines; say what gives the bar
+            hint = MissingExtra("rich", "cli", "a progress bar")
+            self._stream.write(f"rocketmq-actors: {hint} (plain lines meanwhile)\n")
+        elif enabled and terminal and Console is not None:
             console = Console(file=self._stream, force_terminal=True)
             self._rich = Progress(
                 TextColumn("{task.description}"),

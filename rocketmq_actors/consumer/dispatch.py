@@ -74,8 +74,8 @@ class Dispatcher:
         self._failure_log = FailureLog()
         self._ok_series = SeriesKeys(  # topic -> (messages consumed, handler seconds)
             lambda topic: (
-                METRICS.key("rocketmq_consume_total", group=group, topic=topic, result="ok"),
-                METRICS.key("rocketmq_consume_seconds", group=group, topic=topic),
+                METRICS.key("rocketmq_client_consume_total", group=group, topic=topic, result="ok"),
+                METRICS.key("rocketmq_client_consume_seconds", group=group, topic=topic),
             )
         )
 
@@ -158,7 +158,7 @@ class Dispatcher:
     def _count_failed(self, messages: Sequence[MessageExt], count: int | None = None) -> None:
         count = len(messages) if count is None else count
         self.failed += count
-        METRICS.inc("rocketmq_consume_total", count, group=self.group,
+        METRICS.inc("rocketmq_client_consume_total", count, group=self.group,
                     topic=messages[0].topic, result="failed")  # fmt: skip
 
     def report_failure(self, messages: Sequence[MessageExt], exc: BaseException) -> None:
@@ -181,7 +181,8 @@ class Dispatcher:
     async def _traced(self, presented: list[ReceivedMessage[Any]]) -> None:
         tracing = self._tracing
         assert tracing is not None
-        with tracing.process(presented[0]):  # a span per call, child of the first sender's
+        # a span per call, child of the first sender's
+        with tracing.process(presented[0], count=len(presented)):
             await self._dispatch(presented)
 
     def _dispatch(self, presented: list[ReceivedMessage[Any]]) -> Awaitable[None]:

@@ -23,8 +23,8 @@ What a handler's outcome means:
 
 Failures are logged as ``consumer.handler_failed`` at WARNING with the traceback, the message
 id, topic, queue and reconsume count: at most one line per queue every ``interval`` seconds,
-the next one saying how many were suppressed (the ``rocketmq_consume_total{result="failed"}``
-counter counts them all).
+the next one saying how many were suppressed (the
+``rocketmq_client_consume_total{result="failed"}`` counter counts them all).
 """
 
 from __future__ import annotations

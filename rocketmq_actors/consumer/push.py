@@ -62,10 +62,11 @@ from rocketmq_actors.runtime.tree import Node
 from rocketmq_actors.tracing import Tracing
 
 from . import push_requests
-from .brokercalls import check_subscription
+from .brokercalls import check_subscription, max_offset
 from .concurrent import ConcurrentConsumeService
 from .dispatch import BatchHandler, Dispatcher, Handler
 from .handlers import as_async_handler
+from .lag import ConsumerLag
 from .message import ReceivedMessage, T, deserialize
 from .offsets import LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from .options import ConsumeFrom, MessageModel, check_push_options
@@ -182,12 +183,16 @@ class PushConsumer(GroupMember, Generic[T]):
         self.dispatcher = Dispatcher(
             self.group, handler=handler, batch_handler=batch_handler,
             consume_timeout=consume_timeout, fail=self._fail,
-            tracing=Tracing(self.group) if tracing else None, namespace=namespace,
+            tracing=Tracing(self.group, namespace=namespace, client_id=self._instance.client_id,
+                            model=model.value.lower()) if tracing else None,
+            namespace=namespace,
         )  # fmt: skip
         self.queues: QueueTable[QueueActor] = QueueTable(
             "queues", shutdown_timeout=shutdown_timeout
         )
         self.ownership = Ownership(self)
+        self.lag = ConsumerLag(self, lambda q: max_offset(self._instance, q),
+                               timeout=request_timeout)  # fmt: skip
         self.rebalancer = Rebalancer(
             self._instance, self.group, strategy=strategy,
             broadcasting=model is MessageModel.BROADCASTING, interval=rebalance_interval,
@@ -319,6 +324,7 @@ class PushConsumer(GroupMember, Generic[T]):
         if self.locking:  # runs after the offsets are persisted
             stack.push_async_callback(self.ownership.unlock_held)
         stack.push_async_callback(self.offsets.persist_on_close)  # after every handler stopped
+        stack.callback(self.lag.forget)  # once the queue actors (which record lag) stopped
         if self.dispatcher.deliveries is not None:
             stack.callback(self.dispatcher.deliveries.dispose)
         if isinstance(self.service, ConcurrentConsumeService):
@@ -361,6 +367,7 @@ class PushConsumer(GroupMember, Generic[T]):
         self.ownership.held = list(self.queues)  # their locks go back once the actors stopped
         for actor in self.queues.actors():
             actor.stop_pulling()
+        self.lag.forget()  # (and again once the actors are gone: _open)
         if self.dispatcher.deliveries is not None:  # what ``async for`` did not finish stays
             self.dispatcher.deliveries.close()
         # handlers in flight get the stop deadline, less what persisting the offsets needs
@@ -379,6 +386,7 @@ class PushConsumer(GroupMember, Generic[T]):
         while True:
             await anyio.sleep(self.persist_interval)
             await self.offsets.persist(list(self.queues))
+            await self.lag.refresh()  # an idle consumer's lag gauge too: lag.py
 
     def _consumer_data(self) -> ConsumerData:
         return ConsumerData(

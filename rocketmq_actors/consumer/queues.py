@@ -19,7 +19,6 @@ import anyio
 from anyio.abc import TaskStatus
 
 from rocketmq_actors.logs import get_logger
-from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.runtime.backoff import RestartPolicy
@@ -28,6 +27,7 @@ from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Res
 from rocketmq_actors.runtime.tree import Node
 
 from .brokercalls import PullCounter, Puller, PullResult, PullStatus
+from .lag import record_lag
 from .offsets import OffsetStore
 from .process_queue import ProcessQueue
 
@@ -130,12 +130,7 @@ class QueueActor:
         return await self._pulls.pull(self.owner, self.pq.queue, self.pq.next_offset)
 
     def _record_lag(self, result: PullResult) -> None:
-        pq = self.pq
-        committed = self.owner.offsets.read(pq.queue)
-        behind = result.max_offset - (pq.next_offset if committed is None else committed)
-        METRICS.set("rocketmq_consumer_lag", behind, group=self.owner.group,
-                    topic=pq.queue.topic, broker=pq.queue.broker_name,
-                    queue=pq.queue.queue_id)  # fmt: skip
+        record_lag(self.owner.group, self.owner.offsets, self.pq, result.max_offset)
 
     def describe(self) -> Node:
         pq = self.pq

@@ -131,7 +131,11 @@ class Producer(GroupMember):
         self._topics = [wrap(namespace, t) for t in topics]
         self._ids = UniqueIdGenerator(ip=bytes(int(p) for p in local_ipv4().split(".")))
         self.faults = LatencyFaultTolerance(enabled=latency_fault_tolerance)
-        self._tracing = Tracing(self.group) if tracing else None
+        self._tracing = (
+            Tracing(self.group, namespace=namespace, client_id=self._instance.client_id)
+            if tracing
+            else None
+        )
         self.loop = SendLoop(
             self._instance,
             SendFrameEncoder(self.group, credentials=self._instance.pool.credentials),
@@ -243,7 +247,7 @@ class Producer(GroupMember):
             except BaseException as exc:
                 self._tracing.end_send(span, None, exc)
                 raise
-            self._tracing.end_send(span, result.msg_id, None)
+            self._tracing.end_send(span, result, None)
             return result
         return await self._send_now(message, sharding_key, selector, arg, timeout)
 
@@ -294,7 +298,7 @@ class Producer(GroupMember):
     ) -> tuple[Any, Message]:
         assert self._tracing is not None
         ordered = sharding_key is not None or selector is not None
-        return self._tracing.start_send(message, ordered=ordered)
+        return self._tracing.start_send(message, ordered=ordered, message_group=sharding_key)
 
     async def send_oneway(self, message: Message, *, sharding_key: str | None = None) -> None:
         """Send without waiting for any answer (at most once: no retry, no result). It takes
@@ -310,6 +314,18 @@ class Producer(GroupMember):
         """Send ``messages`` (one topic) as SEND_BATCH_MESSAGE requests, cut so that each body
         stays within the maximum message size. Returns one result per message (a sequence
         that builds them when first read)."""
+        if self._tracing is not None:  # one span for the batch: tracing.py
+            span, traced = self._tracing.start_batch(messages)
+            try:
+                results = await self._send_batch(traced, timeout)
+            except BaseException as exc:
+                self._tracing.end_send(span, None, exc, batch=True)
+                raise
+            self._tracing.end_send(span, results[0] if results else None, None, batch=True)
+            return results
+        return await self._send_batch(messages, timeout)
+
+    async def _send_batch(self, messages: Sequence[Message], timeout: float | None) -> BatchResults:
         chunks = prepare_batch(
             messages, ids=self._ids, namespace=self.namespace, max_size=self.max_message_size
         )

@@ -190,7 +190,7 @@ class Senders:
         except Exception as exc:
             self._tracing.end_send(item.span, None, exc)
         else:
-            self._tracing.end_send(item.span, result.msg_id, None)
+            self._tracing.end_send(item.span, result, None)
 
     def describe(self) -> Node:
         info = {"tasks": self.tasks, "pending": self.pending}

@@ -87,8 +87,8 @@ class SendLoop:
         self.on_done: Callable[[], None] | None = None  # told when one ends (while stopping)
         self._ok_series = SeriesKeys(  # topic -> (sends ok, send seconds)
             lambda topic: (
-                METRICS.key("rocketmq_send_total", topic=topic, result="ok"),
-                METRICS.key("rocketmq_send_seconds", topic=topic),
+                METRICS.key("rocketmq_client_send_total", topic=topic, result="ok"),
+                METRICS.key("rocketmq_client_send_seconds", topic=topic),
             )
         )
 
@@ -186,13 +186,15 @@ class SendLoop:
                         remaining = deadline - time.monotonic()
                     reply = await conn.request_encoded(code, encode, remaining, prepared.size)
                 except SendFailed:
-                    METRICS.inc("rocketmq_send_total", topic=prepared.user_topic, result="failed")
+                    METRICS.inc(
+                        "rocketmq_client_send_total", topic=prepared.user_topic, result="failed"
+                    )
                     raise
                 except RocketMQError as exc:
                     self.faults.record(broker, 0, failed=True)
                     attempts.append(exc)
                     avoid = broker
-                    METRICS.inc("rocketmq_send_retries_total", topic=prepared.user_topic)
+                    METRICS.inc("rocketmq_client_send_retries_total", topic=prepared.user_topic)
                     log.info("producer.send.retry", topic=prepared.topic, broker=broker,
                              error=str(exc))  # fmt: skip
                     if not exc.retriable:
@@ -224,7 +226,9 @@ class SendLoop:
                         ext.get("transactionId"), ext.get("MSG_REGION"),
                     )  # fmt: skip
                 except (KeyError, ValueError) as exc:
-                    METRICS.inc("rocketmq_send_total", topic=prepared.user_topic, result="failed")
+                    METRICS.inc(
+                        "rocketmq_client_send_total", topic=prepared.user_topic, result="failed"
+                    )
                     raise SendFailed(
                         prepared.user_topic,
                         [BrokerError(addr, reply.code, f"malformed send response: {exc!r}")],
@@ -243,7 +247,7 @@ class SendLoop:
                 return not_ok
             if not attempts:  # the deadline passed before any attempt could start
                 attempts.append(RequestTimeout("-", code, timeout))
-            METRICS.inc("rocketmq_send_total", topic=prepared.user_topic, result="failed")
+            METRICS.inc("rocketmq_client_send_total", topic=prepared.user_topic, result="failed")
             raise SendFailed(prepared.user_topic, attempts) from attempts[-1]
         finally:
             self.in_flight -= 1

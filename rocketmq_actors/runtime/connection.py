@@ -171,7 +171,7 @@ class BrokerConnection:
             with anyio.CancelScope(shield=True):
                 await self._wire.aclose()
             log.info("connection.closed", addr=self.addr, reason=repr(self._closed))
-            METRICS.inc("rocketmq_connections_closed_total", addr=self.addr)
+            METRICS.inc("rocketmq_client_connections_closed_total", addr=self.addr)
 
     def close(self) -> None:
         """Stop serving once the frames already queued are written (one-way requests such as

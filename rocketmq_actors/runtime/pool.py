@@ -163,7 +163,7 @@ class ConnectionPool:
         self.registry.register(addr, conn)
         self._changed(addr)
         log.info("connection.opened", addr=addr, tls=self._ssl is not None)
-        METRICS.inc("rocketmq_connections_opened_total", addr=addr)
+        METRICS.inc("rocketmq_client_connections_opened_total", addr=addr)
         try:
             task_status.started(conn)
             await conn.serve()

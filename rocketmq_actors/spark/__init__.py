@@ -6,10 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .columns import ColumnError
-from .datasource import RocketMQDataSource, SinkError
-from .options import OptionError
-from .publisher import publish_dataframe
+from rocketmq_actors.extras import require
+
+require("pyspark", purpose="rocketmq_actors.spark")  # its modules import it: name the extra
+require("pyarrow", extra="spark", purpose="rocketmq_actors.spark")
+
+from .columns import ColumnError  # noqa: E402
+from .datasource import RocketMQDataSource, SinkError  # noqa: E402
+from .options import OptionError  # noqa: E402
+from .publisher import publish_dataframe  # noqa: E402
 
 __all__ = [
     "ColumnError",
