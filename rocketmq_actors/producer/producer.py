@@ -86,6 +86,8 @@ def _compression(kind: CompressionType | str, level: int) -> CompressionType:
 
 
 class Producer(GroupMember):
+    ready_needs_brokers = True
+
     def __init__(
         self,
         *,
