@@ -129,6 +129,7 @@ class Prepared:
     sys_flag: int = 0
     flag: int = 0
     batch_ids: Sequence[str] = ()
+    timer: bool = False  # 5.x timer delivery: the broker's version is checked before sending
 
     @property
     def size(self) -> int:
@@ -185,6 +186,7 @@ def prepare(
         msg_id=msg_id,
         sys_flag=sys_flag,
         flag=msg.flag,
+        timer=msg.deliver_at_ms is not None or msg.delay_ms is not None,
     )
 
 
