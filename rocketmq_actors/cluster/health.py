@@ -133,12 +133,11 @@ def instance_health(
         for addr, (name, master) in sorted(nodes.items())
     )  # fmt: skip
     reasons = []
-    if state != "running":
+    if state != "running":  # (then what it cannot reach says nothing more)
         reasons.append(f"the client is {state}")
-    if not ns.reachable:
-        reasons.append(f"no NameServer answered: {ns.last_error}" if ns.last_error
-                       else "no NameServer answered yet")  # fmt: skip
-    if needs_brokers and unreachable:
+    elif not ns.reachable:
+        reasons.append(f"no NameServer answered: {ns.last_error}")
+    if state == "running" and needs_brokers and unreachable:
         reasons.append(f"no connected master for {', '.join(unreachable)}")
     return Health(
         ready=not reasons, reasons=tuple(reasons), kind=kind, group=group, state=state,

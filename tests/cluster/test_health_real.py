@@ -21,7 +21,7 @@ async def test_ready_after_start_and_not_after_stop(
 ) -> None:
     producer = Producer(namesrv=rocketmq_namesrv, group=unique_group, topics=[unique_topic])
     assert not producer.ready
-    assert producer.health().reasons == ("the client is new", "no NameServer answered yet")
+    assert producer.health().reasons == ("the client is new",)
     async with producer:
         await producer.send(Message(topic=unique_topic, body=b"x"))
         health = producer.health()
@@ -39,7 +39,7 @@ async def test_ready_after_start_and_not_after_stop(
         assert as_json["ready"] is True and as_json["brokers"][0]["state"] == "connected"
     health = producer.health()
     assert not producer.ready and health.state == "stopped"
-    assert "the client is stopped" in health.reasons
+    assert health.reasons == ("the client is stopped",)
 
 
 async def test_a_consumer_has_health_too(rocketmq_namesrv: str, unique_group: str) -> None:
