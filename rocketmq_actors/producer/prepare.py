@@ -148,12 +148,17 @@ def prepare(
     extra: dict[str, str] | None = None,
     sys_flag: int = 0,
 ) -> Prepared:
-    body = check_message(msg).body
-    if not (extra or msg.properties or msg.tags or msg.keys or msg.delay_level
+    try:  # (a try costs nothing until it catches: a Message pays no type check here)
+        body = msg.body
+        plain = not (extra or msg.properties or msg.tags or msg.keys or msg.delay_level
             or msg.deliver_at_ms is not None or msg.delay_ms is not None or not msg.wait_store
             or body.__class__ is not bytes or not 0 < len(body) <= max_size
             or msg.value is not None or msg.flag.__class__ is not int
-            or (compress_threshold and len(body) >= compress_threshold)):  # fmt: skip
+            or (compress_threshold and len(body) >= compress_threshold))  # fmt: skip
+    except AttributeError:  # not a Message: InvalidMessage saying so
+        check_message(msg)
+        raise
+    if plain:
         # a plain message (bytes body of a valid size, below the compression threshold, no
         # properties, tags, keys or delay): the checks above are all that _validate would
         # make, and UNIQ_KEY is its only property
