@@ -330,7 +330,7 @@ class Producer(GroupMember):
     ) -> tuple[Any, Message]:
         assert self._tracing is not None
         ordered = sharding_key is not None or selector is not None
-        return self._tracing.start_send(message, ordered=ordered)
+        return self._tracing.start_send(check_message(message), ordered=ordered)
 
     async def send_oneway(self, message: Message, *, sharding_key: str | None = None) -> None:
         """Send without waiting for any answer (at most once: no retry, no result). It takes

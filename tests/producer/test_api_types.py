@@ -71,3 +71,11 @@ async def test_a_non_message_later_in_a_batch_is_named_by_index() -> None:
     producer = Producer(namesrv="127.0.0.1:1")
     with pytest.raises(InvalidMessage, match="message 1 of the batch: expected a Message"):
         await producer.send_batch([_msg(), "x"])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("mode", ["send", "send_nowait"])
+async def test_a_non_message_with_tracing_on(mode: str) -> None:
+    pytest.importorskip("opentelemetry")
+    producer = Producer(namesrv="127.0.0.1:1", tracing=True)
+    with pytest.raises(InvalidMessage, match="expected a Message, not str"):
+        await getattr(producer, mode)("body")
