@@ -5,7 +5,9 @@ by the app's lifespan, shared by every request.
 
 ``POST /orders`` with ``{"order_id": "...", "amount_cents": 1234}`` sends one message (key: the
 order id) and answers with its message id and queue; a broker that cannot take it gives 503 (the
-producer already retried other brokers), a bad order 422.
+producer already retried other brokers), a bad order 422. ``GET /healthz`` is the readiness
+probe: 200 while the producer is ready (running, a NameServer answers, every route it knows has
+a connected master), else 503; the body is ``producer.health().as_dict()`` either way.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from rocketmq_actors.errors import RocketMQError
@@ -57,3 +60,10 @@ async def publish_order(order: Order, request: Request) -> Published:
         raise HTTPException(status_code=503, detail=f"not published: {exc}") from exc
     return Published(msg_id=result.msg_id, queue_id=result.queue.queue_id,
                      queue_offset=result.queue_offset)  # fmt: skip
+
+
+@app.get("/healthz")
+async def healthz(request: Request) -> JSONResponse:
+    producer: Producer = request.app.state.producer
+    health = producer.health()
+    return JSONResponse(health.as_dict(), status_code=200 if health.ready else 503)

@@ -32,6 +32,7 @@ import anyio
 import attrs
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from rocketmq_actors.cluster.health import Health
 from rocketmq_actors.errors import ClientClosed, RocketMQError
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.producer import Message, Producer
@@ -134,6 +135,17 @@ class BlockingProducer:
     def send_batch(self, messages: list[Message]) -> BatchResults:
         self._check()
         return self._portal.call(self.producer.send_batch, messages)
+
+    def health(self) -> Health:
+        """The producer's :meth:`~rocketmq_actors.producer.Producer.health` (read in its loop
+        thread)."""
+        if self._closed:
+            return self.producer.health()  # (the loop thread is gone; the state is final)
+        return self._portal.call(self.producer.health)
+
+    @property
+    def ready(self) -> bool:
+        return self.health().ready
 
     def send_oneway(self, message: Message) -> None:
         self._check()

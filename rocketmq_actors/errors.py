@@ -211,6 +211,19 @@ class InvalidMessage(RocketMQError, ValueError):
     """A message (or its topic, properties, delay) that cannot be sent; raised before any I/O."""
 
 
+class UnsupportedByBroker(InvalidMessage):
+    """The message needs a feature the target broker's version lacks - timer delivery
+    (``deliver_at_ms`` / ``delay_ms``) on a 4.x broker, which would store it as a plain message
+    and deliver it at once. Refused before the message is written (not retriable: use
+    ``delay_level`` there)."""
+
+    def __init__(self, feature: str, addr: str, version: str) -> None:
+        self.feature = feature
+        self.addr = addr
+        self.broker_version = version
+        super().__init__(f"{feature} needs a RocketMQ 5.x broker; {addr} runs {version}")
+
+
 class SendFailed(RocketMQError):
     """Every attempt to send failed. ``outcome_unknown`` is true when an attempt may have stored
     the message (a timeout or a connection lost mid-request): a retry may then duplicate it.

@@ -55,6 +55,16 @@ def test_refuses_bad_messages_before_sending(rocketmq_namesrv: str) -> None:
         producer.send(Message(topic="T_ok", body=b""))  # empty body
 
 
+def test_health_and_ready_from_a_thread(rocketmq_namesrv: str) -> None:
+    producer = BlockingProducer(namesrv=rocketmq_namesrv)
+    with producer:
+        producer.send(Message(topic="T_blocking_health", body=b"x"))
+        health = producer.health()
+        assert producer.ready and health.state == "running"
+        assert any(r.topic == "T_blocking_health" for r in health.routes)
+    assert not producer.ready and producer.health().reasons == ("the client is stopped",)
+
+
 def test_a_producer_left_open_is_closed_at_exit(rocketmq_namesrv: str) -> None:
     script = textwrap.dedent(f"""
         import logging

@@ -20,7 +20,7 @@ from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer
 from rocketmq_actors.errors import RocketMQError
 from rocketmq_actors.names import validate_topic
 from rocketmq_actors.producer import Message, Producer, create_topic
-from rocketmq_actors.runtime.waiters import Waiter
+from rocketmq_actors.producer.future import SendFuture
 
 
 def _at(latencies: list[float], p: float) -> float:
@@ -34,7 +34,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     async with Producer(namesrv=args.namesrv, group="rocketmq_actors_bench",
                         max_pending=args.concurrency) as producer:  # fmt: skip
         await create_topic(producer.instance, args.topic, queues=args.queues)
-        pending: deque[tuple[float, Waiter]] = deque()
+        pending: deque[tuple[float, SendFuture]] = deque()
         began = time.perf_counter()
 
         async def settle() -> None:

@@ -14,7 +14,7 @@ import anyio
 
 from rocketmq_actors.errors import RocketMQError
 from rocketmq_actors.producer import Message, Producer
-from rocketmq_actors.runtime.waiters import Waiter
+from rocketmq_actors.producer.future import SendFuture
 
 from .progress import ProgressReport, add_progress_flag
 
@@ -23,9 +23,9 @@ async def produce(args: argparse.Namespace) -> dict[str, Any]:
     body = (b"rocketmq-actors " * (args.size // 16 + 1))[: args.size]
     sent = failed = 0
     last_error = ""
-    pending: deque[Waiter] = deque()
+    pending: deque[SendFuture] = deque()
 
-    def settle(future: Waiter) -> None:
+    def settle(future: SendFuture) -> None:
         nonlocal sent, failed, last_error
         try:
             future.result()

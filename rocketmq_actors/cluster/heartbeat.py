@@ -46,6 +46,9 @@ class HeartbeatService:
         self._producers: set[str] = set()
         self._consumers: dict[str, Callable[[], ConsumerData]] = {}
         self.rounds = 0
+        #: broker address -> the ``version`` of its last heartbeat answer (an ordinal of
+        #: Java's MQVersion.Version: what the broker runs, set on every response it sends)
+        self.versions: dict[str, int] = {}
 
     def add_producer(self, group: str) -> None:
         self._producers.add(group)
@@ -79,11 +82,7 @@ class HeartbeatService:
 
         async def one(addr: str) -> None:
             try:
-                reply = await self._pool.request(
-                    addr, RemotingCommand.request(RequestCode.HEART_BEAT, body=body), self.timeout
-                )
-                if reply.code != ResponseCode.SUCCESS:
-                    raise broker_error(addr, reply.code, reply.remark)
+                await self._beat_one(addr, body, self.timeout)
                 results[addr] = None
             except RocketMQError as exc:
                 results[addr] = str(exc)
@@ -94,6 +93,24 @@ class HeartbeatService:
                 tg.start_soon(one, addr)
         self.rounds += 1
         return results
+
+    async def _beat_one(self, addr: str, body: bytes, timeout: float) -> None:
+        reply = await self._pool.request(
+            addr, RemotingCommand.request(RequestCode.HEART_BEAT, body=body), timeout
+        )
+        self.versions[addr] = reply.version
+        if reply.code != ResponseCode.SUCCESS:
+            raise broker_error(addr, reply.code, reply.remark)
+
+    async def version_of(self, addr: str, timeout: float) -> int:
+        """The version ``addr`` runs: known from its last heartbeat, else learnt now from one
+        heartbeat to it alone (which registers this client's groups there, as the periodic
+        one would)."""
+        version = self.versions.get(addr)
+        if version is None:
+            await self._beat_one(addr, self.heartbeat_data().encode(), min(timeout, self.timeout))
+            version = self.versions[addr]
+        return version
 
     async def run(
         self, *, task_status: TaskStatus[HeartbeatService] = anyio.TASK_STATUS_IGNORED

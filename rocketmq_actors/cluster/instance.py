@@ -39,6 +39,7 @@ from rocketmq_actors.runtime.router import CONSUMER_EVENTS, PRODUCER_EVENTS, Inb
 from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart, RestartPolicy
 from rocketmq_actors.runtime.tree import Node
 
+from .health import Health, instance_health
 from .heartbeat import HeartbeatService
 from .namesrv import NameServerClient, parse_namesrv
 from .routes import RouteTable
@@ -190,6 +191,16 @@ class ClientInstance(Lifecycle):
     async def oneway(self, addr: str, cmd: RemotingCommand) -> None:
         self._check_running()
         await self.pool.oneway(addr, cmd)
+
+    def health(self) -> Health:
+        """Lifecycle state, NameServer, brokers and routes (:mod:`.health`); ``ready`` when
+        running and a NameServer answered."""
+        return instance_health(self, kind="client-instance", group=None,
+                               state=self.state.value, needs_brokers=False)  # fmt: skip
+
+    @property
+    def ready(self) -> bool:
+        return self.health().ready
 
     def statistics(self) -> dict[str, Any]:
         return {

@@ -22,6 +22,7 @@ from rocketmq_actors.runtime.lifecycle import Lifecycle
 from rocketmq_actors.runtime.mailbox import Mailbox
 from rocketmq_actors.runtime.router import Inbound
 
+from .health import Health, instance_health
 from .instance import ClientInstance
 
 __all__ = ["MEMBER_POLICY", "NAMESRV_ENV", "GroupMember"]
@@ -37,6 +38,10 @@ MEMBER_POLICY = RestartPolicy(
 
 
 class GroupMember(Lifecycle):
+    #: whether readiness needs a connected master for every known route (producers: a
+    #: route without one can take no send)
+    ready_needs_brokers = False
+
     def __init__(
         self,
         *,
@@ -75,6 +80,22 @@ class GroupMember(Lifecycle):
     @property
     def instance(self) -> ClientInstance:
         return self._instance
+
+    def health(self) -> Health:
+        """For readiness probes: this client's lifecycle state, the NameServer (reachable,
+        last answer), the brokers it knows (connection state, version) and its routes (age);
+        ``ready`` and, when not, the reasons. ``as_dict()`` gives JSON types."""
+        state = self.state.value
+        if state == "running" and not self._instance.running:
+            state = self._instance.state.value  # (a shared instance stopped under us)
+        return instance_health(self._instance, kind=self.kind, group=self.group, state=state,
+                               needs_brokers=self.ready_needs_brokers)  # fmt: skip
+
+    @property
+    def ready(self) -> bool:
+        """Running, a NameServer answered its last request, and (producers) every known
+        route has a connected master: :meth:`health` says why not."""
+        return self.health().ready
 
     def _describe(self) -> str:
         return f"{type(self).__name__}({self.group})"

@@ -71,6 +71,9 @@ class NameServerClient:
         self._clock = clock
         self._current = random.randrange(len(self.addrs))
         self._cool_until: dict[str, float] = {}
+        self.last_ok: float | None = None  # (clock) when a NameServer last answered
+        self.last_failed: float | None = None  # when a request last found none answering
+        self.last_error: str | None = None
 
     @property
     def current(self) -> str:
@@ -101,10 +104,19 @@ class NameServerClient:
                 log.info("namesrv.switched", addr=addr)
                 self._current = self.addrs.index(addr)
             self._cool_until.pop(addr, None)
+            self.last_ok = self._clock()
             return reply
+        self.last_failed, self.last_error = self._clock(), str(last)
         raise NameServerUnavailable(
             f"no NameServer of {';'.join(self.addrs)} answered: {last}"
         ) from last
+
+    @property
+    def reachable(self) -> bool:
+        """A NameServer answered the last request (and one ever did)."""
+        return self.last_ok is not None and (
+            self.last_failed is None or self.last_ok >= self.last_failed
+        )
 
     async def probe(self) -> None:
         """Ask the NameServers (in failover order) for the template topic's route until one

@@ -7,6 +7,7 @@ NameServer request.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 
 import anyio
@@ -114,6 +115,13 @@ class RouteTable:
         self.refresh_interval = refresh_interval
         self._routes: dict[str, TopicRoute] = {}
         self._locks: dict[str, anyio.Lock] = {}
+        self._fetched: dict[str, float] = {}  # topic -> time.monotonic() of its last lookup
+
+    def age(self, topic: str) -> float | None:
+        """Seconds since ``topic``'s route was last fetched (a route served from the cache
+        while the NameServers are down grows old), None if it is not known."""
+        fetched = self._fetched.get(topic)
+        return None if fetched is None else time.monotonic() - fetched
 
     def cached(self, topic: str) -> TopicRoute | None:
         return self._routes.get(topic)
@@ -142,6 +150,7 @@ class RouteTable:
             base = await self.get(template)
             route = TopicRoute.from_template(topic, base.data, template_queues)
             self._routes[topic] = route
+            self._fetched[topic] = time.monotonic()
             log.info("route.auto_create", topic=topic, template=template)
             return route
 
@@ -154,6 +163,7 @@ class RouteTable:
             if cached is not None and cached.auto_created:
                 return cached  # not registered yet: keep sending through the template's brokers
             if self._routes.pop(topic, None) is not None:
+                self._fetched.pop(topic, None)
                 log.warning("route.removed", topic=topic)
             raise
         except RocketMQError as exc:
@@ -173,6 +183,7 @@ class RouteTable:
                 brokers=sorted(route.brokers),
             )
         self._routes[topic] = route
+        self._fetched[topic] = time.monotonic()
         return route
 
     def describe(self) -> Node:

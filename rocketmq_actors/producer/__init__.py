@@ -4,6 +4,7 @@ from rocketmq_actors.protocol.compression import CompressionType
 from rocketmq_actors.protocol.messages import Message
 
 from .admin import create_topic
+from .future import FlushResult, SendFuture
 from .producer import Producer
 from .result import BatchResults, SendResult, SendStatus
 from .selector import QueueSelector, select_by_key
@@ -12,10 +13,12 @@ from .transaction import LocalTransactionState, TransactionOutcome, TransactionP
 __all__ = [
     "BatchResults",
     "CompressionType",
+    "FlushResult",
     "LocalTransactionState",
     "Message",
     "Producer",
     "QueueSelector",
+    "SendFuture",
     "SendResult",
     "SendStatus",
     "TransactionOutcome",

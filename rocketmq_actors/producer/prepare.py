@@ -10,7 +10,7 @@ and at most one delay mechanism.
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 
@@ -29,7 +29,7 @@ from rocketmq_actors.protocol.messages import (
 )
 from rocketmq_actors.protocol.sendframe import BatchBody
 
-__all__ = ["Prepared", "prepare", "prepare_batch"]
+__all__ = ["Prepared", "check_message", "prepare", "prepare_batch"]
 
 MAX_DELAY_LEVEL = 18
 _UNIQ_PREFIX = f"{Property.UNIQ_KEY}\x01"
@@ -40,21 +40,75 @@ def _check_text(what: str, text: str) -> None:
         raise InvalidMessage(f"{what} {text!r} contains a reserved separator (U+0001/U+0002)")
 
 
+def check_message(msg: object, where: str = "") -> Message:
+    """``msg`` if it is a :class:`Message`, else :class:`InvalidMessage` (not the
+    AttributeError that reading its fields would raise)."""
+    if msg.__class__ is Message or isinstance(msg, Message):
+        return msg
+    raise InvalidMessage(f"{where}expected a Message, not {type(msg).__name__}")
+
+
+def _check_batch_shape(messages: object) -> None:
+    if isinstance(messages, (Message, str, bytes)) or not isinstance(messages, Sequence):
+        raise InvalidMessage(f"send_batch takes a list of messages, not {_type_name(messages)}")
+    if not messages:
+        raise InvalidMessage("the batch is empty")
+
+
+def check_batch(messages: Sequence[Message]) -> Sequence[Message]:
+    """``messages`` if it is a non-empty sequence of :class:`Message`, else
+    :class:`InvalidMessage` naming the mistake (:func:`prepare_batch` checks each message as
+    it encodes it; this is for callers that read the messages before)."""
+    _check_batch_shape(messages)
+    for i, message in enumerate(messages):
+        check_message(message, f"message {i} of the batch: ")
+    return messages
+
+
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
 def _validate(msg: Message, max_size: int) -> None:
     validate_topic(msg.topic)
+    if msg.value is not None:
+        if len(msg.body):
+            raise InvalidMessage("give the message a body (bytes) or a value, not both")
+        raise InvalidMessage(
+            "the message has a value but the producer has no value_serializer: pass "
+            "value_serializer=... to the producer, or give body=<bytes>"
+        )
     if not isinstance(msg.body, (bytes, bytearray, memoryview)):
-        raise InvalidMessage(f"the body must be bytes, not {type(msg.body).__name__}")
+        hint = (
+            " (encode it, or set value= with a value_serializer)"
+            if isinstance(msg.body, str)
+            else ""
+        )
+        raise InvalidMessage(f"the body must be bytes, not {_type_name(msg.body)}{hint}")
     if len(msg.body) == 0:
         raise InvalidMessage("the body is empty")
     if len(msg.body) > max_size:
         raise InvalidMessage(f"the body has {len(msg.body)} bytes, over the {max_size}-byte limit")
+    if not isinstance(msg.properties, Mapping):
+        raise InvalidMessage(
+            f"properties must be a mapping of str to str, not {_type_name(msg.properties)}"
+        )
     for name, value in msg.properties.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise InvalidMessage(
+                f"properties must map str to str, got {name!r}: {value!r} "
+                f"({_type_name(name)}: {_type_name(value)})"
+            )
         _check_text("property name", name)
         _check_text("property value", value)
         if name in RESERVED_PROPERTIES:
             raise InvalidMessage(f"property name {name!r} is reserved by the client")
     if msg.tags is not None:
+        if not isinstance(msg.tags, str):
+            raise InvalidMessage(f"tags must be a str, not {_type_name(msg.tags)}")
         _check_text("tags", msg.tags)
+    if msg.flag.__class__ is not int:
+        raise InvalidMessage(f"flag must be an int, not {_type_name(msg.flag)}")
     for key in msg.keys:
         if not isinstance(key, str):
             raise InvalidMessage(f"keys must be strings, not {type(key).__name__}")
@@ -66,6 +120,10 @@ def _validate(msg: Message, max_size: int) -> None:
 
 
 def _validate_delay(msg: Message) -> None:
+    for name in ("delay_level", "deliver_at_ms", "delay_ms"):
+        value = getattr(msg, name)
+        if value is not None and (value.__class__ is bool or not isinstance(value, int)):
+            raise InvalidMessage(f"{name} must be an int, not {_type_name(value)}")
     if msg.delay_level and not 1 <= msg.delay_level <= MAX_DELAY_LEVEL:
         raise InvalidMessage(f"delay level {msg.delay_level} is outside 1..{MAX_DELAY_LEVEL}")
     delays = [msg.delay_level > 0, msg.deliver_at_ms is not None, msg.delay_ms is not None]
@@ -88,6 +146,7 @@ class Prepared:
     sys_flag: int = 0
     flag: int = 0
     batch_ids: Sequence[str] = ()
+    timer: bool = False  # 5.x timer delivery: the broker's version is checked before sending
 
     @property
     def size(self) -> int:
@@ -106,11 +165,17 @@ def prepare(
     extra: dict[str, str] | None = None,
     sys_flag: int = 0,
 ) -> Prepared:
-    body = msg.body
-    if not (extra or msg.properties or msg.tags or msg.keys or msg.delay_level
+    try:  # (a try costs nothing until it catches: a Message pays no type check here)
+        body = msg.body
+        plain = not (extra or msg.properties or msg.tags or msg.keys or msg.delay_level
             or msg.deliver_at_ms is not None or msg.delay_ms is not None or not msg.wait_store
             or body.__class__ is not bytes or not 0 < len(body) <= max_size
-            or (compress_threshold and len(body) >= compress_threshold)):  # fmt: skip
+            or msg.value is not None or msg.flag.__class__ is not int
+            or (compress_threshold and len(body) >= compress_threshold))  # fmt: skip
+    except AttributeError:  # not a Message: InvalidMessage saying so
+        check_message(msg)
+        raise
+    if plain:
         # a plain message (bytes body of a valid size, below the compression threshold, no
         # properties, tags, keys or delay): the checks above are all that _validate would
         # make, and UNIQ_KEY is its only property
@@ -143,6 +208,7 @@ def prepare(
         msg_id=msg_id,
         sys_flag=sys_flag,
         flag=msg.flag,
+        timer=msg.deliver_at_ms is not None or msg.delay_ms is not None,
     )
 
 
@@ -154,10 +220,10 @@ def prepare_batch(
     max_size: int,
 ) -> list[Prepared]:
     """Validate a batch and cut it into SEND_BATCH_MESSAGE bodies of at most ``max_size``."""
-    if not messages:
-        raise InvalidMessage("the batch is empty")
-    topic = messages[0].topic
+    _check_batch_shape(messages)
+    topic = check_message(messages[0], "message 0 of the batch: ").topic
     wait = messages[0].wait_store
+    validate_topic(topic)  # (every message must have this one)
     if topic.startswith("%RETRY%"):
         raise InvalidMessage("batches cannot be sent to retry topics")
     # Each message is encoded as it is checked, straight into its chunk's parts: 20 bytes of
@@ -172,7 +238,6 @@ def prepare_batch(
     uniq = _UNIQ_PREFIX
     plain = f"{uniq}{msg_ids[0]}\x02".encode()
     plain_tail = _ascii_length(len(plain)) + uniq
-    validate_topic(topic)  # (every message must have this one)
     if wait:
         uniform = _uniform_batch(messages, topic, msg_ids, plain_tail, max_size)
         if uniform is not None:
@@ -182,6 +247,8 @@ def prepare_batch(
     last_record = last_length = last_flag = -1  # the last record head's figures
     record_head = b""
     for index, msg in enumerate(messages):
+        if msg.__class__ is not Message:
+            check_message(msg, f"message {index} of the batch: ")
         if msg.topic != topic:
             raise InvalidMessage("every message of a batch must have the same topic")
         if msg.wait_store != wait:
@@ -189,7 +256,8 @@ def prepare_batch(
         if msg.delay_level or msg.deliver_at_ms is not None or msg.delay_ms is not None:
             raise InvalidMessage("batch messages cannot be delayed")
         body = msg.body
-        if (msg.properties or msg.tags or msg.keys or not wait
+        if (msg.properties or msg.tags or msg.keys or not wait or msg.value is not None
+                or msg.flag.__class__ is not int
                 or body.__class__ is not bytes or not 0 < len(body) <= max_size):  # fmt: skip
             _validate(msg, max_size)  # every check, and its error
             props = f"{encode_properties(msg.wire_properties())}{uniq}{msg_ids[index]}\x02"
@@ -242,11 +310,13 @@ def _uniform_batch(
         return None
     length = len(first.body)
     flag = first.flag
-    if not 0 < length <= max_size:
+    if not 0 < length <= max_size or flag.__class__ is not int:
         return None
     for msg in messages:
+        if msg.__class__ is not Message:
+            return None
         body = msg.body
-        if (msg.topic != topic or not msg.wait_store or msg.delay_level
+        if (msg.topic != topic or not msg.wait_store or msg.delay_level or msg.value is not None
                 or msg.deliver_at_ms is not None or msg.delay_ms is not None or msg.properties
                 or msg.tags or msg.keys or body.__class__ is not bytes or len(body) != length
                 or msg.flag != flag):  # fmt: skip

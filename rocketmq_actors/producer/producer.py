@@ -19,10 +19,11 @@ flight from one process made a broker on the same two cores answer SYSTEM_BUSY
 
 from __future__ import annotations
 
+import math
 import ssl
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import attrs
@@ -44,14 +45,16 @@ from rocketmq_actors.runtime.netinfo import local_ipv4
 from rocketmq_actors.runtime.router import Inbound
 from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart
 from rocketmq_actors.runtime.tree import Node
-from rocketmq_actors.runtime.waiters import Waiter
+from rocketmq_actors.runtime.waiters import wait_done
 from rocketmq_actors.tracing import Tracing
 
-from .prepare import Prepared, prepare, prepare_batch
+from .future import FlushResult, SendFuture
+from .prepare import Prepared, check_batch, check_message, prepare, prepare_batch
 from .result import BatchResults, SendResult
 from .selector import LatencyFaultTolerance, QueueSelector
 from .senders import Senders
 from .sendloop import ROUND_ROBIN, TEMPLATE_TOPIC, Routing, SendLoop
+from .serialize import serialize, serialize_all
 
 __all__ = ["Producer"]
 
@@ -83,6 +86,8 @@ def _compression(kind: CompressionType | str, level: int) -> CompressionType:
 
 
 class Producer(GroupMember):
+    ready_needs_brokers = True
+
     def __init__(
         self,
         *,
@@ -106,8 +111,14 @@ class Producer(GroupMember):
         tracing: bool = False,
         shutdown_timeout: float = 10.0,
         on_error: Callable[[BaseException], object] | None = None,
+        value_serializer: Callable[[Any], bytes] | None = None,
     ) -> None:
         validate_group(group)
+        if value_serializer is not None and not callable(value_serializer):
+            raise ConfigError(
+                f"value_serializer must be callable (value -> bytes), not "
+                f"{type(value_serializer).__name__}"
+            )
         super().__init__(
             kind="producer", group=wrap(namespace, group), namesrv=namesrv, instance=instance,
             ssl_context=ssl_context, credentials=credentials, shutdown_timeout=shutdown_timeout,
@@ -123,6 +134,7 @@ class Producer(GroupMember):
         if isinstance(topics, str):
             raise ConfigError("topics must be a list of topic names, not a string")
         self.namespace = namespace
+        self.value_serializer = value_serializer
         self.send_timeout = send_timeout
         self.retry_times = retry_times
         self.compress_threshold = compress_threshold
@@ -218,6 +230,8 @@ class Producer(GroupMember):
     # ---- sending ------------------------------------------------------------------------
 
     def _prepare(self, message: Message, **kwargs: Any) -> Prepared:
+        if self.value_serializer is not None:
+            message = serialize(check_message(message), self.value_serializer)
         return prepare(
             message,
             ids=self._ids,
@@ -276,10 +290,11 @@ class Producer(GroupMember):
         selector: QueueSelector | None = None,
         arg: object = None,
         timeout: float | None = None,
-    ) -> Waiter:
+    ) -> SendFuture:
         """Admit the message (waiting while ``max_pending`` sends or ``max_pending_bytes`` are
         in flight), then return a future of its :class:`SendResult` without waiting for the
-        broker: ``await`` it, or check ``done()`` and ``result()``."""
+        broker: ``await`` it, or check ``done()`` and ``result()``; :meth:`flush` waits for
+        all of them."""
         span = None
         if self._tracing is not None:
             span, message = self._start_span(message, sharding_key, selector)
@@ -287,18 +302,41 @@ class Producer(GroupMember):
             prepared = self._prepare(message)
             self._check_running()
             routing = Routing(message, sharding_key, selector, arg)
-            return await self.senders.admit(prepared, routing, timeout, span, self._check_running)
+            future = await self.senders.admit(prepared, routing, timeout, span, self._check_running)
+            return cast(SendFuture, future)
         except BaseException as exc:
             if span is not None and self._tracing is not None:
                 self._tracing.end_send(span, None, exc)
             raise
+
+    async def flush(self, timeout: float | None = None) -> FlushResult:
+        """Wait until every ``send_nowait`` admitted before this call is resolved (sent or
+        failed), at most ``timeout`` seconds (None: no limit), and count them. Sends admitted
+        meanwhile are not waited for. Cancelling a flush cancels no send."""
+        if timeout is not None:
+            timeout = check_timeout("timeout", timeout)
+        futures = self.senders.outstanding()
+        with anyio.move_on_after(math.inf if timeout is None else timeout):
+            for future in futures:
+                await wait_done(future)
+        sent = failed = pending = 0
+        for future in futures:
+            if not future.done():
+                pending += 1
+            elif cast(SendFuture, future).exception() is None:
+                sent += 1
+            else:
+                failed += 1
+        return FlushResult(sent, failed, pending)
 
     def _start_span(
         self, message: Message, sharding_key: str | None, selector: QueueSelector | None
     ) -> tuple[Any, Message]:
         assert self._tracing is not None
         ordered = sharding_key is not None or selector is not None
-        return self._tracing.start_send(message, ordered=ordered, message_group=sharding_key)
+        return self._tracing.start_send(
+            check_message(message), ordered=ordered, message_group=sharding_key
+        )
 
     async def send_oneway(self, message: Message, *, sharding_key: str | None = None) -> None:
         """Send without waiting for any answer (at most once: no retry, no result). It takes
@@ -314,8 +352,10 @@ class Producer(GroupMember):
         """Send ``messages`` (one topic) as SEND_BATCH_MESSAGE requests, cut so that each body
         stays within the maximum message size. Returns one result per message (a sequence
         that builds them when first read)."""
+        if self.value_serializer is not None:
+            messages = serialize_all(messages, self.value_serializer)
         if self._tracing is not None:  # one span for the batch: tracing.py
-            span, traced = self._tracing.start_batch(messages)
+            span, traced = self._tracing.start_batch(check_batch(messages))
             try:
                 results = await self._send_batch(traced, timeout)
             except BaseException as exc:

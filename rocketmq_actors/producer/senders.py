@@ -50,6 +50,7 @@ class _Queued:
     lane: MessageQueue | None
     previous: Waiter | None
     span: Any = None  # tracing: the send span, ended when the send is
+    seq: int = 0  # admission order: flush waits for what was admitted before it
 
 
 class Senders:
@@ -72,6 +73,8 @@ class Senders:
         self.pending_bytes = 0
         self._changed = Signal()
         self._lanes: dict[MessageQueue, Waiter] = {}  # ordered sends: the last one per queue
+        self._admitted = 0
+        self._unresolved: dict[int, Waiter] = {}  # admission seq -> future, until released
         self.outbox: WorkQueue[_Queued] = WorkQueue(max_pending)
 
     # ---- admission --------------------------------------------------------------------
@@ -95,12 +98,21 @@ class Senders:
         future = new_future()
         self.pending += 1
         self.pending_bytes += prepared.size
+        self._admitted = seq = self._admitted + 1
+        self._unresolved[seq] = future
         previous = None
         if lane is not None:  # ordered: after the previous send to the same queue completed
             previous = self._lanes.get(lane)
             self._lanes[lane] = future
-        await self.outbox.put(_Queued(future, prepared, routing, timeout, lane, previous, span))
+        await self.outbox.put(
+            _Queued(future, prepared, routing, timeout, lane, previous, span, seq)
+        )
         return future
+
+    def outstanding(self) -> list[Waiter]:
+        """The futures of every send admitted and not released yet (what ``flush`` waits
+        for)."""
+        return list(self._unresolved.values())
 
     async def _lane_of(self, topic: str, routing: Routing) -> MessageQueue | None:
         """The queue an ordered message goes to."""
@@ -169,6 +181,7 @@ class Senders:
             item.future.set_exception(SendFailed(item.prepared.user_topic, [error]))
         self.pending -= 1
         self.pending_bytes -= item.prepared.size
+        self._unresolved.pop(item.seq, None)
         if item.lane is not None and self._lanes.get(item.lane) is item.future:
             del self._lanes[item.lane]
         if item.span is not None:

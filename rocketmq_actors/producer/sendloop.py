@@ -18,12 +18,14 @@ import attrs
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.routes import TopicRoute
+from rocketmq_actors.cluster.versions import is_5x, version_name
 from rocketmq_actors.errors import (
     BrokerError,
     ConnectError,
     RequestTimeout,
     RocketMQError,
     SendFailed,
+    UnsupportedByBroker,
     broker_error,
 )
 from rocketmq_actors.logs import get_logger
@@ -136,6 +138,16 @@ class SendLoop:
             )
         return addr
 
+    async def check_timer(self, addr: str, timeout: float) -> None:
+        """A 4.x broker ignores the TIMER_* properties (no TimerMessageStore before 5.0) and
+        would deliver a timer message at once: refuse it before it is written. The version is
+        the broker's heartbeat answer's (one heartbeat to it first if none was heard yet)."""
+        version = await self._instance.heartbeat.version_of(addr, timeout)
+        if not is_5x(version):
+            raise UnsupportedByBroker(
+                "timer delivery (deliver_at_ms / delay_ms)", addr, version_name(version)
+            )
+
     async def send(self, prepared: Prepared, routing: Routing, timeout: float | None) -> SendResult:
         """Send with retries, within ``timeout`` (the producer's ``send_timeout`` if None)."""
         if timeout is not None:  # (the hot path passes None: the producer's own, checked)
@@ -184,8 +196,11 @@ class SendLoop:
                             addr, remaining, fail_over=self._elsewhere(route, broker, routing)
                         )
                         remaining = deadline - time.monotonic()
+                    if prepared.timer:
+                        await self.check_timer(addr, remaining)
+                        remaining = deadline - time.monotonic()
                     reply = await conn.request_encoded(code, encode, remaining, prepared.size)
-                except SendFailed:
+                except (SendFailed, UnsupportedByBroker):
                     METRICS.inc(
                         "rocketmq_client_send_total", topic=prepared.user_topic, result="failed"
                     )
@@ -267,6 +282,8 @@ class SendLoop:
             conn = self._instance.pool.registry.lookup(addr)
             if conn is None or not conn.is_open:
                 conn = await self.connect_within(addr, deadline - time.monotonic())
+            if prepared.timer:
+                await self.check_timer(addr, deadline - time.monotonic())
             born = time.time_ns() // 1_000_000
 
             def encode(opaque: int) -> bytes:
@@ -278,7 +295,7 @@ class SendLoop:
 
             timeout = max(deadline - time.monotonic(), 0.0)
             await conn.oneway_encoded(encode, prepared.size, timeout)
-        except SendFailed:
+        except (SendFailed, UnsupportedByBroker):
             raise
         except RocketMQError as exc:
             raise SendFailed(prepared.user_topic, [exc]) from exc

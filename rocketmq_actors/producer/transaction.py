@@ -42,6 +42,7 @@ from rocketmq_actors.runtime.callbacks import as_async_handler
 from rocketmq_actors.runtime.checks import check_int
 from rocketmq_actors.runtime.router import Inbound
 
+from .prepare import check_message
 from .producer import Producer, _Routing
 from .result import SendResult, SendStatus
 
@@ -78,6 +79,7 @@ class TransactionProducer(Producer):
     async def send_in_transaction(
         self, message: Message, execute: LocalTransaction, arg: Any = None
     ) -> TransactionOutcome:
+        message = check_message(message)
         if message.delay_level or message.deliver_at_ms is not None or message.delay_ms is not None:
             raise InvalidMessage("transactional messages cannot be delayed")
         prepared = self._prepare(

@@ -260,9 +260,12 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int]:
 
 def _keys(keys: str | Sequence[str]) -> tuple[str, ...]:
     """Java's two setters: ``setKeys(String)`` stores the string as it is (the broker indexes
-    each space-separated part), ``setKeys(Collection)`` joins the keys with spaces."""
+    each space-separated part), ``setKeys(Collection)`` joins the keys with spaces. Anything
+    else (bytes, a number) is kept as one key, for the producer to refuse by name."""
     if isinstance(keys, str):
         return tuple(key for key in keys.split(" ") if key)
+    if isinstance(keys, (bytes, bytearray)) or not isinstance(keys, Iterable):
+        return (keys,)
     return tuple(keys)
 
 
@@ -272,10 +275,14 @@ class Message:
     own fields: ``keys`` (one key as a string, ``"order-1"``, or several as a list; a string
     with spaces is several keys, as Java's ``setKeys(String)``), ``delay_level`` (1-18, the
     broker's levels 1s .. 2h), and 5.x timer delivery at an absolute time (``deliver_at_ms``)
-    or after a delay (``delay_ms``)."""
+    or after a delay (``delay_ms``).
+
+    ``value`` is an object for the producer's ``value_serializer`` to turn into the body (as
+    aiokafka's ``value_serializer``): give either ``body`` (bytes) or ``value``, not both. The
+    body on the wire is always bytes."""
 
     topic: str
-    body: bytes
+    body: bytes = b""
     tags: str | None = None
     keys: tuple[str, ...] = attrs.field(default=(), converter=_keys)
     properties: Mapping[str, str] = attrs.field(factory=dict)
@@ -284,6 +291,7 @@ class Message:
     delay_ms: int | None = None
     flag: int = 0
     wait_store: bool = True
+    value: object = None
 
     def wire_properties(self) -> dict[str, str]:
         """All properties as sent: user ones plus TAGS, KEYS, DELAY, TIMER_DELIVER_MS, WAIT."""

@@ -44,22 +44,41 @@ Pending = tuple[Waiter, float, int, float]
 class _EventWaiter:
     """The future's interface on any anyio backend."""
 
-    __slots__ = ("_error", "_event", "_result")
+    __slots__ = ("_callbacks", "_error", "_event", "_result")
 
     def __init__(self) -> None:
         self._event = anyio.Event()
         self._result: Any = None
         self._error: BaseException | None = None
+        self._callbacks: list[Callable[[Any], object]] = []
 
     def set_result(self, result: Any) -> None:
         if not self._event.is_set():
             self._result = result
-            self._event.set()
+            self._resolved()
 
     def set_exception(self, exc: BaseException) -> None:
         if not self._event.is_set():
             self._error = exc
-            self._event.set()
+            self._resolved()
+
+    def _resolved(self) -> None:
+        self._event.set()
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(self)
+
+    def add_done_callback(self, fn: Callable[[Any], object], /) -> None:
+        """As ``asyncio.Future``'s (called at once, not scheduled, when already done)."""
+        if self._event.is_set():
+            fn(self)
+        else:
+            self._callbacks.append(fn)
+
+    def exception(self) -> BaseException | None:
+        if not self._event.is_set():
+            raise RuntimeError("the result is not ready")
+        return self._error
 
     def done(self) -> bool:
         return self._event.is_set()

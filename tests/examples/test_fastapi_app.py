@@ -51,3 +51,20 @@ async def test_post_publishes_and_bad_orders_are_refused(
     (message,) = result.messages
     assert message.keys == ["o-1"] and message.msg_id == published["msg_id"]
     assert json.loads(message.body) == {"order_id": "o-1", "amount_cents": 250}
+
+
+async def test_healthz_is_the_readiness_probe(
+    monkeypatch: pytest.MonkeyPatch, rocketmq_namesrv: str, unique_topic: str
+) -> None:
+    example = _load(monkeypatch, rocketmq_namesrv, unique_topic)
+    app = example.app
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://api") as client:
+        async with app.router.lifespan_context(app):
+            ready = await client.get("/healthz")
+        stopped = await client.get("/healthz")  # the producer closed with the app
+    assert ready.status_code == 200, ready.text
+    body = ready.json()
+    assert body["ready"] is True and body["state"] == "running" and body["namesrv"]["reachable"]
+    assert any(r["topic"] == unique_topic for r in body["routes"])  # (topics=[TOPIC])
+    assert stopped.status_code == 503 and stopped.json()["state"] == "stopped"

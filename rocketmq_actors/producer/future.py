@@ -1,0 +1,48 @@
+"""The typed future ``send_nowait`` returns, and what ``flush`` reports."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any, Protocol
+
+import attrs
+
+from .result import SendResult
+
+__all__ = ["FlushResult", "SendFuture"]
+
+
+class SendFuture(Protocol):
+    """The future of one ``send_nowait``: ``await`` it for its :class:`SendResult` (or its
+    error), or poll it. Under asyncio it is an ``asyncio.Future``; under trio, an event-backed
+    object with the same methods."""
+
+    def done(self) -> bool: ...
+
+    def result(self) -> SendResult:
+        """The result, or raise the send's error (only once ``done()``)."""
+        ...
+
+    def exception(self) -> BaseException | None:
+        """The send's error, or None (only once ``done()``)."""
+        ...
+
+    def add_done_callback(self, fn: Callable[[Any], object], /) -> None:
+        """Call ``fn(future)`` once the send is resolved (at once if it is)."""
+        ...
+
+    def __await__(self) -> Generator[Any, None, SendResult]: ...
+
+
+@attrs.frozen
+class FlushResult:
+    """What ``flush`` waited for: the ``send_nowait`` sends admitted before it was called.
+    ``pending`` is what was still unresolved when its timeout passed (0 without a timeout)."""
+
+    sent: int
+    failed: int
+    pending: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.sent + self.failed + self.pending
