@@ -94,9 +94,9 @@ class ReceivedMessage(MessageExt, Generic[T]):
         self._settling().ack()
 
     def nack(self, delay: Delay | None = None, *, requeue: bool = True) -> None:
-        """Consume it again later. ``delay``: a delay level 1-18 (``int``) or a duration
-        (``float`` seconds or ``timedelta``, the smallest level at least that long, at most
-        2 h); None: the consumer's ``retry_delay_level``. ``requeue=False`` sends it to
+        """Consume it again later. ``delay``: a duration (seconds or a ``timedelta``: the
+        smallest delay level at least that long, at most 2 h) or a ``DelayLevel(1-18)``;
+        None: the consumer's ``retry_delay_level``. ``requeue=False`` sends it to
         ``%DLQ%<group>`` at once. In orderly mode the queue is suspended for the delay (at most
         30 s, as Java's) and the same message is delivered again."""
         self._settling().nack(delay, requeue=requeue)

@@ -7,8 +7,10 @@ acked message is committed even if its handler then raises; a nacked one is cons
 even if the handler returns (or ``async for`` asks for the next). Settling twice, or after the
 delivery ended (the handler returned, the loop moved on), raises :class:`MessageAlreadySettled`.
 
-``nack(delay)``: an ``int`` is a delay level (1-18); a ``float`` (seconds) or a ``timedelta``
-is mapped to the smallest level at least that long. The levels are the broker's default
+``nack(delay)``: a duration (``int`` or ``float`` seconds, or a ``timedelta``) is mapped to
+the smallest delay level at least that long; ``DelayLevel(n)`` names a level (1-18) itself. (A
+plain ``int`` is seconds, never a level: ``nack(delay=5)`` waits 5 s, not level 5's minute.)
+The levels are the broker's default
 ``messageDelayLevel`` (``1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h``), so a
 delay longer than 2 h is refused. Concurrent mode sends the message back
 (CONSUMER_SEND_MSG_BACK) with that level; orderly mode suspends the queue for the delay - the
@@ -29,6 +31,7 @@ from rocketmq_actors.errors import ClientStateError, ConfigError
 __all__ = [
     "DELAY_LEVELS",
     "Delay",
+    "DelayLevel",
     "MessageAlreadySettled",
     "Outcome",
     "Settlement",
@@ -36,7 +39,15 @@ __all__ = [
     "delay_level",
 ]
 
-Delay = int | float | timedelta
+
+class DelayLevel(int):
+    """A delay level (1-18) of the broker's ``messageDelayLevel``, given as such:
+    ``message.nack(delay=DelayLevel(3))`` is 10 s. Any other number is seconds."""
+
+    __slots__ = ()
+
+
+Delay = DelayLevel | int | float | timedelta
 
 #: seconds of delay levels 1-18: the broker's default messageDelayLevel (MessageStoreConfig)
 DELAY_LEVELS = (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800,
@@ -63,12 +74,12 @@ class Outcome(enum.Enum):
 def delay_level(delay: Delay) -> int:
     """The delay level ``delay`` means (see the module docs); ConfigError naming ``delay``."""
     if isinstance(delay, bool) or not isinstance(delay, int | float | timedelta):
-        raise ConfigError(f"delay must be an int level, float seconds or timedelta: {delay!r}")
-    if isinstance(delay, int):
+        raise ConfigError(f"delay must be seconds, a timedelta or a DelayLevel: {delay!r}")
+    if isinstance(delay, DelayLevel):
         if not 1 <= delay <= len(DELAY_LEVELS):
-            raise ConfigError(f"delay level must be 1-{len(DELAY_LEVELS)}, not {delay}")
-        return delay
-    seconds = delay.total_seconds() if isinstance(delay, timedelta) else delay
+            raise ConfigError(f"delay level must be 1-{len(DELAY_LEVELS)}, not {int(delay)}")
+        return int(delay)
+    seconds = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
     if not math.isfinite(seconds) or seconds < 0 or seconds > DELAY_LEVELS[-1]:
         raise ConfigError(f"delay must be 0 to 7200 s (level 18, 2 h), not {seconds} s")
     return next(i for i, s in enumerate(DELAY_LEVELS, 1) if s >= seconds)
@@ -76,7 +87,7 @@ def delay_level(delay: Delay) -> int:
 
 def delay_seconds(delay: Delay) -> float:
     """How long ``delay`` is: a level's duration, or the duration given."""
-    if isinstance(delay, int):
+    if isinstance(delay, DelayLevel):
         return float(DELAY_LEVELS[delay_level(delay) - 1])
     delay_level(delay)  # checked
     return delay.total_seconds() if isinstance(delay, timedelta) else float(delay)

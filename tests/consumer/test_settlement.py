@@ -21,6 +21,7 @@ from rocketmq_actors.consumer.message import (
 from rocketmq_actors.consumer.queues import QueueTable
 from rocketmq_actors.consumer.settlement import (
     DELAY_LEVELS,
+    DelayLevel,
     MessageAlreadySettled,
     Outcome,
     Settlement,
@@ -62,20 +63,24 @@ def test_decoded_records_are_message_ext_with_their_fields() -> None:
 
 @pytest.mark.parametrize(
     ("delay", "level"),
-    [(1, 1), (18, 18), (0.0, 1), (1.0, 1), (1.5, 2), (5.0, 2), (61.0, 6),
-     (timedelta(minutes=2), 6), (timedelta(hours=2), 18), (7200.0, 18)],
+    [(DelayLevel(1), 1), (DelayLevel(18), 18), (0.0, 1), (1.0, 1), (1.5, 2), (5.0, 2),
+     (5, 2), (61.0, 6), (60, 5), (timedelta(minutes=2), 6), (timedelta(hours=2), 18),
+     (7200.0, 18), (0, 1)],
 )  # fmt: skip
 def test_a_delay_is_a_level_or_the_smallest_level_at_least_as_long(
     delay: int | float | timedelta, level: int
 ) -> None:
     assert delay_level(delay) == level
-    if not isinstance(delay, int):  # a duration: the smallest level at least as long
+    if not isinstance(delay, DelayLevel):  # a duration: the smallest level at least as long
         seconds = delay.total_seconds() if isinstance(delay, timedelta) else delay
         assert DELAY_LEVELS[level - 1] >= seconds
         assert level == 1 or DELAY_LEVELS[level - 2] < seconds
 
 
-@pytest.mark.parametrize("delay", [0, 19, -1, 7200.5, float("nan"), -0.1, True, "5"])
+@pytest.mark.parametrize(
+    "delay",
+    [DelayLevel(0), DelayLevel(19), -1, 7201, 7200.5, float("nan"), -0.1, True, "5"],
+)
 def test_a_delay_out_of_range_is_refused_naming_it(delay: object) -> None:
     with pytest.raises(ConfigError, match="delay"):
         delay_level(delay)  # type: ignore[arg-type]
@@ -91,7 +96,7 @@ def test_settling_twice_or_after_the_delivery_raises() -> None:
     with pytest.raises(MessageAlreadySettled):
         message.ack()
     with pytest.raises(MessageAlreadySettled):
-        message.nack(1)
+        message.nack(DelayLevel(1))
     assert message.settlement is not None and message.settlement.outcome is Outcome.ACK
     late = _delivered()
     assert late.settlement is not None
@@ -136,10 +141,10 @@ async def test_process_with_a_message_settled_inside() -> None:
     inside = _delivered()
     with pytest.raises(MessageAlreadySettled):
         async with inside.process():
-            inside.nack(1)
+            inside.nack(DelayLevel(1))
     kept = _delivered()
     async with kept.process(ignore_processed=True):
-        kept.nack(1)
+        kept.nack(DelayLevel(1))
     assert kept.settlement is not None and kept.settlement.outcome is Outcome.NACK
     raised = _delivered()
     with pytest.raises(ValueError, match="mine"):  # never masked by the settlement
@@ -150,16 +155,18 @@ async def test_process_with_a_message_settled_inside() -> None:
 
 
 def test_orderly_suspend_is_the_delay_within_javas_bounds() -> None:
-    def suspend(delay: int | float | None) -> float:
+    def suspend(delay: DelayLevel | int | float | None) -> float:
         settlement = Settlement()
         settlement.nack(delay)
         return settlement.suspend(1.0)
 
     assert suspend(None) == 1.0
-    assert suspend(2) == 5.0  # level 2: 5 s
+    assert suspend(DelayLevel(2)) == 5.0  # level 2: 5 s
+    assert suspend(2) == 2.0  # an int is seconds
     assert suspend(0.5) == 0.5
     assert suspend(0.0) == 0.01
-    assert suspend(5) == 30.0  # level 5 is 1 min: 30 s at most
+    assert suspend(DelayLevel(5)) == 30.0  # level 5 is 1 min: 30 s at most
+    assert suspend(45) == 30.0
 
 
 def test_push_deserializer_sets_values_and_marks_what_it_rejects() -> None:
@@ -184,7 +191,7 @@ async def test_dispatcher_explicit_settlement_wins() -> None:
             message.ack()
             raise RuntimeError("after the ack")
         if message.body == b"nack-then-return":
-            message.nack(3)
+            message.nack(DelayLevel(3))
 
     dispatcher = Dispatcher("G", handler=handler, batch_handler=None, consume_timeout=None,
                             tracing=None, fail=lambda exc: None)  # fmt: skip
@@ -213,7 +220,7 @@ async def test_async_for_ends_a_delivery_on_ack_before_the_next() -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(worker)
         got = await deliveries.next()
-        got.nack(1)  # the worker goes on at once, before the loop asks for the next
+        got.nack(DelayLevel(1))  # the worker goes on at once, before the loop asks for the next
         with anyio.fail_after(5):
             await ended.wait()
     assert outcome == [False]

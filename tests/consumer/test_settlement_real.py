@@ -57,7 +57,7 @@ async def test_concurrent_nack_with_level_1_redelivers_after_a_second(
         seen.add(message)
         if message.reconsume_times == 0:
             nacked_at.append(time.monotonic())
-            message.nack(delay=1)  # then return: reconsume later with delay level 1 (1 s)
+            message.nack(delay=1)  # then return: reconsume later, in 1 s (delay level 1)
 
     async with PushConsumer(
         namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
