@@ -26,8 +26,8 @@ from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.consumer.brokercalls import max_offset, min_offset, offset_for_time
 from rocketmq_actors.errors import RocketMQError, broker_error
 from rocketmq_actors.protocol.admin_bodies import (
-    ConsumeStats,
     ConsumerConnection,
+    ConsumeStats,
     OffsetWrapper,
     TopicOffset,
     decode_kv_table,
@@ -305,15 +305,20 @@ async def reset_offset(
         if progress:
             progress(1)
     for addr in offline:
-        offsets.update(await _reset_offline(instance, addr, topic, group, timestamp_ms, force))
+        offsets.update(
+            await _reset_offline(
+                instance, addr, topic, group, timestamp_ms=timestamp_ms, force=force
+            )
+        )
     if not offsets and offline:
         raise GroupNotFound(group)
     return ResetResult(offsets=dict(sorted(offsets.items())), online=not offline)
 
 
 async def _reset_offline(
-    instance: ClientInstance, addr: str, topic: str, group: str, timestamp_ms: int, force: bool
-) -> dict[MessageQueue, int]:
+    instance: ClientInstance, addr: str, topic: str, group: str, *, timestamp_ms: int,
+    force: bool,
+) -> dict[MessageQueue, int]:  # fmt: skip
     header = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
     reply = await _call(
         instance, addr, RequestCode.GET_CONSUME_STATS, header.to_ext(),

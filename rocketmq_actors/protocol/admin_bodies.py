@@ -14,9 +14,9 @@ from .bodies import MessageQueue, _body_decoder, _field, _object
 from .errors import ProtocolError
 
 __all__ = [
+    "ClientConnection",
     "ConsumeStats",
     "ConsumerConnection",
-    "ClientConnection",
     "OffsetWrapper",
     "TopicOffset",
     "decode_kv_table",
