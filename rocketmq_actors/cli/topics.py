@@ -64,7 +64,9 @@ async def _create(instance: ClientInstance, args: argparse.Namespace) -> dict[st
             instance, args.topic, read_queues=args.read_queues, write_queues=args.write_queues,
             perm=args.perm, order=args.order, cluster=args.cluster, progress=bar.advance,
         )  # fmt: skip
-    return {"topic": args.topic, "read_queues": args.read_queues,
+    same = args.read_queues == args.write_queues
+    return {"topic": args.topic, "queues": args.write_queues if same else None,
+            "read_queues": args.read_queues,
             "write_queues": args.write_queues, "perm": args.perm, "brokers": done}  # fmt: skip
 
 
