@@ -9,9 +9,11 @@
 * :func:`group_list` - GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) on every master;
 * :func:`consumer_connection` / :func:`consume_stats` - GET_CONSUMER_CONNECTION_LIST (203) and
   GET_CONSUME_STATS (208) on every master, merged;
-* :func:`reset_offset` - INVOKE_BROKER_TO_RESET_OFFSET (222); when the broker answers
-  CONSUMER_NOT_ONLINE, the offline path of ``ResetOffsetByTimeCommand`` (Java's
-  ``resetOffsetByTimestampOld``): each queue the group has an offset for is written with
+* :func:`reset_offset` - INVOKE_BROKER_TO_RESET_OFFSET (222). A 5.x broker (its default
+  ``useServerSideResetOffset``) stores the new offsets itself and tells the online members,
+  online or not; a 4.x broker only tells online members and answers CONSUMER_NOT_ONLINE for
+  an offline group, and then, as ``ResetOffsetByTimeCommand`` does (Java's
+  ``resetOffsetByTimestampOld``), each queue the group has an offset for is written with
   UPDATE_CONSUMER_OFFSET (15).
 """
 
@@ -265,7 +267,10 @@ async def consume_stats(
 @attrs.frozen(kw_only=True)
 class ResetResult:
     offsets: dict[MessageQueue, int]
-    online: bool  # True: the broker told the online members; False: offsets written offline
+    #: True: the broker did it (5.x: stored and told the members; 4.x: told the online
+    #: members, who commit); False: it answered CONSUMER_NOT_ONLINE and the offsets were
+    #: written here with UPDATE_CONSUMER_OFFSET
+    by_broker: bool
 
 
 async def _target(instance: ClientInstance, queue: MessageQueue, timestamp_ms: int) -> int:
@@ -282,8 +287,8 @@ async def reset_offset(
 ) -> ResetResult:  # fmt: skip
     """Move ``group`` on ``topic`` to the first message stored at or after ``timestamp_ms``
     (0: the oldest kept; :data:`LATEST`: the end). Without ``force`` an offset only moves
-    back. Online members are told by the broker (and commit the new offsets themselves); an
-    offline group's offsets are written directly, for the queues it has offsets on."""
+    back. See the module docstring for who stores the offsets; an offline group on a 4.x
+    broker has them written for the queues it has offsets on."""
     route = await instance.namesrv.topic_route(topic)
     header = ResetOffsetRequestHeader(
         topic=topic, group=group, timestamp=timestamp_ms, is_force=force
@@ -312,7 +317,7 @@ async def reset_offset(
         )
     if not offsets and offline:
         raise GroupNotFound(group)
-    return ResetResult(offsets=dict(sorted(offsets.items())), online=not offline)
+    return ResetResult(offsets=dict(sorted(offsets.items())), by_broker=not offline)
 
 
 async def _reset_offline(

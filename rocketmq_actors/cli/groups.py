@@ -113,11 +113,11 @@ async def _reset(instance: ClientInstance, args: argparse.Namespace) -> dict[str
     rows = [{"broker": q.broker_name, "queue": q.queue_id, "offset": o}
             for q, o in result.offsets.items()]  # fmt: skip
     return {"group": args.group, "topic": args.topic, "timestamp_ms": timestamp,
-            "online": result.online, "queues": rows}  # fmt: skip
+            "by_broker": result.by_broker, "queues": rows}  # fmt: skip
 
 
 def _render_reset(r: dict[str, Any]) -> str:
-    how = "members told by the broker" if r["online"] else "group offline: offsets written"
+    how = "by the broker" if r["by_broker"] else "group offline: offsets written"
     return f"reset {r['group']} on {r['topic']} ({how})\n" + table(
         r["queues"], ["broker", "queue", "offset"]
     )
