@@ -133,14 +133,15 @@ def summary(
     """``msgs_per_s`` is ``received / consuming_seconds``, both stated: the time from the first
     message to the end (``seconds`` also counts the start-up and the final idle wait)."""
     now = time.monotonic()
-    consuming = now - first_at if first_at is not None else 0.0
+    # rounded first, so that msgs_per_s is exactly received / the consuming_seconds printed
+    consuming = round(now - first_at, 3) if first_at is not None else 0.0
     return {
         "topic": args.topic,
         "group": args.group,
         "received": received,
         "unique": unique,
         "seconds": round(now - started, 3),
-        "consuming_seconds": round(consuming, 3),
+        "consuming_seconds": consuming,
         "msgs_per_s": round(received / consuming, 1) if received and consuming > 0 else 0.0,
     }
 
