@@ -94,8 +94,13 @@ async def produce(args: argparse.Namespace) -> dict[str, Any]:
                 )
                 i += 1
                 pending.append(await producer.send_nowait(message))
-                while pending and pending[0].done():
-                    settle(pending.popleft())
+                while pending and (pending[0].done() or args.stdin):
+                    # stdin lines go one at a time, so they are stored in their order (sends
+                    # in flight together may be stored in any order)
+                    future = pending.popleft()
+                    with contextlib.suppress(RocketMQError):  # settle() records the failure
+                        await future
+                    settle(future)
             while pending:
                 future = pending.popleft()
                 with contextlib.suppress(RocketMQError):  # settle() records the failure
