@@ -17,7 +17,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rocketmq_actors.testing.cluster import WELL_KNOWN_NAMESRV_PORT, ClusterSpec, LocalCluster
+import attrs
+
+from rocketmq_actors.testing.cluster import (
+    WELL_KNOWN_NAMESRV_PORT,
+    ClusterSpec,
+    LocalCluster,
+    StartupFailed,
+)
 from rocketmq_actors.testing.jars import DEFAULT_VERSION, LauncherError
 from rocketmq_actors.testing.serverconf import can_bind
 
@@ -47,15 +54,25 @@ def namesrv_port(requested: int | None) -> int | None:
 
 
 def _start(args: argparse.Namespace) -> int:
+    port = namesrv_port(args.namesrv_port)
     spec = ClusterSpec(
         version=args.version,
         brokers=args.brokers,
         slave=args.slave,
         startup_timeout=args.timeout,
-        namesrv_port=namesrv_port(args.namesrv_port),
+        namesrv_port=port,
     )
     cluster = LocalCluster(spec, state_dir=args.state_dir, die_with_parent=False)
-    cluster.start()
+    try:
+        cluster.start()
+    except StartupFailed:
+        # 9876 was free when chosen, and another start (a second `cluster start` at the
+        # same moment) took it first: our NameServer could not bind; random port instead
+        if args.namesrv_port is not None or port is None or can_bind(port, "0.0.0.0"):
+            raise
+        spec = attrs.evolve(spec, namesrv_port=None)
+        cluster = LocalCluster(spec, state_dir=args.state_dir, die_with_parent=False)
+        cluster.start()
     export = f"export NAMESRV_ADDR={cluster.namesrv_addr}"
     if args.export:
         sys.stdout.write(export + "\n")

@@ -70,3 +70,27 @@ def test_start_prints_json_on_stdout_and_the_export_line_on_stderr(tmp_path: Pat
     finally:
         stopped = cli("cluster", "stop", "--kill", "--state-dir", state)
     assert stopped.returncode == 0, stopped.stderr
+
+
+@pytest.mark.integration
+def test_a_start_that_loses_9876_to_another_takes_a_random_port(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two starts at once both find 9876 free; the one whose NameServer cannot bind it
+    starts again on a random port instead of failing."""
+    from rocketmq_actors.cli import main
+
+    answers = iter([True])  # the first look says free; later ones look for real
+    monkeypatch.setattr(
+        cluster_cmd, "can_bind", lambda port, host: next(answers, None) or can_bind(port, host)
+    )
+    state = str(tmp_path / "cluster")
+    with _hold(9876):
+        try:
+            assert main(["cluster", "start", "--state-dir", state]) == 0
+        finally:
+            stopped = cli("cluster", "stop", "--kill", "--state-dir", state)
+    out, err = capsys.readouterr()
+    namesrv = json.loads(out)["namesrv"]
+    assert namesrv != "127.0.0.1:9876" and f"export NAMESRV_ADDR={namesrv}" in err
+    assert stopped.returncode == 0, stopped.stderr
