@@ -117,7 +117,8 @@ async def broker_runtime_info(instance: ClientInstance, addr: str) -> dict[str, 
 
 
 def _first(value: str | None) -> float | None:
-    """``"12.5 10.0 9.9"`` (the last 10 s, 1 min, 10 min rates) -> 12.5."""
+    """``"12.5 10.0 9.9"`` (the last 10 s, 1 min, 10 min rates) -> 12.5; None while the
+    broker has sampled less than 10 s (StoreStatsService then writes blanks)."""
     try:
         return float((value or "").split()[0])
     except (IndexError, ValueError):
@@ -140,7 +141,9 @@ async def cluster_list(instance: ClientInstance) -> list[dict[str, Any]]:
                     "cluster": cluster, "broker": name, "id": broker_id, "addr": addr,
                     "version": runtime.get("brokerVersionDesc", ""),
                     "in_tps": _first(runtime.get("putTps")),
-                    "out_tps": _first(runtime.get("getTransferedTps")),
+                    # 5.x spells it getTransferredTps, 4.9 getTransferedTps
+                    "out_tps": _first(runtime.get("getTransferredTps",
+                                                  runtime.get("getTransferedTps"))),
                     "error": runtime.get("error"),
                 })  # fmt: skip
     return rows

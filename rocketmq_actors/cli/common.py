@@ -55,7 +55,8 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     """Fixed-width columns, numbers right-aligned; ``None`` shows as ``-``."""
     cells = [[("-" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
     widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(columns)]
-    numeric = [all(isinstance(r.get(c), int | float) for r in rows if r.get(c) is not None)
+    numeric = [all(isinstance(r.get(c), int | float) and not isinstance(r.get(c), bool)
+                   for r in rows if r.get(c) is not None)
                and any(r.get(c) is not None for r in rows) for c in columns]  # fmt: skip
 
     def line(values: Sequence[str]) -> str:

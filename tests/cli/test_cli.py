@@ -139,3 +139,14 @@ def test_namesrv_defaults_to_the_environment(
     monkeypatch.setenv("NAMESRV_ADDR", UNREACHABLE)
     assert main(["topic", "list"]) == 1
     assert UNREACHABLE in capsys.readouterr().err
+
+
+def test_table_aligns_numbers_right_and_shows_none_as_a_dash() -> None:
+    from rocketmq_actors.cli.common import table
+
+    rows = [{"name": "a", "n": 5, "ok": True, "x": None}, {"name": "bbb", "n": 123, "ok": False}]
+    assert table(rows, ["name", "n", "ok", "x"]).splitlines() == [
+        "name    n  ok     x",
+        "a       5  True   -",
+        "bbb   123  False  -",
+    ]
