@@ -26,7 +26,7 @@ import attrs
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.consumer.brokercalls import max_offset, min_offset, offset_for_time
-from rocketmq_actors.errors import RocketMQError, broker_error
+from rocketmq_actors.errors import BrokerError, RocketMQError, broker_error
 from rocketmq_actors.protocol.admin_bodies import (
     ConsumerConnection,
     ConsumeStats,
@@ -133,10 +133,16 @@ async def cluster_list(instance: ClientInstance) -> list[dict[str, Any]]:
         for name in sorted(names):
             data = info.brokers.get(name)
             for broker_id, addr in sorted((data.broker_addrs if data else {}).items()):
+                runtime: dict[str, str] = {}
+                error, reachable = None, True
                 try:
                     runtime = await broker_runtime_info(instance, addr)
-                except RocketMQError as exc:  # a listed broker that does not answer: a row
-                    runtime = {"error": str(exc)}
+                except BrokerError as exc:
+                    # it answered, with an error: a broker in its first seconds fails this
+                    # request (StoreStatsService has no sample yet: NoSuchElementException)
+                    error = str(exc)
+                except RocketMQError as exc:  # a listed broker that does not answer
+                    error, reachable = str(exc), False
                 rows.append({
                     "cluster": cluster, "broker": name, "id": broker_id, "addr": addr,
                     "version": runtime.get("brokerVersionDesc", ""),
@@ -144,7 +150,7 @@ async def cluster_list(instance: ClientInstance) -> list[dict[str, Any]]:
                     # 5.x spells it getTransferredTps, 4.9 getTransferedTps
                     "out_tps": _first(runtime.get("getTransferredTps",
                                                   runtime.get("getTransferedTps"))),
-                    "error": runtime.get("error"),
+                    "reachable": reachable, "error": error,
                 })  # fmt: skip
     return rows
 

@@ -28,7 +28,7 @@ def _render_cluster(result: dict[str, Any]) -> str:
 def run_cluster_list(args: argparse.Namespace) -> int:
     result = run_with_instance(_cluster_list, args)
     emit(args, result, _render_cluster)
-    return 1 if any(row["error"] for row in result["brokers"]) else 0
+    return 0 if all(row["reachable"] for row in result["brokers"]) else 1
 
 
 async def _status(instance: ClientInstance, args: argparse.Namespace) -> dict[str, Any]:

@@ -64,7 +64,8 @@ def test_start_prints_json_on_stdout_and_the_export_line_on_stderr(tmp_path: Pat
             capture_output=True, text=True, timeout=60, check=False, env=env,
         )  # fmt: skip
         assert listed.returncode == 0, listed.stderr
-        assert [b["broker"] for b in json.loads(listed.stdout)["brokers"]] == ["broker-a"]
+        brokers = json.loads(listed.stdout)["brokers"]
+        assert [(b["broker"], b["reachable"]) for b in brokers] == [("broker-a", True)]
         again = cli("cluster", "start", "--state-dir", state, "--export")
         assert again.returncode == 2 and "already running" in again.stderr
     finally:

@@ -3,6 +3,8 @@ the real cluster."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from ._run import cli, ok_json, one_line_error
@@ -45,9 +47,15 @@ def test_unknown_topic_is_exit_status_1(rocketmq_namesrv: str, unique_topic: str
 
 
 def test_cluster_list_and_broker_status(rocketmq_namesrv: str) -> None:
-    listed = ok_json("cluster", "list", "--namesrv", rocketmq_namesrv)["brokers"]
+    # a broker fails its runtime info in its first second (no stats sample yet): wait for it
+    deadline = time.monotonic() + 15
+    while True:
+        listed = ok_json("cluster", "list", "--namesrv", rocketmq_namesrv)["brokers"]
+        if all(b["error"] is None for b in listed) or time.monotonic() > deadline:
+            break
     masters = [b for b in listed if b["id"] == 0]
     assert [b["broker"] for b in masters][:1] == ["broker-a"]
+    assert all(b["reachable"] for b in listed)
     assert all(b["version"].startswith("V") and b["error"] is None for b in listed)
     table = cli("cluster", "list", "--namesrv", rocketmq_namesrv)
     assert table.returncode == 0 and masters[0]["addr"] in table.stdout
