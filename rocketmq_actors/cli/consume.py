@@ -69,12 +69,11 @@ async def consume(args: argparse.Namespace) -> dict[str, Any]:
     ids: set[str] = set()
     arrived = anyio.Event()
     enough = anyio.Event()
-    first_at: float | None = None
+    window = Window()
 
     async def handle(message: MessageExt) -> None:
-        nonlocal received, arrived, first_at
-        if first_at is None:
-            first_at = time.monotonic()
+        nonlocal received, arrived
+        window.message()
         received += 1
         ids.add(message.msg_id)
         bar.advance()
@@ -106,6 +105,7 @@ async def consume(args: argparse.Namespace) -> dict[str, Any]:
             ),
             anyio.create_task_group() as tg,
         ):  # fmt: skip
+            window.ready()
 
             async def stop_on_signal() -> None:
                 async for _ in signals:
@@ -124,17 +124,39 @@ async def consume(args: argparse.Namespace) -> dict[str, Any]:
             tg.start_soon(stop_when_idle)
             await enough.wait()
             tg.cancel_scope.cancel()
-    return summary(args, received, len(ids), started, first_at)
+    return summary(args, received, len(ids), started, window)
+
+
+class Window:
+    """The consuming time: from the consumer's start (or an earlier first message) to the
+    last message - without the start-up before it or the final idle wait after it."""
+
+    def __init__(self) -> None:
+        self.start: float | None = None
+        self.last: float | None = None
+
+    def ready(self) -> None:
+        if self.start is None:  # else a message came during the start
+            self.start = time.monotonic()
+
+    def message(self) -> None:
+        self.last = time.monotonic()
+        self.start = self.start if self.start is not None else self.last
+
+    def seconds(self) -> float:
+        if self.start is None or self.last is None:
+            return 0.0
+        return self.last - self.start
 
 
 def summary(
-    args: argparse.Namespace, received: int, unique: int, started: float, first_at: float | None
+    args: argparse.Namespace, received: int, unique: int, started: float, window: Window
 ) -> dict[str, Any]:
-    """``msgs_per_s`` is ``received / consuming_seconds``, both stated: the time from the first
-    message to the end (``seconds`` also counts the start-up and the final idle wait)."""
+    """``msgs_per_s`` is ``received / consuming_seconds``, both stated (``seconds`` is the
+    whole run: start-up and the final idle wait included)."""
     now = time.monotonic()
     # rounded first, so that msgs_per_s is exactly received / the consuming_seconds printed
-    consuming = round(now - first_at, 3) if first_at is not None else 0.0
+    consuming = round(window.seconds(), 3)
     return {
         "topic": args.topic,
         "group": args.group,
@@ -161,7 +183,7 @@ async def _seek_new_queues(consumer: PullConsumer, timestamp_ms: int) -> None:
 async def consume_exactly(args: argparse.Namespace) -> dict[str, Any]:
     """Take ``args.count`` messages and commit exactly them (see the module docstring)."""
     started = time.monotonic()
-    first_at: float | None = None
+    window = Window()
     taken: dict[MessageQueue, int] = {}  # queue -> offset after the last message taken
     received = 0
     reset = OffsetReset.EARLIEST if args.from_first else OffsetReset.LATEST
@@ -180,6 +202,7 @@ async def consume_exactly(args: argparse.Namespace) -> dict[str, Any]:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(stop_on_signal)
                 with work:
+                    window.ready()  # joining the topic's queues is part of consuming
                     await consumer.subscribe(args.topic, args.tags)
                     if args.from_timestamp is not None:
                         await _seek_new_queues(consumer, args.from_timestamp)
@@ -189,10 +212,10 @@ async def consume_exactly(args: argparse.Namespace) -> dict[str, Any]:
                         )
                         if not batch:
                             break  # idle: nothing came for --idle seconds
-                        first_at = first_at or time.monotonic()
                         for queue, records in batch.items():
                             for message in records[: args.count - received]:
                                 received += 1
+                                window.message()
                                 taken[queue] = message.queue_offset + 1
                                 bar.advance()
                                 if args.print:
@@ -200,7 +223,7 @@ async def consume_exactly(args: argparse.Namespace) -> dict[str, Any]:
                 tg.cancel_scope.cancel()
             if taken:  # exactly what was taken, per queue
                 await consumer.commit(taken)
-    return summary(args, received, received, started, first_at)
+    return summary(args, received, received, started, window)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -46,6 +46,13 @@ def test_consume_count_commits_exactly_n_with_more_available(
                    "--count", "100", "--idle", "2")  # fmt: skip
     assert rest["received"] == 28
     assert _committed(rocketmq_namesrv, unique_group, unique_topic) == 60
+    # the push path (no --count): the rate leaves out the final idle wait
+    ok_json("produce", *ns, "--topic", unique_topic, "--count", "5")
+    pushed = ok_json("consume", *ns, "--topic", unique_topic, "--group", unique_group,
+                     "--idle", "2")  # fmt: skip
+    assert pushed["received"] == 5
+    assert 0 < pushed["consuming_seconds"] <= pushed["seconds"] - 2
+    assert pushed["msgs_per_s"] == round(5 / pushed["consuming_seconds"], 1)
 
 
 def test_produce_body_key_tag_properties_and_peek_them_without_a_group(
