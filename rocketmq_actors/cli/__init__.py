@@ -55,8 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def exit_status(leaf: BaseException) -> int | None:
     """2 for a usage mistake, 1 for work that failed, None for a bug (re-raised)."""
-    # ConfigError and InvalidMessage are ValueErrors: bad input, refused before any I/O
-    if isinstance(leaf, UsageError | ValueError | LauncherError):
+    # ConfigError and InvalidMessage are ValueErrors: bad input, refused before any I/O; a
+    # missing optional package (the extras' MissingExtra is an ImportError) is set-up, not work
+    if isinstance(leaf, UsageError | ValueError | ImportError | LauncherError):
         return 2
     if isinstance(leaf, RocketMQError):
         return 1

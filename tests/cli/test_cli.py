@@ -150,3 +150,14 @@ def test_table_aligns_numbers_right_and_shows_none_as_a_dash() -> None:
         "a       5  True   -",
         "bbb   123  False  -",
     ]
+
+
+def test_exit_status_by_error_kind() -> None:
+    from rocketmq_actors.cli import exit_status
+    from rocketmq_actors.errors import ConfigError, NameServerUnavailable, TopicNotFound
+
+    assert exit_status(ConfigError("bad")) == 2
+    assert exit_status(ImportError("no extra")) == 2  # a missing optional package
+    assert exit_status(NameServerUnavailable("none answered")) == 1
+    assert exit_status(TopicNotFound("T")) == 1
+    assert exit_status(KeyError("bug")) is None  # a bug keeps its traceback
