@@ -52,6 +52,7 @@ from rocketmq_actors.protocol.headers import (
 
 __all__ = [
     "GroupNotFound",
+    "NoMaster",
     "ResetResult",
     "broker_runtime_info",
     "cluster_list",
@@ -71,6 +72,10 @@ PERM_READ_WRITE = 6
 LATEST = -1
 
 Progress = Callable[[int], object]
+
+
+class NoMaster(RocketMQError):
+    """No master broker to send to: the cluster name is unknown, or it has no master."""
 
 
 class GroupNotFound(RocketMQError):
@@ -104,6 +109,9 @@ async def masters(instance: ClientInstance, cluster: str | None = None) -> dict[
         data = info.brokers.get(name)
         if data is not None and data.master_addr is not None:
             out[name] = data.master_addr
+    if not out:
+        where = f"cluster {cluster!r}" if cluster is not None else "any cluster"
+        raise NoMaster(f"no master broker in {where}; clusters: {sorted(info.clusters)}")
     return out
 
 

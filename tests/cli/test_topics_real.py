@@ -69,3 +69,9 @@ def test_cluster_list_and_broker_status(rocketmq_namesrv: str) -> None:
     assert by_addr["brokers"][masters[0]["addr"]]["runtime"]["brokerVersionDesc"]
     proc = cli("broker", "status", "--namesrv", rocketmq_namesrv, "--broker", "no-such")
     one_line_error(proc, 1, "no-such")
+
+
+def test_an_unknown_cluster_is_exit_status_1(rocketmq_namesrv: str, unique_topic: str) -> None:
+    proc = cli("topic", "create", "--namesrv", rocketmq_namesrv, "--topic", unique_topic,
+               "--cluster", "NoSuchCluster")  # fmt: skip
+    one_line_error(proc, 1, "NoSuchCluster", "DefaultCluster")
