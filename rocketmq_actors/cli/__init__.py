@@ -1,9 +1,10 @@
 """The ``rocketmq-actors`` command line (also ``python -m rocketmq_actors``).
 
-Exit statuses: 0 done; 1 the command ran but some of its work failed (sends that failed);
-2 it could not do its work - a user mistake, or a cluster it cannot use (no NameServer
-answered, refused credentials, a client that failed to start): one line on stderr, no
-traceback; 130 interrupted.
+Exit statuses (docs/cli.md): 0 done; 1 the command ran and its work failed - an unreachable
+NameServer, an unknown topic or group, a broker that refused, sends that failed - one line on
+stderr, no traceback; 2 a usage mistake (bad or missing arguments, a malformed address, a
+bad handler spec) or a local cluster the launcher cannot start or find in its state dir;
+3 ``cluster status``: not every server runs; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -19,17 +20,17 @@ from rocketmq_actors.extras import uvloop_policy
 from rocketmq_actors.logs import configure_logging
 from rocketmq_actors.testing.jars import LauncherError
 
-from . import admin as admin_cmd
 from . import bench as bench_cmd
+from . import brokers as brokers_cmd
 from . import cluster as cluster_cmd
 from . import consume as consume_cmd
+from . import groups as groups_cmd
+from . import peek as peek_cmd
 from . import produce as produce_cmd
+from . import topics as topics_cmd
+from .common import UsageError
 
 __all__ = ["UsageError", "main"]
-
-
-class UsageError(Exception):
-    """A user mistake: printed as one line, exit status 2, no traceback."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,9 +48,23 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_cmd.register(sub)
     produce_cmd.register(sub)
     consume_cmd.register(sub)
-    admin_cmd.register(sub)
+    peek_cmd.register(sub)
+    topics_cmd.register(sub)
+    groups_cmd.register(sub)
+    brokers_cmd.register(sub)
     bench_cmd.register(sub)
     return parser
+
+
+def exit_status(leaf: BaseException) -> int | None:
+    """2 for a usage mistake, 1 for work that failed, None for a bug (re-raised)."""
+    # ConfigError and InvalidMessage are ValueErrors: bad input, refused before any I/O; a
+    # missing optional package (the extras' MissingExtra is an ImportError) is set-up, not work
+    if isinstance(leaf, UsageError | ValueError | ImportError | LauncherError):
+        return 2
+    if isinstance(leaf, RocketMQError):
+        return 1
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -64,10 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(leaf, KeyboardInterrupt):
             sys.stderr.write("rocketmq-actors: interrupted\n")
             return 130
-        if isinstance(leaf, UsageError | ValueError | LauncherError | RocketMQError):
-            # a user mistake, or a cluster the command cannot use (unreachable NameServer,
-            # refused credentials, a failed start): one line, no traceback
-            sys.stderr.write(f"rocketmq-actors: error: {leaf}\n")
-            return 2
-        raise
+        code = exit_status(leaf)
+        if code is None:
+            raise
+        # one line, no traceback
+        message = " ".join(str(leaf).split()) or type(leaf).__name__
+        sys.stderr.write(f"rocketmq-actors: error: {message}\n")
+        return code
     return status

@@ -22,6 +22,8 @@ from rocketmq_actors.names import validate_topic
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.producer.future import SendFuture
 
+from .common import add_namesrv
+
 
 def _at(latencies: list[float], p: float) -> float:
     return round(latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000, 3)
@@ -94,7 +96,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("bench", help="produce then consume N messages; print throughput")
-    p.add_argument("--namesrv", required=True, help="NameServer address(es)")
+    add_namesrv(p)
     p.add_argument("--topic", default="rocketmq_actors_bench")
     p.add_argument("--count", type=int, default=50_000)
     p.add_argument("--size", type=int, default=1024, help="body bytes")

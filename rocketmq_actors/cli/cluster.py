@@ -1,4 +1,12 @@
-"""``rocketmq-actors cluster start|stop|status``: a real RocketMQ cluster in the background."""
+"""``rocketmq-actors cluster start|stop|status|list``: a real RocketMQ cluster in the background
+(``list`` asks any cluster's NameServer for its brokers).
+
+``start`` prints one JSON line on stdout (what scripts parse) and, on stderr, the line
+``export NAMESRV_ADDR=127.0.0.1:PORT`` to paste (``--export`` prints only that line, on
+stdout, for ``eval "$(rocketmq-actors cluster start --export)"``). The NameServer listens on
+9876 when that port is free, else on a free random port; ``--namesrv-port 0`` always picks a
+random one.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +17,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
-from rocketmq_actors.testing.jars import DEFAULT_VERSION
+import attrs
+
+from rocketmq_actors.testing.cluster import (
+    WELL_KNOWN_NAMESRV_PORT,
+    ClusterSpec,
+    LocalCluster,
+    StartupFailed,
+)
+from rocketmq_actors.testing.jars import DEFAULT_VERSION, LauncherError
+from rocketmq_actors.testing.serverconf import can_bind
+
+from .brokers import register_cluster_list
 
 
 def default_state_dir() -> Path:
@@ -24,16 +42,43 @@ def _emit(obj: Any) -> None:
     sys.stdout.flush()
 
 
+def namesrv_port(requested: int | None) -> int | None:
+    """The NameServer port to ask for: ``requested`` (0: random), else 9876 when it is free
+    (what a new user's copied ``127.0.0.1:9876`` expects), else random (None)."""
+    if requested is not None:
+        if not 0 <= requested <= 65535:
+            raise LauncherError(f"--namesrv-port {requested} is not a port")
+        return requested or None
+    free = can_bind(WELL_KNOWN_NAMESRV_PORT, "0.0.0.0")
+    return WELL_KNOWN_NAMESRV_PORT if free else None
+
+
 def _start(args: argparse.Namespace) -> int:
+    port = namesrv_port(args.namesrv_port)
     spec = ClusterSpec(
         version=args.version,
         brokers=args.brokers,
         slave=args.slave,
         startup_timeout=args.timeout,
+        namesrv_port=port,
     )
     cluster = LocalCluster(spec, state_dir=args.state_dir, die_with_parent=False)
-    cluster.start()
-    _emit(cluster.describe())
+    try:
+        cluster.start()
+    except StartupFailed:
+        # 9876 was free when chosen, and another start (a second `cluster start` at the
+        # same moment) took it first: our NameServer could not bind; random port instead
+        if args.namesrv_port is not None or port is None or can_bind(port, "0.0.0.0"):
+            raise
+        spec = attrs.evolve(spec, namesrv_port=None)
+        cluster = LocalCluster(spec, state_dir=args.state_dir, die_with_parent=False)
+        cluster.start()
+    export = f"export NAMESRV_ADDR={cluster.namesrv_addr}"
+    if args.export:
+        sys.stdout.write(export + "\n")
+    else:
+        _emit(cluster.describe())
+        sys.stderr.write(export + "\n")
     return 0
 
 
@@ -69,6 +114,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     start.add_argument("--slave", action="store_true", help="add a slave of broker-a")
     start.add_argument("--version", default=DEFAULT_VERSION, help="RocketMQ server version")
     start.add_argument("--timeout", type=float, default=120.0, help="start-up deadline, seconds")
+    start.add_argument(
+        "--namesrv-port",
+        type=int,
+        default=None,
+        help="NameServer port (default: 9876 when free, else random; 0: random)",
+    )
+    start.add_argument(
+        "--export",
+        action="store_true",
+        help="print only 'export NAMESRV_ADDR=...' on stdout (for eval) instead of the JSON",
+    )
     state_dir_arg(start)
     start.set_defaults(handler=_start)
 
@@ -85,3 +141,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     status = actions.add_parser("status", help="print process and registration state as JSON")
     state_dir_arg(status)
     status.set_defaults(handler=_status)
+
+    register_cluster_list(actions)

@@ -1,5 +1,10 @@
 """``rocketmq-actors consume``: receive messages of a topic as a group member.
 
+``--count N`` alone (no ``--handler``, ``--orderly`` or ``--follow``) consumes and commits
+exactly N messages: it pulls as a group member without auto-commit and commits, per queue,
+the offset after the last message it took - more may have been fetched, none of those is
+committed. (The push path commits what its handlers finished, which can be more than N.)
+
 With ``--handler package.module:function`` it is a consumer daemon: every message goes to your
 function (``async def f(message)``, or a plain ``def`` run in a worker thread); raising means
 "consume later" (retried, then dead-lettered). SIGTERM/SIGINT stop it gracefully: pulling
@@ -21,9 +26,12 @@ from typing import Any, cast
 
 import anyio
 
+from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
 
+from .common import add_namesrv
 from .progress import ProgressReport, add_progress_flag
 
 UserHandler = Callable[[MessageExt], Awaitable[None]]
@@ -61,12 +69,11 @@ async def consume(args: argparse.Namespace) -> dict[str, Any]:
     ids: set[str] = set()
     arrived = anyio.Event()
     enough = anyio.Event()
-    first_at: float | None = None
+    window = Window()
 
     async def handle(message: MessageExt) -> None:
-        nonlocal received, arrived, first_at
-        if first_at is None:
-            first_at = time.monotonic()
+        nonlocal received, arrived
+        window.message()
         received += 1
         ids.add(message.msg_id)
         bar.advance()
@@ -98,6 +105,7 @@ async def consume(args: argparse.Namespace) -> dict[str, Any]:
             ),
             anyio.create_task_group() as tg,
         ):  # fmt: skip
+            window.ready()
 
             async def stop_on_signal() -> None:
                 async for _ in signals:
@@ -116,15 +124,106 @@ async def consume(args: argparse.Namespace) -> dict[str, Any]:
             tg.start_soon(stop_when_idle)
             await enough.wait()
             tg.cancel_scope.cancel()
-    elapsed = time.monotonic() - (first_at or started)
+    return summary(args, received, len(ids), started, window)
+
+
+class Window:
+    """The consuming time: from the consumer's start (or an earlier first message) to the
+    last message - without the start-up before it or the final idle wait after it."""
+
+    def __init__(self) -> None:
+        self.start: float | None = None
+        self.last: float | None = None
+
+    def ready(self) -> None:
+        if self.start is None:  # else a message came during the start
+            self.start = time.monotonic()
+
+    def message(self) -> None:
+        self.last = time.monotonic()
+        self.start = self.start if self.start is not None else self.last
+
+    def seconds(self) -> float:
+        if self.start is None or self.last is None:
+            return 0.0
+        return self.last - self.start
+
+
+def summary(
+    args: argparse.Namespace, received: int, unique: int, started: float, window: Window
+) -> dict[str, Any]:
+    """``msgs_per_s`` is ``received / consuming_seconds``, both stated (``seconds`` is the
+    whole run: start-up and the final idle wait included)."""
+    now = time.monotonic()
+    # rounded first, so that msgs_per_s is exactly received / the consuming_seconds printed
+    consuming = round(window.seconds(), 3)
     return {
         "topic": args.topic,
         "group": args.group,
         "received": received,
-        "unique": len(ids),
-        "seconds": round(time.monotonic() - started, 3),
-        "msgs_per_s": round(received / elapsed, 1) if received and elapsed > 0 else 0.0,
+        "unique": unique,
+        "seconds": round(now - started, 3),
+        "consuming_seconds": consuming,
+        "msgs_per_s": round(received / consuming, 1) if received and consuming > 0 else 0.0,
     }
+
+
+def exact(args: argparse.Namespace) -> bool:
+    """Whether ``--count`` takes the pull path that commits exactly N."""
+    return bool(args.count) and not (args.handler_spec or args.orderly or args.follow)
+
+
+async def _seek_new_queues(consumer: PullConsumer, timestamp_ms: int) -> None:
+    """--from-timestamp: a queue the group never committed starts at that time."""
+    for queue in consumer.assignment():
+        if await consumer.committed(queue) is None:
+            consumer.seek(queue, await consumer.offset_for_time(queue, timestamp_ms))
+
+
+async def consume_exactly(args: argparse.Namespace) -> dict[str, Any]:
+    """Take ``args.count`` messages and commit exactly them (see the module docstring)."""
+    started = time.monotonic()
+    window = Window()
+    taken: dict[MessageQueue, int] = {}  # queue -> offset after the last message taken
+    received = 0
+    reset = OffsetReset.EARLIEST if args.from_first else OffsetReset.LATEST
+    bar = ProgressReport("received", total=args.count, enabled=args.progress and not args.json)
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals, bar:
+        async with PullConsumer(
+            namesrv=args.namesrv, group=args.group, auto_commit=False, auto_offset_reset=reset
+        ) as consumer:
+            work = anyio.CancelScope()
+
+            async def stop_on_signal() -> None:
+                async for _ in signals:
+                    work.cancel()  # graceful: what was taken is still committed
+                    return
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(stop_on_signal)
+                with work:
+                    window.ready()  # joining the topic's queues is part of consuming
+                    await consumer.subscribe(args.topic, args.tags)
+                    if args.from_timestamp is not None:
+                        await _seek_new_queues(consumer, args.from_timestamp)
+                    while received < args.count:
+                        batch = await consumer.getmany(
+                            max_records=args.count - received, timeout=args.idle
+                        )
+                        if not batch:
+                            break  # idle: nothing came for --idle seconds
+                        for queue, records in batch.items():
+                            for message in records[: args.count - received]:
+                                received += 1
+                                window.message()
+                                taken[queue] = message.queue_offset + 1
+                                bar.advance()
+                                if args.print:
+                                    sys.stdout.write(message.body.decode(errors="replace") + "\n")
+                tg.cancel_scope.cancel()
+            if taken:  # exactly what was taken, per queue
+                await consumer.commit(taken)
+    return summary(args, received, received, started, window)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -133,7 +232,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.handler_spec:
         sys.path.insert(0, os.getcwd())  # like python -m: modules next to you are found
         load_handler(args.handler_spec)  # a bad spec fails now, before connecting
-    result = anyio.run(consume, args)
+    result = anyio.run(consume_exactly if exact(args) else consume, args)
     if args.json:
         sys.stdout.write(json.dumps(result) + "\n")
     else:
@@ -143,11 +242,17 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("consume", help="receive messages as a member of a consumer group")
-    p.add_argument("--namesrv", required=True, help="NameServer address(es), host:port[;host:port]")
+    add_namesrv(p)
     p.add_argument("--topic", required=True)
     p.add_argument("--group", required=True, help="consumer group")
     p.add_argument("--tags", default="*", help="tag expression, e.g. 'a || b' (default *)")
-    p.add_argument("--count", type=int, default=0, help="stop after N distinct messages")
+    p.add_argument(
+        "--count",
+        type=int,
+        default=0,
+        help="consume and commit exactly N messages, then stop (with --handler, --orderly or "
+        "--follow: stop after N distinct messages; more may be committed)",
+    )
     start = p.add_mutually_exclusive_group()
     start.add_argument("--from-first", action="store_true", help="a new group starts at the oldest")
     start.add_argument(

@@ -22,7 +22,11 @@ __all__ = [
     "ConsumeMessageDirectlyRequestHeader",
     "ConsumerSendMsgBackRequestHeader",
     "CreateTopicRequestHeader",
+    "DeleteTopicFromNamesrvRequestHeader",
+    "DeleteTopicRequestHeader",
     "EndTransactionRequestHeader",
+    "GetConsumeStatsRequestHeader",
+    "GetConsumerConnectionListRequestHeader",
     "GetConsumerListByGroupRequestHeader",
     "GetConsumerRunningInfoRequestHeader",
     "GetConsumerStatusRequestHeader",
@@ -30,6 +34,7 @@ __all__ = [
     "GetMaxOffsetRequestHeader",
     "GetMinOffsetRequestHeader",
     "GetRouteInfoRequestHeader",
+    "GetTopicStatsInfoRequestHeader",
     "Header",
     "NotifyConsumerIdsChangedRequestHeader",
     "OffsetResponseHeader",
@@ -321,6 +326,43 @@ class CreateTopicRequestHeader(Header):
     order: bool = wire("order", default=False)
     attributes: str | None = wire("attributes", default=None)
     force: bool | None = wire("force", default=None)
+
+
+@attrs.define(kw_only=True, slots=True)
+class DeleteTopicRequestHeader(Header):
+    """DELETE_TOPIC_IN_BROKER (215)."""
+
+    topic: str = wire("topic")
+
+
+@attrs.define(kw_only=True, slots=True)
+class DeleteTopicFromNamesrvRequestHeader(Header):
+    """DELETE_TOPIC_IN_NAMESRV (216); ``clusterName`` (5.x) limits it to one cluster."""
+
+    topic: str = wire("topic")
+    cluster_name: str | None = wire("clusterName", default=None)
+
+
+@attrs.define(kw_only=True, slots=True)
+class GetTopicStatsInfoRequestHeader(Header):
+    """GET_TOPIC_STATS_INFO (202)."""
+
+    topic: str = wire("topic")
+
+
+@attrs.define(kw_only=True, slots=True)
+class GetConsumerConnectionListRequestHeader(Header):
+    """GET_CONSUMER_CONNECTION_LIST (203)."""
+
+    consumer_group: str = wire("consumerGroup")
+
+
+@attrs.define(kw_only=True, slots=True)
+class GetConsumeStatsRequestHeader(Header):
+    """GET_CONSUME_STATS (208); without ``topic`` every topic the group has offsets for."""
+
+    consumer_group: str = wire("consumerGroup")
+    topic: str | None = wire("topic", default=None)
 
 
 @attrs.define(kw_only=True, slots=True)

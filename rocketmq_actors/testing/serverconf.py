@@ -46,6 +46,8 @@ class ClusterSpec:
     # extra -D system properties of the broker JVMs, e.g. {"tls.server.mode": "enforcing"}
     # (the NameServer keeps its defaults: the launcher's readiness probe speaks plaintext)
     broker_jvm_properties: Mapping[str, str] = attrs.field(factory=dict)
+    # the NameServer's port; None: a free random one (what tests want, so clusters coexist)
+    namesrv_port: int | None = None
     namesrv_heap_mb: int = 128
     broker_heap_mb: int = 512
     startup_timeout: float = 120.0
@@ -127,9 +129,10 @@ def write_logback_4x(home: Path) -> None:
 def plan_servers(spec: ClusterSpec) -> dict[str, BrokerProcessInfo]:
     """Name, role and free ports of every JVM: NameServer first, then brokers."""
     taken: set[int] = set()
-    servers = {
-        "namesrv": BrokerProcessInfo(name="namesrv", role="namesrv", port=pick_port(taken, (0,)))
-    }
+    if spec.namesrv_port is not None:
+        taken.add(spec.namesrv_port)
+    port = spec.namesrv_port if spec.namesrv_port is not None else pick_port(taken, (0,))
+    servers = {"namesrv": BrokerProcessInfo(name="namesrv", role="namesrv", port=port)}
     plan: list[tuple[str, str, int]] = [("broker-a", "broker-a", 0)]
     if spec.brokers == 2:
         plan.append(("broker-b", "broker-b", 0))

@@ -1,0 +1,364 @@
+"""Cluster administration, as Java's ``MQAdminExt`` (``mqadmin``) does it, over a started
+:class:`~rocketmq_actors.cluster.instance.ClientInstance`:
+
+* :func:`cluster_list` - GET_BROKER_CLUSTER_INFO (106) plus each broker's runtime info (28);
+* :func:`create_topic` / :func:`delete_topic` - UPDATE_AND_CREATE_TOPIC (17) on every master;
+  DELETE_TOPIC_IN_BROKER (215) on every master, then DELETE_TOPIC_IN_NAMESRV (216) on every
+  NameServer (the order of ``DeleteTopicSubCommand``);
+* :func:`topic_status` - GET_TOPIC_STATS_INFO (202) on every master of the topic;
+* :func:`group_list` - GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) on every master;
+* :func:`consumer_connection` / :func:`consume_stats` - GET_CONSUMER_CONNECTION_LIST (203) and
+  GET_CONSUME_STATS (208) on every master, merged;
+* :func:`reset_offset` - INVOKE_BROKER_TO_RESET_OFFSET (222). A 5.x broker (its default
+  ``useServerSideResetOffset``) stores the new offsets itself and tells the online members,
+  online or not; a 4.x broker only tells online members and answers CONSUMER_NOT_ONLINE for
+  an offline group, and then, as ``ResetOffsetByTimeCommand`` does (Java's
+  ``resetOffsetByTimestampOld``), each queue the group has an offset for is written with
+  UPDATE_CONSUMER_OFFSET (15).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.consumer.brokercalls import max_offset, min_offset, offset_for_time
+from rocketmq_actors.errors import BrokerError, RocketMQError, broker_error
+from rocketmq_actors.protocol.admin_bodies import (
+    ConsumerConnection,
+    ConsumeStats,
+    OffsetWrapper,
+    TopicOffset,
+    decode_kv_table,
+    decode_subscription_groups,
+    decode_topic_stats,
+)
+from rocketmq_actors.protocol.bodies import ClusterInfo, MessageQueue, decode_offset_table
+from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
+from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.protocol.headers import (
+    CreateTopicRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
+    DeleteTopicRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    ResetOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+
+__all__ = [
+    "GroupNotFound",
+    "NoMaster",
+    "ResetResult",
+    "broker_runtime_info",
+    "cluster_list",
+    "consume_stats",
+    "consumer_connection",
+    "create_topic",
+    "delete_topic",
+    "group_list",
+    "masters",
+    "reset_offset",
+    "topic_status",
+]
+
+#: a queue's permission bits (Java's PermName): 6 = read + write
+PERM_READ_WRITE = 6
+#: INVOKE_BROKER_TO_RESET_OFFSET's timestamp for "the end of each queue" (mqadmin's "now")
+LATEST = -1
+
+Progress = Callable[[int], object]
+
+
+class NoMaster(RocketMQError):
+    """No master broker to send to: the cluster name is unknown, or it has no master."""
+
+
+class GroupNotFound(RocketMQError):
+    """No broker knows the consumer group: no config, no offsets, no online member."""
+
+    def __init__(self, group: str) -> None:
+        super().__init__(f"consumer group {group!r} not found on any broker")
+        self.group = group
+
+
+async def _call(
+    instance: ClientInstance, addr: str, code: int, ext: dict[str, str] | None = None,
+    *, accept: tuple[int, ...] = (), timeout: float | None = None,
+) -> RemotingCommand:  # fmt: skip
+    reply = await instance.request(addr, RemotingCommand.request(code, ext or {}), timeout)
+    if reply.code != ResponseCode.SUCCESS and reply.code not in accept:
+        raise broker_error(addr, reply.code, reply.remark)
+    return reply
+
+
+async def masters(instance: ClientInstance, cluster: str | None = None) -> dict[str, str]:
+    """Broker name -> master address, of ``cluster`` (every cluster when None)."""
+    info = await instance.namesrv.cluster_info()
+    names = (
+        info.clusters.get(cluster, ())
+        if cluster is not None
+        else tuple(n for members in info.clusters.values() for n in members)
+    )
+    out = {}
+    for name in sorted(set(names)):
+        data = info.brokers.get(name)
+        if data is not None and data.master_addr is not None:
+            out[name] = data.master_addr
+    if not out:
+        where = f"cluster {cluster!r}" if cluster is not None else "any cluster"
+        raise NoMaster(f"no master broker in {where}; clusters: {sorted(info.clusters)}")
+    return out
+
+
+# ---- brokers ------------------------------------------------------------------------------
+
+
+async def broker_runtime_info(instance: ClientInstance, addr: str) -> dict[str, str]:
+    """The broker's ``KVTable`` of runtime figures (what ``mqadmin brokerStatus`` prints)."""
+    reply = await _call(instance, addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+    return decode_kv_table(reply.body)
+
+
+def _first(value: str | None) -> float | None:
+    """``"12.5 10.0 9.9"`` (the last 10 s, 1 min, 10 min rates) -> 12.5; None while the
+    broker has sampled less than 10 s (StoreStatsService then writes blanks)."""
+    try:
+        return float((value or "").split()[0])
+    except (IndexError, ValueError):
+        return None
+
+
+async def cluster_list(instance: ClientInstance) -> list[dict[str, Any]]:
+    """One row per broker node (masters and slaves), as ``mqadmin clusterList``."""
+    info: ClusterInfo = await instance.namesrv.cluster_info()
+    rows = []
+    for cluster, names in sorted(info.clusters.items()):
+        for name in sorted(names):
+            data = info.brokers.get(name)
+            for broker_id, addr in sorted((data.broker_addrs if data else {}).items()):
+                runtime: dict[str, str] = {}
+                error, reachable = None, True
+                try:
+                    runtime = await broker_runtime_info(instance, addr)
+                except BrokerError as exc:
+                    # it answered, with an error: a broker in its first seconds fails this
+                    # request (StoreStatsService has no sample yet: NoSuchElementException)
+                    error = str(exc)
+                except RocketMQError as exc:  # a listed broker that does not answer
+                    error, reachable = str(exc), False
+                rows.append({
+                    "cluster": cluster, "broker": name, "id": broker_id, "addr": addr,
+                    "version": runtime.get("brokerVersionDesc", ""),
+                    "in_tps": _first(runtime.get("putTps")),
+                    # 5.x spells it getTransferredTps, 4.9 getTransferedTps
+                    "out_tps": _first(runtime.get("getTransferredTps",
+                                                  runtime.get("getTransferedTps"))),
+                    "reachable": reachable, "error": error,
+                })  # fmt: skip
+    return rows
+
+
+# ---- topics -------------------------------------------------------------------------------
+
+
+async def create_topic(
+    instance: ClientInstance, topic: str, *, read_queues: int, write_queues: int,
+    perm: int = PERM_READ_WRITE, order: bool = False, cluster: str | None = None,
+    progress: Progress | None = None,
+) -> list[str]:  # fmt: skip
+    """Create or update ``topic`` on every master of ``cluster``; returns the broker names."""
+    header = CreateTopicRequestHeader(
+        topic=topic, read_queue_nums=read_queues, write_queue_nums=write_queues, perm=perm,
+        order=order,
+    )  # fmt: skip
+    done = []
+    for name, addr in (await masters(instance, cluster)).items():
+        await _call(instance, addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext())
+        done.append(name)
+        if progress:
+            progress(1)
+    if instance.routes.cached(topic) is not None:
+        await instance.routes.refresh(topic)
+    return done
+
+
+async def delete_topic(
+    instance: ClientInstance, topic: str, *, cluster: str | None = None,
+    progress: Progress | None = None,
+) -> dict[str, list[str]]:  # fmt: skip
+    """Delete ``topic`` from every master of ``cluster``, then from every NameServer."""
+    brokers = []
+    header = DeleteTopicRequestHeader(topic=topic)
+    for name, addr in (await masters(instance, cluster)).items():
+        await _call(instance, addr, RequestCode.DELETE_TOPIC_IN_BROKER, header.to_ext())
+        brokers.append(name)
+        if progress:
+            progress(1)
+    ns_header = DeleteTopicFromNamesrvRequestHeader(topic=topic, cluster_name=cluster)
+    namesrvs = []
+    for addr in instance.namesrv.addrs:
+        await _call(instance, addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, ns_header.to_ext())
+        namesrvs.append(addr)
+    return {"brokers": brokers, "namesrvs": namesrvs}
+
+
+async def topic_status(instance: ClientInstance, topic: str) -> dict[MessageQueue, TopicOffset]:
+    """Min/max offset and last update of every queue of ``topic`` (``mqadmin topicStatus``);
+    :class:`~rocketmq_actors.errors.TopicNotFound` for a topic the NameServer does not know."""
+    route = await instance.namesrv.topic_route(topic)
+    header = GetTopicStatsInfoRequestHeader(topic=topic)
+    out: dict[MessageQueue, TopicOffset] = {}
+    for broker in route.broker_datas:
+        if broker.master_addr is None:
+            continue
+        reply = await _call(
+            instance, broker.master_addr, RequestCode.GET_TOPIC_STATS_INFO, header.to_ext()
+        )
+        out.update(decode_topic_stats(reply.body))
+    return dict(sorted(out.items()))
+
+
+# ---- groups -------------------------------------------------------------------------------
+
+
+async def group_list(instance: ClientInstance) -> dict[str, dict[str, Any]]:
+    """Every subscription group any master knows: name -> config fields and ``brokers``."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, addr in (await masters(instance)).items():
+        reply = await _call(instance, addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        for group, config in decode_subscription_groups(reply.body).items():
+            row = out.setdefault(group, {**config, "brokers": []})
+            row["brokers"].append(name)
+    return dict(sorted(out.items()))
+
+
+async def consumer_connection(instance: ClientInstance, group: str) -> ConsumerConnection | None:
+    """The group's online clients and subscriptions (merged over every master); None when no
+    member is online (the broker's CONSUMER_NOT_ONLINE)."""
+    header = GetConsumerConnectionListRequestHeader(consumer_group=group)
+    merged: ConsumerConnection | None = None
+    for addr in (await masters(instance)).values():
+        reply = await _call(
+            instance, addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, header.to_ext(),
+            accept=(ResponseCode.CONSUMER_NOT_ONLINE,),
+        )  # fmt: skip
+        if reply.code != ResponseCode.SUCCESS:
+            continue
+        found = ConsumerConnection.decode(reply.body)
+        if merged is None:
+            merged = found
+        else:
+            conns = {c.client_id: c for c in (*merged.connections, *found.connections)}
+            merged = attrs.evolve(
+                merged, connections=tuple(conns[k] for k in sorted(conns)),
+                subscriptions={**merged.subscriptions, **found.subscriptions},
+            )  # fmt: skip
+    return merged
+
+
+async def consume_stats(
+    instance: ClientInstance, group: str, topic: str | None = None
+) -> ConsumeStats:
+    """Broker offset, committed offset and lag per queue, of ``topic`` or of every topic the
+    group has offsets for (``mqadmin consumerProgress``), merged over every master."""
+    header = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
+    offsets: dict[MessageQueue, OffsetWrapper] = {}
+    tps = 0.0
+    for addr in (await masters(instance)).values():
+        reply = await _call(
+            instance, addr, RequestCode.GET_CONSUME_STATS, header.to_ext(),
+            accept=(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, ResponseCode.TOPIC_NOT_EXIST),
+        )  # fmt: skip
+        if reply.code == ResponseCode.SUCCESS:
+            stats = ConsumeStats.decode(reply.body)
+            offsets.update(stats.offsets)
+            tps += stats.consume_tps
+    return ConsumeStats(offsets=dict(sorted(offsets.items())), consume_tps=tps)
+
+
+@attrs.frozen(kw_only=True)
+class ResetResult:
+    offsets: dict[MessageQueue, int]
+    #: True: the broker did it (5.x: stored and told the members; 4.x: told the online
+    #: members, who commit); False: it answered CONSUMER_NOT_ONLINE and the offsets were
+    #: written here with UPDATE_CONSUMER_OFFSET
+    by_broker: bool
+
+
+async def _target(instance: ClientInstance, queue: MessageQueue, timestamp_ms: int) -> int:
+    if timestamp_ms == LATEST:
+        return await max_offset(instance, queue)
+    if timestamp_ms == 0:
+        return await min_offset(instance, queue)
+    return await offset_for_time(instance, queue, timestamp_ms)
+
+
+async def reset_offset(
+    instance: ClientInstance, topic: str, group: str, timestamp_ms: int, *, force: bool = True,
+    progress: Progress | None = None,
+) -> ResetResult:  # fmt: skip
+    """Move ``group`` on ``topic`` to the first message stored at or after ``timestamp_ms``
+    (0: the oldest kept; :data:`LATEST`: the end). Without ``force`` an offset only moves
+    back. See the module docstring for who stores the offsets; an offline group on a 4.x
+    broker has them written for the queues it has offsets on."""
+    route = await instance.namesrv.topic_route(topic)
+    header = ResetOffsetRequestHeader(
+        topic=topic, group=group, timestamp=timestamp_ms, is_force=force
+    )
+    offsets: dict[MessageQueue, int] = {}
+    offline = []
+    for broker in route.broker_datas:
+        addr = broker.master_addr
+        if addr is None:
+            continue
+        reply = await _call(
+            instance, addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header.to_ext(),
+            accept=(ResponseCode.CONSUMER_NOT_ONLINE,),
+        )  # fmt: skip
+        if reply.code == ResponseCode.SUCCESS:
+            offsets.update(decode_offset_table(reply.body))
+        else:
+            offline.append(addr)
+        if progress:
+            progress(1)
+    for addr in offline:
+        offsets.update(
+            await _reset_offline(
+                instance, addr, topic, group, timestamp_ms=timestamp_ms, force=force
+            )
+        )
+    if not offsets and offline:
+        raise GroupNotFound(group)
+    return ResetResult(offsets=dict(sorted(offsets.items())), by_broker=not offline)
+
+
+async def _reset_offline(
+    instance: ClientInstance, addr: str, topic: str, group: str, *, timestamp_ms: int,
+    force: bool,
+) -> dict[MessageQueue, int]:  # fmt: skip
+    header = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
+    reply = await _call(
+        instance, addr, RequestCode.GET_CONSUME_STATS, header.to_ext(),
+        accept=(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,),
+    )  # fmt: skip
+    if reply.code != ResponseCode.SUCCESS:
+        return {}
+    done = {}
+    for queue, wrapper in ConsumeStats.decode(reply.body).offsets.items():
+        if queue.topic != topic:
+            continue
+        target = await _target(instance, queue, timestamp_ms)
+        if not force and target > wrapper.consumer_offset:
+            target = wrapper.consumer_offset  # as Java's rollback: only ever move back
+        update = UpdateConsumerOffsetRequestHeader(
+            consumer_group=group, topic=topic, queue_id=queue.queue_id, commit_offset=target,
+            broker_name=queue.broker_name,
+        )  # fmt: skip
+        await _call(instance, addr, RequestCode.UPDATE_CONSUMER_OFFSET, update.to_ext())
+        done[queue] = target
+    return done

@@ -1,0 +1,82 @@
+"""What every admin-style command shares: the ``--namesrv`` option (``NAMESRV_ADDR`` by
+default, as the Java tools), ``--json`` or a table, and running one coroutine."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import anyio
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.errors import RocketMQError
+
+__all__ = [
+    "NotFound",
+    "UsageError",
+    "add_common",
+    "add_namesrv",
+    "emit",
+    "run_with_instance",
+    "table",
+]
+
+Work = Callable[[ClientInstance, argparse.Namespace], Awaitable[Any]]
+
+
+class UsageError(Exception):
+    """A user mistake: printed as one line, exit status 2, no traceback."""
+
+
+class NotFound(RocketMQError):
+    """What the command names does not exist on the cluster: exit status 1."""
+
+
+def add_namesrv(p: argparse.ArgumentParser) -> None:
+    env = os.environ.get("NAMESRV_ADDR")
+    p.add_argument(
+        "--namesrv",
+        default=env,
+        required=env is None,
+        help="NameServer address(es), host:port[;host:port] (default: $NAMESRV_ADDR)",
+    )
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    add_namesrv(p)
+    p.add_argument("--json", action="store_true", help="one JSON document on stdout")
+
+
+def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    """Fixed-width columns, numbers right-aligned; ``None`` shows as ``-``."""
+    cells = [[("-" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
+    widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(columns)]
+    numeric = [all(isinstance(r.get(c), int | float) and not isinstance(r.get(c), bool)
+                   for r in rows if r.get(c) is not None)
+               and any(r.get(c) is not None for r in rows) for c in columns]  # fmt: skip
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(
+            v.rjust(w) if num else v.ljust(w)
+            for v, w, num in zip(values, widths, numeric, strict=True)
+        ).rstrip()
+
+    return "\n".join([line(columns), *(line(row) for row in cells)])
+
+
+def emit(args: argparse.Namespace, result: Any, render: Callable[[Any], str]) -> None:
+    sys.stdout.write((json.dumps(result) if args.json else render(result)) + "\n")
+
+
+def run_with_instance(work: Work, args: argparse.Namespace) -> Any:
+    """``work(instance, args)`` inside a started client instance, in a fresh event loop."""
+
+    async def main() -> Any:
+        async with ClientInstance(args.namesrv) as instance:
+            return await work(instance, args)
+
+    return anyio.run(main)

@@ -1,0 +1,217 @@
+"""``rocketmq-actors group list|describe|reset-offset|lag`` and ``tree``.
+
+group list                                   every subscription group of every master
+group describe --group G [--topic T]         members, subscriptions, lag per queue
+group reset-offset --group G --topic T (--to-time T | --to-earliest | --to-latest)
+group [lag] --group G --topic T              offsets and lag per queue of one topic
+tree --group G --topic T                     each online member's live actor tree
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+from typing import Any
+
+from rocketmq_actors import admin
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.consumer.admin import consumer_running_info
+from rocketmq_actors.consumer.assignment import consumer_ids
+from rocketmq_actors.consumer.offsets import RemoteOffsetStore
+from rocketmq_actors.consumer.pull import max_offset, min_offset
+from rocketmq_actors.consumer.requests import TREE_PROPERTY
+from rocketmq_actors.names import validate_group, validate_topic
+from rocketmq_actors.runtime.tree import Node
+
+from .common import UsageError, add_common, emit, run_with_instance, table
+from .progress import ProgressReport, add_progress_flag
+
+ACTIONS = ("list", "describe", "reset-offset", "lag")
+
+
+async def _list(instance: ClientInstance, args: argparse.Namespace) -> dict[str, Any]:
+    return {"groups": await admin.group_list(instance)}
+
+
+def _render_list(result: dict[str, Any]) -> str:
+    rows = [{"group": g, **{k: v for k, v in c.items() if k != "brokers"},
+             "brokers": ",".join(c["brokers"])} for g, c in result["groups"].items()]  # fmt: skip
+    return table(rows, ["group", "consume_enable", "consume_orderly", "retry_max_times",
+                        "brokers"])  # fmt: skip
+
+
+async def _describe(instance: ClientInstance, args: argparse.Namespace) -> dict[str, Any]:
+    conn = await admin.consumer_connection(instance, args.group)
+    stats = await admin.consume_stats(instance, args.group, args.topic)
+    if conn is None and not stats.offsets and args.group not in await admin.group_list(instance):
+        raise admin.GroupNotFound(args.group)
+    queues = [
+        {"topic": q.topic, "broker": q.broker_name, "queue": q.queue_id,
+         "broker_offset": o.broker_offset, "consumer_offset": o.consumer_offset,
+         "lag": o.lag, "last_timestamp_ms": o.last_timestamp}
+        for q, o in stats.offsets.items()
+    ]  # fmt: skip
+    return {
+        "group": args.group,
+        "online": conn is not None,
+        "connections": [
+            {
+                "client_id": c.client_id,
+                "addr": c.client_addr,
+                "language": c.language,
+                "version": c.version,
+            }
+            for c in (conn.connections if conn else ())
+        ],
+        "subscriptions": dict(conn.subscriptions) if conn else {},
+        "consume_type": conn.consume_type if conn else None,
+        "message_model": conn.message_model if conn else None,
+        "consume_from_where": conn.consume_from_where if conn else None,
+        "queues": queues,
+        "total_lag": sum(r["lag"] for r in queues),
+        "consume_tps": round(stats.consume_tps, 1),
+    }
+
+
+def _render_describe(r: dict[str, Any]) -> str:
+    head = [f"group {r['group']}: " + (
+        f"{len(r['connections'])} member(s) online, {r['message_model']}, {r['consume_type']}"
+        if r["online"] else "no member online")]  # fmt: skip
+    head += [f"  member {c['client_id']} {c['addr']} {c['language']}" for c in r["connections"]]
+    head += [f"  subscribes {t}: {e}" for t, e in sorted(r["subscriptions"].items())]
+    cols = ["topic", "broker", "queue", "broker_offset", "consumer_offset", "lag"]
+    return "\n".join([*head, table(r["queues"], cols), f"total lag: {r['total_lag']}"])
+
+
+def _timestamp(args: argparse.Namespace) -> int:
+    if args.to_earliest:
+        return 0
+    if args.to_latest:
+        return admin.LATEST
+    text = args.to_time
+    if text.isdigit():
+        return int(text)  # epoch milliseconds, as mqadmin -s
+    try:
+        when = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"--to-time {text!r}: epoch milliseconds or ISO 8601") from None
+    if when.tzinfo is None:
+        when = when.astimezone()  # local time, as mqadmin's yyyy-MM-dd#HH:mm:ss:SSS
+    return int(when.timestamp() * 1000)
+
+
+async def _reset(instance: ClientInstance, args: argparse.Namespace) -> dict[str, Any]:
+    route = await instance.namesrv.topic_route(args.topic)  # TopicNotFound first
+    timestamp = _timestamp(args)
+    enabled = args.progress and not args.json
+    with ProgressReport("reset", total=len(route.broker_datas), enabled=enabled) as bar:
+        result = await admin.reset_offset(
+            instance, args.topic, args.group, timestamp, force=not args.no_force,
+            progress=bar.advance,
+        )  # fmt: skip
+    rows = [{"broker": q.broker_name, "queue": q.queue_id, "offset": o}
+            for q, o in result.offsets.items()]  # fmt: skip
+    return {"group": args.group, "topic": args.topic, "timestamp_ms": timestamp,
+            "by_broker": result.by_broker, "queues": rows}  # fmt: skip
+
+
+def _render_reset(r: dict[str, Any]) -> str:
+    how = "by the broker" if r["by_broker"] else "group offline: offsets written"
+    return f"reset {r['group']} on {r['topic']} ({how})\n" + table(
+        r["queues"], ["broker", "queue", "offset"]
+    )
+
+
+async def _lag(instance: ClientInstance, args: argparse.Namespace) -> dict[str, Any]:
+    route = await instance.routes.get(args.topic)
+    offsets = RemoteOffsetStore(instance, args.group)
+    rows = []
+    for queue in route.subscribe_queues:
+        committed = await offsets.fetch(queue)
+        low, high = await min_offset(instance, queue), await max_offset(instance, queue)
+        rows.append({
+            "broker": queue.broker_name, "queue": queue.queue_id, "min": low, "max": high,
+            # as mqadmin: nothing committed yet counts from the oldest message kept
+            "committed": committed, "lag": high - (low if committed is None else committed),
+        })  # fmt: skip
+    return {"group": args.group, "topic": args.topic, "queues": rows,
+            "total_lag": sum(r["lag"] for r in rows)}  # fmt: skip
+
+
+def _render_lag(r: dict[str, Any]) -> str:
+    body = table(r["queues"], ["broker", "queue", "min", "max", "committed", "lag"])
+    return f"{body}\ntotal lag: {r['total_lag']}"
+
+
+async def _tree(instance: ClientInstance, args: argparse.Namespace) -> dict[str, Any]:
+    """Each online member's live actor tree, asked through the broker (GET_CONSUMER_RUNNING
+    INFO): rocketmq-actors members put it in their running info; other clients have none."""
+    ids = [args.client_id] if args.client_id else await consumer_ids(
+        instance, args.group, args.topic)  # fmt: skip
+    clients: dict[str, Any] = {}
+    for client_id in ids:
+        info = await consumer_running_info(instance, args.topic, args.group, client_id)
+        raw = info.properties.get(TREE_PROPERTY)
+        clients[client_id] = (
+            json.loads(raw) if raw else {"client": info.properties.get("clientVersion", "?")}
+        )
+    return {"group": args.group, "clients": clients}
+
+
+def _render_tree(result: dict[str, Any]) -> str:
+    blocks = []
+    for client_id, tree in result["clients"].items():
+        if "kind" in tree:
+            blocks.append(f"{client_id}\n{Node.from_dict(tree).render()}")
+        else:
+            blocks.append(f"{client_id}: no actor tree (a {tree['client']} client)")
+    return "\n\n".join(blocks) or f"no client of group {result['group']} is online"
+
+
+WORK = {"list": _list, "describe": _describe, "reset-offset": _reset, "lag": _lag,
+        "tree": _tree}  # fmt: skip
+RENDER = {"list": _render_list, "describe": _render_describe, "reset-offset": _render_reset,
+          "lag": _render_lag, "tree": _render_tree}  # fmt: skip
+NEEDS = {"describe": ("group",), "reset-offset": ("group", "topic"), "lag": ("group", "topic"),
+         "tree": ("group", "topic")}  # fmt: skip
+
+
+def _run(args: argparse.Namespace) -> int:
+    for option in NEEDS.get(args.action, ()):
+        if not getattr(args, option):
+            raise UsageError(f"group {args.action} needs --{option}")
+    if args.group:
+        validate_group(args.group)
+    if args.topic:
+        validate_topic(args.topic)
+    if args.action == "reset-offset":
+        if sum(map(bool, (args.to_time, args.to_earliest, args.to_latest))) != 1:
+            raise UsageError("reset-offset needs one of --to-time, --to-earliest, --to-latest")
+        _timestamp(args)  # a bad --to-time fails before any network I/O
+    emit(args, run_with_instance(WORK[args.action], args), RENDER[args.action])
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("group", help="list, describe or reset consumer groups; lag of a topic")
+    p.add_argument("action", nargs="?", choices=ACTIONS, default="lag",
+                   help="default: lag (offsets and lag of --topic)")  # fmt: skip
+    add_common(p)
+    p.add_argument("--group", help="the consumer group")
+    p.add_argument("--topic", help="the topic (describe: only this topic's queues)")
+    p.add_argument("--to-time", metavar="WHEN", help="epoch ms or ISO 8601 (local time if naive)")
+    p.add_argument("--to-earliest", action="store_true", help="the oldest message kept")
+    p.add_argument("--to-latest", action="store_true", help="the end of each queue")
+    p.add_argument("--no-force", action="store_true",
+                   help="reset-offset: only move offsets back, never forward")  # fmt: skip
+    add_progress_flag(p)
+    p.set_defaults(handler=_run)
+
+    t = sub.add_parser("tree", help="the live actor tree of each online member of a group")
+    add_common(t)
+    t.add_argument("--group", required=True)
+    t.add_argument("--topic", required=True, help="a topic the group consumes")
+    t.add_argument("--client-id", help="only this member (default: every online member)")
+    t.set_defaults(handler=_run, action="tree", to_time=None, to_earliest=False,
+                   to_latest=False)  # fmt: skip

@@ -1,0 +1,174 @@
+"""Typed views of the JSON bodies brokers return to administration requests (what Java's
+``MQAdminExt`` reads): topic stats, consume stats, consumer connections, runtime info and the
+subscription group table. fastjson writes ``MessageQueue`` map keys as objects, which
+:mod:`.jsonlax` reads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from .bodies import MessageQueue, _body_decoder, _field, _object
+from .errors import ProtocolError
+
+__all__ = [
+    "ClientConnection",
+    "ConsumeStats",
+    "ConsumerConnection",
+    "OffsetWrapper",
+    "TopicOffset",
+    "decode_kv_table",
+    "decode_subscription_groups",
+    "decode_topic_stats",
+]
+
+
+def _queue_rows(table: Any, what: str) -> list[tuple[MessageQueue, Mapping[str, Any]]]:
+    if not isinstance(table, Mapping):
+        raise ProtocolError("bad-body", f"{what} is not an object")
+    rows = []
+    for key, value in table.items():
+        if not isinstance(value, Mapping):
+            raise ProtocolError("bad-body", f"{what} value is not an object")
+        rows.append((MessageQueue.from_json(key), value))
+    return sorted(rows, key=lambda row: row[0])
+
+
+@attrs.frozen(kw_only=True)
+class TopicOffset:
+    """One queue of TopicStatsTable (GET_TOPIC_STATS_INFO, 202): Java's ``TopicOffset``."""
+
+    min_offset: int
+    max_offset: int
+    last_update_timestamp: int
+
+
+@_body_decoder
+def decode_topic_stats(body: bytes) -> dict[MessageQueue, TopicOffset]:
+    """``{"offsetTable": {<MessageQueue>: {minOffset, maxOffset, lastUpdateTimestamp}}}``."""
+    table = _object(body, "topic stats").get("offsetTable", {})
+    return {
+        queue: TopicOffset(
+            min_offset=_field(row, "minOffset", int, 0),
+            max_offset=_field(row, "maxOffset", int, 0),
+            last_update_timestamp=_field(row, "lastUpdateTimestamp", int, 0),
+        )
+        for queue, row in _queue_rows(table, "offsetTable")
+    }
+
+
+@attrs.frozen(kw_only=True)
+class OffsetWrapper:
+    """One queue of ConsumeStats (GET_CONSUME_STATS, 208): Java's ``OffsetWrapper``."""
+
+    broker_offset: int
+    consumer_offset: int
+    pull_offset: int
+    last_timestamp: int
+
+    @property
+    def lag(self) -> int:
+        return max(0, self.broker_offset - self.consumer_offset)
+
+
+@attrs.frozen(kw_only=True)
+class ConsumeStats:
+    offsets: Mapping[MessageQueue, OffsetWrapper]
+    consume_tps: float
+
+    @classmethod
+    @_body_decoder
+    def decode(cls, body: bytes) -> ConsumeStats:
+        obj = _object(body, "consume stats")
+        tps = obj.get("consumeTps", 0)
+        return cls(
+            offsets={
+                queue: OffsetWrapper(
+                    broker_offset=_field(row, "brokerOffset", int, 0),
+                    consumer_offset=_field(row, "consumerOffset", int, 0),
+                    pull_offset=_field(row, "pullOffset", int, 0),
+                    last_timestamp=_field(row, "lastTimestamp", int, 0),
+                )
+                for queue, row in _queue_rows(obj.get("offsetTable", {}), "offsetTable")
+            },
+            consume_tps=float(tps) if isinstance(tps, int | float) else 0.0,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ClientConnection:
+    """Java's ``Connection``: one online client of a group."""
+
+    client_id: str
+    client_addr: str
+    language: str
+    version: int
+
+
+@attrs.frozen(kw_only=True)
+class ConsumerConnection:
+    """GET_CONSUMER_CONNECTION_LIST (203) reply: Java's ``ConsumerConnection``."""
+
+    connections: tuple[ClientConnection, ...]
+    subscriptions: Mapping[str, str]  # topic -> expression
+    consume_type: str
+    message_model: str
+    consume_from_where: str
+
+    @classmethod
+    @_body_decoder
+    def decode(cls, body: bytes) -> ConsumerConnection:
+        obj = _object(body, "consumer connection")
+        conns = _field(obj, "connectionSet", list, [])
+        subs = _field(obj, "subscriptionTable", dict, {})
+        return cls(
+            connections=tuple(
+                sorted(
+                    (
+                        ClientConnection(
+                            client_id=_field(c, "clientId", str, ""),
+                            client_addr=_field(c, "clientAddr", str, ""),
+                            language=str(c.get("language", "")),
+                            version=_field(c, "version", int, 0),
+                        )
+                        for c in conns
+                    ),
+                    key=lambda c: c.client_id,
+                )
+            ),
+            subscriptions={
+                str(topic): str(sub.get("subString", "*")) if isinstance(sub, Mapping) else "*"
+                for topic, sub in subs.items()
+            },
+            consume_type=str(obj.get("consumeType") or ""),
+            message_model=str(obj.get("messageModel") or ""),
+            consume_from_where=str(obj.get("consumeFromWhere") or ""),
+        )
+
+
+@_body_decoder
+def decode_kv_table(body: bytes) -> dict[str, str]:
+    """GET_BROKER_RUNTIME_INFO (28) reply, a ``KVTable``: ``{"table": {key: value}}``."""
+    table = _field(_object(body, "KVTable"), "table", dict, {})
+    return {str(k): str(v) for k, v in sorted(table.items())}
+
+
+@_body_decoder
+def decode_subscription_groups(body: bytes) -> dict[str, dict[str, Any]]:
+    """GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) reply, a ``SubscriptionGroupWrapper``: group
+    name -> its ``SubscriptionGroupConfig`` fields (consumeEnable, retryMaxTimes, ...)."""
+    table = _field(_object(body, "subscription groups"), "subscriptionGroupTable", dict, {})
+    out: dict[str, dict[str, Any]] = {}
+    for name, config in table.items():
+        if not isinstance(config, Mapping):
+            raise ProtocolError("bad-body", f"group {name!r} config is not an object")
+        out[str(name)] = {
+            "consume_enable": bool(config.get("consumeEnable", True)),
+            "consume_broadcast_enable": bool(config.get("consumeBroadcastEnable", True)),
+            "consume_orderly": bool(config.get("consumeMessageOrderly", False)),
+            "retry_queue_nums": _field(config, "retryQueueNums", int, 1),
+            "retry_max_times": _field(config, "retryMaxTimes", int, 16),
+        }
+    return dict(sorted(out.items()))
