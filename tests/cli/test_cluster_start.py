@@ -23,7 +23,10 @@ from ._run import cli
 def _hold(port: int) -> Iterator[None]:
     """Keep ``port`` busy (if it is not already)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        with contextlib.suppress(OSError):  # someone else holds it: busy all the same
+        # as the JVM binds: a port left in TIME_WAIT by an earlier test's NameServer must not
+        # make the hold fail while the JVM (SO_REUSEADDR) could still take it
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        with contextlib.suppress(OSError):  # someone else listens on it: busy all the same
             sock.bind(("0.0.0.0", port))
             sock.listen()
         yield
