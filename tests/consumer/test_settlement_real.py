@@ -28,6 +28,25 @@ async def _produce(namesrv: str, topic: str, bodies: list[bytes]) -> None:
             await producer.send(Message(topic=topic, body=body))
 
 
+class _Values:
+    """A handler that keeps each message's value and sets ``done`` at the ``n``-th."""
+
+    def __init__(self, n: int) -> None:
+        self.values: list[Any] = []
+        self.done = anyio.Event()
+        self._n = n
+
+    async def __call__(self, message: ReceivedMessage[Any]) -> None:
+        self.values.append(message.value)
+        if len(self.values) == self._n:
+            self.done.set()
+
+
+def _values_until(n: int) -> tuple[list[Any], anyio.Event, _Values]:
+    handler = _Values(n)
+    return handler.values, handler.done, handler
+
+
 class Seen:
     """What a handler saw: (body, reconsume_times, when); wakes a waiter at ``count``."""
 
@@ -150,13 +169,7 @@ async def test_json_deserializer_gives_dicts_push_and_pull(
     await _produce(
         rocketmq_namesrv, unique_topic, [json.dumps({"n": i}).encode() for i in range(3)]
     )
-    values: list[Any] = []
-    done = anyio.Event()
-
-    async def handle(message: ReceivedMessage[Any]) -> None:
-        values.append(message.value)
-        if len(values) == 3:
-            done.set()
+    values, done, handle = _values_until(3)
 
     async with PushConsumer(
         namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
@@ -181,13 +194,7 @@ async def test_a_body_the_deserializer_rejects_goes_to_the_dlq_and_the_rest_is_c
 ) -> None:
     bodies = [b'{"n": 0}', b"not json", b'{"n": 2}', b'{"n": 3}']
     await _produce(rocketmq_namesrv, unique_topic, bodies)
-    values: list[Any] = []
-    done = anyio.Event()
-
-    async def handle(message: ReceivedMessage[Any]) -> None:
-        values.append(message.value)
-        if len(values) == 3:
-            done.set()
+    values, done, handle = _values_until(3)
 
     async with PushConsumer(
         namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
