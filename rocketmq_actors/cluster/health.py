@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 __all__ = ["BrokerHealth", "Health", "NameServerHealth", "RouteHealth", "instance_health"]
 
 CONNECTED, RECONNECTING, NOT_CONNECTED = "connected", "reconnecting", "not_connected"
+#: the topic producers look up to auto-create topics: no topic to work with by itself
+TEMPLATE_TOPIC = "TBW102"
 
 
 @attrs.frozen(kw_only=True)
@@ -61,6 +63,7 @@ class RouteHealth:
 class Health:
     ready: bool
     reasons: tuple[str, ...]  # why not ready (empty when ready)
+    warnings: tuple[str, ...]  # what is wrong without stopping the client's work
     kind: str
     group: str | None
     state: str  # the client's lifecycle state: new, starting, running, stopping, stopped
@@ -90,9 +93,12 @@ def instance_health(
     state: str,
     needs_brokers: bool,
 ) -> Health:
-    """The health of a client on ``instance``. Ready: running, the NameServers answered their
-    last request, and (``needs_brokers``: producers) every known route has a master with an
-    open connection (a route with none can take no send)."""
+    """The health of a client on ``instance``. Ready: running, and (``needs_brokers``:
+    producers) every known route has a master with an open connection (a route with none can
+    take no send). NameServers that do not answer make it not ready only while it has no
+    route to work with: with routes cached it goes on sending and consuming, as the Java
+    client does, so a readiness probe must not take it out of service for a NameServer
+    outage - that is a warning."""
     namesrv = instance.namesrv
     now = time.monotonic()
     ns = NameServerHealth(
@@ -132,14 +138,17 @@ def instance_health(
         )
         for addr, (name, master) in sorted(nodes.items())
     )  # fmt: skip
-    reasons = []
+    reasons: list[str] = []
+    warnings: list[str] = []
     if state != "running":  # (then what it cannot reach says nothing more)
         reasons.append(f"the client is {state}")
     elif not ns.reachable:
-        reasons.append(f"no NameServer answered: {ns.last_error}")
+        usable = [r for r in routes if r.topic != TEMPLATE_TOPIC]
+        (warnings if usable else reasons).append(f"no NameServer answered: {ns.last_error}")
     if state == "running" and needs_brokers and unreachable:
         reasons.append(f"no connected master for {', '.join(unreachable)}")
     return Health(
-        ready=not reasons, reasons=tuple(reasons), kind=kind, group=group, state=state,
-        client_id=instance.client_id, namesrv=ns, brokers=brokers, routes=tuple(routes),
+        ready=not reasons, reasons=tuple(reasons), warnings=tuple(warnings), kind=kind,
+        group=group, state=state, client_id=instance.client_id, namesrv=ns, brokers=brokers,
+        routes=tuple(routes),
     )  # fmt: skip
