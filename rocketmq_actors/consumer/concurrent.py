@@ -9,9 +9,12 @@ if that send-back fails too, the messages stay in the process queue (holding the
 and are consumed again here after a back-off - never dropped. In broadcasting mode a failed
 message is logged and skipped, as the Java client does.
 
-A handler running past ``consume_timeout`` is cancelled by the sweeper through its worker's
-cancel scope (one scope per worker, not one per message: a scope per message costs a third of
-the throughput) and counts as a failure.
+A batch is settled message by message (:func:`.dispatch.settled`): an acked message is
+committed, a failed one (nacked, or left unsettled by a handler that raised) is sent back, so a
+batch handler that nacks one message and returns sends back that one only. A handler running
+past ``consume_timeout`` is cancelled by the sweeper through its worker's cancel scope (one
+scope per worker, not one per message: a scope per message costs a third of the throughput):
+the messages it did not ack count as failures.
 """
 
 from __future__ import annotations
@@ -136,8 +139,8 @@ class ConcurrentConsumeService:
                     await self._settle(pq, messages, outcome)
                     current = None
             me.busy = False  # cancelled by the sweeper: the handler timed out
-            if current is not None:
-                dispatcher.report_failure(current[1], TimeoutError("consume_timeout"))
+            if current is not None:  # the messages it acked before are consumed
+                dispatcher.tally(current[1], me.started, TimeoutError("consume_timeout"))
                 await self._settle(*current, False)
 
     async def _sweep_timeouts(self, timeout: float) -> None:
@@ -159,8 +162,9 @@ class ConcurrentConsumeService:
         owner = self.owner
         done = messages
         if not outcome and owner.clustering and not pq.dropped:
-            # each by its own settlement: an explicit ack is committed, a nack goes back with
-            # its delay; the rest failed with the handler
+            # each by its own outcome (see dispatch): an ack - explicit, or implicit when the
+            # handler returned - is committed; a nack goes back with its delay, and so does a
+            # message left unsettled by a handler that raised or timed out
             failed = [m for m in messages if settled(m) is not Outcome.ACK]
             sent = [await owner.send_back(m, self._level(m)) for m in failed]
             done = [m for m in messages if settled(m) is Outcome.ACK]
