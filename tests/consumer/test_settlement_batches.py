@@ -178,3 +178,12 @@ async def test_a_process_block_ended_by_a_closed_delivery_keeps_the_users_except
     assert settlement.outcome is None
     with pytest.raises(MessageAlreadySettled, match="consumer is stopping"):
         message.ack()
+
+
+async def test_orderly_hands_an_undecodable_message_to_the_dlq_alone() -> None:
+    batch = _batch(b"m0", b"bad", b"m2")
+    batch[1].decode_error = "value_deserializer: no"
+    owner, delivered = await _orderly([lambda messages: None] * 2, batch)
+    assert delivered == [[b"m0"], [b"m2"]]
+    assert owner.sent == [(b"bad", DLQ_NOW)]
+    assert owner.offsets.updates == [1, 2, 3]
