@@ -13,13 +13,13 @@ the consumer is stopping, ``consume_timeout`` passed), raises :class:`MessageAlr
 ``nack(delay)``: a duration (``int`` or ``float`` seconds, or a ``timedelta``) is mapped to
 the smallest delay level at least that long; ``DelayLevel(n)`` names a level (1-18) itself. (A
 plain ``int`` is seconds, never a level: ``nack(delay=5)`` waits 5 s, not level 5's minute.)
-The levels are the broker's default
-``messageDelayLevel`` (``1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h``), so a
-delay longer than 2 h is refused. Concurrent mode sends the message back
-(CONSUMER_SEND_MSG_BACK) with that level; orderly mode suspends the queue for the delay - the
-level's duration for a ``DelayLevel``, the duration itself otherwise (an ``int`` is seconds
-there too) - kept between 10 ms and 30 s as Java's ``ConsumeMessageOrderlyService.submitConsumeRequestLater`` does, and delivers the
-same message again.
+The levels are the broker's default ``messageDelayLevel`` (``1s 5s 10s 30s 1m 2m 3m 4m 5m 6m
+7m 8m 9m 10m 20m 30m 1h 2h``), so a delay longer than 2 h is refused. Concurrent mode sends the
+message back (CONSUMER_SEND_MSG_BACK) with that level; orderly mode suspends the queue for the
+delay - the level's duration for a ``DelayLevel``, the duration itself for seconds (``int`` or
+``float``) or a ``timedelta`` - kept between 10 ms and 30 s as Java's
+``ConsumeMessageOrderlyService.submitConsumeRequestLater`` does, and delivers the same message
+again.
 """
 
 from __future__ import annotations
