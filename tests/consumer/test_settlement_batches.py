@@ -187,3 +187,29 @@ async def test_orderly_hands_an_undecodable_message_to_the_dlq_alone() -> None:
     assert delivered == [[b"m0"], [b"m2"]]
     assert owner.sent == [(b"bad", DLQ_NOW)]
     assert owner.offsets.updates == [1, 2, 3]
+
+
+async def test_async_for_stopped_inside_a_process_block_keeps_the_users_exception() -> None:
+    dispatcher = _dispatcher(None)
+    deliveries = dispatcher.deliveries
+    assert deliveries is not None
+    (message,) = _batch(b"m")
+    outcome: list[bool | None] = []
+    ended = anyio.Event()
+
+    async def worker() -> None:
+        outcome.append(await dispatcher.invoke([message]))
+        ended.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(worker)
+        got = await deliveries.next()
+        with pytest.raises(ValueError, match="mine"):
+            async with got.process():
+                deliveries.close()  # the consumer stops while the block runs
+                with anyio.fail_after(5):
+                    await ended.wait()  # the delivery has ended: its settlement is closed
+                raise ValueError("mine")
+    assert outcome == [None]  # left unconsumed: delivered again
+    assert not got.settled
+    deliveries.dispose()
