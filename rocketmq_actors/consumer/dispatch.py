@@ -92,8 +92,9 @@ class Dispatcher:
             await self._idle.wait()
 
     async def invoke(self, messages: list[MessageExt], *, timed: bool = True) -> bool | None:
-        """Run the handler (or hand the messages to ``async for``): True when consumed, False
-        when it failed, None when left unconsumed. ``timed``: bound it by ``consume_timeout``
+        """Run the handler (or hand the messages to ``async for``): True when all were consumed,
+        False when any failed (each message's :func:`settled` outcome says which), None when
+        all are left unconsumed. ``timed``: bound it by ``consume_timeout``
         here (the concurrent workers are bounded by their sweeper instead)."""
         poison = [m for m in messages if m.decode_error is not None]
         if poison:
