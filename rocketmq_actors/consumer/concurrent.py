@@ -157,11 +157,13 @@ class ConcurrentConsumeService:
         self, pq: ProcessQueue, messages: list[MessageExt], outcome: bool | None
     ) -> None:
         """After a handler: commit (success), send back or keep to retry here (failure)."""
-        if outcome is None:  # left in the process queue: the offset stays before them
-            return
         owner = self.owner
         done = messages
-        if not outcome and owner.clustering and not pq.dropped:
+        if outcome is None:  # the consumer stops: what was acked is committed, the rest
+            done = [m for m in messages if settled(m) is Outcome.ACK]  # stays in the process
+            if not done:  # queue (the offset stays before them) and is delivered again
+                return
+        elif not outcome and owner.clustering and not pq.dropped:
             # each by its own outcome (see dispatch): an ack - explicit, or implicit when the
             # handler returned - is committed; a nack goes back with its delay, and so does a
             # message left unsettled by a handler that raised or timed out

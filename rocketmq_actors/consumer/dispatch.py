@@ -2,11 +2,11 @@
 
 :meth:`Dispatcher.invoke` is called by the consume services (concurrent workers, orderly
 queue loops, CONSUME_MESSAGE_DIRECTLY) and answers True (consumed), False (failed: retry it)
-or None (not consumed: the consumer is stopping, or the handler raised ``KeyboardInterrupt`` /
-``SystemExit``, which stops the consumer). A message that could not be decoded never reaches
-the handler: it is a failure, logged at ERROR with its queue and offset
-(``consumer.undecodable``), and so goes back through the retry topic to the DLQ like any
-failed message. See :mod:`.handlers` for the outcomes a handler can have.
+or None (not consumed, but for messages acked already: the consumer is stopping, or the
+handler raised ``KeyboardInterrupt`` / ``SystemExit``, which stops the consumer). A message
+that could not be decoded never reaches the handler: it is a failure, logged at ERROR with its
+queue and offset (``consumer.undecodable``), and so goes back through the retry topic to the
+DLQ like any failed message. See :mod:`.handlers` for the outcomes a handler can have.
 
 Each delivered message gets a fresh :class:`~.settlement.Settlement`: an explicit
 ``message.ack()`` or ``message.nack()`` wins over the handler's outcome, and a message left
@@ -94,8 +94,9 @@ class Dispatcher:
     async def invoke(self, messages: list[MessageExt], *, timed: bool = True) -> bool | None:
         """Run the handler (or hand the messages to ``async for``): True when all were consumed,
         False when any failed (each message's :func:`settled` outcome says which), None when
-        all are left unconsumed. ``timed``: bound it by ``consume_timeout``
-        here (the concurrent workers are bounded by their sweeper instead)."""
+        the consumer stops first (the acked ones are consumed, the rest left unconsumed).
+        ``timed``: bound it by ``consume_timeout`` here (the concurrent workers are bounded by
+        their sweeper instead)."""
         poison = [m for m in messages if m.decode_error is not None]
         if poison:
             for message in poison:
@@ -115,7 +116,8 @@ class Dispatcher:
             else:
                 await self._call(presented)
             return self._outcome(presented, began)
-        except Abandoned:
+        except Abandoned:  # the consumer stops: the acked ones are consumed, the rest not
+            self._count_consumed(presented, began)
             return None
         except Exception as exc:
             return self._raised(presented, exc, began)
@@ -127,7 +129,8 @@ class Dispatcher:
         except (KeyboardInterrupt, SystemExit) as exc:
             log.warning("consumer.handler_interrupted", group=self.group, error=repr(exc),
                         **describe(messages[0]))  # fmt: skip
-            self._fail(exc)  # the consumer stops and raises it; these stay unconsumed
+            self._count_consumed(presented, began)
+            self._fail(exc)  # the consumer stops and raises it; the unacked stay unconsumed
             return None
         finally:
             for message in presented:
@@ -151,13 +154,8 @@ class Dispatcher:
         """Count each message of a call by its own settlement (acked: consumed; anything else:
         failed), log the failures (a handler's exception at most one line per queue every
         10 s); True when all were consumed."""
-        acked = sum(1 for m in messages if settled(m) is Outcome.ACK)
-        failed = len(messages) - acked
+        failed = len(messages) - self._count_consumed(messages, began)
         first = messages[0]
-        if acked:
-            self.consumed += acked
-            series = self._ok_series.get(first.topic) or self._ok_series.add(first.topic)
-            METRICS.count_and_observe(*series, time.monotonic() - began, acked)
         if failed:
             self._count_failed(messages, failed)
             if exc is None:
@@ -170,6 +168,16 @@ class Dispatcher:
                                 error=repr(exc), suppressed=suppressed, exc_info=exc,
                                 **describe(first))  # fmt: skip
         return not failed
+
+    def _count_consumed(self, messages: Sequence[MessageExt], began: float) -> int:
+        """Count the acked messages as consumed; how many."""
+        acked = sum(1 for m in messages if settled(m) is Outcome.ACK)
+        if acked:
+            self.consumed += acked
+            topic = messages[0].topic
+            series = self._ok_series.get(topic) or self._ok_series.add(topic)
+            METRICS.count_and_observe(*series, time.monotonic() - began, acked)
+        return acked
 
     def _count_failed(self, messages: Sequence[MessageExt], count: int | None = None) -> None:
         count = len(messages) if count is None else count

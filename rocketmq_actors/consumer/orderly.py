@@ -102,9 +102,10 @@ class OrderlyConsumeService:
                 else:
                     try:
                         ok = await self.dispatcher.invoke(batch)
-                        done = len(batch) if ok else 0
                         if ok is False:
                             done = await self._give_up_on(batch)
+                        else:  # None: the consumer stops; the acked head is committed
+                            done = len(batch) if ok else _acked_head(batch)
                     except BaseException:  # cancelled (a stop, a restart): consumed again later
                         pq.rollback_taken()
                         raise
@@ -202,6 +203,10 @@ class OrderlyConsumeService:
             info={"mode": "orderly", "consumed": self.dispatcher.consumed,
                   "failed": self.dispatcher.failed, "suspended": self.suspended},
         )  # fmt: skip
+
+
+def _acked_head(batch: list[MessageExt]) -> int:
+    return next((i for i, m in enumerate(batch) if settled(m) is not Outcome.ACK), len(batch))
 
 
 class LockKeeper:

@@ -213,3 +213,40 @@ async def test_async_for_stopped_inside_a_process_block_keeps_the_users_exceptio
     assert outcome == [None]  # left unconsumed: delivered again
     assert not got.settled
     deliveries.dispose()
+
+
+@pytest.mark.parametrize("orderly", [False, True])
+async def test_a_stop_in_async_for_commits_what_was_acked_and_keeps_the_rest(
+    orderly: bool,
+) -> None:
+    owner, dispatcher = _Owner(), _dispatcher(None)
+    deliveries = dispatcher.deliveries
+    assert deliveries is not None
+    batch = _batch(b"m0", b"m1")
+    pq = _queue(batch)
+    concurrent = ConcurrentConsumeService(owner, dispatcher, concurrency=1,  # type: ignore[arg-type]
+                                          consume_batch_size=2, consume_timeout=None,
+                                          local_retry_delay=1.0)  # fmt: skip
+    service = OrderlyConsumeService(owner, dispatcher, concurrency=1,  # type: ignore[arg-type]
+                                    consume_batch_size=2, suspend_delay=0.01,
+                                    max_reconsume_times=100, lock_interval=20,
+                                    rebalance_lock=anyio.Lock())  # fmt: skip
+
+    async def worker() -> None:
+        if orderly:
+            await service.consume(pq)
+        else:
+            messages = list[MessageExt](batch)
+            await concurrent._settle(pq, messages, await dispatcher.invoke(messages))
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(worker)
+            (await deliveries.next()).ack()
+            await deliveries.next()  # m1: the consumer stops while the loop is on it
+            owner.stopping = True
+            deliveries.close()
+    assert owner.offsets.updates == [1]  # m0 committed; m1 delivered again
+    assert (pq.count, pq.lowest) == (1, 1)
+    assert (dispatcher.consumed, dispatcher.failed) == (1, 0)
+    deliveries.dispose()
