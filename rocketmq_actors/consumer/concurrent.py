@@ -9,9 +9,12 @@ if that send-back fails too, the messages stay in the process queue (holding the
 and are consumed again here after a back-off - never dropped. In broadcasting mode a failed
 message is logged and skipped, as the Java client does.
 
-A handler running past ``consume_timeout`` is cancelled by the sweeper through its worker's
-cancel scope (one scope per worker, not one per message: a scope per message costs a third of
-the throughput) and counts as a failure.
+A batch is settled message by message (:func:`.dispatch.settled`): an acked message is
+committed, a failed one (nacked, or left unsettled by a handler that raised) is sent back, so a
+batch handler that nacks one message and returns sends back that one only. A handler running
+past ``consume_timeout`` is cancelled by the sweeper through its worker's cancel scope (one
+scope per worker, not one per message: a scope per message costs a third of the throughput):
+the messages it did not ack count as failures.
 """
 
 from __future__ import annotations
@@ -136,8 +139,8 @@ class ConcurrentConsumeService:
                     await self._settle(pq, messages, outcome)
                     current = None
             me.busy = False  # cancelled by the sweeper: the handler timed out
-            if current is not None:
-                dispatcher.report_failure(current[1], TimeoutError("consume_timeout"))
+            if current is not None:  # the messages it acked before are consumed
+                dispatcher.tally(current[1], me.started, TimeoutError("consume_timeout"))
                 await self._settle(*current, False)
 
     async def _sweep_timeouts(self, timeout: float) -> None:
@@ -154,13 +157,16 @@ class ConcurrentConsumeService:
         self, pq: ProcessQueue, messages: list[MessageExt], outcome: bool | None
     ) -> None:
         """After a handler: commit (success), send back or keep to retry here (failure)."""
-        if outcome is None:  # left in the process queue: the offset stays before them
-            return
         owner = self.owner
         done = messages
-        if not outcome and owner.clustering and not pq.dropped:
-            # each by its own settlement: an explicit ack is committed, a nack goes back with
-            # its delay; the rest failed with the handler
+        if outcome is None:  # the consumer stops: what was acked is committed, the rest
+            done = [m for m in messages if settled(m) is Outcome.ACK]  # stays in the process
+            if not done:  # queue (the offset stays before them) and is delivered again
+                return
+        elif not outcome and owner.clustering and not pq.dropped:
+            # each by its own outcome (see dispatch): an ack - explicit, or implicit when the
+            # handler returned - is committed; a nack goes back with its delay, and so does a
+            # message left unsettled by a handler that raised or timed out
             failed = [m for m in messages if settled(m) is not Outcome.ACK]
             sent = [await owner.send_back(m, self._level(m)) for m in failed]
             done = [m for m in messages if settled(m) is Outcome.ACK]

@@ -2,16 +2,18 @@
 
 :meth:`Dispatcher.invoke` is called by the consume services (concurrent workers, orderly
 queue loops, CONSUME_MESSAGE_DIRECTLY) and answers True (consumed), False (failed: retry it)
-or None (not consumed: the consumer is stopping, or the handler raised ``KeyboardInterrupt`` /
-``SystemExit``, which stops the consumer). A message that could not be decoded never reaches
-the handler: it is a failure, logged at ERROR with its queue and offset
-(``consumer.undecodable``), and so goes back through the retry topic to the DLQ like any
-failed message. See :mod:`.handlers` for the outcomes a handler can have.
+or None (not consumed, but for messages acked already: the consumer is stopping, or the
+handler raised ``KeyboardInterrupt`` / ``SystemExit``, which stops the consumer). A message
+that could not be decoded never reaches the handler: it is a failure, logged at ERROR with its
+queue and offset (``consumer.undecodable``), and so goes back through the retry topic to the
+DLQ like any failed message. See :mod:`.handlers` for the outcomes a handler can have.
 
 Each delivered message gets a fresh :class:`~.settlement.Settlement`: an explicit
-``message.ack()`` or ``message.nack()`` wins over the handler's outcome (see
-:mod:`.settlement`); :meth:`Dispatcher.invoke` answers False when any message was nacked, and
-the services settle each message by its own settlement.
+``message.ack()`` or ``message.nack()`` wins over the handler's outcome, and a message left
+unsettled takes it (see :mod:`.settlement`): once :meth:`Dispatcher.invoke` answers True or
+False every message of the call has an outcome (a handler cancelled by ``consume_timeout``
+leaves the unsettled ones at None: failed). It answers False when any message failed, and
+the services settle each message by its own outcome (:func:`settled`).
 """
 
 from __future__ import annotations
@@ -90,9 +92,11 @@ class Dispatcher:
             await self._idle.wait()
 
     async def invoke(self, messages: list[MessageExt], *, timed: bool = True) -> bool | None:
-        """Run the handler (or hand the messages to ``async for``): True when consumed, False
-        when it failed, None when left unconsumed. ``timed``: bound it by ``consume_timeout``
-        here (the concurrent workers are bounded by their sweeper instead)."""
+        """Run the handler (or hand the messages to ``async for``): True when all were consumed,
+        False when any failed (each message's :func:`settled` outcome says which), None when
+        the consumer stops first (the acked ones are consumed, the rest left unconsumed).
+        ``timed``: bound it by ``consume_timeout`` here (the concurrent workers are bounded by
+        their sweeper instead)."""
         poison = [m for m in messages if m.decode_error is not None]
         if poison:
             for message in poison:
@@ -112,19 +116,21 @@ class Dispatcher:
             else:
                 await self._call(presented)
             return self._outcome(presented, began)
-        except Abandoned:
+        except Abandoned:  # the consumer stops: the acked ones are consumed, the rest not
+            self._count_consumed(presented, began)
             return None
         except Exception as exc:
             return self._raised(presented, exc, began)
         except anyio.get_cancelled_exc_class() as exc:
             if anyio.current_effective_deadline() == -math.inf:
                 raise  # cancelled for real: the consumer stops, or the handler timed out
-            self.report_failure(messages, exc)  # a stray cancellation from the handler's code
-            return False
+            # a stray cancellation from the handler's code: it failed (the acked ones aside)
+            return self.tally(presented, began, exc)
         except (KeyboardInterrupt, SystemExit) as exc:
             log.warning("consumer.handler_interrupted", group=self.group, error=repr(exc),
                         **describe(messages[0]))  # fmt: skip
-            self._fail(exc)  # the consumer stops and raises it; these stay unconsumed
+            self._count_consumed(presented, began)
+            self._fail(exc)  # the consumer stops and raises it; the unacked stay unconsumed
             return None
         finally:
             for message in presented:
@@ -135,41 +141,49 @@ class Dispatcher:
                 self._idle.set()
 
     def _raised(self, presented: list[ReceivedMessage[Any]], exc: Exception, began: float) -> bool:
-        if all(settled(m) is Outcome.ACK for m in presented):
-            return self._outcome(presented, began)  # the explicit ack wins
-        self.report_failure(presented, exc)
-        return False
+        _resolve(presented, Outcome.NACK)  # the explicit acks still hold
+        return self.tally(presented, began, exc)
 
     def _outcome(self, presented: list[ReceivedMessage[Any]], began: float) -> bool:
-        """After the handler returned: True unless a message was nacked."""
-        nacked = sum(1 for m in presented if settled(m) in (Outcome.NACK, Outcome.DEAD))
-        if nacked:
-            self._count_failed(presented, nacked)
-            log.debug("consumer.nacked", group=self.group, count=nacked,
-                      **describe(presented[0]))  # fmt: skip
-        if nacked == len(presented):
-            return False
-        self.consumed += len(presented) - nacked
-        topic = presented[0].topic
-        series = self._ok_series.get(topic) or self._ok_series.add(topic)
-        METRICS.count_and_observe(*series, time.monotonic() - began, len(presented) - nacked)
-        return not nacked
+        _resolve(presented, Outcome.ACK)  # the explicit nacks still hold
+        return self.tally(presented, began, None)
+
+    def tally(
+        self, messages: Sequence[MessageExt], began: float, exc: BaseException | None
+    ) -> bool:
+        """Count each message of a call by its own settlement (acked: consumed; anything else:
+        failed), log the failures (a handler's exception at most one line per queue every
+        10 s); True when all were consumed."""
+        failed = len(messages) - self._count_consumed(messages, began)
+        first = messages[0]
+        if failed:
+            self._count_failed(messages, failed)
+            if exc is None:
+                log.debug("consumer.nacked", group=self.group, count=failed, **describe(first))
+            else:
+                suppressed = self._failure_log.admit((first.topic, first.broker_name,
+                                                      first.queue_id))  # fmt: skip
+                if suppressed is not None:
+                    log.warning("consumer.handler_failed", group=self.group, count=failed,
+                                error=repr(exc), suppressed=suppressed, exc_info=exc,
+                                **describe(first))  # fmt: skip
+        return not failed
+
+    def _count_consumed(self, messages: Sequence[MessageExt], began: float) -> int:
+        """Count the acked messages as consumed; how many."""
+        acked = sum(1 for m in messages if settled(m) is Outcome.ACK)
+        if acked:
+            self.consumed += acked
+            topic = messages[0].topic
+            series = self._ok_series.get(topic) or self._ok_series.add(topic)
+            METRICS.count_and_observe(*series, time.monotonic() - began, acked)
+        return acked
 
     def _count_failed(self, messages: Sequence[MessageExt], count: int | None = None) -> None:
         count = len(messages) if count is None else count
         self.failed += count
         METRICS.inc("rocketmq_client_consume_total", count, group=self.group,
                     topic=messages[0].topic, result="failed")  # fmt: skip
-
-    def report_failure(self, messages: Sequence[MessageExt], exc: BaseException) -> None:
-        """Count a failed handler call and log it (at most one line per queue every 10 s)."""
-        self._count_failed(messages)
-        first = messages[0]
-        suppressed = self._failure_log.admit((first.topic, first.broker_name, first.queue_id))
-        if suppressed is not None:
-            log.warning("consumer.handler_failed", group=self.group, count=len(messages),
-                        error=repr(exc), suppressed=suppressed, exc_info=exc,
-                        **describe(first))  # fmt: skip
 
     def _call(self, presented: list[ReceivedMessage[Any]]) -> Awaitable[None]:
         # Plain functions that return the handler's own awaitable: a message passes through
@@ -196,6 +210,12 @@ class Dispatcher:
             return self.handler(message)
         assert self.deliveries is not None
         return self.deliveries.deliver(presented)
+
+
+def _resolve(presented: list[ReceivedMessage[Any]], implicit: Outcome) -> None:
+    for message in presented:
+        if message.settlement is not None:
+            message.settlement.resolve(implicit)
 
 
 def settled(message: MessageExt) -> Outcome | None:

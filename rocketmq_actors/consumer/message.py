@@ -112,7 +112,10 @@ class ReceivedMessage(MessageExt, Generic[T]):
         (``requeue``, ``delay`` as :meth:`nack`) and let the exception go on, as aio-pika's
         ``process()``. With ``ignore_processed`` a message settled inside the block is left as
         it is on exit; without it, acking again on a normal exit raises
-        :class:`~.settlement.MessageAlreadySettled` (an exception is never masked so)."""
+        :class:`~.settlement.MessageAlreadySettled` (an exception is never masked so). If the
+        delivery ended while the block ran (the consumer is stopping, ``consume_timeout``
+        passed), the exit settles nothing - the message is consumed again - and an exception
+        from the block goes on unchanged."""
         if delay is not None:
             Settlement.check_delay(delay)  # before the block runs
         return ProcessContext(self, requeue=requeue, delay=delay, ignore=ignore_processed)
@@ -143,6 +146,14 @@ class ProcessContext:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         message = self._message
+        settlement = message._settling()
+        if settlement.closed and not settlement.settled:
+            # the delivery ended while the block ran (the consumer is stopping, consume_timeout
+            # passed): the message is consumed again whatever the block did, so its exit
+            # settles nothing - and never replaces the block's own exception
+            log.debug("consumer.process_after_end", msg_id=message.msg_id, topic=message.topic,
+                      queue_offset=message.queue_offset, raised=kind is not None)  # fmt: skip
+            return
         if kind is None:
             if not (self._ignore and message.settled):
                 message.ack()

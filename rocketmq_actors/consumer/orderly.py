@@ -5,9 +5,11 @@ In clustering mode a queue is started only once this member holds the broker-sid
 ``lock_interval``, and a queue whose lock lapsed waits. Each queue actor runs
 :meth:`OrderlyConsumeService.consume`: take the next batch in offset order, run the handler
 under the queue's consume lock (a release waits for it, so the next owner comes after), then
-commit it - or, on failure, suspend the queue for ``suspend_delay`` and consume the same batch
-again. Past ``max_reconsume_times`` (unbounded by default, as in Java) failed messages go to the
-DLQ; a message that cannot be decoded goes there at once (it would block the queue for ever).
+commit it - or, on failure, commit its head up to the first failed message, suspend the queue
+for ``suspend_delay`` (or the nack's delay) and consume the rest of the batch again first.
+Past ``max_reconsume_times`` (unbounded by default, as in Java) failed messages go to the DLQ;
+a message that cannot be decoded goes there at once, alone (it would block the queue for
+ever).
 At most ``concurrency`` handlers run at once over all queues.
 """
 
@@ -94,23 +96,28 @@ class OrderlyConsumeService:
             async with self._slots, pq.consume_lock:
                 if pq.dropped or owner.stopping:
                     break
-                batch = pq.take(self.consume_batch_size)
+                batch = self._take(pq)
                 if not batch:
                     pq.rollback_taken()
                 else:
                     try:
                         ok = await self.dispatcher.invoke(batch)
                         if ok is False:
-                            ok = await self._give_up_on(batch)
+                            done = await self._give_up_on(batch)
+                        else:  # None: the consumer stops; the acked head is committed
+                            done = len(batch) if ok else _acked_head(batch)
                     except BaseException:  # cancelled (a stop, a restart): consumed again later
                         pq.rollback_taken()
                         raise
-                    if ok:
-                        owner.offsets.update(pq.queue, pq.commit_taken())
+                    if done:
+                        owner.offsets.update(pq.queue, pq.commit_taken(done))
                         pq.last_consume = time.monotonic()
                         owner.flow_changed()
+                    else:
+                        pq.rollback_taken()
+                    if done == len(batch):
                         continue
-                    pq.rollback_taken()
+                    batch = batch[done:]  # consumed again first, after the suspension
                     if ok is False:
                         self.suspended += 1
             wait = self._suspend_for(batch) if batch else None
@@ -120,10 +127,21 @@ class OrderlyConsumeService:
             owner.rebalance_now()  # the handler the release waited for has ended:
             await anyio.sleep_forever()  # the queue stays, locked, until that round frees it
 
+    def _take(self, pq: ProcessQueue) -> list[MessageExt]:
+        """The next batch; a message that cannot be decoded goes alone (as in concurrent mode):
+        in a batch the handler would never see the messages with it, and the queue would stop
+        there for ever."""
+        batch = pq.take(self.consume_batch_size)
+        poison = next((i for i, m in enumerate(batch) if m.decode_error is not None), None)
+        if poison is None or len(batch) == 1:
+            return batch
+        pq.rollback_taken()
+        return pq.take(max(poison, 1))
+
     def _suspend_for(self, batch: list[MessageExt]) -> float:
-        """How long the queue waits before the batch again: the longest nack delay in it
-        (Java's ConsumeOrderlyContext.setSuspendCurrentQueueTimeMillis), else
-        ``suspend_delay``."""
+        """How long the queue waits before ``batch`` (the messages consumed again): the longest
+        nack delay among them (Java's ConsumeOrderlyContext.setSuspendCurrentQueueTimeMillis),
+        else ``suspend_delay``."""
         default = self._suspend.next()
         waits = [
             m.settlement.suspend(default)
@@ -133,22 +151,28 @@ class OrderlyConsumeService:
         ]  # fmt: skip
         return max(waits, default=default)
 
-    async def _give_up_on(self, batch: list[MessageExt]) -> bool:
-        """After a failure: messages past ``max_reconsume_times``, undecodable ones and those
-        nacked with ``requeue=False`` go to the DLQ; True when the batch may be committed (Java's
-        checkReconsumeTimes). The batch is settled as one: a message acked in a failed batch is
-        consumed again with it."""
+    async def _give_up_on(self, batch: list[MessageExt]) -> int:
+        """After a failure: how many messages at the head of the batch may be committed - the
+        acked ones, and the failed ones that go to the DLQ (past ``max_reconsume_times``,
+        undecodable, or nacked with ``requeue=False``; Java's checkReconsumeTimes) - up to the
+        first one to consume again. That one and all after it are rolled back and delivered
+        again after the suspension, whatever their settlement: a later message cannot be
+        committed before it, and one nacked with ``requeue=False`` is dead-lettered only when
+        it reaches the head (never twice)."""
         owner = self.owner
-        suspend = False
-        for message in batch:
-            hopeless = message.decode_error is not None or settled(message) is Outcome.DEAD
+        for done, message in enumerate(batch):
+            outcome = settled(message)
+            if outcome is Outcome.ACK:
+                continue
+            hopeless = message.decode_error is not None or outcome is Outcome.DEAD
             if (hopeless or message.reconsume_times >= self.max_reconsume_times) and (
                 not owner.clustering or await owner.send_back(message, DLQ_NOW)
             ):
                 continue
-            suspend = True
-            message.reconsume_times += 1
-        return not suspend
+            for again in batch[done:]:  # redelivered: as Java counts a suspended batch
+                again.reconsume_times += 1
+            return done
+        return len(batch)
 
     async def renew(self) -> None:
         owner = self.owner
@@ -179,6 +203,10 @@ class OrderlyConsumeService:
             info={"mode": "orderly", "consumed": self.dispatcher.consumed,
                   "failed": self.dispatcher.failed, "suspended": self.suspended},
         )  # fmt: skip
+
+
+def _acked_head(batch: list[MessageExt]) -> int:
+    return next((i for i, m in enumerate(batch) if settled(m) is not Outcome.ACK), len(batch))
 
 
 class LockKeeper:

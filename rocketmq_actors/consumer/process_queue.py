@@ -111,12 +111,15 @@ class ProcessQueue:
         self._taken = [self._messages[o] for o in offsets]
         return list(self._taken)
 
-    def commit_taken(self) -> int:
-        """The taken messages are consumed: forget them, return the offset to commit."""
-        for message in self._taken:
+    def commit_taken(self, count: int | None = None) -> int:
+        """The first ``count`` taken messages (all by default) are consumed: forget them, put
+        the rest back to be consumed again first; return the offset to commit."""
+        done = self._taken if count is None else self._taken[:count]
+        for message in done:
             self._messages.pop(message.queue_offset, None)
             self._bytes -= len(message.body)
-        self._taken = []
+        self._taken = self._taken[len(done) :]
+        self.rollback_taken()
         return self.commit_offset()
 
     def rollback_taken(self) -> None:

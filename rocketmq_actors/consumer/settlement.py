@@ -4,19 +4,22 @@ consume services, and the delay levels.
 A push consumer gives each delivered message a fresh :class:`Settlement` (one per delivery: a
 message consumed again gets a new one). The explicit call wins over the implicit outcome: an
 acked message is committed even if its handler then raises; a nacked one is consumed again
-even if the handler returns (or ``async for`` asks for the next). Settling twice, or after the
-delivery ended (the handler returned, the loop moved on), raises :class:`MessageAlreadySettled`.
+even if the handler returns (or ``async for`` asks for the next). A message of the call left
+unsettled takes the handler's outcome (:meth:`Settlement.resolve`): consumed if it returned,
+failed if it raised - so a batch handler that nacks one message and returns consumes the
+others. Settling twice, or after the delivery ended (the handler returned, the loop moved on,
+the consumer is stopping, ``consume_timeout`` passed), raises :class:`MessageAlreadySettled`.
 
 ``nack(delay)``: a duration (``int`` or ``float`` seconds, or a ``timedelta``) is mapped to
 the smallest delay level at least that long; ``DelayLevel(n)`` names a level (1-18) itself. (A
 plain ``int`` is seconds, never a level: ``nack(delay=5)`` waits 5 s, not level 5's minute.)
-The levels are the broker's default
-``messageDelayLevel`` (``1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h``), so a
-delay longer than 2 h is refused. Concurrent mode sends the message back
-(CONSUMER_SEND_MSG_BACK) with that level; orderly mode suspends the queue for the delay - the
-level's duration for an ``int``, the duration itself otherwise - kept between 10 ms and 30 s
-as Java's ``ConsumeMessageOrderlyService.submitConsumeRequestLater`` does, and delivers the
-same message again.
+The levels are the broker's default ``messageDelayLevel`` (``1s 5s 10s 30s 1m 2m 3m 4m 5m 6m
+7m 8m 9m 10m 20m 30m 1h 2h``), so a delay longer than 2 h is refused. Concurrent mode sends the
+message back (CONSUMER_SEND_MSG_BACK) with that level; orderly mode suspends the queue for the
+delay - the level's duration for a ``DelayLevel``, the duration itself for seconds (``int`` or
+``float``) or a ``timedelta`` - kept between 10 ms and 30 s as Java's
+``ConsumeMessageOrderlyService.submitConsumeRequestLater`` does, and delivers the same message
+again.
 """
 
 from __future__ import annotations
@@ -54,6 +57,12 @@ DELAY_LEVELS = (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1
                 3600, 7200)  # fmt: skip
 #: Java's ConsumeMessageOrderlyService.submitConsumeRequestLater bounds (10 ms .. 30 s)
 SUSPEND_MIN, SUSPEND_MAX = 0.01, 30.0
+
+
+ENDED = (
+    "the message's delivery has ended: its handler returned (or the loop moved on), the "
+    "consumer is stopping, or consume_timeout passed"
+)
 
 
 class MessageAlreadySettled(ClientStateError):
@@ -125,10 +134,16 @@ class Settlement:
         if self.outcome is not None:
             raise MessageAlreadySettled(f"the message was already settled ({self.outcome.value})")
         if self.closed:
-            raise MessageAlreadySettled("the message's delivery has ended (its handler returned)")
+            raise MessageAlreadySettled(ENDED)
         self.outcome, self.delay = outcome, delay
         if self.on_settled is not None:
             self.on_settled(self)
+
+    def resolve(self, implicit: Outcome) -> None:
+        """The handler ended (returned: ACK, raised: NACK): an unsettled message takes that
+        outcome, so the consume service settles each message by its own ``outcome``."""
+        if self.outcome is None:
+            self.outcome = implicit
 
     def close(self) -> None:
         """The delivery has ended: later calls raise."""

@@ -12,7 +12,11 @@ import pytest
 from rocketmq_actors.consumer.message import ReceivedMessage, RecordDeserializationError
 from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
-from rocketmq_actors.consumer.settlement import MessageAlreadySettled, SettlementNotSupported
+from rocketmq_actors.consumer.settlement import (
+    DelayLevel,
+    MessageAlreadySettled,
+    SettlementNotSupported,
+)
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
 
@@ -89,6 +93,32 @@ async def test_concurrent_nack_with_level_1_redelivers_after_a_second(
     waited = second[2] - nacked_at[0]
     # level 1, not the broker's default for a failure (level 3 + reconsume times: 10 s)
     assert 1.0 <= waited < 9.0
+
+
+async def test_a_batch_handler_nacking_one_message_has_only_that_one_redelivered(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    await _produce(rocketmq_namesrv, unique_topic, [b"m0", b"m1", b"m2"])
+    batches: list[list[tuple[bytes, int]]] = []
+    again = anyio.Event()
+
+    async def handle(messages: list[ReceivedMessage[bytes]]) -> None:
+        batches.append([(m.body, m.reconsume_times) for m in messages])
+        if any(m.reconsume_times for m in messages):
+            again.set()
+        elif len(batches) == 1:
+            messages[2].nack(delay=DelayLevel(1))  # then return: m0 and m1 are consumed
+
+    async with PushConsumer(
+        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
+        batch_handler=handle, consume_batch_size=3, concurrency=1, retry_delay_level=1,
+        consume_from=ConsumeFrom.FIRST_OFFSET,
+    ) as consumer:  # fmt: skip
+        with anyio.fail_after(40):
+            await again.wait()
+        assert (consumer.consumed, consumer.failed) == (3, 1)
+    # anything sent back with m2 (same level, sent before it) would have come with or before it
+    assert batches == [[(b"m0", 0), (b"m1", 0), (b"m2", 0)], [(b"m2", 1)]]
 
 
 async def test_process_with_an_exception_in_async_for_redelivers(
