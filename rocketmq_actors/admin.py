@@ -5,6 +5,8 @@
 * :func:`create_topic` / :func:`delete_topic` - UPDATE_AND_CREATE_TOPIC (17) on every master;
   DELETE_TOPIC_IN_BROKER (215) on every master, then DELETE_TOPIC_IN_NAMESRV (216) on every
   NameServer (the order of ``DeleteTopicSubCommand``);
+* :func:`topic_config` / :func:`update_topic` - GET_TOPIC_CONFIG (351; a 4.9 broker lacks it:
+  GET_ALL_TOPIC_CONFIG, 21) then UPDATE_AND_CREATE_TOPIC with only the given settings changed;
 * :func:`topic_status` - GET_TOPIC_STATS_INFO (202) on every master of the topic;
 * :func:`group_list` - GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) on every master;
 * :func:`consumer_connection` / :func:`consume_stats` - GET_CONSUMER_CONNECTION_LIST (203) and
@@ -26,12 +28,14 @@ import attrs
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.consumer.brokercalls import max_offset, min_offset, offset_for_time
-from rocketmq_actors.errors import BrokerError, RocketMQError, broker_error
+from rocketmq_actors.errors import BrokerError, RocketMQError, TopicNotFound, broker_error
 from rocketmq_actors.protocol.admin_bodies import (
     ConsumerConnection,
     ConsumeStats,
     OffsetWrapper,
+    TopicConfig,
     TopicOffset,
+    decode_all_topic_configs,
     decode_kv_table,
     decode_subscription_groups,
     decode_topic_stats,
@@ -54,6 +58,7 @@ __all__ = [
     "GroupNotFound",
     "NoMaster",
     "ResetResult",
+    "TopicUpdateRefused",
     "broker_runtime_info",
     "cluster_list",
     "consume_stats",
@@ -63,7 +68,9 @@ __all__ = [
     "group_list",
     "masters",
     "reset_offset",
+    "topic_config",
     "topic_status",
+    "update_topic",
 ]
 
 #: a queue's permission bits (Java's PermName): 6 = read + write
@@ -76,6 +83,11 @@ Progress = Callable[[int], object]
 
 class NoMaster(RocketMQError):
     """No master broker to send to: the cluster name is unknown, or it has no master."""
+
+
+class TopicUpdateRefused(RocketMQError):
+    """An update that would make stored messages unreadable (fewer read queues), refused
+    without ``force``."""
 
 
 class GroupNotFound(RocketMQError):
@@ -185,6 +197,79 @@ async def create_topic(
     if instance.routes.cached(topic) is not None:
         await instance.routes.refresh(topic)
     return done
+
+
+async def topic_config(instance: ClientInstance, addr: str, topic: str) -> TopicConfig | None:
+    """The broker's config of ``topic``; None when the broker does not have it."""
+    header = {"topic": topic}
+    reply = await _call(
+        instance, addr, RequestCode.GET_TOPIC_CONFIG, header,
+        accept=(ResponseCode.TOPIC_NOT_EXIST, ResponseCode.REQUEST_CODE_NOT_SUPPORTED),
+    )  # fmt: skip
+    if reply.code == ResponseCode.SUCCESS:
+        return TopicConfig.decode(reply.body)
+    if reply.code == ResponseCode.TOPIC_NOT_EXIST:
+        return None
+    # a 4.x broker has no GET_TOPIC_CONFIG: its whole table (what a slave syncs) holds it
+    reply = await _call(instance, addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+    return decode_all_topic_configs(reply.body).get(topic)
+
+
+def _refusal(topic: str, broker: str, old: TopicConfig, new: TopicConfig) -> str | None:
+    if new.read_queues < old.read_queues:
+        return (
+            f"topic {topic!r} on {broker}: {old.read_queues} read queues -> {new.read_queues} "
+            f"would leave the messages of queues {new.read_queues}-{old.read_queues - 1} "
+            "unreadable; shrink the write queues first, the read queues once consumers have "
+            "caught up, or pass --force"
+        )
+    changed = (new.read_queues, new.write_queues) != (old.read_queues, old.write_queues)
+    if changed and new.write_queues > new.read_queues:
+        return (
+            f"topic {topic!r} on {broker}: {new.write_queues} write queues but "
+            f"{new.read_queues} read queues: messages sent to queues {new.read_queues}-"
+            f"{new.write_queues - 1} could not be read; raise the read queues too, or pass --force"
+        )
+    return None
+
+
+async def update_topic(
+    instance: ClientInstance, topic: str, *, read_queues: int | None = None,
+    write_queues: int | None = None, perm: int | None = None, order: bool | None = None,
+    force: bool = False, cluster: str | None = None, progress: Progress | None = None,
+) -> dict[str, tuple[TopicConfig, TopicConfig]]:  # fmt: skip
+    """Change only the given settings of ``topic`` on every master of ``cluster`` that has
+    it, each from that broker's current config (None keeps a setting). Without ``force``,
+    :class:`TopicUpdateRefused` - before any broker is changed - for fewer read queues than
+    now, or more write queues than read queues. Returns broker name -> (before, after)."""
+    plans: dict[str, tuple[str, TopicConfig, TopicConfig]] = {}
+    for name, addr in (await masters(instance, cluster)).items():
+        old = await topic_config(instance, addr, topic)
+        if old is None:
+            continue  # an update does not spread a topic to more brokers: create does
+        new = attrs.evolve(
+            old, read_queues=read_queues or old.read_queues,
+            write_queues=write_queues or old.write_queues,
+            perm=old.perm if perm is None else perm, order=old.order if order is None else order,
+        )  # fmt: skip
+        refusal = None if force else _refusal(topic, name, old, new)
+        if refusal is not None:
+            raise TopicUpdateRefused(refusal)
+        plans[name] = (addr, old, new)
+    if not plans:
+        raise TopicNotFound(topic)
+    for addr, _, new in plans.values():
+        header = CreateTopicRequestHeader(
+            topic=topic, read_queue_nums=new.read_queues, write_queue_nums=new.write_queues,
+            perm=new.perm, order=new.order, topic_sys_flag=new.topic_sys_flag,
+            topic_filter_type=new.topic_filter_type,
+        )  # fmt: skip
+        await _call(instance, addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext())
+        if progress:
+            progress(1)
+    if instance.routes.cached(topic) is not None:
+        await instance.routes.refresh(topic)
+    return {name: (old, new) for name, (_, old, new) in plans.items()}
 
 
 async def delete_topic(

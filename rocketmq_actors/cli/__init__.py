@@ -2,9 +2,10 @@
 
 Exit statuses (docs/cli.md): 0 done; 1 the command ran and its work failed - an unreachable
 NameServer, an unknown topic or group, a broker that refused, sends that failed - one line on
-stderr, no traceback; 2 a usage mistake (bad or missing arguments, a malformed address, a
-bad handler spec) or a local cluster the launcher cannot start or find in its state dir;
-3 ``cluster status``: not every server runs; 130 interrupted.
+stderr, no traceback; 2 a usage mistake refused before any client starts (bad or missing
+arguments, a malformed address, a bad handler spec, an invalid message) or a local cluster
+the launcher cannot start or find in its state dir; 3 ``cluster status``: not every server
+runs; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from . import groups as groups_cmd
 from . import peek as peek_cmd
 from . import produce as produce_cmd
 from . import topics as topics_cmd
-from .common import UsageError
+from .common import STATE, UsageError
 
 __all__ = ["UsageError", "main"]
 
@@ -56,13 +57,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def exit_status(leaf: BaseException) -> int | None:
+def exit_status(leaf: BaseException, *, client_started: bool = False) -> int | None:
     """2 for a usage mistake, 1 for work that failed, None for a bug (re-raised)."""
-    # ConfigError and InvalidMessage are ValueErrors: bad input, refused before any I/O; a
-    # missing optional package (the extras' MissingExtra is an ImportError) is set-up, not work
-    if isinstance(leaf, UsageError | ValueError | ImportError | LauncherError):
+    # a missing optional package (the extras' MissingExtra is an ImportError) is set-up, not
+    # work; ConfigError and InvalidMessage are ValueErrors: bad input when refused before a
+    # client starts, work that failed after (a broker too old for a feature, say)
+    if isinstance(leaf, UsageError | ImportError | LauncherError):
         return 2
-    if isinstance(leaf, RocketMQError):
+    if isinstance(leaf, ValueError) and not client_started:
+        return 2
+    if isinstance(leaf, RocketMQError | ValueError):
         return 1
     return None
 
@@ -71,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     configure_logging(json=args.log_json, level=args.log_level)
+    STATE.client_started = False
     try:
         with uvloop_policy() if args.uvloop else nullcontext():
             status: int = args.handler(args)
@@ -79,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(leaf, KeyboardInterrupt):
             sys.stderr.write("rocketmq-actors: interrupted\n")
             return 130
-        code = exit_status(leaf)
+        code = exit_status(leaf, client_started=STATE.client_started)
         if code is None:
             raise
         # one line, no traceback

@@ -22,7 +22,7 @@ from rocketmq_actors.names import validate_topic
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.producer.future import SendFuture
 
-from .common import add_namesrv
+from .common import STATE, add_namesrv
 
 
 def _at(latencies: list[float], p: float) -> float:
@@ -33,8 +33,10 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     body = b"x" * args.size
     latencies: list[float] = []
     failed = 0
-    async with Producer(namesrv=args.namesrv, group="rocketmq_actors_bench",
-                        max_pending=args.concurrency) as producer:  # fmt: skip
+    client = Producer(namesrv=args.namesrv, group="rocketmq_actors_bench",
+                      max_pending=args.concurrency)  # fmt: skip
+    STATE.client_started = True
+    async with client as producer:
         await create_topic(producer.instance, args.topic, queues=args.queues)
         pending: deque[tuple[float, SendFuture]] = deque()
         began = time.perf_counter()

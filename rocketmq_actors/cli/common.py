@@ -16,6 +16,7 @@ from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import RocketMQError
 
 __all__ = [
+    "STATE",
     "NotFound",
     "UsageError",
     "add_common",
@@ -34,6 +35,17 @@ class UsageError(Exception):
 
 class NotFound(RocketMQError):
     """What the command names does not exist on the cluster: exit status 1."""
+
+
+class _State:
+    """Whether the command has begun starting a client: a ``ValueError`` (ConfigError,
+    InvalidMessage...) raised before is a usage mistake (exit 2), one raised after is work
+    that failed (exit 1)."""
+
+    client_started = False
+
+
+STATE = _State()
 
 
 def add_namesrv(p: argparse.ArgumentParser) -> None:
@@ -76,7 +88,9 @@ def run_with_instance(work: Work, args: argparse.Namespace) -> Any:
     """``work(instance, args)`` inside a started client instance, in a fresh event loop."""
 
     async def main() -> Any:
-        async with ClientInstance(args.namesrv) as instance:
+        client = ClientInstance(args.namesrv)
+        STATE.client_started = True
+        async with client as instance:
             return await work(instance, args)
 
     return anyio.run(main)

@@ -8,7 +8,9 @@ committed. (The push path commits what its handlers finished, which can be more 
 With ``--handler package.module:function`` it is a consumer daemon: every message goes to your
 function (``async def f(message)``, or a plain ``def`` run in a worker thread); raising means
 "consume later" (retried, then dead-lettered). SIGTERM/SIGINT stop it gracefully: pulling
-stops, handlers in flight finish, offsets are committed.
+stops, handlers in flight finish, offsets are committed, the summary is printed; the exit
+status is then 0 with ``--follow`` (a signal is how a follow ends) and 128 + the signal
+(130, 143) without it (the run was cut short).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
 
-from .common import add_namesrv
+from .common import STATE, add_namesrv
 from .progress import ProgressReport, add_progress_flag
 
 UserHandler = Callable[[MessageExt], Awaitable[None]]
@@ -97,18 +99,18 @@ async def consume(args: argparse.Namespace) -> dict[str, Any]:
     )
     # installed before the consumer starts: a signal can never find the default handler
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals, bar:
-        async with (
-            PushConsumer(
-                namesrv=args.namesrv, group=args.group, subscriptions={args.topic: args.tags},
-                handler=handle, consume_from=consume_from, consume_timestamp_ms=timestamp,
-                orderly=args.orderly,
-            ),
-            anyio.create_task_group() as tg,
-        ):  # fmt: skip
+        client = PushConsumer(
+            namesrv=args.namesrv, group=args.group, subscriptions={args.topic: args.tags},
+            handler=handle, consume_from=consume_from, consume_timestamp_ms=timestamp,
+            orderly=args.orderly,
+        )  # fmt: skip
+        STATE.client_started = True
+        async with client, anyio.create_task_group() as tg:
             window.ready()
 
             async def stop_on_signal() -> None:
-                async for _ in signals:
+                async for signum in signals:
+                    args.stopped_by = signum
                     enough.set()  # graceful: offsets are persisted on the way out
                     return
 
@@ -189,13 +191,16 @@ async def consume_exactly(args: argparse.Namespace) -> dict[str, Any]:
     reset = OffsetReset.EARLIEST if args.from_first else OffsetReset.LATEST
     bar = ProgressReport("received", total=args.count, enabled=args.progress and not args.json)
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals, bar:
-        async with PullConsumer(
+        client = PullConsumer(
             namesrv=args.namesrv, group=args.group, auto_commit=False, auto_offset_reset=reset
-        ) as consumer:
+        )
+        STATE.client_started = True
+        async with client as consumer:
             work = anyio.CancelScope()
 
             async def stop_on_signal() -> None:
-                async for _ in signals:
+                async for signum in signals:
+                    args.stopped_by = signum
                     work.cancel()  # graceful: what was taken is still committed
                     return
 
@@ -232,12 +237,22 @@ def _run(args: argparse.Namespace) -> int:
     if args.handler_spec:
         sys.path.insert(0, os.getcwd())  # like python -m: modules next to you are found
         load_handler(args.handler_spec)  # a bad spec fails now, before connecting
+    args.stopped_by = None
     result = anyio.run(consume_exactly if exact(args) else consume, args)
     if args.json:
         sys.stdout.write(json.dumps(result) + "\n")
     else:
         sys.stderr.write(f"received {result['received']} ({result['unique']} unique)\n")
-    return 0
+    return interrupted_status(args)
+
+
+def interrupted_status(args: argparse.Namespace) -> int:
+    """0, or 128 + the signal that cut a bounded run short (130 for SIGINT, as a shell's
+    interrupted command). With ``--follow`` a signal is how the run ends (as ``kcat``'s
+    follow): 0. Either way the stop was graceful and the summary printed."""
+    if args.stopped_by is None or args.follow:
+        return 0
+    return 128 + int(args.stopped_by)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -1,8 +1,10 @@
 """``rocketmq-actors topic list|create|update|delete|route|status`` and ``route``.
 
 topic list                               every topic the NameServer knows
-topic create|update --topic T [--queues N | --read-queues R --write-queues W] [--perm P]
+topic create --topic T [--queues N | --read-queues R --write-queues W] [--perm P] [--order]
                                          UPDATE_AND_CREATE_TOPIC on every master
+topic update --topic T [the same options] [--force]
+                                         only the given settings, on every master having T
 topic delete --topic T                   from every master, then every NameServer
 topic route --topic T  (also: route)     brokers and queues of a topic
 topic status --topic T                   min/max offset of every queue (mqadmin topicStatus)
@@ -21,6 +23,7 @@ from .common import UsageError, add_common, emit, run_with_instance, table
 from .progress import ProgressReport, add_progress_flag
 
 ACTIONS = ("list", "create", "update", "delete", "route", "status")
+DEFAULT_QUEUES = 4
 PERMS = {"rw": 6, "r": 4, "w": 2, "none": 0, "6": 6, "4": 4, "2": 2, "0": 0}
 
 
@@ -67,7 +70,30 @@ async def _create(instance: ClientInstance, args: argparse.Namespace) -> dict[st
     same = args.read_queues == args.write_queues
     return {"topic": args.topic, "queues": args.write_queues if same else None,
             "read_queues": args.read_queues,
-            "write_queues": args.write_queues, "perm": args.perm, "brokers": done}  # fmt: skip
+            "write_queues": args.write_queues, "perm": args.perm, "order": args.order,
+            "brokers": done}  # fmt: skip
+
+
+async def _update(instance: ClientInstance, args: argparse.Namespace) -> dict[str, Any]:
+    brokers = len(await admin.masters(instance, args.cluster))
+    with ProgressReport(args.action, total=brokers, enabled=args.progress and not args.json) as bar:
+        done = await admin.update_topic(
+            instance, args.topic, read_queues=args.read_queues, write_queues=args.write_queues,
+            perm=args.perm, order=args.order, force=args.force, cluster=args.cluster,
+            progress=bar.advance,
+        )  # fmt: skip
+
+    def agreed(field: str) -> Any:  # the value every broker now has, or None
+        values = {getattr(new, field) for _, new in done.values()}
+        return values.pop() if len(values) == 1 else None
+
+    read, write = agreed("read_queues"), agreed("write_queues")
+    return {"topic": args.topic, "queues": read if read == write else None,
+            "read_queues": read, "write_queues": write, "perm": agreed("perm"),
+            "order": agreed("order"), "brokers": list(done),
+            "before": {name: {"read_queues": old.read_queues, "write_queues": old.write_queues,
+                              "perm": old.perm, "order": old.order}
+                       for name, (old, _) in done.items()}}  # fmt: skip
 
 
 async def _delete(instance: ClientInstance, args: argparse.Namespace) -> dict[str, Any]:
@@ -80,7 +106,7 @@ async def _list(instance: ClientInstance, args: argparse.Namespace) -> dict[str,
     return {"topics": await instance.namesrv.topic_list()}
 
 
-WORK = {"list": _list, "create": _create, "update": _create, "delete": _delete,
+WORK = {"list": _list, "create": _create, "update": _update, "delete": _delete,
         "route": _route, "status": _status}  # fmt: skip
 RENDER = {
     "list": lambda r: "\n".join(r["topics"]),
@@ -104,13 +130,22 @@ def _check(args: argparse.Namespace) -> None:
             raise UsageError(f"topic {args.action} needs --topic")
         validate_topic(args.topic)
     if args.action in ("create", "update"):
-        args.read_queues = args.read_queues or args.queues
-        args.write_queues = args.write_queues or args.queues
-        if min(args.read_queues, args.write_queues) < 1:
+        given = [n for n in (args.queues, args.read_queues, args.write_queues) if n is not None]
+        if any(n < 1 for n in given):
             raise UsageError("--queues, --read-queues and --write-queues must be >= 1")
-        if args.perm not in PERMS:
+        if args.perm is not None and args.perm not in PERMS:
             raise UsageError(f"--perm {args.perm!r}: one of rw, r, w, none (or 6, 4, 2, 0)")
-        args.perm = PERMS[args.perm]
+        args.perm = None if args.perm is None else PERMS[args.perm]
+        # update: what is not given stays as each broker has it (None); create: defaults
+        default = None if args.action == "update" else DEFAULT_QUEUES
+        queues = args.queues if args.queues is not None else default
+        args.read_queues = args.read_queues if args.read_queues is not None else queues
+        args.write_queues = args.write_queues if args.write_queues is not None else queues
+        if args.action == "create":
+            args.perm = admin.PERM_READ_WRITE if args.perm is None else args.perm
+            args.order = bool(args.order)
+    if getattr(args, "force", False) and args.action != "update":
+        raise UsageError("--force is for topic update only")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -124,11 +159,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("action", choices=ACTIONS)
     add_common(p)
     p.add_argument("--topic", help="the topic (every action but list)")
-    p.add_argument("--queues", type=int, default=4, help="read and write queues (default 4)")
-    p.add_argument("--read-queues", type=int, default=0, help="read queues (default --queues)")
-    p.add_argument("--write-queues", type=int, default=0, help="write queues (default --queues)")
-    p.add_argument("--perm", default="rw", help="rw (default), r, w or none")
-    p.add_argument("--order", action="store_true", help="an ordered topic")
+    p.add_argument(
+        "--queues", type=int, help="read and write queues (create: default 4; update: kept)"
+    )
+    p.add_argument("--read-queues", type=int, help="read queues (default --queues)")
+    p.add_argument("--write-queues", type=int, help="write queues (default --queues)")
+    p.add_argument("--perm", help="rw, r, w or none (create: default rw; update: kept)")
+    p.add_argument(
+        "--order", action=argparse.BooleanOptionalAction, default=None,
+        help="an ordered topic, or not (--no-order) (create: default not; update: kept)",
+    )  # fmt: skip
+    p.add_argument(
+        "--force", action="store_true",
+        help="update: allow fewer read queues, or more write than read queues",
+    )  # fmt: skip
     p.add_argument("--cluster", help="only the masters of this cluster (default: every one)")
     add_progress_flag(p)
     p.set_defaults(handler=_run)

@@ -18,7 +18,9 @@ __all__ = [
     "ConsumeStats",
     "ConsumerConnection",
     "OffsetWrapper",
+    "TopicConfig",
     "TopicOffset",
+    "decode_all_topic_configs",
     "decode_kv_table",
     "decode_subscription_groups",
     "decode_topic_stats",
@@ -172,3 +174,41 @@ def decode_subscription_groups(body: bytes) -> dict[str, dict[str, Any]]:
             "retry_max_times": _field(config, "retryMaxTimes", int, 16),
         }
     return dict(sorted(out.items()))
+
+
+@attrs.frozen(kw_only=True)
+class TopicConfig:
+    """A broker's ``TopicConfig`` of one topic: what UPDATE_AND_CREATE_TOPIC (17) sets."""
+
+    read_queues: int
+    write_queues: int
+    perm: int
+    order: bool
+    topic_sys_flag: int
+    topic_filter_type: str
+
+    @classmethod
+    def from_json(cls, config: Any) -> TopicConfig:
+        if not isinstance(config, Mapping):
+            raise ProtocolError("bad-body", "topic config is not an object")
+        return cls(
+            read_queues=_field(config, "readQueueNums", int, 0),
+            write_queues=_field(config, "writeQueueNums", int, 0),
+            perm=_field(config, "perm", int, 6),
+            order=bool(config.get("order", False)),
+            topic_sys_flag=_field(config, "topicSysFlag", int, 0),
+            topic_filter_type=str(config.get("topicFilterType", "SINGLE_TAG")),
+        )
+
+    @classmethod
+    @_body_decoder
+    def decode(cls, body: bytes) -> TopicConfig:
+        """GET_TOPIC_CONFIG (351, 5.x) reply: one ``TopicConfigAndQueueMapping``."""
+        return cls.from_json(_object(body, "topic config"))
+
+
+@_body_decoder
+def decode_all_topic_configs(body: bytes) -> dict[str, TopicConfig]:
+    """GET_ALL_TOPIC_CONFIG (21) reply, a ``TopicConfigSerializeWrapper``: topic -> config."""
+    table = _field(_object(body, "topic configs"), "topicConfigTable", dict, {})
+    return {str(name): TopicConfig.from_json(config) for name, config in table.items()}

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rocketmq_actors import __version__
@@ -161,3 +163,43 @@ def test_exit_status_by_error_kind() -> None:
     assert exit_status(NameServerUnavailable("none answered")) == 1
     assert exit_status(TopicNotFound("T")) == 1
     assert exit_status(KeyError("bug")) is None  # a bug keeps its traceback
+
+
+def test_a_value_error_after_a_client_started_is_work_that_failed() -> None:
+    import json
+
+    from rocketmq_actors.cli import exit_status
+    from rocketmq_actors.errors import InvalidMessage, UnsupportedByBroker
+
+    late = [InvalidMessage("the body is empty"), UnsupportedByBroker("x", "127.0.0.1:1", "V4"),
+            json.JSONDecodeError("bad", "{", 0)]  # fmt: skip
+    for exc in late:
+        assert exit_status(exc) == 2  # refused before any client started: a usage mistake
+        assert exit_status(exc, client_started=True) == 1
+
+
+@pytest.mark.parametrize(
+    ("option", "content"),
+    [("--body", None), ("--body-file", b""), ("--body-file", b"x" * (4 * 1024 * 1024 + 1))],
+    ids=["empty --body", "empty --body-file", "oversized --body-file"],
+)
+def test_produce_refuses_a_bad_body_before_connecting(
+    option: str, content: bytes | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    value = ""
+    if content is not None:
+        value = str(tmp_path / "body")
+        Path(value).write_bytes(content)
+    # nothing listens at UNREACHABLE: a connection attempt would make it exit status 1
+    assert main(["produce", "--namesrv", UNREACHABLE, "--topic", "T", option, value]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "body" in err and "Traceback" not in err
+
+
+def test_produce_refuses_a_bad_topic_or_key_before_connecting(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["produce", "--namesrv", UNREACHABLE, "--topic", "bad topic"]) == 2
+    assert "bad topic" in capsys.readouterr().err
+    assert main(["produce", "--namesrv", UNREACHABLE, "--topic", "T", "--key", "a b"]) == 2
+    assert "'a b'" in capsys.readouterr().err

@@ -113,11 +113,13 @@ async def test_describe_list_and_reset_an_online_group(
     ) as push:  # fmt: skip
         await until(8)
         # a 4.9 broker refuses to reset a group with no committed offset ("group not exist"):
-        # commit now rather than wait for the 5 s persister (the offsets move once each
-        # handler has returned, just after it)
+        # commit now rather than wait for the 5 s persister. A consume worker settles (moves
+        # the queue's offset) right after its handler returns, with no await in between
+        # (consumer/concurrent.py _worker and _settle), so once no handler runs every
+        # offset has moved
         with anyio.fail_after(15):
-            while sum(push.offsets.read(q) or 0 for q in push.queues) < 8:  # noqa: ASYNC110 - the offset store has no event to wait on
-                await anyio.sleep(0.05)
+            await push.dispatcher.wait_idle()
+        assert sum(push.offsets.read(q) or 0 for q in push.queues) == 8
         await push.offsets.persist(list(push.queues))
         described = await aok_json("group", "describe", *ns, "--group", unique_group,
                                    "--topic", unique_topic)  # fmt: skip

@@ -6,8 +6,11 @@ import json
 import signal
 import subprocess
 import sys
+from typing import Any
 
 import pytest
+
+from ._run import cli
 
 pytestmark = pytest.mark.integration
 
@@ -76,3 +79,47 @@ def test_consume_stops_on_sigterm_with_a_summary(
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert json.loads(out.strip().splitlines()[-1])["received"] == 0
+
+
+def test_produce_stdin_counts_an_invalid_line_as_a_failed_send(
+    rocketmq_namesrv: str, unique_topic: str
+) -> None:
+    big = "x" * (4 * 1024 * 1024 + 1)  # over the maximum message size
+    proc = cli("produce", "--namesrv", rocketmq_namesrv, "--topic", unique_topic, "--stdin",
+               "--json", stdin=f"one\n\ntwo\n{big}\nthree\n")  # fmt: skip
+    # the bad lines are not sent, the others are, in order; the summary says so: exit 1
+    assert proc.returncode == 1, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert (result["sent"], result["failed"]) == (3, 2)
+    assert "message 4" in result["last_error"] and "limit" in result["last_error"]
+    lines = cli("peek", "--namesrv", rocketmq_namesrv, "--topic", unique_topic, "--json")
+    bodies = sorted(json.loads(line)["body"] for line in lines.stdout.splitlines())
+    assert bodies == ["one", "three", "two"]
+
+
+def _consume_until_started(namesrv: str, topic: str, group: str, *extra: str) -> Any:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rocketmq_actors", "--log-level", "info", "consume",
+         "--namesrv", namesrv, "--topic", topic, "--group", group, "--json", *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    for line in proc.stderr:  # its own log says when it has joined the group
+        if "consumer.started" in line:
+            return proc
+    raise AssertionError(f"consume exited early: {proc.wait()}")
+
+
+@pytest.mark.parametrize(("follow", "status"), [(True, 0), (False, 130)], ids=["follow", "idle"])
+def test_consume_on_sigint_stops_gracefully_with_its_exit_status(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str, follow: bool, status: int
+) -> None:
+    # --follow ends on a signal (exit 0, as kcat); a bounded run cut short exits 130
+    extra = ("--follow",) if follow else ("--idle", "120")
+    proc = _consume_until_started(rocketmq_namesrv, unique_topic, unique_group, *extra)
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == status, err
+    assert "Traceback" not in err
+    assert json.loads(out.strip().splitlines()[-1])["received"] == 0  # the summary, printed

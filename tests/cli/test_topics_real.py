@@ -20,8 +20,12 @@ def test_topic_create_update_status_and_delete(rocketmq_namesrv: str, unique_top
     route = ok_json("topic", "route", *ns, "--topic", unique_topic)
     # read-only: no queue to write to; two to read
     assert len(route["read_queues"]) == 2 and route["write_queues"] == []
-    updated = ok_json("topic", "update", *ns, "--topic", unique_topic, "--queues", "4")
+    updated = ok_json("topic", "update", *ns, "--topic", unique_topic, "--queues", "4",
+                      "--perm", "rw")  # fmt: skip
     assert updated["queues"] == 4 and updated["perm"] == 6
+    assert updated["before"] == {
+        "broker-a": {"read_queues": 2, "write_queues": 3, "perm": 4, "order": False}
+    }
     route = ok_json("route", *ns, "--topic", unique_topic)  # the top-level alias
     assert len(route["read_queues"]) == 4 and len(route["write_queues"]) == 4
     ok_json("produce", *ns, "--topic", unique_topic, "--count", "20")
@@ -37,6 +41,40 @@ def test_topic_create_update_status_and_delete(rocketmq_namesrv: str, unique_top
     assert deleted["brokers"] == ["broker-a"] and deleted["namesrvs"] == [rocketmq_namesrv]
     assert unique_topic not in ok_json("topic", "list", *ns)["topics"]
     one_line_error(cli("topic", "status", *ns, "--topic", unique_topic), 1, unique_topic)
+
+
+def test_update_changes_only_what_is_given(
+    rocketmq_namesrv: str, unique_topic: str, request: pytest.FixtureRequest
+) -> None:
+    four_nine = str(request.config.getoption("--rocketmq-version")).startswith("4.")
+    ns = ("--namesrv", rocketmq_namesrv, "--topic", unique_topic)
+    ok_json("topic", "create", *ns, "--queues", "8", "--order")
+    # read-only: the 8 read and write queues and the order flag stay as they are
+    updated = ok_json("topic", "update", *ns, "--perm", "4")
+    # (a 4.9 broker ignores the header's order flag: mqadmin keeps 4.x order in the NameServer)
+    assert (updated["read_queues"], updated["write_queues"], updated["perm"]) == (8, 8, 4)
+    assert updated["order"] is not four_nine
+    route = ok_json("topic", "route", *ns)
+    assert len(route["read_queues"]) == 8 and route["write_queues"] == []
+    # fewer read queues would strand queues 4-7's messages: refused, nothing changed
+    one_line_error(cli("topic", "update", *ns, "--queues", "4"), 1, "--force", "4-7")
+    one_line_error(cli("topic", "update", *ns, "--write-queues", "9"), 1, "--force")
+    assert len(ok_json("topic", "route", *ns)["read_queues"]) == 8
+    # shrinking the write queues first is the safe order: allowed
+    shrunk = ok_json("topic", "update", *ns, "--write-queues", "4", "--perm", "rw")
+    assert (shrunk["read_queues"], shrunk["write_queues"], shrunk["perm"]) == (8, 4, 6)
+    forced = ok_json("topic", "update", *ns, "--queues", "4", "--force")
+    assert forced["queues"] == 4 and forced["before"]["broker-a"]["read_queues"] == 8
+    route = ok_json("topic", "route", *ns)
+    assert len(route["read_queues"]) == 4 and len(route["write_queues"]) == 4
+
+
+def test_update_of_an_unknown_topic_is_exit_status_1(
+    rocketmq_namesrv: str, unique_topic: str
+) -> None:
+    proc = cli("topic", "update", "--namesrv", rocketmq_namesrv, "--topic", unique_topic,
+               "--perm", "r")  # fmt: skip
+    one_line_error(proc, 1, unique_topic)
 
 
 def test_unknown_topic_is_exit_status_1(rocketmq_namesrv: str, unique_topic: str) -> None:
