@@ -81,7 +81,7 @@ def _message_attributes(message: Message) -> dict[str, Any]:
         attributes["messaging.rocketmq.message.delay_time_level"] = message.delay_level
     elif message.deliver_at_ms is not None:
         attributes["messaging.rocketmq.message.delivery_timestamp"] = message.deliver_at_ms
-    elif message.delay_ms is not None:
+    elif isinstance(message.delay_ms, int):  # (a wrong type: validation names it)
         attributes["messaging.rocketmq.message.delivery_timestamp"] = (
             time.time_ns() // 1_000_000 + message.delay_ms
         )
@@ -127,7 +127,7 @@ class Tracing:
     def _inject(self, span: Any, message: Message) -> Message:
         carrier: dict[str, str] = {}
         self._propagate.inject(carrier, context=self._trace.set_span_in_context(span))
-        if carrier:
+        if carrier and isinstance(message.properties, Mapping):  # (else validation names it)
             message = attrs.evolve(message, properties={**message.properties, **carrier})
         return message
 
@@ -156,7 +156,11 @@ class Tracing:
         if ordered and message_group is not None:
             attributes["messaging.rocketmq.message.group"] = message_group
         span = self._send_span(message.topic, attributes)
-        return span, self._inject(span, message)
+        try:
+            return span, self._inject(span, message)
+        except BaseException as exc:  # the caller never gets the span to end
+            self.end_send(span, None, exc)
+            raise
 
     def start_batch(self, messages: Sequence[Message]) -> tuple[Any, list[Message]]:
         """One ``send`` span for a ``send_batch`` (one topic), and the messages, each carrying

@@ -20,6 +20,7 @@ from rocketmq_actors.protocol.records import MessageExt
 pytestmark = pytest.mark.integration
 
 _EXPORTER = InMemorySpanExporter()
+_ADDED: list[TracerProvider] = []  # the provider _EXPORTER was added to
 
 # The attributes the messaging semantic conventions define for RocketMQ spans: semconv 1.44.0
 # (opentelemetry-semantic-conventions 0.66b2), the table of
@@ -65,11 +66,15 @@ def check_semconv(span: ReadableSpan) -> dict[str, Any]:
 
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
-    # the global provider can be set once per process: set it on first use, clear per test
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        provider = TracerProvider()
+    # the global provider can be set once per process: set it on first use (or use the one
+    # another test module set), add this module's exporter once, clear it per test
+    if not _ADDED:
+        provider = trace.get_tracer_provider()
+        if not isinstance(provider, TracerProvider):
+            provider = TracerProvider()
+            trace.set_tracer_provider(provider)
         provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
-        trace.set_tracer_provider(provider)
+        _ADDED.append(provider)
     _EXPORTER.clear()
     yield _EXPORTER
     _EXPORTER.clear()

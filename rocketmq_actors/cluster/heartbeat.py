@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import anyio
+import attrs
 from anyio.abc import TaskStatus
 
-from rocketmq_actors.errors import RocketMQError, broker_error
+from rocketmq_actors.errors import RequestTimeout, RocketMQError, broker_error
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import ConsumerData, HeartbeatData
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
@@ -26,6 +27,14 @@ from .routes import RouteTable
 __all__ = ["HeartbeatService"]
 
 log = get_logger("rocketmq_actors.cluster")
+
+
+@attrs.define
+class _Lookup:
+    """One heartbeat under way to learn a broker's version; concurrent callers wait for it."""
+
+    done: anyio.Event = attrs.field(factory=anyio.Event)
+    error: RocketMQError | None = None
 
 
 class HeartbeatService:
@@ -49,6 +58,7 @@ class HeartbeatService:
         #: broker address -> the ``version`` of its last heartbeat answer (an ordinal of
         #: Java's MQVersion.Version: what the broker runs, set on every response it sends)
         self.versions: dict[str, int] = {}
+        self._lookups: dict[str, _Lookup] = {}  # broker address -> the heartbeat under way
 
     def add_producer(self, group: str) -> None:
         self._producers.add(group)
@@ -105,12 +115,33 @@ class HeartbeatService:
     async def version_of(self, addr: str, timeout: float) -> int:
         """The version ``addr`` runs: known from its last heartbeat, else learnt now from one
         heartbeat to it alone (which registers this client's groups there, as the periodic
-        one would)."""
+        one would). Concurrent callers share that heartbeat (1000 timer sends at start-up:
+        one heartbeat, not 1000); each waits at most ``timeout``."""
         version = self.versions.get(addr)
-        if version is None:
+        if version is not None:
+            return version
+        with anyio.move_on_after(timeout):
+            while (version := self.versions.get(addr)) is None:
+                lookup = self._lookups.get(addr)
+                if lookup is not None:  # another caller's heartbeat is under way
+                    await lookup.done.wait()
+                    if lookup.error is not None:
+                        raise lookup.error.with_traceback(None)
+                    continue  # (its caller was cancelled before the answer: ask again)
+                await self._look_up(addr, timeout)
+            return version
+        raise RequestTimeout(addr, RequestCode.HEART_BEAT, timeout)
+
+    async def _look_up(self, addr: str, timeout: float) -> None:
+        lookup = self._lookups[addr] = _Lookup()
+        try:
             await self._beat_one(addr, self.heartbeat_data().encode(), min(timeout, self.timeout))
-            version = self.versions[addr]
-        return version
+        except RocketMQError as exc:
+            lookup.error = exc
+            raise
+        finally:
+            del self._lookups[addr]
+            lookup.done.set()
 
     async def run(
         self, *, task_status: TaskStatus[HeartbeatService] = anyio.TASK_STATUS_IGNORED

@@ -19,6 +19,11 @@ class SendFuture(Protocol):
 
     def done(self) -> bool: ...
 
+    def cancelled(self) -> bool:
+        """True if a caller cancelled while awaiting it (asyncio cancels the awaited future);
+        the message may still be sent, and the other sends are not affected."""
+        ...
+
     def result(self) -> SendResult:
         """The result, or raise the send's error (only once ``done()``)."""
         ...
@@ -37,12 +42,15 @@ class SendFuture(Protocol):
 @attrs.frozen
 class FlushResult:
     """What ``flush`` waited for: the ``send_nowait`` sends admitted before it was called.
-    ``pending`` is what was still unresolved when its timeout passed (0 without a timeout)."""
+    ``pending`` is what was still unresolved when its timeout passed (0 without a timeout);
+    ``cancelled`` the futures whose awaiting caller was cancelled (their outcome is not
+    known to the future: neither sent nor failed)."""
 
     sent: int
     failed: int
     pending: int = 0
+    cancelled: int = 0
 
     @property
     def total(self) -> int:
-        return self.sent + self.failed + self.pending
+        return self.sent + self.failed + self.pending + self.cancelled

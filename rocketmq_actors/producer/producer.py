@@ -310,24 +310,27 @@ class Producer(GroupMember):
             raise
 
     async def flush(self, timeout: float | None = None) -> FlushResult:
-        """Wait until every ``send_nowait`` admitted before this call is resolved (sent or
-        failed), at most ``timeout`` seconds (None: no limit), and count them. Sends admitted
-        meanwhile are not waited for. Cancelling a flush cancels no send."""
+        """Wait until every ``send_nowait`` admitted before this call is resolved (sent, failed,
+        or its future cancelled by a caller that gave up awaiting it), at most ``timeout``
+        seconds (None: no limit), and count them. Sends admitted meanwhile are not waited for.
+        Cancelling a flush cancels no send."""
         if timeout is not None:
             timeout = check_timeout("timeout", timeout)
         futures = self.senders.outstanding()
         with anyio.move_on_after(math.inf if timeout is None else timeout):
             for future in futures:
                 await wait_done(future)
-        sent = failed = pending = 0
+        sent = failed = pending = cancelled = 0
         for future in futures:
             if not future.done():
                 pending += 1
-            elif cast(SendFuture, future).exception() is None:
+            elif future.cancelled():  # (exception() would raise CancelledError)
+                cancelled += 1
+            elif future.exception() is None:
                 sent += 1
             else:
                 failed += 1
-        return FlushResult(sent, failed, pending)
+        return FlushResult(sent, failed, pending, cancelled)
 
     def _start_span(
         self, message: Message, sharding_key: str | None, selector: QueueSelector | None

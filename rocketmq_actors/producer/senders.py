@@ -88,12 +88,14 @@ class Senders:
         check_running: Callable[[], None],
     ) -> Waiter:
         """Wait for room, then queue the message; its future is returned at once."""
-        while self.pending >= self.max_pending or (
-            self.pending and self.pending_bytes + prepared.size > self.max_pending_bytes
-        ):
-            await self.wait_change()
-            check_running()  # stopped while it waited for room
-        lane = await self._lane_of(prepared.topic, routing) if routing.ordered else None
+        while True:
+            while not self._has_room(prepared.size):
+                await self.wait_change()
+                check_running()  # stopped while it waited for room
+            lane = await self._lane_of(prepared.topic, routing) if routing.ordered else None
+            check_running()  # stopped during the route lookup
+            if self._has_room(prepared.size):  # (others may have taken it during the lookup)
+                break
         new_future, _ = waiter_factory()
         future = new_future()
         self.pending += 1
@@ -104,10 +106,25 @@ class Senders:
         if lane is not None:  # ordered: after the previous send to the same queue completed
             previous = self._lanes.get(lane)
             self._lanes[lane] = future
-        await self.outbox.put(
-            _Queued(future, prepared, routing, timeout, lane, previous, span, seq)
-        )
+        item = _Queued(future, prepared, routing, timeout, lane, previous, span, seq)
+        try:
+            await self.outbox.put(item)
+        except BaseException as exc:  # cancelled, or the producer stopped: never admitted
+            item.span = None  # (the caller ends it: it gets the error)
+            self.release(item, written=False)
+            future.exception()  # (retrieved: no one else will read it)
+            if lane is not None and previous is not None and lane not in self._lanes:
+                self._lanes[lane] = previous  # the next ordered send waits for that one again
+            self._changed.set()  # its room is free again
+            if isinstance(exc, anyio.ClosedResourceError):
+                raise ClientClosed(f"{self.name} stopped before the send was admitted") from None
+            raise
         return future
+
+    def _has_room(self, size: int) -> bool:
+        return self.pending < self.max_pending and (
+            not self.pending or self.pending_bytes + size <= self.max_pending_bytes
+        )
 
     def outstanding(self) -> list[Waiter]:
         """The futures of every send admitted and not released yet (what ``flush`` waits
@@ -159,16 +176,22 @@ class Senders:
 
     async def _send_into(self, item: _Queued) -> None:
         future, prepared = item.future, item.prepared
+        # resolved only if not done: a caller cancelled while awaiting the future cancels it
+        # (asyncio), and that must not fail this sender (nor the other sends)
         try:
-            future.set_result(await self.loop.send(prepared, item.routing, item.timeout))
+            result = await self.loop.send(prepared, item.routing, item.timeout)
+            if not future.done():
+                future.set_result(result)
         except RocketMQError as exc:
-            future.set_exception(exc)
+            if not future.done():
+                future.set_exception(exc)
         except Exception as exc:  # a bug: it fails this send, never the producer
             log.error("producer.send_internal_error", topic=prepared.user_topic,
                       exc_info=exc)  # fmt: skip
             internal = InternalError(f"unexpected error in send: {exc!r}")
             internal.__cause__ = exc
-            future.set_exception(SendFailed(prepared.user_topic, [internal]))
+            if not future.done():
+                future.set_exception(SendFailed(prepared.user_topic, [internal]))
         finally:
             self._changed.set()
 
@@ -195,7 +218,7 @@ class Senders:
 
     def _end_span(self, item: _Queued) -> None:
         assert self._tracing is not None
-        if not item.future.done():  # cancelled on the way: closing
+        if not item.future.done() or item.future.cancelled():  # closing, or its caller gave up
             self._tracing.end_send(item.span, None, anyio.get_cancelled_exc_class()())
             return
         try:

@@ -138,6 +138,44 @@ class SendLoop:
             )
         return addr
 
+    async def timer_queue(
+        self, route: TopicRoute, routing: Routing, queue: MessageQueue, timeout: float
+    ) -> MessageQueue:
+        """The queue a timer message goes to: ``queue`` if its master runs 5.x, else (a round
+        robin send in a mixed cluster) a queue of another master that does. Refused with
+        :class:`UnsupportedByBroker` when the send is ordered (its key fixes the queue) or no
+        writable master of the route runs 5.x. The versions are the brokers' heartbeat
+        answers, learnt once each (:meth:`HeartbeatService.version_of`)."""
+        deadline = time.monotonic() + timeout
+        try:
+            await self.check_timer(self.master(route, queue), timeout)
+            return queue
+        except UnsupportedByBroker:
+            if routing.ordered:
+                raise
+            able = await self._timer_brokers(route, queue.broker_name, deadline)
+            if not able:
+                raise
+        return self._round_robin.choose([q for q in route.publish_queues if q.broker_name in able])
+
+    async def _timer_brokers(self, route: TopicRoute, refused: str, deadline: float) -> set[str]:
+        """The route's writable brokers, but ``refused``, whose master runs 5.x (a broker whose
+        version cannot be learnt within the deadline is left out)."""
+        able: set[str] = set()
+        for broker in sorted({q.broker_name for q in route.publish_queues} - {refused}):
+            addr = route.master_addr(broker)
+            remaining = deadline - time.monotonic()
+            if addr is None or remaining <= 0:
+                continue
+            try:
+                version = await self._instance.heartbeat.version_of(addr, remaining)
+            except RocketMQError as exc:
+                log.info("producer.timer.version_unknown", addr=addr, error=str(exc))
+                continue
+            if is_5x(version):
+                able.add(broker)
+        return able
+
     async def check_timer(self, addr: str, timeout: float) -> None:
         """A 4.x broker ignores the TIMER_* properties (no TimerMessageStore before 5.0) and
         would deliver a timer message at once: refuse it before it is written. The version is
@@ -178,26 +216,27 @@ class SendLoop:
                     break
                 queue = self.choose(route, routing, avoid)
                 broker = queue.broker_name
-                born = time.time_ns() // 1_000_000
                 started = time.monotonic()
-
-                def encode(opaque: int, queue: MessageQueue = queue, born: int = born) -> bytes:
-                    return self._encoder.encode(
-                        opaque, prepared.topic, queue.queue_id, prepared.body, born,
-                        prepared.properties, queue.broker_name, sys_flag=prepared.sys_flag,
-                        flag=prepared.flag, batch=batch,
-                    )  # fmt: skip
-
                 try:
+                    if prepared.timer:  # (before encode: it may pick another broker's queue)
+                        queue = await self.timer_queue(route, routing, queue, remaining)
+                        broker = queue.broker_name
+                        remaining = deadline - time.monotonic()
+                    born = time.time_ns() // 1_000_000
+
+                    def encode(opaque: int, queue: MessageQueue = queue, born: int = born) -> bytes:
+                        return self._encoder.encode(
+                            opaque, prepared.topic, queue.queue_id, prepared.body, born,
+                            prepared.properties, queue.broker_name, sys_flag=prepared.sys_flag,
+                            flag=prepared.flag, batch=batch,
+                        )  # fmt: skip
+
                     addr = self.master(route, queue)
                     conn = self._instance.pool.registry.lookup(addr)
                     if conn is None or not conn.is_open:
                         conn = await self.connect_within(
                             addr, remaining, fail_over=self._elsewhere(route, broker, routing)
                         )
-                        remaining = deadline - time.monotonic()
-                    if prepared.timer:
-                        await self.check_timer(addr, remaining)
                         remaining = deadline - time.monotonic()
                     reply = await conn.request_encoded(code, encode, remaining, prepared.size)
                 except (SendFailed, UnsupportedByBroker):
@@ -278,12 +317,12 @@ class SendLoop:
                 prepared.topic, self.send_timeout
             )
             queue = self.choose(route, routing, None)
+            if prepared.timer:
+                queue = await self.timer_queue(route, routing, queue, deadline - time.monotonic())
             addr = self.master(route, queue)
             conn = self._instance.pool.registry.lookup(addr)
             if conn is None or not conn.is_open:
                 conn = await self.connect_within(addr, deadline - time.monotonic())
-            if prepared.timer:
-                await self.check_timer(addr, deadline - time.monotonic())
             born = time.time_ns() // 1_000_000
 
             def encode(opaque: int) -> bytes:

@@ -24,19 +24,22 @@ def serialize(message: Message, serializer: Serializer) -> Message:
     value = message.value
     if value is None:
         return message
-    if len(message.body):
+    body = message.body
+    if not isinstance(body, (bytes, bytearray, memoryview)):  # before len(): typed, not TypeError
+        raise InvalidMessage(f"the body must be bytes, not {type(body).__name__}")
+    if len(body):
         raise InvalidMessage("give the message a body (bytes) or a value, not both")
     try:
-        body = serializer(value)
+        serialized = serializer(value)
     except Exception as exc:
         raise InvalidMessage(
             f"value_serializer failed on the message's value ({type(value).__name__}): {exc!r}"
         ) from exc
-    if not isinstance(body, (bytes, bytearray, memoryview)):
+    if not isinstance(serialized, (bytes, bytearray, memoryview)):
         raise InvalidMessage(
-            f"value_serializer must return bytes, it returned {type(body).__name__}"
+            f"value_serializer must return bytes, it returned {type(serialized).__name__}"
         )
-    return attrs.evolve(message, body=bytes(body), value=None)
+    return attrs.evolve(message, body=bytes(serialized), value=None)
 
 
 def serialize_all(messages: Sequence[Message], serializer: Serializer) -> Sequence[Message]:

@@ -32,6 +32,8 @@ class Waiter(Protocol):
     def set_result(self, result: Any) -> None: ...
     def set_exception(self, exc: BaseException) -> None: ...
     def done(self) -> bool: ...
+    def cancelled(self) -> bool: ...  # (an asyncio future whose awaiting task was cancelled)
+    def exception(self) -> BaseException | None: ...  # (only once done, and not cancelled)
     def result(self) -> Any: ...  # the result, or raise the error (only once done)
     def __await__(self) -> Generator[Any, None, Any]: ...
 
@@ -82,6 +84,9 @@ class _EventWaiter:
 
     def done(self) -> bool:
         return self._event.is_set()
+
+    def cancelled(self) -> bool:
+        return False  # (awaiting it waits on the event: a cancelled caller leaves it pending)
 
     def result(self) -> Any:
         if not self._event.is_set():

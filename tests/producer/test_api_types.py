@@ -79,3 +79,69 @@ async def test_a_non_message_with_tracing_on(mode: str) -> None:
     producer = Producer(namesrv="127.0.0.1:1", tracing=True)
     with pytest.raises(InvalidMessage, match="expected a Message, not str"):
         await getattr(producer, mode)("body")
+
+
+_SPANS: list[Any] = []  # the in-memory exporter of this module's tracing cases
+
+
+@pytest.fixture
+def spans() -> Any:
+    """An in-memory exporter on the global tracer provider (set once per process: added to
+    the one tests/test_tracing.py may have set)."""
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    if not _SPANS:
+        provider = trace.get_tracer_provider()
+        if not isinstance(provider, TracerProvider):
+            provider = TracerProvider()
+            trace.set_tracer_provider(provider)
+        exporter = InMemorySpanExporter()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        _SPANS.append(exporter)
+    exporter = _SPANS[0]
+    exporter.clear()
+    yield exporter
+    exporter.clear()
+
+
+@pytest.mark.parametrize(("what", "message", "error"), CASES + SINGLE_ONLY,
+                         ids=[c[0] for c in CASES + SINGLE_ONLY])  # fmt: skip
+@pytest.mark.parametrize("mode", ["send", "send_nowait"])
+async def test_wrong_types_with_tracing_on(
+    what: str, message: Any, error: str, mode: str, spans: Any
+) -> None:
+    """The span started before the message is validated is ended, with the error."""
+    producer = Producer(namesrv="127.0.0.1:1", tracing=True)
+    with pytest.raises(InvalidMessage, match=error):
+        await getattr(producer, mode)(message)
+    if isinstance(message, Message):  # (a non-message is refused before any span)
+        ended = spans.get_finished_spans()
+        assert len(ended) == 1
+        assert ended[0].attributes["error.type"].endswith("InvalidMessage")
+
+
+@pytest.mark.parametrize(("what", "message", "error"), CASES + SINGLE_ONLY,
+                         ids=[c[0] for c in CASES + SINGLE_ONLY])  # fmt: skip
+@pytest.mark.parametrize("mode", ["send", "send_nowait", "send_oneway"])
+async def test_wrong_types_with_a_value_serializer(
+    what: str, message: Any, error: str, mode: str
+) -> None:
+    producer = Producer(namesrv="127.0.0.1:1", value_serializer=lambda v: repr(v).encode())
+    with pytest.raises(InvalidMessage, match=error):
+        await getattr(producer, mode)(message)
+
+
+@pytest.mark.parametrize("body", [None, "text", 5], ids=["None", "str", "int"])
+@pytest.mark.parametrize("tracing", [False, True], ids=["plain", "traced"])
+async def test_a_value_with_a_body_of_the_wrong_type(body: Any, tracing: bool) -> None:
+    if tracing:
+        pytest.importorskip("opentelemetry.sdk")
+    producer = Producer(
+        namesrv="127.0.0.1:1", value_serializer=lambda v: repr(v).encode(), tracing=tracing
+    )
+    with pytest.raises(InvalidMessage, match="body"):
+        await producer.send_nowait(Message(topic="T", body=body, value=1))

@@ -1,0 +1,102 @@
+"""Learning a broker's version: concurrent callers share one heartbeat per broker."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from rocketmq_actors.cluster.heartbeat import HeartbeatService
+from rocketmq_actors.errors import ConnectError, RequestTimeout
+from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
+from rocketmq_actors.protocol.command import RemotingCommand
+
+
+class _Pool:
+    """Answers HEART_BEAT as a broker of ``version`` once ``open`` is set (or fails)."""
+
+    def __init__(self, version: int = 479, error: Exception | None = None) -> None:
+        self.version = version
+        self.error = error
+        self.open = anyio.Event()
+        self.requests: list[tuple[str, int]] = []
+
+    async def request(self, addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        self.requests.append((addr, cmd.code))
+        await self.open.wait()
+        if self.error is not None:
+            raise self.error
+        reply = cmd.response(ResponseCode.SUCCESS)
+        reply.version = self.version
+        return reply
+
+
+def _service(pool: _Pool) -> HeartbeatService:
+    service = HeartbeatService(pool, None, "client-1")  # type: ignore[arg-type]
+    service.add_producer("G")
+    return service
+
+
+async def test_concurrent_callers_share_one_heartbeat_per_broker() -> None:
+    """Before: each of the 1000 callers sent its own heartbeat (1000 requests to a:1)."""
+    pool = _Pool(version=407)
+    service = _service(pool)
+    versions: list[int] = []
+
+    async def ask(addr: str) -> None:
+        versions.append(await service.version_of(addr, 5.0))
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            for _ in range(1000):
+                tg.start_soon(ask, "a:1")
+            tg.start_soon(ask, "b:1")
+            await anyio.wait_all_tasks_blocked()
+            pool.open.set()
+    assert sorted(pool.requests) == [
+        ("a:1", RequestCode.HEART_BEAT),
+        ("b:1", RequestCode.HEART_BEAT),
+    ]
+    assert versions == [407] * 1001
+    assert await service.version_of("a:1", 5.0) == 407 and len(pool.requests) == 2  # known now
+
+
+async def test_the_heartbeat_s_error_reaches_every_waiting_caller() -> None:
+    pool = _Pool(error=ConnectError("a:1", "refused"))
+    service = _service(pool)
+    errors: list[BaseException] = []
+
+    async def ask() -> None:
+        try:
+            await service.version_of("a:1", 5.0)
+        except ConnectError as exc:
+            errors.append(exc)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            for _ in range(10):
+                tg.start_soon(ask)
+            await anyio.wait_all_tasks_blocked()
+            pool.open.set()
+    assert len(errors) == 10 and len(pool.requests) == 1
+    pool.error = None  # the next caller asks again: a failure is not remembered
+    assert await service.version_of("a:1", 5.0) == 479 and len(pool.requests) == 2
+
+
+async def test_a_waiting_caller_gives_up_at_its_own_timeout() -> None:
+    pool = _Pool()
+    service = _service(pool)
+    results: dict[str, Any] = {}
+
+    async def patient() -> None:
+        results["patient"] = await service.version_of("a:1", 5.0)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(patient)
+            await anyio.wait_all_tasks_blocked()
+            with pytest.raises(RequestTimeout):
+                await service.version_of("a:1", 0.05)  # waits on the first caller's heartbeat
+            pool.open.set()
+    assert results == {"patient": 479} and len(pool.requests) == 1
