@@ -93,6 +93,8 @@ def main() -> int:
     configure_logging(level="WARNING")  # the report below is the output; the daemon logs JSON
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # everything runs on loopback
+    for var in ("SPARK_LAUNCHER_OPTS", "SPARK_SUBMIT_OPTS"):  # no /tmp/hsperfdata_<user>
+        os.environ.setdefault(var, "-XX:-UsePerfData")
     began = time.monotonic()
     with LocalCluster() as cluster, tempfile.TemporaryDirectory() as tmp:
         namesrv = cluster.namesrv_addr

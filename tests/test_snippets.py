@@ -80,6 +80,9 @@ def test_snippet_runs_as_pasted(snippet: Snippet, rocketmq_namesrv: str, tmp_pat
         "NAMESRV_ADDR": rocketmq_namesrv,
         "PYTHONPATH": str(ROOT),
         "TMPDIR": str(tmp_path),  # a snippet's temporary files (a cluster's store) stay here
+        # Spark's JVMs write /tmp/hsperfdata_<user> whatever TMPDIR says, unless told not to
+        "SPARK_LAUNCHER_OPTS": "-XX:-UsePerfData",
+        "SPARK_SUBMIT_OPTS": "-XX:-UsePerfData",
     }
     done = subprocess.run(
         [sys.executable, str(program)],

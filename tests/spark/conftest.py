@@ -11,6 +11,11 @@ from pyspark.sql import SparkSession
 
 from rocketmq_actors.spark import register
 
+# no /tmp/hsperfdata_<user> left behind by Spark's launcher and driver JVMs (HotSpot writes its
+# perf data under /tmp whatever java.io.tmpdir says): for every Spark test, subprocesses too
+for _var in ("SPARK_LAUNCHER_OPTS", "SPARK_SUBMIT_OPTS"):
+    os.environ.setdefault(_var, "-XX:-UsePerfData")
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
