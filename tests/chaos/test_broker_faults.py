@@ -10,6 +10,7 @@ import anyio
 import pytest
 import structlog
 
+from rocketmq_actors.cluster.routes import TopicRoute
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
 from rocketmq_actors.errors import SendFailed
 from rocketmq_actors.producer import Message, Producer, create_topic, select_by_key
@@ -80,11 +81,24 @@ async def test_kill_9_one_master_during_produce_and_consume(
     assert restarted_in < 60
 
 
+async def _route_of_both(producer: Producer, topic: str) -> TopicRoute:
+    """The topic's route once both masters registered it: a key's queue is a hash over the
+    route's queues, so a route that grew later (broker-b registering after broker-a) would
+    move a key chosen for broker-a to broker-b in the middle of the test. The NameServer is
+    another process: it is asked again until it says so (bounded)."""
+    with anyio.fail_after(30):
+        while True:
+            route = await producer.instance.routes.refresh(topic)
+            if {q.broker_name for q in route.publish_queues} == {"broker-a", "broker-b"}:
+                return route
+            await anyio.sleep(0.1)
+
+
 async def test_sigstop_broker_for_10_s(two_masters: LocalCluster, unique_topic: str) -> None:
     timeout = 2.0
     async with Producer(namesrv=two_masters.namesrv_addr, send_timeout=timeout) as producer:
         await create_topic(producer.instance, unique_topic, queues=2)
-        route = await producer.instance.routes.get(unique_topic)
+        route = await _route_of_both(producer, unique_topic)
         message = Message(topic=unique_topic, body=b"x")
         key_on_a = next(  # an ordered send never leaves its queue: it must wait for broker-a
             f"k{i}"
