@@ -17,6 +17,7 @@ import attrs
 
 from rocketmq_actors.protocol.bodies import MASTER_ID
 
+from .routes import TEMPLATE_TOPIC
 from .versions import version_name
 
 if TYPE_CHECKING:
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
 __all__ = ["BrokerHealth", "Health", "NameServerHealth", "RouteHealth", "instance_health"]
 
 CONNECTED, RECONNECTING, NOT_CONNECTED = "connected", "reconnecting", "not_connected"
-#: the topic producers look up to auto-create topics: no topic to work with by itself
-TEMPLATE_TOPIC = "TBW102"
 
 
 @attrs.frozen(kw_only=True)

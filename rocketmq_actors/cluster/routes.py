@@ -30,7 +30,10 @@ from rocketmq_actors.runtime.tree import Node
 
 from .namesrv import NameServerClient
 
-__all__ = ["RouteTable", "TopicRoute"]
+__all__ = ["TEMPLATE_TOPIC", "RouteTable", "TopicRoute"]
+
+#: the topic whose route producers borrow to auto-create a topic (Java's TBW102)
+TEMPLATE_TOPIC = "TBW102"
 
 log = get_logger("rocketmq_actors.cluster")
 

@@ -55,7 +55,7 @@ Delay = DelayLevel | int | float | timedelta
 #: seconds of delay levels 1-18: the broker's default messageDelayLevel (MessageStoreConfig)
 DELAY_LEVELS = (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800,
                 3600, 7200)  # fmt: skip
-#: Java's ConsumeMessageOrderlyService.submitConsumeRequestLater bounds (10 ms .. 30 s)
+#: the bounds Java's ConsumeMessageOrderlyService.submitConsumeRequestLater keeps a suspension in
 SUSPEND_MIN, SUSPEND_MAX = 0.01, 30.0
 
 

@@ -17,7 +17,7 @@ import anyio
 import attrs
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.cluster.routes import TopicRoute
+from rocketmq_actors.cluster.routes import TEMPLATE_TOPIC, TopicRoute
 from rocketmq_actors.cluster.versions import is_5x, version_name
 from rocketmq_actors.errors import (
     BrokerError,
@@ -45,7 +45,6 @@ __all__ = ["ROUND_ROBIN", "TEMPLATE_TOPIC", "Routing", "SendLoop"]
 
 log = get_logger("rocketmq_actors.producer")
 
-TEMPLATE_TOPIC = "TBW102"
 # answers meaning "this topic does not look like your (guessed) route says"
 _STALE_GUESS = frozenset({ResponseCode.INVALID_PARAMETER, ResponseCode.TOPIC_NOT_EXIST})
 
