@@ -1,0 +1,68 @@
+"""The Java tools find what we write: ``mqadmin queryMsgByKey``, ``queryMsgByUniqueKey`` and
+``queryMsgById`` (MQAdminStartup from the cached rocketmq-tools jar of the session's version)
+on messages our producer sent."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+
+import anyio
+import pytest
+
+from rocketmq_actors import query
+from rocketmq_actors.producer import Message, Producer, create_topic
+from rocketmq_actors.testing.jars import find_java, resolve_server_jars
+from rocketmq_actors.testing.java import java_scratch
+
+from .test_query_real import until
+
+pytestmark = pytest.mark.integration
+
+
+def mqadmin(version: str, *args: str) -> str:
+    with java_scratch() as scratch:
+        argv = [
+            find_java(), "-Xmx256m", "-XX:-UsePerfData", f"-Duser.home={scratch}",
+            f"-Djava.io.tmpdir={scratch}", f"-Drocketmq.home.dir={scratch}", "-cp",
+            f"{resolve_server_jars(version)}/*", "org.apache.rocketmq.tools.command.MQAdminStartup",
+            *args,
+        ]  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    return done.stdout + done.stderr
+
+
+async def test_mqadmin_finds_our_messages(
+    rocketmq_namesrv: str, unique_group: str, unique_topic: str, request: pytest.FixtureRequest
+) -> None:
+    version = str(request.config.getoption("--rocketmq-version"))
+    key = f"java-{uuid.uuid4().hex[:8]}"
+    since = time.time_ns() // 1_000_000 - 1000
+    async with Producer(namesrv=rocketmq_namesrv, group=unique_group) as producer:
+        await create_topic(producer.instance, unique_topic, queues=2)
+        sent = [
+            await producer.send(Message(topic=unique_topic, body=f"j{i}".encode(), keys=[key]))
+            for i in range(2)
+        ]
+        # indexed for us first: then the Java tool must find them too
+        await until(
+            lambda: query.query_messages(producer.instance, unique_topic, key, begin_ms=since),
+            lambda result: len(result.messages) >= 2,
+        )
+
+    def run(*args: str) -> str:
+        return mqadmin(version, *args, "-n", rocketmq_namesrv)
+
+    by_key = await anyio.to_thread.run_sync(
+        lambda: run("queryMsgByKey", "-t", unique_topic, "-k", key)
+    )
+    assert all(s.msg_id in by_key for s in sent), by_key
+    by_uniq = await anyio.to_thread.run_sync(
+        lambda: run("queryMsgByUniqueKey", "-t", unique_topic, "-i", sent[0].msg_id)
+    )
+    assert sent[0].msg_id in by_uniq and key in by_uniq, by_uniq
+    by_id = await anyio.to_thread.run_sync(
+        lambda: run("queryMsgById", "-t", unique_topic, "-i", sent[1].offset_msg_id)
+    )
+    assert sent[1].msg_id in by_id and key in by_id, by_id
