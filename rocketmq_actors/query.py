@@ -153,7 +153,10 @@ async def query_messages(
             found[name] = await _query_one(instance, addr, header)
         except RocketMQError as exc:
             failed[name] = exc
-            log.warning("query.broker_failed", broker=name, addr=addr, error=str(exc))
+        except ProtocolError as exc:  # records that do not decode: that broker's answer lost
+            failed[name] = RocketMQError(f"{addr}: undecodable QUERY_MESSAGE reply: {exc}")
+        if name in failed:
+            log.warning("query.broker_failed", broker=name, addr=addr, error=str(failed[name]))
 
     async with anyio.create_task_group() as tg:
         for name, addr in addrs.items():
