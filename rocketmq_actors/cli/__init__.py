@@ -26,6 +26,7 @@ from . import brokers as brokers_cmd
 from . import cluster as cluster_cmd
 from . import consume as consume_cmd
 from . import groups as groups_cmd
+from . import messages as messages_cmd
 from . import peek as peek_cmd
 from . import produce as produce_cmd
 from . import topics as topics_cmd
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     peek_cmd.register(sub)
     topics_cmd.register(sub)
     groups_cmd.register(sub)
+    messages_cmd.register(sub)
     brokers_cmd.register(sub)
     bench_cmd.register(sub)
     return parser
