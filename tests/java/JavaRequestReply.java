@@ -3,7 +3,8 @@
 //   java -cp "<cache>/rocketmq-5.3.3/lib/*" tests/java/JavaRequestReply.java MODE ARGS...
 // Modes (each prints JSON lines on stdout):
 //   request NAMESRV TOPIC GROUP COUNT TIMEOUT_MS
-//       DefaultMQProducer.request of COUNT messages, bodies "q<i>"; one line per request:
+//       one plain message "warm-up", then DefaultMQProducer.request of COUNT messages, bodies
+//       "q<i>"; one line per request:
 //       {"i": ..., "reply": <body>, "type": <MSG_TYPE>} or {"i": ..., "error": <exception>}
 //   respond NAMESRV TOPIC GROUP COUNT SECONDS
 //       a DefaultMQPushConsumer (from the first offset) that answers each request with
@@ -50,14 +51,20 @@ public class JavaRequestReply {
         producer.setNamesrvAddr(namesrv);
         producer.start();
         try {
+            // one plain send first: the requests below then find the route and connection ready
+            producer.send(new Message(topic, "warm-up".getBytes(StandardCharsets.UTF_8)));
             for (int i = 0; i < count; i++) {
                 byte[] body = ("q" + i).getBytes(StandardCharsets.UTF_8);
+                long started = System.currentTimeMillis();
                 try {
                     Message reply = producer.request(new Message(topic, body), timeoutMs);
                     emit("{\"i\": " + i + ", \"reply\": \"" + text(reply.getBody())
                             + "\", \"type\": \"" + reply.getProperty("MSG_TYPE") + "\"}");
                 } catch (Exception e) {
-                    emit("{\"i\": " + i + ", \"error\": \"" + e.getClass().getSimpleName() + "\"}");
+                    emit("{\"i\": " + i + ", \"error\": \"" + e.getClass().getSimpleName()
+                            + "\", \"ms\": " + (System.currentTimeMillis() - started)
+                            + ", \"message\": \"" + String.valueOf(e.getMessage())
+                                .replace("\\", "/").replace("\"", "'").replace("\n", " ") + "\"}");
                 }
             }
         } finally {
