@@ -24,6 +24,7 @@ __all__ = [
     "InvalidMessage",
     "InvalidSubscription",
     "NameServerUnavailable",
+    "ReplyTimeout",
     "RequestTimeout",
     "RocketMQError",
     "SendFailed",
@@ -112,6 +113,24 @@ class RequestTimeout(RocketMQError):
         self.code = code
         self.timeout = timeout
         super().__init__(f"request {code} to {addr} got no response within {timeout:.3f}s")
+
+
+class ReplyTimeout(RequestTimeout):
+    """``Producer.request``: the request was sent, but no reply came within the timeout (the
+    responder may still have acted on it). Its correlation entry is freed: a late reply is
+    refused."""
+
+    retriable = False
+
+    def __init__(self, topic: str, correlation_id: str, timeout: float) -> None:
+        self.addr = ""
+        self.code = 326  # PUSH_REPLY_MESSAGE_TO_CLIENT: the push that did not come
+        self.timeout = timeout
+        self.topic = topic
+        self.correlation_id = correlation_id
+        RocketMQError.__init__(
+            self, f"no reply to request {correlation_id} on {topic!r} within {timeout:.3f}s"
+        )
 
 
 class WriteTimeout(RocketMQError):

@@ -5,6 +5,7 @@
         pending = await producer.send_nowait(msg)   # backpressure first, then a future
         await producer.send_oneway(msg)
         results = await producer.send_batch(msgs)   # cut at the size limit
+        answer = await producer.request(msg, timeout=3.0)  # RPC: the reply (.requestreply)
         await producer.send(msg, sharding_key="user-42")  # same key -> same queue, in order
 
 Sync sends try up to ``1 + retry_times`` queues within ``send_timeout``
@@ -37,7 +38,9 @@ from rocketmq_actors.logs import get_logger
 from rocketmq_actors.names import validate_group, wrap
 from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.codes import ResponseCode
 from rocketmq_actors.protocol.compression import CompressionType
+from rocketmq_actors.protocol.events import ReplyMessage, ReplyPushed
 from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE, Message, UniqueIdGenerator
 from rocketmq_actors.protocol.sendframe import SendFrameEncoder
 from rocketmq_actors.runtime.checks import check_int, check_timeout
@@ -48,6 +51,7 @@ from rocketmq_actors.runtime.tree import Node
 from rocketmq_actors.runtime.waiters import wait_done
 from rocketmq_actors.tracing import Tracing
 
+from . import requestreply
 from .future import FlushResult, SendFuture
 from .prepare import Prepared, check_batch, check_message, prepare, prepare_batch
 from .result import BatchResults, SendResult
@@ -162,6 +166,7 @@ class Producer(GroupMember):
             f"producer:{self.group}", MEMBER_POLICY, shutdown_timeout=shutdown_timeout
         )
         self.check_concurrency = 1  # broker requests served at once (TransactionProducer: more)
+        self.replies = requestreply.ReplyTable(self._instance.router, self.mailbox)
 
     # ---- lifecycle ----------------------------------------------------------------------
 
@@ -179,6 +184,9 @@ class Producer(GroupMember):
         await supervisor.start_child(
             ChildSpec("senders", self.senders.run, Restart.PERMANENT, kind="senders")
         )
+        await supervisor.start_child(
+            ChildSpec("replies", self.replies.run, Restart.PERMANENT, kind="reply-table")
+        )
         for topic in self._topics:  # know the brokers now: heartbeats can reach them
             await self._instance.routes.get(topic, template=TEMPLATE_TOPIC)
         if self._topics:
@@ -190,6 +198,7 @@ class Producer(GroupMember):
         finish, within most of the stop deadline: what is still unanswered then is failed
         when the senders are cancelled."""
         senders, loop = self.senders, self.loop
+        self.replies.close()  # (before the mailbox: no reply is routed to a closed one)
         self.mailbox.close()
         loop.on_done = senders.changed  # the drain below hears of every send that ends
         senders.changed()  # admissions waiting for room: they see the state now
@@ -223,8 +232,12 @@ class Producer(GroupMember):
                     children=children)  # fmt: skip
 
     async def on_broker_request(self, inbound: Inbound) -> None:
-        """Broker requests for this group (transaction checks); a plain producer has none to
-        answer. :class:`TransactionProducer` overrides this."""
+        """Broker requests for this producer: replies to its requests here; transaction checks
+        in :class:`TransactionProducer`, which overrides this."""
+        if isinstance(inbound.event, ReplyPushed):
+            self.replies.resolve(inbound.event.message)
+            inbound.reply(ResponseCode.SUCCESS)  # the broker waits for it (Broker2Client)
+            return
         log.warning("producer.unexpected_request", code=inbound.command.code, group=self.group)
 
     # ---- sending ------------------------------------------------------------------------
@@ -377,6 +390,27 @@ class Producer(GroupMember):
         for chunk in chunks:
             results.add_chunk(await self._send(chunk, _ROUND_ROBIN, timeout), chunk.batch_ids)
         return results
+
+    # ---- request-reply (:mod:`.requestreply`) -------------------------------------------
+
+    async def request(self, message: Message, timeout: float = 3.0) -> ReplyMessage:
+        """Send ``message`` as a request and wait for its reply, ``timeout`` seconds in all
+        (:class:`~rocketmq_actors.errors.ReplyTimeout` after that)."""
+        return await requestreply.request(self, message, timeout)
+
+    async def request_nowait(
+        self, message: Message, timeout: float = 3.0
+    ) -> requestreply.ReplyFuture:
+        """Send ``message`` as a request (waiting for the broker to store it, as
+        :meth:`send`), then return the future of its reply."""
+        _, future = await requestreply.send_request(self, message, timeout)
+        return cast(requestreply.ReplyFuture, future)
+
+    async def reply(self, request: Any, body: bytes, *, timeout: float | None = None) -> None:
+        """Send ``body`` as the reply to ``request``, a message a consumer received
+        (:func:`.requestreply.reply`)."""
+        self._check_running()
+        await requestreply.reply(self, request, body, timeout=timeout)
 
     # ---- the send loop (:mod:`.sendloop`) ----------------------------------------------
 

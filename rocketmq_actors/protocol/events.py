@@ -14,6 +14,8 @@ serve is an :class:`UnsupportedRequest`.
 | 221  | :class:`ConsumerStatusQuery` | header ``group`` |
 | 307  | :class:`RunningInfoQuery`   | header ``consumerGroup`` |
 | 309  | :class:`ConsumeDirectly`    | header ``consumerGroup`` |
+| 326  | :class:`ReplyPushed`        | not a group: the reply's CORRELATION_ID (the owner is the
+|      |                             | producer whose request carries it) |
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import attrs
 from .bodies import MessageQueue, decode_offset_table
 from .codes import RequestCode
 from .command import RemotingCommand
+from .compression import decompress
 from .errors import ProtocolError
 from .headers import (
     CheckTransactionStateRequestHeader,
@@ -32,9 +35,10 @@ from .headers import (
     GetConsumerRunningInfoRequestHeader,
     GetConsumerStatusRequestHeader,
     NotifyConsumerIdsChangedRequestHeader,
+    ReplyMessageRequestHeader,
     ResetOffsetRequestHeader,
 )
-from .messages import Property
+from .messages import MessageSysFlag, Property, decode_properties
 from .records import MessageExt, decode_messages
 
 __all__ = [
@@ -42,6 +46,8 @@ __all__ = [
     "ConsumeDirectly",
     "ConsumerIdsChanged",
     "ConsumerStatusQuery",
+    "ReplyMessage",
+    "ReplyPushed",
     "ResetOffsets",
     "RunningInfoQuery",
     "TransactionCheck",
@@ -105,6 +111,34 @@ class ConsumeDirectly(BrokerRequest):
 
 
 @attrs.frozen
+class ReplyMessage:
+    """A reply to ``Producer.request``, as the broker pushed it (body decompressed)."""
+
+    topic: str
+    body: bytes
+    properties: Mapping[str, str]
+    queue_id: int = 0
+    flag: int = 0
+    born_timestamp: int = 0
+    store_timestamp: int = 0
+    born_host: str = ""
+    store_host: str = ""
+    producer_group: str = ""  # the responder's
+
+    @property
+    def correlation_id(self) -> str:
+        return self.properties.get(Property.CORRELATION_ID, "")
+
+
+@attrs.frozen
+class ReplyPushed(BrokerRequest):
+    """PUSH_REPLY_MESSAGE_TO_CLIENT: the reply to one of this client's requests; ``group`` is
+    its correlation id, under which the requesting producer registered."""
+
+    message: ReplyMessage
+
+
+@attrs.frozen
 class UnsupportedRequest(BrokerRequest):
     """A request code the client does not serve."""
 
@@ -154,6 +188,26 @@ def _consume_directly(cmd: RemotingCommand) -> BrokerRequest:
     return ConsumeDirectly(header.consumer_group, header.client_id, broker, message)
 
 
+def _reply(cmd: RemotingCommand) -> BrokerRequest:
+    # as Java's ClientRemotingProcessor.receiveReplyMessage: the header carries the reply's
+    # send fields, the body is the reply's body (compressed if its sysFlag says so)
+    header = ReplyMessageRequestHeader.from_ext(cmd.ext_fields)
+    body = cmd.body or b""
+    if header.sys_flag & MessageSysFlag.COMPRESSED:
+        body = decompress(body, header.sys_flag)
+    properties = decode_properties(header.properties or "")
+    correlation_id = properties.get(Property.CORRELATION_ID)
+    if not correlation_id:
+        raise ProtocolError("bad-header-field", "a pushed reply without its CORRELATION_ID")
+    message = ReplyMessage(
+        topic=header.topic, body=body, properties=properties, queue_id=header.queue_id,
+        flag=header.flag, born_timestamp=header.born_timestamp,
+        store_timestamp=header.store_timestamp, born_host=(header.born_host or "").lstrip("/"),
+        store_host=(header.store_host or "").lstrip("/"), producer_group=header.producer_group,
+    )  # fmt: skip
+    return ReplyPushed(correlation_id, message)
+
+
 _DECODERS: dict[int, Callable[[RemotingCommand], BrokerRequest]] = {
     RequestCode.CHECK_TRANSACTION_STATE: _transaction_check,
     RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: _ids_changed,
@@ -161,6 +215,7 @@ _DECODERS: dict[int, Callable[[RemotingCommand], BrokerRequest]] = {
     RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT: _status,
     RequestCode.GET_CONSUMER_RUNNING_INFO: _running_info,
     RequestCode.CONSUME_MESSAGE_DIRECTLY: _consume_directly,
+    RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT: _reply,
 }
 
 

@@ -43,6 +43,7 @@ __all__ = [
     "QueryConsumerOffsetRequestHeader",
     "QueryMessageRequestHeader",
     "QueryMessageResponseHeader",
+    "ReplyMessageRequestHeader",
     "ResetOffsetRequestHeader",
     "SearchOffsetRequestHeader",
     "SendMessageRequestHeader",
@@ -402,6 +403,23 @@ class CheckTransactionStateRequestHeader(Header):
     transaction_id: str | None = wire("transactionId", default=None)
     offset_msg_id: str | None = wire("offsetMsgId", default=None)
     broker_name: str | None = wire("bname", default=None)
+
+
+@attrs.define(kw_only=True, slots=True)
+class ReplyMessageRequestHeader(Header):
+    """PUSH_REPLY_MESSAGE_TO_CLIENT (326): the reply's send header as the broker passes it on
+    (Java ``ReplyMessageRequestHeader``; the body is the reply's, as the responder sent it)."""
+
+    producer_group: str = wire("producerGroup")
+    topic: str = wire("topic")
+    queue_id: int = wire("queueId")
+    sys_flag: int = wire("sysFlag", default=0)
+    born_timestamp: int = wire("bornTimestamp", default=0)
+    flag: int = wire("flag", default=0)
+    properties: str | None = wire("properties", default=None)
+    born_host: str | None = wire("bornHost", default=None)
+    store_host: str | None = wire("storeHost", default=None)
+    store_timestamp: int = wire("storeTimestamp", default=0)
 
 
 @attrs.define(kw_only=True, slots=True)

@@ -105,6 +105,12 @@ class Property:
     SHARDING_KEY = "__SHARDINGKEY"
     MSG_REGION = "MSG_REGION"
     TRACE_ON = "TRACE_ON"
+    # request-reply (Java MessageConst; set by Producer.request and the reply helper)
+    CORRELATION_ID = "CORRELATION_ID"
+    REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
+    MESSAGE_TTL = "TTL"
+    MESSAGE_TYPE = "MSG_TYPE"
+    PUSH_REPLY_TIME = "PUSH_REPLY_TIME"
     # added by brokers to stored messages
     CLUSTER = "CLUSTER"
     INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"

@@ -4,8 +4,9 @@ A request is decoded once, in the sans-IO layer (:func:`~rocketmq_actors.protoco
 decode_broker_request`), into a typed event that names its group. Owners register a mailbox
 per event type and group (a transaction producer for
 :class:`~rocketmq_actors.protocol.events.TransactionCheck`, a consumer for the five consumer
-events), and the router posts an :class:`Inbound` - the event, the request and a way to
-answer it - to the matching mailbox.
+events; a requesting producer for :class:`~rocketmq_actors.protocol.events.ReplyPushed`,
+under each pending request's correlation id instead of a group), and the router posts an
+:class:`Inbound` - the event, the request and a way to answer it - to the matching mailbox.
 
 The router never blocks the connection's reader: a full mailbox is answered SYSTEM_BUSY (or,
 one-way, dropped and logged - the broker repeats transaction checks and rebalances run on a
@@ -28,6 +29,7 @@ from rocketmq_actors.protocol.events import (
     ConsumeDirectly,
     ConsumerIdsChanged,
     ConsumerStatusQuery,
+    ReplyPushed,
     ResetOffsets,
     RunningInfoQuery,
     TransactionCheck,
@@ -39,11 +41,13 @@ from .connection import BrokerConnection
 from .mailbox import Mailbox, MailboxFull
 from .tree import Node
 
-__all__ = ["CONSUMER_EVENTS", "PRODUCER_EVENTS", "Inbound", "Router"]
+__all__ = ["CONSUMER_EVENTS", "PRODUCER_EVENTS", "REPLY_EVENTS", "Inbound", "Router"]
 
 log = get_logger("rocketmq_actors.runtime")
 
 PRODUCER_EVENTS: tuple[type[BrokerRequest], ...] = (TransactionCheck,)
+#: registered per pending request, under its correlation id (``producer.requestreply``)
+REPLY_EVENTS: tuple[type[BrokerRequest], ...] = (ReplyPushed,)
 CONSUMER_EVENTS: tuple[type[BrokerRequest], ...] = (
     ConsumerIdsChanged,
     ResetOffsets,

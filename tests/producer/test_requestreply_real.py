@@ -1,0 +1,58 @@
+"""Request-reply against the real broker: a Python requester and a Python responder."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.errors import ReplyTimeout
+from rocketmq_actors.producer import Message, Producer, create_topic
+from rocketmq_actors.producer.requestreply import reply
+from rocketmq_actors.protocol.records import MessageExt
+
+pytestmark = pytest.mark.integration
+
+
+async def test_a_python_responder_answers_a_python_requester(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    seen: list[MessageExt] = []
+    consumer: PushConsumer | None = None
+
+    async def respond(message: MessageExt) -> None:
+        seen.append(message)
+        assert consumer is not None
+        await reply(consumer, message, b"re:" + message.body)
+
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_req") as requester:
+        await create_topic(requester.instance, unique_topic, queues=2)
+        consumer = PushConsumer(
+            namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
+            handler=respond, consume_from=ConsumeFrom.FIRST_OFFSET,
+        )  # fmt: skip
+        async with consumer:
+            with anyio.fail_after(60):
+                first = await requester.request(Message(topic=unique_topic, body=b"a"), 30)
+                futures = [
+                    await requester.request_nowait(Message(topic=unique_topic, body=b"%d" % i), 30)
+                    for i in range(5)
+                ]
+                rest = [await f for f in futures]
+    assert first.body == b"re:a" and first.topic == "DefaultCluster_REPLY_TOPIC"
+    assert first.properties["MSG_TYPE"] == "reply"
+    assert [r.body for r in rest] == [b"re:%d" % i for i in range(5)]
+    request_ids = {m.properties["CORRELATION_ID"] for m in seen}
+    assert {r.correlation_id for r in [first, *rest]} <= request_ids
+    assert all(m.properties["REPLY_TO_CLIENT"] == requester.instance.client_id for m in seen)
+    assert len(requester.replies) == 0 and requester.replies.replies == 6
+
+
+async def test_a_request_nobody_answers_times_out_and_frees_its_entry(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    async with Producer(namesrv=rocketmq_namesrv, group=unique_group) as requester:
+        await create_topic(requester.instance, unique_topic, queues=1)
+        with anyio.fail_after(30), pytest.raises(ReplyTimeout):
+            await requester.request(Message(topic=unique_topic, body=b"x"), timeout=2)
+        assert len(requester.replies) == 0 and requester.replies.timeouts == 1
