@@ -33,7 +33,7 @@ import attrs
 from rocketmq_actors.logs import get_logger
 
 from . import probe
-from .jars import COMPAT_VERSION, LauncherError, find_java, resolve_server_jars
+from .jars import LauncherError, check_published, find_java, resolve_server_jars
 from .procs import pid_alive, pid_is_ours, tail
 from .serverconf import (
     BrokerProcessInfo,
@@ -64,8 +64,6 @@ WELL_KNOWN_BROKER_PORT = 10911
 
 #: The broker refuses writes at 90 % disk use; refuse to start at this ratio.
 DISK_LIMIT_RATIO = 0.88
-#: 4.9.8's namesrv/broker jars were never published to Maven Central (only its client was).
-UNPUBLISHED_SERVER_VERSIONS = {"4.9.8": COMPAT_VERSION, "4.9.6": COMPAT_VERSION}
 
 log = get_logger("rocketmq_actors.testing")
 
@@ -98,11 +96,7 @@ class LocalCluster:
         die_with_parent: bool = True,
     ) -> None:
         self.spec = spec or ClusterSpec()
-        if self.spec.version in UNPUBLISHED_SERVER_VERSIONS:
-            raise LauncherError(
-                f"RocketMQ {self.spec.version} server jars are not published on Maven Central; "
-                f"use {UNPUBLISHED_SERVER_VERSIONS[self.spec.version]} (same 4.9 line)"
-            )
+        check_published(self.spec.version)
         self._owns_state_dir = state_dir is None
         self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix="rocketmq-actors-")).resolve()
         self.die_with_parent = die_with_parent

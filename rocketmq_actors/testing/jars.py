@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -24,13 +25,31 @@ __all__ = [
     "DownloadFailed",
     "LauncherError",
     "ToolMissing",
+    "UnpublishedVersion",
     "cache_root",
     "find_java",
     "resolve_server_jars",
 ]
 
 DEFAULT_VERSION = "5.3.3"
+NEWEST_VERSION = "5.5.0"  # newest release whose namesrv, broker, tools and client jars all resolve
 COMPAT_VERSION = "4.9.7"  # newest 4.9.x whose namesrv/broker jars are on Maven Central
+#: the versions ``make test`` runs the integration suite on
+TESTED_VERSIONS = (NEWEST_VERSION, DEFAULT_VERSION, COMPAT_VERSION)
+
+#: the server artifacts the launcher needs (rocketmq_actors/testing/maven/pom.xml)
+SERVER_ARTIFACTS = ("rocketmq-namesrv", "rocketmq-broker", "rocketmq-tools", "rocketmq-client")
+#: releases that cannot run from Maven Central, refused before Maven is asked: what is
+#: published of them, and the release to use instead
+UNPUBLISHED_SERVER_VERSIONS = {
+    "4.9.8": ("only its client jar is published", COMPAT_VERSION),
+    "4.9.6": ("its namesrv and broker jars are not published", COMPAT_VERSION),
+    "5.5.1": (
+        "its rocketmq-broker jar is published, but rocketmq-namesrv, rocketmq-tools and "
+        "rocketmq-client are not",
+        NEWEST_VERSION,
+    ),
+}
 
 _COMPLETE = ".complete"
 log = get_logger("rocketmq_actors.testing")
@@ -46,6 +65,46 @@ class ToolMissing(LauncherError):
 
 class DownloadFailed(LauncherError):
     """Maven could not resolve the server jars."""
+
+
+class UnpublishedVersion(LauncherError):
+    """The release's server jars are not (all) on Maven Central; the message names what is
+    missing and the release to use instead."""
+
+
+def check_published(version: str) -> None:
+    """Refuse, before Maven runs, a release known to lack server jars on Maven Central."""
+    if version in UNPUBLISHED_SERVER_VERSIONS:
+        what, instead = UNPUBLISHED_SERVER_VERSIONS[version]
+        raise UnpublishedVersion(
+            f"RocketMQ {version} cannot run from Maven Central: {what} there; use {instead}"
+        )
+
+
+def missing_artifacts(maven_log: str) -> list[str]:
+    """The RocketMQ artifacts Maven reported it could not resolve (its "The following
+    artifacts could not be resolved: g:a:jar:v, ..." line), in its order."""
+    found = re.search(r"could not be resolved: (.*?): Could not", maven_log)
+    if not found:
+        return []
+    names = (entry.strip().split(":") for entry in found.group(1).split(","))
+    return [parts[1] for parts in names if len(parts) >= 2 and parts[0] == "org.apache.rocketmq"]
+
+
+def _download_failure(version: str, returncode: int, log_path: Path) -> DownloadFailed:
+    text = log_path.read_text(errors="replace")
+    missing = missing_artifacts(text)
+    if missing:
+        present = [a for a in SERVER_ARTIFACTS if a not in missing]
+        return DownloadFailed(
+            f"RocketMQ {version} is not (all) on Maven Central: {', '.join(missing)} could not "
+            f"be resolved (resolved: {', '.join(present) or 'none'}). Use {NEWEST_VERSION}, "
+            f"{DEFAULT_VERSION} or {COMPAT_VERSION}; Maven's log: {log_path}"
+        )
+    return DownloadFailed(
+        f"Maven could not download RocketMQ {version} (exit {returncode}); "
+        f"see {log_path}:\n{text[-3000:]}"
+    )
 
 
 def cache_root() -> Path:
@@ -80,6 +139,7 @@ def _dir_size(path: Path) -> int:
 
 def resolve_server_jars(version: str = DEFAULT_VERSION, cache_dir: Path | None = None) -> Path:
     """Return a directory holding every runtime jar of the RocketMQ ``version`` servers."""
+    check_published(version)
     root = cache_dir or cache_root()
     target = root / f"rocketmq-{version}" / "lib"
     if (target / _COMPLETE).is_file():
@@ -126,11 +186,7 @@ def resolve_server_jars(version: str = DEFAULT_VERSION, cache_dir: Path | None =
         jars = list(staging.glob("*.jar"))
         if proc.returncode != 0 or not jars:
             shutil.rmtree(staging, ignore_errors=True)
-            tail = log_path.read_text(errors="replace")[-3000:]
-            raise DownloadFailed(
-                f"Maven could not download RocketMQ {version} (exit {proc.returncode}); "
-                f"see {log_path}:\n{tail}"
-            )
+            raise _download_failure(version, proc.returncode, log_path)
         size = _dir_size(staging)
         (staging / _COMPLETE).write_text(f"{len(jars)} jars, {size} bytes\n")
         if target.exists():

@@ -61,6 +61,49 @@ def test_unpublished_version_is_refused_up_front() -> None:
         LocalCluster(ClusterSpec(version="4.9.8"))
 
 
+def test_5_5_1_names_what_maven_central_lacks(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # refused before Maven would be looked for
+    with pytest.raises(jars.UnpublishedVersion) as raised:
+        jars.resolve_server_jars("5.5.1", cache_dir=tmp_path)
+    text = str(raised.value)
+    assert "rocketmq-broker jar is published" in text
+    for absent in ("rocketmq-namesrv", "rocketmq-tools", "rocketmq-client"):
+        assert absent in text
+    assert text.endswith("use 5.5.0")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(jars.UnpublishedVersion, match=r"use 5\.5\.0"):
+        LocalCluster(ClusterSpec(version="5.5.1"))
+
+
+# Maven 3.9's line for `-Drocketmq.version=5.5.1`, as it printed it on 2026-11-25
+MAVEN_551 = (
+    "[ERROR] Failed to execute goal on project rocketmq-server-jars: Could not resolve "
+    "dependencies for project io.github.rocketmq-actors:rocketmq-server-jars:pom:1: The "
+    "following artifacts could not be resolved: org.apache.rocketmq:rocketmq-namesrv:jar:5.5.1, "
+    "org.apache.rocketmq:rocketmq-srvutil:jar:5.5.1, org.apache.rocketmq:rocketmq-tools:jar:"
+    "5.5.1, org.apache.rocketmq:rocketmq-client:jar:5.5.1: Could not find artifact "
+    "org.apache.rocketmq:rocketmq-namesrv:jar:5.5.1 in central -> [Help 1]\n"
+)
+
+
+def test_download_failure_names_the_missing_artifacts(tmp_path: Path) -> None:
+    assert jars.missing_artifacts(MAVEN_551) == [
+        "rocketmq-namesrv", "rocketmq-srvutil", "rocketmq-tools", "rocketmq-client"
+    ]  # fmt: skip
+    assert jars.missing_artifacts("[ERROR] network is unreachable") == []
+    log = tmp_path / "maven.log"
+    log.write_text(MAVEN_551)
+    failure = jars._download_failure("5.5.1", 1, log)
+    assert "rocketmq-namesrv, rocketmq-srvutil, rocketmq-tools, rocketmq-client could not" in str(
+        failure
+    )
+    assert "(resolved: rocketmq-broker)" in str(failure)
+    log.write_text("[ERROR] network is unreachable\n")
+    assert "network is unreachable" in str(jars._download_failure("5.5.1", 1, log))
+
+
 def test_spec_rejects_three_brokers() -> None:
     with pytest.raises(ValueError):
         ClusterSpec(brokers=3)  # type: ignore[arg-type]
