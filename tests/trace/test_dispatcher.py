@@ -116,7 +116,7 @@ async def test_a_full_queue_drops_and_counts_without_waiting() -> None:
                 await anyio.lowlevel.checkpoint()
         accepted = [dispatcher.append(record(i)) for i in range(1, 11)]  # (append never awaits)
         assert accepted == [True] * 3 + [False] * 7
-        assert dispatcher.dropped == 7 and dispatcher.queued == 3
+        assert (dispatcher.dropped, dispatcher.queued) == (7, 3)
         assert METRICS.value("rocketmq_client_trace_dropped_total", group="GD") - before == 7
         started = time.monotonic()
         assert not await dispatcher.flush(0.2)  # bounded: the stop deadline is kept
