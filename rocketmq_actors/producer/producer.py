@@ -207,6 +207,8 @@ class Producer(GroupMember):
         finish, within most of the stop deadline: what is still unanswered then is failed
         when the senders are cancelled."""
         senders, loop = self.senders, self.loop
+        if self.trace is not None:  # the trace records so far (while the mailbox still runs)
+            await self.trace.dispatcher.flush(self._time_left() * 0.4)
         self.replies.close()  # (before the mailbox: no reply is routed to a closed one)
         self.mailbox.close()
         loop.on_done = senders.changed  # the drain below hears of every send that ends
@@ -216,7 +218,7 @@ class Producer(GroupMember):
         with anyio.move_on_after(self._time_left() * 0.8):
             while senders.pending or loop.in_flight:
                 await senders.wait_change()
-        if self.trace is not None:  # the sends' records, within most of what is left
+        if self.trace is not None:  # the drained sends' records (if any: no wait otherwise)
             await self.trace.dispatcher.flush(self._time_left() * 0.8)
 
     async def _serve_mailbox(self, *, task_status: TaskStatus[_MailboxView]) -> None:
