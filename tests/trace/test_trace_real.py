@@ -28,6 +28,7 @@ from rocketmq_actors.protocol.trace import (
     decode_records,
 )
 
+from ..cli._run import ok_json
 from ..test_query_java_real import mqadmin
 from ..test_query_real import until
 
@@ -93,6 +94,13 @@ async def test_produced_and_consumed_with_trace_shown_by_mqadmin(
     sub = next(w for w in lines if w[:1] == ["Sub"])
     assert shown_pub[1] == producer_group and shown_pub[-1] == "success", out
     assert sub[1] == consumer_group, out  # (4.9.7's tools read it too)
+
+    shown = await anyio.to_thread.run_sync(
+        lambda: ok_json("message", "trace", sent.msg_id, "--namesrv", rocketmq_namesrv)
+    )
+    rows = {(r["type"], r["group"]) for r in shown["records"]}
+    assert {("Pub", producer_group), ("SubBefore", consumer_group),
+            ("SubAfter", consumer_group)} <= rows, shown  # fmt: skip
     assert sub[-1] == "success", out
 
 
