@@ -113,7 +113,7 @@ class Dispatcher:
         presented = [_present(m, self.namespace) for m in messages]
         for message in presented:
             message.settle_with(Settlement())
-        traced = self.msg_trace.before(messages) if self.msg_trace is not None else None
+        traced = self.msg_trace.before(presented) if self.msg_trace is not None else None
         outcome = ConsumeReturnType.TIME_OUT  # (cancelled: the consumer stops, or it timed out)
         try:
             if timed and self.consume_timeout is not None:

@@ -6,10 +6,11 @@ records (Java's ``traceContextQueue``: 1024) takes them, and when it is full the
 dropped and counted (``rocketmq_client_trace_dropped_total``, a ``trace.dropped`` event the
 first time) - a slow or stuck broker never slows or fails a send or a handler. The actor waits
 ``linger`` seconds after the first record of a batch (Java's ``waitTimeThresholdMil``) or until
-the batch's text reaches ``max_body`` characters (``maxMsgSize - 10 * 1000``) or its keys
-``MAX_MSG_KEY_SIZE`` characters, then sends what it has as one trace message per cut, keyed by
-the traced message ids and keys (``queryMsgTraceById`` looks them up by key). A stop flushes
-what is queued within the owner's deadline (:meth:`TraceDispatcher.flush`).
+half the queue is taken, then sends what it has as one trace message per cut (a cut when the
+text reaches ``max_body`` characters, ``maxMsgSize - 10 * 1000``, or its keys
+``MAX_MSG_KEY_SIZE`` characters), keyed by the traced message ids and keys
+(``queryMsgTraceById`` looks them up by key). A stop flushes what is queued within the owner's
+deadline (:meth:`TraceDispatcher.flush`).
 
 Sending is the owning client's: :func:`instance_sender` sends through the client instance with
 a plain send loop of its own (the trace producer group Java names
@@ -110,9 +111,10 @@ class TraceDispatcher:
             await self._send_queued()
 
     def _batch_full(self) -> bool:
-        # (a cheap bound: the records' count times the smallest record's size would be
-        # exact only by encoding them; the cut itself is exact, in _send_queued)
-        return len(self._queue) * 64 >= self.max_body
+        # half the queue: send now, so that the other half takes what comes meanwhile (Java's
+        # worker moves records off its queue into the batch as they come; ours stay queued
+        # until sent). The cut at the size limits is exact, in _send_queued.
+        return len(self._queue) * 2 >= self.capacity
 
     async def _send_queued(self) -> None:
         """Send everything queued now, cut into trace messages of at most ``max_body``

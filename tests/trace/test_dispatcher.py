@@ -67,6 +67,25 @@ async def test_records_sent_as_one_trace_message_with_their_keys() -> None:
     assert (dispatcher.sent, dispatcher.failed, dispatcher.dropped) == (3, 0, 0)
 
 
+async def test_half_a_queue_is_sent_without_waiting_for_the_linger() -> None:
+    sink = Sink()
+    sent = anyio.Event()
+
+    async def send(topic: str, body: bytes, keys: list[str]) -> None:
+        await sink(topic, body, keys)
+        sent.set()
+
+    dispatcher = TraceDispatcher(send, group="G", topic="T", capacity=8, linger=3600)
+    async with anyio.create_task_group() as tg:
+        await tg.start(dispatcher.run)
+        for i in range(4):
+            dispatcher.append(record(i))
+        with anyio.fail_after(5):
+            await sent.wait()
+        tg.cancel_scope.cancel()
+    assert [len(decode_records(body)) for _, body, _ in sink.sent] == [4]
+
+
 async def test_a_batch_is_cut_at_the_body_and_key_limits() -> None:
     one = len(encode_record(record(0))[0])
     sink = Sink()
