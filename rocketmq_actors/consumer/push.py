@@ -370,6 +370,8 @@ class PushConsumer(GroupMember, Generic[T]):
         """Stop pulling, then wait (bounded) for handlers in flight; their offsets are kept and
         persisted once the actors have stopped."""
         self._stopping = True
+        if self.dispatcher.msg_trace is not None:  # the trace so far (while the actors run)
+            await self.dispatcher.msg_trace.dispatcher.flush(self._time_left() * 0.3)
         self.rebalancer.stop()
         self.ownership.held = list(self.queues)  # their locks go back once the actors stopped
         for actor in self.queues.actors():
@@ -384,7 +386,7 @@ class PushConsumer(GroupMember, Generic[T]):
         if scope.cancelled_caught:
             log.warning("consumer.drain_timeout", group=self.group,
                         in_flight=self.dispatcher.in_flight)  # fmt: skip
-        if self.dispatcher.msg_trace is not None:  # the handlers' trace records
+        if self.dispatcher.msg_trace is not None:  # the last handlers' (if any: no wait else)
             await self.dispatcher.msg_trace.dispatcher.flush(max(0.0, self._time_left() - reserve))
         log.info("consumer.stopping", group=self.group, consumed=self.consumed,
                  failed=self.failed)  # fmt: skip
