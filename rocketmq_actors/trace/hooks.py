@@ -55,7 +55,10 @@ def trace_topic(trace: object, topic: object) -> str | None:
         return RMQ_SYS_TRACE_TOPIC if trace else None
     if not isinstance(topic, str):
         raise ConfigError(f"trace_topic must be a topic name (str), not {type(topic).__name__}")
-    validate_topic(topic, error=ConfigError)
+    try:
+        validate_topic(topic, error=ConfigError)
+    except ConfigError as exc:
+        raise ConfigError(f"trace_topic: {exc}") from None
     return topic
 
 

@@ -116,7 +116,7 @@ def test_trace_options() -> None:
         trace_topic("yes", None)
     with pytest.raises(ConfigError, match="trace_topic"):
         trace_topic(True, 5)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="trace_topic"):
         trace_topic(True, "bad topic!")
 
 
