@@ -200,6 +200,13 @@ class ConsumeTrace:
             )
         return call
 
+    def polled(self, messages: Sequence[MessageExt]) -> None:
+        """A pull consumer's records handed to the application: SubBefore and SubAfter at once,
+        success (Java's DefaultLitePullConsumerImpl.poll runs both hooks there)."""
+        call = self.before(messages)
+        if call is not None:
+            self.after(call, ConsumeReturnType.SUCCESS, len(messages))
+
     def after(self, call: ConsumeCall, outcome: ConsumeReturnType, count: int) -> None:
         """After the handler (``count``: the messages of the call; the cost is per message,
         as Java divides it)."""

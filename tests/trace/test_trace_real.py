@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from rocketmq_actors import query
+from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.producer.transaction import LocalTransactionState, TransactionProducer
@@ -131,3 +132,29 @@ async def test_transaction_writes_half_pub_and_end_transaction(
     end = next(r for r in records if isinstance(r, EndTransactionRecord))
     assert pub.msg_type is TraceMessageType.TRANS_HALF and pub.group == unique_group
     assert (end.transaction_state, end.from_check, end.keys) == ("COMMIT_MESSAGE", False, "txk")
+
+
+async def test_lite_pull_writes_sub_before_and_after_when_polled(
+    rocketmq_namesrv: str, unique_group: str, unique_topic: str
+) -> None:
+    since = time.time_ns() // 1_000_000 - 1000
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_p") as producer:
+        await create_topic(producer.instance, unique_topic, queues=1)
+        sent = await producer.send(Message(topic=unique_topic, body=b"pulled"))
+    async with PullConsumer(
+        namesrv=rocketmq_namesrv, group=unique_group, auto_offset_reset="earliest", trace=True
+    ) as consumer:
+        await consumer.subscribe(unique_topic)
+        with anyio.fail_after(30):
+            got: list[Any] = []
+            while not got:
+                got = [m for ms in (await consumer.getmany(timeout=1.0)).values() for m in ms]
+    assert got[0].msg_id == sent.msg_id
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_q") as reader:
+        records = await until(
+            lambda: trace_records(reader.instance, sent.msg_id, since),
+            lambda found: {SubBeforeRecord, SubAfterRecord} <= kinds(found),
+        )
+    after = next(r for r in records if isinstance(r, SubAfterRecord))
+    assert after.group == unique_group and after.success
+    assert PubRecord not in kinds(records)  # (that producer had no trace)
