@@ -111,8 +111,8 @@ class TransactionProducer(Producer):
         await self._end(sent, prepared.topic, state)
         if self.trace is not None:  # message trace: an EndTransaction record
             self.trace.end_transaction(
-                topic=prepared.topic, msg_id=sent.msg_id, tags=message.tags, keys=message.keys,
-                store_host=self._master(await self._route(prepared.topic), sent.queue),
+                topic=message.topic, msg_id=sent.msg_id, tags=message.tags, keys=message.keys,
+                store_host=self.trace.store_host(message.topic, sent.queue.broker_name),
                 transaction_id=sent.transaction_id, state=_JAVA_STATE[state], from_check=False,
             )  # fmt: skip
         return TransactionOutcome(sent, state)

@@ -132,6 +132,7 @@ async def test_transaction_writes_half_pub_and_end_transaction(
     end = next(r for r in records if isinstance(r, EndTransactionRecord))
     assert pub.msg_type is TraceMessageType.TRANS_HALF and pub.group == unique_group
     assert (end.transaction_state, end.from_check, end.keys) == ("COMMIT_MESSAGE", False, "txk")
+    assert end.store_host == pub.store_host != "" and end.topic == pub.topic == unique_topic
 
 
 async def test_lite_pull_writes_sub_before_and_after_when_polled(
