@@ -21,6 +21,8 @@ too).
 | ``rocketmq_client_consume_total`` (counter) | group, topic, result (ok, failed) | handled |
 | ``rocketmq_client_consume_seconds`` (histogram) | group, topic | handler time per call |
 | ``rocketmq_client_consumer_lag`` (gauge) | group, topic, broker, queue | past the committed |
+| ``rocketmq_client_trace_records_total`` (counter) | group, result (sent, failed) | trace records |
+| ``rocketmq_client_trace_dropped_total`` (counter) | group | trace records dropped: queue full |
 
 Updating a metric costs about 1 us (a cached key, a lock, a dictionary update); nothing is
 exported unless asked.
@@ -50,6 +52,8 @@ _HELP = {
     "rocketmq_client_consume_total": "messages handled, by result",
     "rocketmq_client_consume_seconds": "handler time per call",
     "rocketmq_client_consumer_lag": "messages stored past the committed offset",
+    "rocketmq_client_trace_records_total": "message trace records sent or lost, by result",
+    "rocketmq_client_trace_dropped_total": "message trace records dropped: the queue was full",
 }
 
 

@@ -59,6 +59,7 @@ def _start(args: argparse.Namespace) -> int:
         version=args.version,
         brokers=args.brokers,
         slave=args.slave,
+        trace=args.trace,
         startup_timeout=args.timeout,
         namesrv_port=port,
     )
@@ -113,6 +114,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     start.add_argument("--brokers", type=int, choices=(1, 2), default=1, help="broker masters")
     start.add_argument("--slave", action="store_true", help="add a slave of broker-a")
     start.add_argument("--version", default=DEFAULT_VERSION, help="RocketMQ server version")
+    start.add_argument(
+        "--trace", action="store_true", help="brokers with traceTopicEnable (message trace)"
+    )
     start.add_argument("--timeout", type=float, default=120.0, help="start-up deadline, seconds")
     start.add_argument(
         "--namesrv-port",

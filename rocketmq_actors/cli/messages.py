@@ -4,6 +4,7 @@ queryMsgByUniqueKey, queryMsgById).
 message query --topic T --key K [--unique] [--begin WHEN] [--end WHEN] [--max N]
 message show ID [--topic T]      ID: an offset message id, or a unique key (needs --topic)
 message decode ID                which form an id is and what it holds (no network I/O)
+message trace ID [--trace-topic T]   its message trace records (mqadmin queryMsgTraceById)
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.names import validate_topic
 from rocketmq_actors.protocol.msgid import MessageIdInfo
 from rocketmq_actors.protocol.records import MessageExt
+from rocketmq_actors.protocol.trace import RMQ_SYS_TRACE_TOPIC
 
 from .common import UsageError, emit, run_with_instance, table
+from .msgtrace import render_trace, trace
 from .peek import record
 
 COLUMNS = ["msg_id", "offset_msg_id", "broker", "queue", "offset", "stored", "keys", "tags"]
@@ -142,7 +145,12 @@ def _run(args: argparse.Namespace) -> int:
         emit(args, run_with_instance(_query, args), _render_query)
         return 0
     if not args.id:
-        raise UsageError("message show needs an ID")
+        raise UsageError(f"message {args.action} needs an ID")
+    if args.action == "trace":
+        if args.trace_topic:
+            validate_topic(args.trace_topic)
+        emit(args, run_with_instance(trace, args), render_trace)
+        return 0
     info = query.decode_message_id(args.id)  # a malformed id: exit 2, before connecting
     if info.kind == "unique" and not args.topic:
         raise UsageError(f"{args.id} is a unique key (the client's id): give its --topic")
@@ -152,7 +160,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("message", help="find stored messages by key or id, decode an id")
-    p.add_argument("action", choices=["query", "show", "decode"])
+    p.add_argument("action", choices=["query", "show", "decode", "trace"])
     p.add_argument("id", nargs="?", help="show/decode: an offset message id or a unique key")
     # not add_common: decode needs no NameServer, so --namesrv is checked in _run
     p.add_argument(
@@ -168,4 +176,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--begin", metavar="WHEN", help="stored at or after: epoch ms or ISO 8601")
     p.add_argument("--end", metavar="WHEN", help="stored at or before: epoch ms or ISO 8601")
     p.add_argument("--max", type=int, default=64, help="at most N per broker (default 64)")
+    p.add_argument("--trace-topic", help=f"trace: the trace topic (default {RMQ_SYS_TRACE_TOPIC})")
     p.set_defaults(handler=_run)

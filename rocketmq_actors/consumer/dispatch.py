@@ -30,6 +30,8 @@ from rocketmq_actors.metrics import METRICS, SeriesKeys
 from rocketmq_actors.names import unwrap
 from rocketmq_actors.protocol.messages import Property
 from rocketmq_actors.protocol.records import MessageExt
+from rocketmq_actors.protocol.trace import ConsumeReturnType
+from rocketmq_actors.trace.hooks import ConsumeTrace
 from rocketmq_actors.tracing import Tracing
 
 from .delivery import Abandoned, Deliveries
@@ -60,8 +62,10 @@ class Dispatcher:
         tracing: Tracing | None,
         fail: Callable[[BaseException], None],
         namespace: str | None = None,
+        msg_trace: ConsumeTrace | None = None,
     ) -> None:
         self.group = group
+        self.msg_trace = msg_trace  # message trace hooks (SubBefore / SubAfter records)
         self.namespace = namespace
         self.handler = handler
         self.batch_handler = batch_handler
@@ -109,17 +113,22 @@ class Dispatcher:
         presented = [_present(m, self.namespace) for m in messages]
         for message in presented:
             message.settle_with(Settlement())
+        traced = self.msg_trace.before(presented) if self.msg_trace is not None else None
+        outcome = ConsumeReturnType.TIME_OUT  # (cancelled: the consumer stops, or it timed out)
         try:
             if timed and self.consume_timeout is not None:
                 with anyio.fail_after(self.consume_timeout):
                     await self._call(presented)
             else:
                 await self._call(presented)
-            return self._outcome(presented, began)
+            ok = self._outcome(presented, began)
+            outcome = ConsumeReturnType.SUCCESS if ok else ConsumeReturnType.FAILED
+            return ok
         except Abandoned:  # the consumer stops: the acked ones are consumed, the rest not
             self._count_consumed(presented, began)
             return None
         except Exception as exc:
+            outcome = ConsumeReturnType.EXCEPTION
             return self._raised(presented, exc, began)
         except anyio.get_cancelled_exc_class() as exc:
             if anyio.current_effective_deadline() == -math.inf:
@@ -139,6 +148,8 @@ class Dispatcher:
             self.in_flight -= 1
             if not self.in_flight:
                 self._idle.set()
+            if traced is not None and self.msg_trace is not None:
+                self.msg_trace.after(traced, outcome, len(messages))
 
     def _raised(self, presented: list[ReceivedMessage[Any]], exc: Exception, began: float) -> bool:
         _resolve(presented, Outcome.NACK)  # the explicit acks still hold

@@ -53,6 +53,7 @@ from rocketmq_actors.protocol.bodies import (
 from rocketmq_actors.runtime.checks import check_int, check_timeout
 from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart
 from rocketmq_actors.runtime.tree import Node
+from rocketmq_actors.trace import hooks as rmq_trace
 
 from .brokercalls import (
     PullResult,
@@ -143,6 +144,8 @@ class PullConsumer(GroupMember, Generic[T]):
         request_timeout: float = 3.0,
         ssl_context: ssl.SSLContext | None = None,
         credentials: AclCredentials | None = None,
+        trace: bool = False,
+        trace_topic: str | None = None,
         shutdown_timeout: float = 10.0,
         on_error: Callable[[BaseException], object] | None = None,
         value_deserializer: Callable[[bytes], T] | None = None,
@@ -194,6 +197,9 @@ class PullConsumer(GroupMember, Generic[T]):
         self.buffer = RecordBuffer()
         self.committer = Committer(self.fetchers, self.offsets, interval=auto_commit_interval)
         self.started_ms = 0
+        # message trace (as the Java lite pull consumer's: SubBefore + SubAfter when polled)
+        self.trace = rmq_trace.for_consumer(self._instance, self.group, namespace, trace,
+                                            trace_topic)  # fmt: skip
 
     # ---- what the fetchers read -----------------------------------------------------------
 
@@ -229,8 +235,12 @@ class PullConsumer(GroupMember, Generic[T]):
                 "offsets", self.committer.run, Restart.PERMANENT, kind="offset-persister"
             )
             await supervisor.start_child(spec)
+        if self.trace is not None:
+            await supervisor.start_child(self.trace.dispatcher.child_spec())
 
     async def _closing(self) -> None:
+        if self.trace is not None:  # the polled records' trace (while the actors run)
+            await self.trace.dispatcher.flush(self._time_left() * 0.5)
         self.rebalancer.stop()
         if self.auto_commit:
             self.committer.record_positions()  # persisted by the stack, after fetchers stop
@@ -317,7 +327,11 @@ class PullConsumer(GroupMember, Generic[T]):
         taken = await self.buffer.take(self.fetchers, self._ns.wire_all(queues), limit, timeout)
         if self.value_deserializer is not None:  # (raises RecordDeserializationError)
             taken = deserialize_taken(self.fetchers, taken, self.value_deserializer, self._ns.app)
-        return cast("dict[MessageQueue, list[ReceivedMessage[T]]]", self._ns.app_records(taken))
+        records = self._ns.app_records(taken)
+        if self.trace is not None:
+            for polled in records.values():
+                self.trace.polled(polled)
+        return cast("dict[MessageQueue, list[ReceivedMessage[T]]]", records)
 
     async def getone(self, *queues: MessageQueue) -> ReceivedMessage[T]:
         """The next record (of ``queues``, or of every assigned queue), waiting for it."""

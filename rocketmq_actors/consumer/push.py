@@ -59,6 +59,7 @@ from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.runtime.signal import Signal
 from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart
 from rocketmq_actors.runtime.tree import Node
+from rocketmq_actors.trace import hooks as rmq_trace
 from rocketmq_actors.tracing import Tracing
 
 from . import push_requests
@@ -127,6 +128,8 @@ class PushConsumer(GroupMember, Generic[T]):
         credentials: AclCredentials | None = None,
         on_rebalance: Callable[[list[MessageQueue]], None] | None = None,
         tracing: bool = False,
+        trace: bool = False,
+        trace_topic: str | None = None,
         on_error: Callable[[BaseException], object] | None = None,
         value_deserializer: Callable[[bytes], T] | None = None,
     ) -> None:
@@ -186,6 +189,8 @@ class PushConsumer(GroupMember, Generic[T]):
             tracing=Tracing(self.group, namespace=namespace, client_id=self._instance.client_id,
                             model=model.value.lower()) if tracing else None,
             namespace=namespace,
+            msg_trace=rmq_trace.for_consumer(self._instance, self.group, namespace, trace,
+                                             trace_topic),
         )  # fmt: skip
         self.queues: QueueTable[QueueActor] = QueueTable(
             "queues", shutdown_timeout=shutdown_timeout
@@ -336,6 +341,8 @@ class PushConsumer(GroupMember, Generic[T]):
         server = push_requests.server(self)
         await supervisor.start_child(ChildSpec("mailbox", server.run, Restart.PERMANENT,
                                                kind="mailbox"))  # fmt: skip
+        if (msg_trace := self.dispatcher.msg_trace) is not None:  # message trace records
+            await supervisor.start_child(msg_trace.dispatcher.child_spec())
         if isinstance(self.service, ConcurrentConsumeService):
             await supervisor.start_child(ChildSpec("consume", self.service.run, Restart.PERMANENT,
                                                    kind="consume-service"))  # fmt: skip
@@ -363,6 +370,8 @@ class PushConsumer(GroupMember, Generic[T]):
         """Stop pulling, then wait (bounded) for handlers in flight; their offsets are kept and
         persisted once the actors have stopped."""
         self._stopping = True
+        if self.dispatcher.msg_trace is not None:  # the trace so far (while the actors run)
+            await self.dispatcher.msg_trace.dispatcher.flush(self._time_left() * 0.3)
         self.rebalancer.stop()
         self.ownership.held = list(self.queues)  # their locks go back once the actors stopped
         for actor in self.queues.actors():
@@ -377,6 +386,8 @@ class PushConsumer(GroupMember, Generic[T]):
         if scope.cancelled_caught:
             log.warning("consumer.drain_timeout", group=self.group,
                         in_flight=self.dispatcher.in_flight)  # fmt: skip
+        if self.dispatcher.msg_trace is not None:  # the last handlers' (if any: no wait else)
+            await self.dispatcher.msg_trace.dispatcher.flush(max(0.0, self._time_left() - reserve))
         log.info("consumer.stopping", group=self.group, consumed=self.consumed,
                  failed=self.failed)  # fmt: skip
 

@@ -49,6 +49,7 @@ from rocketmq_actors.runtime.router import Inbound
 from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart
 from rocketmq_actors.runtime.tree import Node
 from rocketmq_actors.runtime.waiters import wait_done
+from rocketmq_actors.trace import hooks as rmq_trace
 from rocketmq_actors.tracing import Tracing
 
 from . import requestreply
@@ -113,6 +114,8 @@ class Producer(GroupMember):
         ssl_context: ssl.SSLContext | None = None,
         credentials: AclCredentials | None = None,
         tracing: bool = False,
+        trace: bool = False,
+        trace_topic: str | None = None,
         shutdown_timeout: float = 10.0,
         on_error: Callable[[BaseException], object] | None = None,
         value_serializer: Callable[[Any], bytes] | None = None,
@@ -158,6 +161,10 @@ class Producer(GroupMember):
             send_timeout=send_timeout, retry_times=retry_times, faults=self.faults,
             retry_not_stored_ok=retry_another_broker_when_not_store_ok,
         )  # fmt: skip
+        # message trace (RMQ_SYS_TRACE_TOPIC records, as the Java client's): rocketmq_actors.trace
+        self.trace = rmq_trace.for_producer(
+            self._instance, self.group, namespace, trace, trace_topic
+        )
         self.senders = Senders(
             self.loop, name=self._describe(), max_pending=max_pending,
             max_pending_bytes=max_pending_bytes, tracing=self._tracing,
@@ -187,6 +194,8 @@ class Producer(GroupMember):
         await supervisor.start_child(
             ChildSpec("replies", self.replies.run, Restart.PERMANENT, kind="reply-table")
         )
+        if self.trace is not None:
+            await supervisor.start_child(self.trace.dispatcher.child_spec())
         for topic in self._topics:  # know the brokers now: heartbeats can reach them
             await self._instance.routes.get(topic, template=TEMPLATE_TOPIC)
         if self._topics:
@@ -198,6 +207,8 @@ class Producer(GroupMember):
         finish, within most of the stop deadline: what is still unanswered then is failed
         when the senders are cancelled."""
         senders, loop = self.senders, self.loop
+        if self.trace is not None:  # the trace records so far (while the mailbox still runs)
+            await self.trace.dispatcher.flush(self._time_left() * 0.4)
         self.replies.close()  # (before the mailbox: no reply is routed to a closed one)
         self.mailbox.close()
         loop.on_done = senders.changed  # the drain below hears of every send that ends
@@ -207,6 +218,8 @@ class Producer(GroupMember):
         with anyio.move_on_after(self._time_left() * 0.8):
             while senders.pending or loop.in_flight:
                 await senders.wait_change()
+        if self.trace is not None:  # the drained sends' records (if any: no wait otherwise)
+            await self.trace.dispatcher.flush(self._time_left() * 0.8)
 
     async def _serve_mailbox(self, *, task_status: TaskStatus[_MailboxView]) -> None:
         """The mailbox actor: at most ``check_concurrency`` broker requests served at once, so
@@ -267,6 +280,9 @@ class Producer(GroupMember):
     ) -> SendResult:
         """Send and wait for the broker's answer. With ``sharding_key`` (or ``selector`` and
         ``arg``) the queue is chosen by the key: same key, same queue, in order."""
+        if self._tracing is None and self.trace is None:
+            return await self._send_now(message, sharding_key, selector, arg, timeout)
+        started = rmq_trace.now_ms()
         if self._tracing is not None:
             span, message = self._start_span(message, sharding_key, selector)
             try:
@@ -275,8 +291,11 @@ class Producer(GroupMember):
                 self._tracing.end_send(span, None, exc)
                 raise
             self._tracing.end_send(span, result, None)
-            return result
-        return await self._send_now(message, sharding_key, selector, arg, timeout)
+        else:
+            result = await self._send_now(message, sharding_key, selector, arg, timeout)
+        if self.trace is not None:  # a Pub record (message trace), after the answer
+            self.trace.pub(message, result, started)
+        return result
 
     async def _send_now(
         self,
@@ -315,7 +334,10 @@ class Producer(GroupMember):
             prepared = self._prepare(message)
             self._check_running()
             routing = Routing(message, sharding_key, selector, arg)
+            started = rmq_trace.now_ms()
             future = await self.senders.admit(prepared, routing, timeout, span, self._check_running)
+            if self.trace is not None:  # a Pub record when it is answered (message trace)
+                self.trace.watch(future, message, started)
             return cast(SendFuture, future)
         except BaseException as exc:
             if span is not None and self._tracing is not None:

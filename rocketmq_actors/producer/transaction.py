@@ -18,6 +18,7 @@ freshly started producer heartbeats to the brokers at once and can serve checks.
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -57,6 +58,13 @@ class LocalTransactionState(enum.Enum):
     UNKNOWN = 0  # the broker will check later
 
 
+# LocalTransactionState names in Java (an EndTransaction trace record writes them)
+_JAVA_STATE = {
+    LocalTransactionState.COMMIT: "COMMIT_MESSAGE",
+    LocalTransactionState.ROLLBACK: "ROLLBACK_MESSAGE",
+    LocalTransactionState.UNKNOWN: "UNKNOW",
+}
+
 LocalTransaction = Callable[[Message, Any], Awaitable[LocalTransactionState]]
 TransactionChecker = Callable[[MessageExt], Awaitable[LocalTransactionState]]
 
@@ -88,7 +96,10 @@ class TransactionProducer(Producer):
             sys_flag=MessageSysFlag.TRANSACTION_PREPARED,
         )
         self._check_running()
+        started = time.time_ns() // 1_000_000
         sent = await self._send(prepared, _Routing(message), None)
+        if self.trace is not None:  # message trace: the half message's Pub record
+            self.trace.pub(message, sent, started, half=True)
         if sent.status is not SendStatus.SEND_OK:
             state = LocalTransactionState.ROLLBACK  # stored, but not durably: Java rolls back
         else:
@@ -98,6 +109,12 @@ class TransactionProducer(Producer):
                 log.exception("producer.transaction.local_failed", msg_id=sent.msg_id)
                 state = LocalTransactionState.UNKNOWN
         await self._end(sent, prepared.topic, state)
+        if self.trace is not None:  # message trace: an EndTransaction record
+            self.trace.end_transaction(
+                topic=message.topic, msg_id=sent.msg_id, tags=message.tags, keys=message.keys,
+                store_host=self.trace.store_host(message.topic, sent.queue.broker_name),
+                transaction_id=sent.transaction_id, state=_JAVA_STATE[state], from_check=False,
+            )  # fmt: skip
         return TransactionOutcome(sent, state)
 
     async def _end(self, sent: SendResult, topic: str, state: LocalTransactionState) -> None:
@@ -152,3 +169,10 @@ class TransactionProducer(Producer):
             )
         except RocketMQError as exc:
             log.warning("producer.transaction.check_reply_failed", error=str(exc))
+        if self.trace is not None:  # message trace: an EndTransaction record
+            self.trace.end_transaction(
+                topic=message.topic, msg_id=end.msg_id or "", tags=message.tags,
+                keys=message.keys, store_host=inbound.connection.addr,
+                transaction_id=end.transaction_id, state=_JAVA_STATE[state], from_check=True,
+                region_id=message.properties.get(Property.MSG_REGION),
+            )  # fmt: skip

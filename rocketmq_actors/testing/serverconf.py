@@ -39,6 +39,9 @@ class ClusterSpec:
     version: str = DEFAULT_VERSION
     brokers: Literal[1, 2] = attrs.field(default=1, validator=attrs.validators.in_((1, 2)))
     slave: bool = False
+    # message trace: brokers with traceTopicEnable=true, which create RMQ_SYS_TRACE_TOPIC at
+    # start (BrokerController / TopicConfigManager) instead of on the first trace message
+    trace: bool = False
     broker_config: Mapping[str, str] = attrs.field(factory=dict)
     # (access key, secret key) of an admin user: brokers then authenticate every request
     # (5.x: ACL 2.0 authentication; 4.x: ACL 1.0 with a plain_acl.yml)
@@ -204,6 +207,8 @@ def broker_properties(
         # (a 5.x slave given haMasterAddress never connects - its HA client logs "connect to
         # master null" - so it takes the address from its NameServer registration instead)
         props["haMasterAddress"] = f"127.0.0.1:{master_ha_port}"
+    if spec.trace:
+        props["traceTopicEnable"] = "true"
     if spec.acl is not None:
         props.update(_acl_properties(spec, info, state_dir))
     props.update(spec.broker_config)
