@@ -13,6 +13,7 @@ from rocketmq_actors.protocol.codes import ResponseCode
 
 __all__ = [
     "AccessDenied",
+    "AllocationFailed",
     "BrokerError",
     "ClientClosed",
     "ClientNotStarted",
@@ -247,6 +248,11 @@ class UnsupportedByBroker(InvalidMessage):
         self.addr = addr
         self.broker_version = version
         super().__init__(f"{feature} needs {needs}; {addr} runs {version}")
+
+
+class AllocationFailed(RocketMQError):
+    """A consumer's allocation strategy raised, or returned something that is not a list of
+    the topic's queues; the rebalancer keeps the topic's previous assignment and logs it."""
 
 
 class InvalidRecallHandle(InvalidMessage):
