@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.consumer.push import PushConsumer
 from rocketmq_actors.consumer.rebalance import Strategy
 from rocketmq_actors.consumer.strategies import (
@@ -145,6 +146,9 @@ def test_the_option_is_checked_before_any_io(strategy: object, match: str) -> No
     with pytest.raises(ConfigError, match="strategy must be"):
         PushConsumer(namesrv="127.0.0.1:9", group="G", subscriptions={"t": "*"},
                      handler=_user([]), strategy=strategy)  # type: ignore[arg-type]  # fmt: skip
+    with pytest.raises(ConfigError, match="strategy must be"):
+        PullConsumer(namesrv="127.0.0.1:9", group="G", strategy=strategy)  # type: ignore[arg-type]
+    PullConsumer(namesrv="127.0.0.1:9", group="G", strategy=_user([]))  # a callable is taken
 
 
 def test_parameter_checks() -> None:
