@@ -13,6 +13,7 @@ from rocketmq_actors.protocol.codes import ResponseCode
 
 __all__ = [
     "AccessDenied",
+    "AllocationFailed",
     "BrokerError",
     "ClientClosed",
     "ClientNotStarted",
@@ -22,8 +23,12 @@ __all__ = [
     "ConnectionLost",
     "InternalError",
     "InvalidMessage",
+    "InvalidRecallHandle",
     "InvalidSubscription",
     "NameServerUnavailable",
+    "RecallDisabled",
+    "RecallFailed",
+    "RecallTooLate",
     "ReplyTimeout",
     "RequestTimeout",
     "RocketMQError",
@@ -236,11 +241,44 @@ class UnsupportedByBroker(InvalidMessage):
     and deliver it at once. Refused before the message is written (not retriable: use
     ``delay_level`` there)."""
 
-    def __init__(self, feature: str, addr: str, version: str) -> None:
+    def __init__(
+        self, feature: str, addr: str, version: str, *, needs: str = "a RocketMQ 5.x broker"
+    ) -> None:
         self.feature = feature
         self.addr = addr
         self.broker_version = version
-        super().__init__(f"{feature} needs a RocketMQ 5.x broker; {addr} runs {version}")
+        super().__init__(f"{feature} needs {needs}; {addr} runs {version}")
+
+
+class AllocationFailed(RocketMQError):
+    """A consumer's allocation strategy raised, or returned something that is not a list of
+    the topic's queues; the rebalancer keeps the topic's previous assignment and logs it."""
+
+
+class InvalidRecallHandle(InvalidMessage):
+    """What was given as a recall handle is not one (a ``SendResult.recall_handle``), or it
+    names another topic than the one given; raised before any I/O."""
+
+
+class RecallFailed(BrokerError):
+    """The broker refused a recall (RECALL_MESSAGE); ``code`` and ``remark`` are its answer."""
+
+
+class RecallTooLate(RecallFailed):
+    """The handle's delivery time has passed: the message was delivered (or is being
+    delivered) and can no longer be recalled (the broker's "timestamp invalid")."""
+
+    def __init__(self, addr: str, code: int, remark: str | None) -> None:
+        super().__init__(addr, code, remark)
+        self.retriable = False
+
+
+class RecallDisabled(RecallFailed):
+    """The broker does not allow recalls: its ``recallMessageEnable`` is false (the default)."""
+
+    def __init__(self, addr: str, code: int, remark: str | None) -> None:
+        super().__init__(addr, code, remark)
+        self.retriable = False  # (NO_PERMISSION is retriable for a send, not here)
 
 
 class SendFailed(RocketMQError):

@@ -9,7 +9,7 @@ from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.headers import GetConsumerListByGroupRequestHeader
 
-from .rebalance import Strategy, allocate
+from .strategies import Allocator, allocate_checked
 
 __all__ = ["allocated", "consumer_ids"]
 
@@ -33,11 +33,11 @@ async def consumer_ids(instance: ClientInstance, group: str, topic: str) -> list
 
 
 async def allocated(
-    instance: ClientInstance, group: str, topic: str, strategy: Strategy, *, broadcasting: bool
+    instance: ClientInstance, group: str, topic: str, strategy: Allocator, *, broadcasting: bool
 ) -> list[MessageQueue]:
     """This client's share of ``topic`` (all of it when broadcasting). Raises
-    :class:`~rocketmq_actors.errors.RocketMQError` (TopicNotFound among them) to mean "keep
-    what you have and try again later"."""
+    :class:`~rocketmq_actors.errors.RocketMQError` (TopicNotFound among them; AllocationFailed
+    when the strategy fails) to mean "keep what you have and try again later"."""
     route = await instance.routes.get(topic)
     if broadcasting:
         return list(route.subscribe_queues)
@@ -45,4 +45,4 @@ async def allocated(
     if instance.client_id not in ids:  # a broker new to us: register there first
         await instance.heartbeat.beat()
         ids = await consumer_ids(instance, group, topic)
-    return allocate(strategy, route.subscribe_queues, ids, instance.client_id)
+    return allocate_checked(strategy, group, instance.client_id, route.subscribe_queues, ids)

@@ -11,6 +11,8 @@ from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.names import validate_group, validate_topic
 from rocketmq_actors.runtime.checks import check_int, check_timeout
 
+from .strategies import as_allocator
+
 __all__ = ["ConsumeFrom", "MessageModel", "check_deserializer", "check_push_options"]
 
 
@@ -73,6 +75,7 @@ def check_push_options(options: Mapping[str, Any]) -> None:
     for name, kind in (("model", MessageModel), ("consume_from", ConsumeFrom)):
         if not isinstance(options[name], kind):
             raise ConfigError(f"{name} must be a {kind.__name__}, not {options[name]!r}")
+    as_allocator(options["strategy"])  # a Strategy or a callable (.strategies)
 
 
 def check_deserializer(value: object) -> None:

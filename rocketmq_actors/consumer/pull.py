@@ -75,6 +75,7 @@ from .queues import QueueTable
 from .rebalance import Strategy
 from .rebalancer import Rebalancer
 from .requests import RequestServer
+from .strategies import StrategyOption, as_allocator
 from .subscriptions import MessageSelector, Subscription
 
 __all__ = [
@@ -135,7 +136,7 @@ class PullConsumer(GroupMember, Generic[T]):
         auto_commit: bool = True,
         auto_commit_interval: float = 5.0,
         auto_offset_reset: OffsetReset | str = OffsetReset.LATEST,
-        strategy: Strategy = Strategy.AVG,
+        strategy: StrategyOption = Strategy.AVG,
         listener: RebalanceListener | None = None,
         pull_batch_size: int = 32,
         max_buffered: int = 1000,
@@ -154,6 +155,7 @@ class PullConsumer(GroupMember, Generic[T]):
         check_deserializer(value_deserializer)
         check_int("pull_batch_size", pull_batch_size)
         check_int("max_buffered", max_buffered)
+        as_allocator(strategy)  # a Strategy or a callable (.strategies)
         _check_timeouts(
             auto_commit_interval=auto_commit_interval,
             pull_suspend=pull_suspend,

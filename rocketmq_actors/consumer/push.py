@@ -79,6 +79,7 @@ from .rebalance import Strategy
 from .rebalancer import Rebalancer
 from .sendback import send_back
 from .settlement import Delay
+from .strategies import StrategyOption
 from .subscriptions import MessageSelector, Subscription
 
 __all__ = ["BatchHandler", "ConsumeFrom", "Handler", "MessageModel", "PushConsumer"]
@@ -101,7 +102,7 @@ class PushConsumer(GroupMember, Generic[T]):
         orderly: bool = False,
         consume_from: ConsumeFrom = ConsumeFrom.LAST_OFFSET,
         consume_timestamp_ms: int | None = None,
-        strategy: Strategy = Strategy.AVG,
+        strategy: StrategyOption = Strategy.AVG,
         concurrency: int = 20,
         consume_batch_size: int = 1,
         pull_batch_size: int = 32,

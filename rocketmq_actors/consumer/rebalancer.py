@@ -23,14 +23,14 @@ import anyio
 from anyio.abc import TaskStatus
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.errors import RocketMQError, TopicNotFound
+from rocketmq_actors.errors import AllocationFailed, RocketMQError, TopicNotFound
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.runtime.backoff import Backoff
 from rocketmq_actors.runtime.tree import Node
 
 from .assignment import allocated
-from .rebalance import Strategy
+from .strategies import StrategyOption, as_allocator
 
 __all__ = ["Rebalancer"]
 
@@ -45,7 +45,7 @@ class Rebalancer:
         instance: ClientInstance,
         group: str,
         *,
-        strategy: Strategy,
+        strategy: StrategyOption,
         broadcasting: bool,
         interval: float,
         topics: Callable[[], Iterable[str]],
@@ -54,7 +54,7 @@ class Rebalancer:
     ) -> None:
         self.instance = instance
         self.group = group
-        self.strategy = strategy
+        self.strategy = as_allocator(strategy)
         self.broadcasting = broadcasting
         self.interval = interval
         self._topics = topics
@@ -98,7 +98,11 @@ class Rebalancer:
                 except RocketMQError as exc:  # keep what we have, try again later
                     if isinstance(exc, TopicNotFound):
                         self.missing.add(topic)
-                    log.info("consumer.rebalance_skipped", topic=topic, error=str(exc))
+                    if isinstance(exc, AllocationFailed):  # the application's strategy
+                        log.warning("consumer.allocation_failed", group=self.group, topic=topic,
+                                    error=str(exc))  # fmt: skip
+                    else:
+                        log.info("consumer.rebalance_skipped", topic=topic, error=str(exc))
                     wanted |= {q for q in self._owned() if q.topic == topic}
                     continue
                 self.missing.discard(topic)

@@ -6,6 +6,7 @@ from rocketmq_actors.protocol.messages import Message
 from .admin import create_topic
 from .future import FlushResult, SendFuture
 from .producer import Producer
+from .recall import RecallResult
 from .result import BatchResults, SendResult, SendStatus
 from .selector import QueueSelector, select_by_key
 from .transaction import LocalTransactionState, TransactionOutcome, TransactionProducer
@@ -18,6 +19,7 @@ __all__ = [
     "Message",
     "Producer",
     "QueueSelector",
+    "RecallResult",
     "SendFuture",
     "SendResult",
     "SendStatus",

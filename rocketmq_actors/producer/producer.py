@@ -6,6 +6,7 @@
         await producer.send_oneway(msg)
         results = await producer.send_batch(msgs)   # cut at the size limit
         answer = await producer.request(msg, timeout=3.0)  # RPC: the reply (.requestreply)
+        await producer.recall(topic, result.recall_handle)  # a timer message (.recall)
         await producer.send(msg, sharding_key="user-42")  # same key -> same queue, in order
 
 Sync sends try up to ``1 + retry_times`` queues within ``send_timeout``
@@ -52,6 +53,7 @@ from rocketmq_actors.runtime.waiters import wait_done
 from rocketmq_actors.trace import hooks as rmq_trace
 from rocketmq_actors.tracing import Tracing
 
+from . import recall as recalls
 from . import requestreply
 from .future import FlushResult, SendFuture
 from .prepare import Prepared, check_batch, check_message, prepare, prepare_batch
@@ -433,6 +435,23 @@ class Producer(GroupMember):
         (:func:`.requestreply.reply`)."""
         self._check_running()
         await requestreply.reply(self, request, body, timeout=timeout)
+
+    # ---- recall (:mod:`.recall`) -------------------------------------------------------
+
+    async def recall(
+        self, topic: str, handle: str, *, timeout: float | None = None
+    ) -> recalls.RecallResult:
+        """Recall a timer message before its delivery time with its ``SendResult.recall_handle``
+        (RECALL_MESSAGE, a 5.3.2+ broker with ``recallMessageEnable=true``), within ``timeout``
+        (``send_timeout`` if None). Typed errors: :mod:`.recall`."""
+        if timeout is not None:
+            timeout = check_timeout("timeout", timeout)
+        recalls.decode_handle(topic, handle, self.namespace)  # (before the state: bad input)
+        self._check_running()
+        return await recalls.recall(
+            self._instance, self.loop, self.group, topic, handle, namespace=self.namespace,
+            timeout=self.send_timeout if timeout is None else timeout,
+        )  # fmt: skip
 
     # ---- the send loop (:mod:`.sendloop`) ----------------------------------------------
 

@@ -45,6 +45,9 @@ class SendResult:
     queue_offset: int
     transaction_id: str | None = None
     region_id: str | None = None
+    #: what :meth:`Producer.recall` takes: a 5.3.2+ broker's answer to a timer message
+    #: (``delay_ms`` / ``deliver_at_ms``) sent alone; None for any other send
+    recall_handle: str | None = None
 
     def members(self, msg_ids: Sequence[str], offset_msg_ids: Sequence[str]) -> list[SendResult]:
         """The results of the batch's messages, in order, from this (the batch's) result: each
@@ -62,6 +65,7 @@ class SendResult:
             _set_queue_offset(result, offset + index)
             _set_transaction_id(result, None)
             _set_region_id(result, region)
+            _set_recall_handle(result, None)  # (the broker gives none to a batch)
             append(result)
         return results
 
@@ -133,6 +137,7 @@ def new_send_result(  # noqa: PLR0917 - positional on the hot path, as SendResul
     queue_offset: int,
     transaction_id: str | None,
     region_id: str | None,
+    recall_handle: str | None = None,
 ) -> SendResult:
     """``SendResult(...)`` for the send paths, built through the slots directly: a frozen attrs
     ``__init__`` goes through ``object.__setattr__`` once per field (1.6 us a result, against
@@ -145,6 +150,7 @@ def new_send_result(  # noqa: PLR0917 - positional on the hot path, as SendResul
     _set_queue_offset(result, queue_offset)
     _set_transaction_id(result, transaction_id)
     _set_region_id(result, region_id)
+    _set_recall_handle(result, recall_handle)
     return result
 
 
@@ -157,3 +163,4 @@ _set_queue = SendResult.__dict__["queue"].__set__
 _set_queue_offset = SendResult.__dict__["queue_offset"].__set__
 _set_transaction_id = SendResult.__dict__["transaction_id"].__set__
 _set_region_id = SendResult.__dict__["region_id"].__set__
+_set_recall_handle = SendResult.__dict__["recall_handle"].__set__

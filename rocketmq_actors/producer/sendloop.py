@@ -270,13 +270,14 @@ class SendLoop:
                 if self.faults.enabled:
                     self.faults.record(broker, (time.monotonic() - started) * 1000)
                 ext = reply.ext_fields
-                try:  # the hot path: read the four fields directly (SendMessageResponseHeader)
+                try:  # the hot path: read the fields directly (SendMessageResponseHeader)
                     queue_id = int(ext["queueId"])
                     if queue.queue_id != queue_id or queue.topic != prepared.user_topic:
                         queue = MessageQueue(prepared.user_topic, broker, queue_id)
                     result = new_send_result(
                         status, prepared.msg_id, ext["msgId"], queue, int(ext["queueOffset"]),
                         ext.get("transactionId"), ext.get("MSG_REGION"),
+                        ext.get("recallHandle"),
                     )  # fmt: skip
                 except (KeyError, ValueError) as exc:
                     METRICS.inc(

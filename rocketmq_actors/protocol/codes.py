@@ -86,6 +86,7 @@ class RequestCode(enum.IntEnum):
     PUSH_REPLY_MESSAGE_TO_CLIENT = 326
     GET_TOPIC_CONFIG = 351  # 5.x only: a 4.9 broker answers REQUEST_CODE_NOT_SUPPORTED
     LITE_PULL_MESSAGE = 361
+    RECALL_MESSAGE = 370  # 5.3.2+ (RecallMessageProcessor); older brokers: NOT_SUPPORTED
 
 
 class ResponseCode(enum.IntEnum):

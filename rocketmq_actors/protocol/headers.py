@@ -168,6 +168,7 @@ class SendMessageResponseHeader(Header):
     batch_uniq_id: str | None = wire("batchUniqId", default=None)
     region_id: str | None = wire("MSG_REGION", default=None)
     trace_on: str | None = wire("TRACE_ON", default=None)
+    recall_handle: str | None = wire("recallHandle", default=None)  # 5.3.2+: timer messages
 
 
 # --------------------------------------------------------------------------------------------

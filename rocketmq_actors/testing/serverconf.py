@@ -203,6 +203,8 @@ def broker_properties(
     }
     if not spec.is_4x:
         props["bindAddress"] = "127.0.0.1"
+        # RECALL_MESSAGE is refused (NO_PERMISSION) unless enabled: BrokerConfig, 5.3.2+
+        props["recallMessageEnable"] = "true"
     if info.role == "slave" and spec.is_4x:
         # (a 5.x slave given haMasterAddress never connects - its HA client logs "connect to
         # master null" - so it takes the address from its NameServer registration instead)

@@ -41,6 +41,11 @@ def test_new_send_result_equals_the_constructor() -> None:
     built = new_send_result(SendStatus.SEND_OK, "A", "X", queue, 7, "tx", None)
     assert built == SendResult(status=SendStatus.SEND_OK, msg_id="A", offset_msg_id="X",
                                queue=queue, queue_offset=7, transaction_id="tx")  # fmt: skip
+    timer = new_send_result(SendStatus.SEND_OK, "A", "X", queue, 7, None, "R", "aGFuZGxl")
+    assert timer == SendResult(status=SendStatus.SEND_OK, msg_id="A", offset_msg_id="X",
+                               queue=queue, queue_offset=7, region_id="R",
+                               recall_handle="aGFuZGxl")  # fmt: skip
+    assert built.recall_handle is None
 
 
 def _chunk(queue: MessageQueue, offset_ids: str, queue_offset: int) -> SendResult:
