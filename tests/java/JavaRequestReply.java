@@ -75,10 +75,13 @@ public class JavaRequestReply {
         producer.setNamesrvAddr(namesrv);
         producer.start();
         try {
-            // one plain send first: the requests below then find the route and connection ready
+            // one plain send first: the requests below then find the route and connection ready.
+            // Its timeout is 15 s, not the default 3 s (DefaultMQProducer.sendMsgTimeout), which
+            // covers the retries too: a JVM starting on a busy test machine can take longer
             long warming = System.currentTimeMillis();
             try {
-                producer.send(new Message(topic, "warm-up".getBytes(StandardCharsets.UTF_8)));
+                producer.send(new Message(topic, "warm-up".getBytes(StandardCharsets.UTF_8)),
+                        15000);
             } catch (Exception e) {
                 emit("{\"warm-up\": \"" + e.getClass().getSimpleName() + "\", \"ms\": "
                         + (System.currentTimeMillis() - warming) + ", \"message\": \""
