@@ -427,8 +427,7 @@ class Producer(GroupMember):
     ) -> requestreply.ReplyFuture:
         """Send ``message`` as a request (waiting for the broker to store it, as
         :meth:`send`), then return the future of its reply."""
-        _, future = await requestreply.send_request(self, message, timeout)
-        return cast(requestreply.ReplyFuture, future)
+        return await requestreply.request_nowait(self, message, timeout)
 
     async def reply(self, request: Any, body: bytes, *, timeout: float | None = None) -> None:
         """Send ``body`` as the reply to ``request``, a message a consumer received

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
@@ -67,6 +67,7 @@ __all__ = [
     "reply_properties",
     "reply_topic",
     "request",
+    "request_nowait",
     "request_properties",
     "send_request",
 ]
@@ -82,6 +83,7 @@ class ReplyFuture(Protocol):
     :class:`~rocketmq_actors.errors.ReplyTimeout`), or poll ``done()`` / ``result()``."""
 
     def done(self) -> bool: ...
+    def cancelled(self) -> bool: ...
     def result(self) -> ReplyMessage: ...
     def exception(self) -> BaseException | None: ...
     def __await__(self) -> Generator[Any, None, ReplyMessage]: ...
@@ -280,6 +282,27 @@ async def request(producer: Producer, message: Message, timeout: float) -> Reply
         return cast(ReplyMessage, await waiter)
     finally:  # (nothing to free once resolved; a cancelled caller's entry goes here)
         producer.replies.discard(correlation_id)
+
+
+class _Callbacks(Protocol):  # a Waiter: an asyncio future, or _EventWaiter on other backends
+    def add_done_callback(self, fn: Callable[[Any], object], /) -> None: ...
+
+
+def _retrieve(future: ReplyFuture) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+async def request_nowait(producer: Producer, message: Message, timeout: float) -> ReplyFuture:
+    """``Producer.request_nowait``: the future of the reply.
+
+    Its error is marked retrieved as soon as it is set: a caller may drop the future (fire and
+    forget, or it stopped caring), and asyncio would log "Future exception was never retrieved"
+    when it is collected - noise from a silent library, about an outcome the caller chose not to
+    see. ``await``, ``result()`` and ``exception()`` still give the error."""
+    _, waiter = await send_request(producer, message, timeout)
+    cast(_Callbacks, waiter).add_done_callback(_retrieve)
+    return cast(ReplyFuture, waiter)
 
 
 async def send_request(producer: Producer, message: Message, timeout: float) -> tuple[str, Waiter]:

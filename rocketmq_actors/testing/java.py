@@ -43,12 +43,17 @@ def java_argv(
 
 
 def run_java(
-    source: Path, *args: object, heap_mb: int = 512, timeout: float = 900
+    source: Path,
+    *args: object,
+    heap_mb: int = 512,
+    timeout: float = 900,
+    version: str = DEFAULT_VERSION,
 ) -> list[dict[str, Any]]:
-    """Run ``source`` to its end; return the JSON lines it printed on stdout."""
+    """Run ``source`` to its end on the ``version`` jars; return the JSON lines it printed on
+    stdout."""
     with java_scratch() as scratch:
         done = subprocess.run(
-            java_argv(source, *args, scratch=scratch, heap_mb=heap_mb),
+            java_argv(source, *args, scratch=scratch, heap_mb=heap_mb, version=version),
             capture_output=True, text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL,
         )  # fmt: skip
     if done.returncode != 0:

@@ -4,9 +4,13 @@ responder's SEND_REPLY_MESSAGE_V2 (the real broker: test_requestreply_real.py)."
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import weakref
 import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -18,6 +22,7 @@ from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.messages import Message, decode_properties, encode_properties
 from rocketmq_actors.runtime.router import REPLY_EVENTS
+from rocketmq_actors.runtime.waiters import Waiter, wait_done
 from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
 
 from .test_deadlines import NameServer
@@ -133,6 +138,25 @@ async def test_stopping_the_producer_fails_the_pending_requests() -> None:
         assert len(producer.replies) == 1 and not future.done()
     assert future.done() and isinstance(future.exception(), ClientClosed)
     assert len(producer.replies) == 0
+
+
+async def test_a_failed_request_nowait_future_nobody_awaits_is_not_reported() -> None:
+    reported: list[dict[str, Any]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _, context: reported.append(context))
+    broker = Broker(answer=None)
+    async with producer_on(broker) as producer:
+        dropped = await producer.request_nowait(Message(topic="T", body=b"x"), timeout=0.2)
+        kept = await producer.request_nowait(Message(topic="T", body=b"y"), timeout=0.2)
+        with anyio.fail_after(5):
+            await wait_done(cast(Waiter, dropped))
+        assert producer.replies.timeouts >= 1
+        collected = weakref.ref(dropped)
+        del dropped
+        gc.collect()  # (asyncio reports an unretrieved error when the future is collected)
+        assert not [c for c in reported if "never retrieved" in c["message"]], reported
+        assert collected() is None  # (so it was collected: a report would have kept it alive)
+        with anyio.fail_after(5), pytest.raises(ReplyTimeout):  # the error is still raised
+            await kept
 
 
 async def test_a_compressed_reply_is_decompressed() -> None:

@@ -1,5 +1,9 @@
 """Request-reply across clients against the real broker: a Java requester with a Python
-responder, and a Python requester with a Java responder (tests/java/JavaRequestReply.java)."""
+responder, and a Python requester with a Java responder (tests/java/JavaRequestReply.java).
+
+The Java requester uses the callback API with a selector (``request(msg, selector, arg,
+callback, timeout)``): the blocking ``request(msg, timeout)`` of the 5.3.1-5.3.3 clients gives
+up as soon as the request is sent, whoever answers (``SYNC_REQUEST_BROKEN``)."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.producer.requestreply import reply
 from rocketmq_actors.protocol.records import MessageExt
+from rocketmq_actors.testing.jars import DEFAULT_VERSION, cache_root
 from rocketmq_actors.testing.java import java_argv, java_scratch, run_java
 
 pytestmark = pytest.mark.integration
@@ -21,35 +26,77 @@ pytestmark = pytest.mark.integration
 SOURCE = Path(__file__).resolve().parents[1] / "java" / "JavaRequestReply.java"
 
 
-@pytest.mark.xfail(
-    reason="the Java 5.3.3 requester's request() throws RequestTimeoutException (10006) within "
-    "10-600 ms of a 20 s timeout, before any reply - with a Java responder too (JavaRequestReply "
-    "request + respond, tried once by hand): a Java-side or environment problem, see STATUS.md",
-    strict=False,
+#: the sync DefaultMQProducer.request of these clients throws RequestTimeoutException once the
+#: request is sent, before any reply (see tests/java/JavaRequestReply.java)
+SYNC_REQUEST_BROKEN = pytest.mark.xfail(
+    reason="Java client 5.3.1-5.3.3: DefaultMQProducerImpl.request(Message, long) (line 1629 in "
+    "5.3.3) counts the reply latch down in the send callback (RequestResponseFuture"
+    ".acquireCountDownLatch), so waitResponse returns no reply as soon as the broker stored the "
+    "request and throws RequestTimeoutException 10006; the 5.5.0 client no longer does",
+    strict=True,
 )
-async def test_a_python_responder_answers_a_java_requester(
-    rocketmq_namesrv: str, unique_topic: str, unique_group: str
-) -> None:
+
+
+def cached(version: str) -> bool:
+    """Whether the ``version`` jars are cached (these tests do not download a second release)."""
+    return (
+        cache_root() / f"rocketmq-{version}" / "lib" / f"rocketmq-client-{version}.jar"
+    ).is_file()
+
+
+async def answer_java_requests(
+    namesrv: str, topic: str, group: str, api: str, client: str = DEFAULT_VERSION
+) -> tuple[list[dict[str, Any]], list[MessageExt]]:
+    """A Python responder answers the three requests of a Java requester (``api``, on the
+    ``client`` jars); the requester's lines and the requests the responder got."""
     consumer: PushConsumer | None = None
+    requests: list[MessageExt] = []
 
     async def respond(message: MessageExt) -> None:
         assert consumer is not None
         if "CORRELATION_ID" in message.properties:  # (not the warm-up message)
+            requests.append(message)
             await reply(consumer, message, b"re:" + message.body)
 
-    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_admin") as admin:
-        await create_topic(admin.instance, unique_topic, queues=2)
+    async with Producer(namesrv=namesrv, group=f"{group}_admin") as admin:
+        await create_topic(admin.instance, topic, queues=2)
     consumer = PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=respond, consume_from=ConsumeFrom.FIRST_OFFSET,
+        namesrv=namesrv, group=group, subscriptions={topic: "*"}, handler=respond,
+        consume_from=ConsumeFrom.FIRST_OFFSET,
     )  # fmt: skip
     async with consumer:
-        args = ("request", rocketmq_namesrv, unique_topic, f"{unique_group}_java", 3, 20000)
+        args = ("request", namesrv, topic, f"{group}_java", 3, 20000, api)
         with anyio.fail_after(180):
             lines = await anyio.to_thread.run_sync(
-                lambda: run_java(SOURCE, *args, timeout=170), abandon_on_cancel=True
+                lambda: run_java(SOURCE, *args, timeout=170, version=client),
+                abandon_on_cancel=True,
             )
-    answers = [line for line in lines if "i" in line]
+    # the answers without their durations (and the warm-up send's error if it failed)
+    answers = [{k: v for k, v in line.items() if k != "ms"} for line in lines]
+    return [a for a in answers if "i" in a or "warm-up" in a], requests
+
+
+async def test_a_python_responder_answers_a_java_requester(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    answers, requests = await answer_java_requests(
+        rocketmq_namesrv, unique_topic, unique_group, "callback"
+    )
+    assert answers == [{"i": i, "reply": f"re:q{i}", "type": "reply"} for i in range(3)]
+    assert sorted(r.body for r in requests) == [b"q0", b"q1", b"q2"]
+    assert len({r.properties["CORRELATION_ID"] for r in requests}) == 3
+    assert {r.queue_id for r in requests} == {0, 1}  # (the selector picks queue i % 2)
+
+
+@pytest.mark.parametrize("client", [pytest.param("5.3.3", marks=SYNC_REQUEST_BROKEN), "5.5.0"])
+async def test_the_java_sync_request_gets_a_python_reply(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str, client: str
+) -> None:
+    if not cached(client):
+        pytest.skip(f"the RocketMQ {client} jars are not cached")
+    answers, _ = await answer_java_requests(
+        rocketmq_namesrv, unique_topic, unique_group, "sync", client
+    )
     assert answers == [{"i": i, "reply": f"re:q{i}", "type": "reply"} for i in range(3)]
 
 
