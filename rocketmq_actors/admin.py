@@ -17,6 +17,9 @@
   an offline group, and then, as ``ResetOffsetByTimeCommand`` does (Java's
   ``resetOffsetByTimestampOld``), each queue the group has an offset for is written with
   UPDATE_CONSUMER_OFFSET (15).
+
+Finding messages (QUERY_MESSAGE 12, VIEW_MESSAGE_BY_ID 33, either id form decoded) lives in
+:mod:`rocketmq_actors.query`; its functions are re-exported here, beside mqadmin's others.
 """
 
 from __future__ import annotations
@@ -53,6 +56,13 @@ from rocketmq_actors.protocol.headers import (
     ResetOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
+from rocketmq_actors.query import (
+    decode_message_id,
+    find_message,
+    query_by_unique_key,
+    query_messages,
+    view_message,
+)
 
 __all__ = [
     "GroupNotFound",
@@ -64,13 +74,18 @@ __all__ = [
     "consume_stats",
     "consumer_connection",
     "create_topic",
+    "decode_message_id",
     "delete_topic",
+    "find_message",
     "group_list",
     "masters",
+    "query_by_unique_key",
+    "query_messages",
     "reset_offset",
     "topic_config",
     "topic_status",
     "update_topic",
+    "view_message",
 ]
 
 #: a queue's permission bits (Java's PermName): 6 = read + write

@@ -157,3 +157,11 @@ def test_bad_ids_are_a_typed_error() -> None:
     with pytest.raises(query.InvalidMessageId, match="unique key"):
         _run(query.view_message(cast(ClientInstance, fake), UNIQ))
     assert fake.sent == []
+
+
+def test_the_admin_module_offers_the_query_functions() -> None:
+    from rocketmq_actors import admin
+
+    for name in ("query_messages", "query_by_unique_key", "view_message", "find_message",
+                 "decode_message_id"):  # fmt: skip
+        assert getattr(admin, name) is getattr(query, name) and name in admin.__all__
