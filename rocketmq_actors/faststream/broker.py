@@ -248,3 +248,10 @@ class RocketMQBroker(
         )
         result: SendResult = await self._basic_publish(cmd, producer=self.config.producer)
         return result
+
+    async def request(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported through FastStream (FeatureNotSupportedException): publish with
+        ``reply_to`` and subscribe to the reply topic, or use ``Producer.request``."""
+        return await self.config.producer.request(RocketMQPublishCommand(
+            None, _publish_type=PublishType.REQUEST
+        ))  # fmt: skip

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 from unittest.mock import MagicMock
 
+import attrs
 from faststream._internal.testing.broker import TestBroker, change_producer
 from faststream.exceptions import FeatureNotSupportedException
 
@@ -32,7 +33,8 @@ from rocketmq_actors.consumer.message import ReceivedMessage
 from rocketmq_actors.consumer.options import MessageModel
 from rocketmq_actors.consumer.settlement import Delay, Outcome, Settlement
 from rocketmq_actors.consumer.subscriptions import Subscription
-from rocketmq_actors.protocol.messages import Message, Property, encode_properties
+from rocketmq_actors.producer.prepare import prepare
+from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE, Message, UniqueIdGenerator
 
 from .broker import RocketMQBroker
 from .producer import RocketMQFastProducer, to_message
@@ -41,6 +43,8 @@ from .response import RocketMQPublishCommand
 from .subscriber import RocketMQSubscriber
 
 __all__ = ["Settled", "TestRocketMQBroker", "fake_received"]
+
+_IDS = UniqueIdGenerator()
 
 
 @dataclass(frozen=True)
@@ -55,15 +59,17 @@ class Settled:
 
 
 def fake_received(message: Message, *, reconsume_times: int = 0) -> ReceivedMessage[Any]:
-    """The record a broker would deliver for ``message`` (a fresh unique id)."""
-    properties = message.wire_properties()
-    properties[Property.UNIQ_KEY] = uuid.uuid4().hex.upper()
+    """The record a broker would deliver for ``message``, checked and given its unique id by
+    the producer's own :func:`~rocketmq_actors.producer.prepare.prepare` (the same typed
+    errors as a real send)."""
+    prepared = prepare(message, ids=_IDS, namespace=None, max_size=MAX_MESSAGE_SIZE,
+                       compress_threshold=0, compress_level=0)  # fmt: skip
+    assert isinstance(prepared.body, bytes)
     now = int(time.time() * 1000)
     return ReceivedMessage(
-        topic=message.topic, body=message.body,
-        raw_properties=encode_properties(properties).encode(), queue_id=0, queue_offset=0,
-        commit_log_offset=0, sys_flag=0, flag=message.flag, born_timestamp=now,
-        born_ip=b"\x7f\x00\x00\x01", born_port=0, store_timestamp=now,
+        topic=message.topic, body=prepared.body, raw_properties=prepared.properties.encode(),
+        queue_id=0, queue_offset=0, commit_log_offset=0, sys_flag=0, flag=message.flag,
+        born_timestamp=now, born_ip=b"\x7f\x00\x00\x01", born_port=0, store_timestamp=now,
         store_ip=b"\x7f\x00\x00\x01", store_port=0, reconsume_times=reconsume_times,
         prepared_transaction_offset=0, body_crc=0, broker_name="memory",
     )  # fmt: skip
@@ -131,8 +137,7 @@ class MemoryProducer(RocketMQFastProducer):
         record = fake_received(message)
         done: list[Settled] = []
         for sub in self._targets(record):
-            delivery = fake_received(message)
-            delivery.raw_properties, delivery.topic = record.raw_properties, record.topic
+            delivery = attrs.evolve(record)  # a copy per group, as each group pulls its own
             settlement = Settlement()
             delivery.settle_with(settlement)
             failed = True
