@@ -17,10 +17,11 @@ The keyword arguments after ``namesrv`` are :class:`RocketMQBroker`'s and FastAP
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from fastapi.datastructures import Default
 from faststream._internal.constants import EMPTY
+from faststream._internal.context import ContextRepo
 from faststream._internal.fastapi.router import StreamRouter
 from faststream.middlewares import AckPolicy
 
@@ -29,6 +30,7 @@ from rocketmq_actors.consumer.options import MessageModel
 
 from .broker import RocketMQBroker
 from .publisher import RocketMQPublisher
+from .subscriber import RocketMQSubscriber
 
 if TYPE_CHECKING:
     from fastapi import params
@@ -46,8 +48,14 @@ class RocketMQRouter(StreamRouter[ReceivedMessage[Any]]):
     broker_class = RocketMQBroker
     broker: RocketMQBroker
 
-    def __init__(self, namesrv: str | Sequence[str] | None = None, **kwargs: Any) -> None:
-        super().__init__(namesrv, **kwargs)
+    def __init__(
+        self,
+        namesrv: str | Sequence[str] | None = None,
+        *,
+        context: ContextRepo | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(namesrv, context=context, **kwargs)
 
     def subscriber(  # type: ignore[override]
         self,
@@ -75,10 +83,10 @@ class RocketMQRouter(StreamRouter[ReceivedMessage[Any]]):
         response_model_exclude_unset: bool = False,
         response_model_exclude_defaults: bool = False,
         response_model_exclude_none: bool = False,
-    ) -> Any:
+    ) -> RocketMQSubscriber:
         """As :meth:`RocketMQBroker.subscriber`, with FastAPI dependencies and response
         model options."""
-        return super().subscriber(
+        sub = super().subscriber(
             topic,
             group=group,
             tags=tags,
@@ -103,6 +111,7 @@ class RocketMQRouter(StreamRouter[ReceivedMessage[Any]]):
             response_model_exclude_defaults=response_model_exclude_defaults,
             response_model_exclude_none=response_model_exclude_none,
         )
+        return cast("RocketMQSubscriber", sub)
 
     def publisher(  # type: ignore[override]
         self,
