@@ -28,7 +28,7 @@ from faststream.specification.asyncapi.utils import resolve_payloads
 from faststream.specification.schema import Message, Operation, SubscriberSpec
 
 from rocketmq_actors.consumer.message import ReceivedMessage
-from rocketmq_actors.consumer.options import MessageModel
+from rocketmq_actors.consumer.options import ConsumeFrom, MessageModel
 from rocketmq_actors.consumer.push import PushConsumer
 from rocketmq_actors.consumer.subscriptions import MessageSelector
 from rocketmq_actors.errors import ConfigError
@@ -55,6 +55,19 @@ def selector_of(tags: str | None, sql: str | None) -> MessageSelector:
     if tags is not None and not isinstance(tags, str):
         raise ConfigError(f"tags must be an expression such as 'a || b', not {tags!r}")
     return MessageSelector.by_tag(tags or "*")
+
+
+def with_consume_from(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` with ``consume_from`` given by name (``"FIRST_OFFSET"``) made the enum."""
+    result = dict(options)
+    start = result.get("consume_from")
+    if isinstance(start, str):
+        try:
+            result["consume_from"] = ConsumeFrom[start.upper()]
+        except KeyError:
+            names = ", ".join(c.name for c in ConsumeFrom)
+            raise ConfigError(f"consume_from must be one of {names}, not {start!r}") from None
+    return result
 
 
 @dataclass(kw_only=True)
@@ -291,6 +304,7 @@ def create_subscriber(
     fixed = {"namesrv", "group", "subscriptions", "handler", "orderly", "model"}
     if clash := fixed & set(consumer_options):
         raise ConfigError(f"consumer_options may not set {sorted(clash)}: they are arguments")
+    consumer_options = with_consume_from(consumer_options)
     channel = Channel(topic=topic, group=group, selector=selector_of(tags, sql),
                       orderly=bool(orderly), model=model)  # fmt: skip
     calls = CallsCollection[Any]()
