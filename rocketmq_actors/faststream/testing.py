@@ -75,7 +75,7 @@ def fake_received(message: Message, *, reconsume_times: int = 0) -> ReceivedMess
     )  # fmt: skip
 
 
-class TestRocketMQBroker(TestBroker[RocketMQBroker, RocketMQBroker], broker=RocketMQBroker):
+class TestRocketMQBroker(TestBroker[RocketMQBroker], broker=RocketMQBroker):
     """FastStream's test broker for :class:`RocketMQBroker` (in memory unless ``with_real``)."""
 
     def __init__(

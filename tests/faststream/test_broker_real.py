@@ -194,9 +194,12 @@ async def test_faststream_app_lifespan_starts_and_stops_the_broker(
     async def bye() -> None:
         hooks.append("down")
 
-    async with app:
+    await app.start()  # what `faststream run` does (hooks, then the broker), without signals
+    try:
         assert await broker.ping()
         assert await seen.wait(1) == ["hello"]
+    finally:
+        await app.stop()
     assert hooks == ["up", "down"]
     assert not await broker.ping() and broker.producer is None
 
