@@ -11,6 +11,7 @@ settling is consumed.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,9 @@ if TYPE_CHECKING:
     from faststream.response.response import PublishCommand
 
 __all__ = ["RocketMQSubscriber", "create_subscriber", "selector_of"]
+
+#: what consumer_options may name (their values are checked when the consumer is built)
+PUSH_OPTIONS = frozenset(inspect.signature(PushConsumer).parameters)
 
 
 def selector_of(tags: str | None, sql: str | None) -> MessageSelector:
@@ -304,6 +308,8 @@ def create_subscriber(
     fixed = {"namesrv", "group", "subscriptions", "handler", "orderly", "model"}
     if clash := fixed & set(consumer_options):
         raise ConfigError(f"consumer_options may not set {sorted(clash)}: they are arguments")
+    if unknown := set(consumer_options) - PUSH_OPTIONS:
+        raise ConfigError(f"consumer_options: PushConsumer takes no {sorted(unknown)}")
     consumer_options = with_consume_from(consumer_options)
     channel = Channel(topic=topic, group=group, selector=selector_of(tags, sql),
                       orderly=bool(orderly), model=model)  # fmt: skip

@@ -201,6 +201,10 @@ async def test_bad_input_raises_typed_errors_before_any_io() -> None:
         broker.subscriber("orders", group="")
     with pytest.raises(ConfigError, match="consumer_options"):
         broker.subscriber("orders", group="g", consumer_options={"group": "x"})
+    with pytest.raises(ConfigError, match="no \\['concurency'\\]"):
+        broker.subscriber("orders", group="g", consumer_options={"concurency": 2})
+    with pytest.raises(ConfigError, match="consume_from"):
+        broker.subscriber("orders", group="g", consumer_options={"consume_from": "NEWEST"})
     with pytest.raises(ConfigError, match="client_options"):
         RocketMQBroker("127.0.0.1:9876", client_options={"bogus": 1})
 

@@ -220,3 +220,26 @@ async def test_test_broker_with_real_runs_against_the_cluster(
         with anyio.fail_after(40):
             await done.wait()
         handle.mock.assert_called_once_with({"order_id": "o-9", "amount_cents": 9})
+
+
+async def test_get_one_and_async_for_without_a_handler(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    await make_topics(rocketmq_namesrv, unique_topic, queues=1)
+    broker = RocketMQBroker(rocketmq_namesrv)
+    subscriber = broker.subscriber(unique_topic, group=unique_group, consumer_options=FIRST)
+    async with broker:
+        await broker.start()
+        for n in range(3):
+            await broker.publish({"n": n}, unique_topic)
+        first = await subscriber.get_one(timeout=40)
+        assert first is not None and await first.decode() == {"n": 0}
+        await first.ack()
+        assert first.raw_message.settled
+        rest = []
+        with anyio.fail_after(40):
+            async for message in subscriber:
+                rest.append(await message.decode())
+                if len(rest) == 2:
+                    break
+        assert rest == [{"n": 1}, {"n": 2}]
