@@ -305,3 +305,24 @@ def test_asyncapi_names_topic_group_and_selector() -> None:
     assert "TAG paid" in sub["description"] and "orderly" in sub["description"]
     assert channels["receipts:Publisher"]["description"] == "RocketMQ topic receipts, tags receipt"
     assert "Order" in schema["components"]["schemas"]
+
+
+async def test_a_result_goes_to_the_reply_to_topic_unless_no_reply() -> None:
+    broker = RocketMQBroker("127.0.0.1:9876")
+
+    @broker.subscriber("questions", group="answerer")
+    async def answer(question: str) -> str:
+        return f"re: {question}"
+
+    @broker.subscriber("quiet", group="quiet", no_reply=True)
+    async def quiet(question: str) -> str:
+        return "unsent"
+
+    @broker.subscriber("answers", group="asker")
+    async def answers(text: str, message: RocketMQMessage) -> None:
+        assert message.correlation_id == "q-1"
+
+    async with TestRocketMQBroker(broker) as br:
+        await br.publish("why", "questions", reply_to="answers", correlation_id="q-1")
+        await br.publish("why", "quiet", reply_to="answers", correlation_id="q-1")
+        answers.mock.assert_called_once_with("re: why")
