@@ -8,14 +8,19 @@
 
     app = FastStream(broker)          # or: async with broker: await broker.start()
 
-Connecting starts one :class:`~rocketmq_actors.producer.Producer` (group ``producer_group``);
-each subscriber starts its own :class:`~rocketmq_actors.consumer.push.PushConsumer` when the
-broker starts, and stops it (handlers in flight finish, offsets persisted) when it stops.
+Connecting starts a :class:`~rocketmq_actors.cluster.instance.ClientInstance` (options:
+``client_options``) and a :class:`~rocketmq_actors.producer.Producer` on it (group
+``producer_group``); each subscriber starts its own
+:class:`~rocketmq_actors.consumer.push.PushConsumer` on the same instance when the broker
+starts, and stops it (handlers in flight finish, offsets persisted) when it stops, before the
+producer and the instance stop.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -32,6 +37,8 @@ from faststream.middlewares import AckPolicy
 from faststream.response.publish_type import PublishType
 from faststream.specification.schema import BrokerSpec
 
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.cluster.member import NAMESRV_ENV
 from rocketmq_actors.consumer.message import ReceivedMessage
 from rocketmq_actors.consumer.settlement import Delay
 from rocketmq_actors.errors import ConfigError
@@ -55,8 +62,20 @@ if TYPE_CHECKING:
 
 __all__ = ["RocketMQBroker"]
 
-#: what a client may be given by the broker for every consumer and the producer
-CLIENT_OPTIONS = frozenset({"namespace", "ssl_context", "credentials", "instance_name"})
+#: what client_options may set: the ClientInstance's keyword arguments
+CLIENT_OPTIONS = frozenset(inspect.signature(ClientInstance).parameters) - {"namesrv"}
+
+
+#: what producer_options may set: the Producer's other keyword arguments
+PRODUCER_OPTIONS = frozenset(inspect.signature(Producer).parameters)
+
+
+def resolve_namesrv(namesrv: str | Sequence[str] | None) -> str | Sequence[str]:
+    """The NameServer address(es): given, or ``$NAMESRV_ADDR`` as our clients read it."""
+    resolved = namesrv or os.environ.get(NAMESRV_ENV)
+    if not resolved:
+        raise ConfigError(f"give a NameServer address (namesrv=... or ${NAMESRV_ENV})")
+    return resolved
 
 
 class RocketMQParamsStorage(DefaultLoggerStorage):
@@ -103,6 +122,7 @@ class RocketMQBroker(
         namesrv: str | Sequence[str] | None = None,
         *,
         producer_group: str = "faststream",
+        namespace: str | None = None,
         client_options: Mapping[str, Any] | None = None,
         producer_options: Mapping[str, Any] | None = None,
         graceful_timeout: float | None = 15.0,
@@ -131,22 +151,24 @@ class RocketMQBroker(
         validate_group(producer_group)
         client = dict(client_options or {})
         if unknown := set(client) - CLIENT_OPTIONS:
-            raise ConfigError(
-                f"client_options takes {sorted(CLIENT_OPTIONS)}, not {sorted(unknown)}"
-            )
+            raise ConfigError(f"client_options: ClientInstance takes no {sorted(unknown)}")
         producer_kw = dict(producer_options or {})
-        if clash := {"namesrv", "group"} & set(producer_kw):
-            raise ConfigError(f"producer_options may not set {sorted(clash)}: they are arguments")
-        if isinstance(namesrv, str):
-            url = [f"rocketmq://{namesrv}"]
-        else:
-            url = [f"rocketmq://{a}" for a in namesrv or ("$NAMESRV_ADDR",)]
+        if clash := set(producer_kw) & {"namesrv", "instance", "group", "namespace", "ssl_context",
+                                         "credentials"}:  # fmt: skip
+            raise ConfigError(
+                f"producer_options may not set {sorted(clash)}: they are the broker's arguments"
+            )
+        if unknown := set(producer_kw) - PRODUCER_OPTIONS:
+            raise ConfigError(f"producer_options: Producer takes no {sorted(unknown)}")
+        shown = namesrv or os.environ.get(NAMESRV_ENV) or f"${NAMESRV_ENV}"
+        url = [f"rocketmq://{a}" for a in ([shown] if isinstance(shown, str) else shown)]
         super().__init__(
             producer_group=producer_group,
-            producer_options={**client, **producer_kw},
+            producer_options=producer_kw,
             routers=routers,
             config=RocketMQBrokerConfig(
                 namesrv=namesrv,
+                namespace=namespace,
                 client_options=client,
                 producer=RocketMQFastProducer(parser=parser, decoder=decoder),
                 broker_middlewares=middlewares,
@@ -185,14 +207,23 @@ class RocketMQBroker(
         return self._connection
 
     async def _connect(self) -> Producer:
-        kwargs = self._connection_kwargs
+        """Start the ClientInstance the producer and every consumer share (one set of broker
+        connections, one client id, as Java's MQClientInstance), then the producer."""
+        config, kwargs = self.config.broker_config, self._connection_kwargs
+        instance = ClientInstance(resolve_namesrv(config.namesrv), **config.client_options)
         producer = Producer(
-            namesrv=self.config.broker_config.namesrv,
+            instance=instance,
+            namespace=config.namespace,
             group=kwargs["producer_group"],
             **kwargs["producer_options"],
         )
-        await producer.start()
-        self.config.broker_config.connect(producer)
+        await instance.start()
+        try:
+            await producer.start()
+        except BaseException:
+            await instance.stop()
+            raise
+        config.connect(producer)
         return producer
 
     async def start(self) -> None:
@@ -211,7 +242,10 @@ class RocketMQBroker(
             producer, self._connection = self._connection, None
             self.config.broker_config.disconnect()
             if producer is not None:
-                await producer.stop()
+                try:
+                    await producer.stop()
+                finally:
+                    await producer.instance.stop()
 
     async def ping(self, timeout: float | None = None) -> bool:
         return self._connection is not None and self._connection.health().ready

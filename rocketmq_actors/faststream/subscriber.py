@@ -32,7 +32,7 @@ from rocketmq_actors.consumer.message import ReceivedMessage
 from rocketmq_actors.consumer.options import ConsumeFrom, MessageModel
 from rocketmq_actors.consumer.push import PushConsumer
 from rocketmq_actors.consumer.subscriptions import MessageSelector
-from rocketmq_actors.errors import ConfigError
+from rocketmq_actors.errors import ClientStateError, ConfigError
 from rocketmq_actors.names import validate_group, validate_topic
 
 from .config import RocketMQBrokerConfig
@@ -198,15 +198,18 @@ class RocketMQSubscriber(SubscriberUsecase[ReceivedMessage[Any]]):
         return self.channel.group
 
     def _build_consumer(self, handler: Any) -> PushConsumer[bytes]:
-        options = {**self._outer_config.client_options, **self.consumer_options}
+        instance = self._outer_config.instance
+        if instance is None:
+            raise ClientStateError("the RocketMQ broker is not connected: start it first")
         return PushConsumer(
-            namesrv=self._outer_config.namesrv,
+            instance=instance,  # the broker's: one set of connections for all its clients
+            namespace=self._outer_config.namespace,
             group=self.group,
             subscriptions={self.topic: self.channel.selector},
             handler=handler,
             orderly=self.channel.orderly,
             model=self.channel.model,
-            **options,
+            **self.consumer_options,
         )
 
     async def start(self) -> None:
@@ -305,9 +308,13 @@ def create_subscriber(
         raise ConfigError(f"model must be a MessageModel, not {model!r}")
     if not isinstance(consumer_options, Mapping):
         raise ConfigError(f"consumer_options must be a mapping, not {consumer_options!r}")
-    fixed = {"namesrv", "group", "subscriptions", "handler", "orderly", "model"}
+    fixed = {"namesrv", "instance", "namespace", "group", "subscriptions", "handler", "orderly",
+             "model", "ssl_context", "credentials", "instance_name"}  # fmt: skip
     if clash := fixed & set(consumer_options):
-        raise ConfigError(f"consumer_options may not set {sorted(clash)}: they are arguments")
+        raise ConfigError(
+            f"consumer_options may not set {sorted(clash)}: the subscriber's arguments, or the "
+            "broker's (its consumers share its ClientInstance)"
+        )
     if unknown := set(consumer_options) - PUSH_OPTIONS:
         raise ConfigError(f"consumer_options: PushConsumer takes no {sorted(unknown)}")
     consumer_options = with_consume_from(consumer_options)

@@ -207,6 +207,12 @@ async def test_bad_input_raises_typed_errors_before_any_io() -> None:
         broker.subscriber("orders", group="g", consumer_options={"consume_from": "NEWEST"})
     with pytest.raises(ConfigError, match="client_options"):
         RocketMQBroker("127.0.0.1:9876", client_options={"bogus": 1})
+    with pytest.raises(ConfigError, match="producer_options"):
+        RocketMQBroker("127.0.0.1:9876", producer_options={"ssl_context": None})
+    with pytest.raises(ConfigError, match="group"):
+        RocketMQBroker("127.0.0.1:9876", producer_group="bad group!")
+    with pytest.raises(ConfigError, match="ClientInstance"):
+        broker.subscriber("orders", group="g", consumer_options={"credentials": None})
 
     @broker.subscriber("orders", group="g")
     async def handle(body: str) -> None: ...
@@ -326,3 +332,11 @@ async def test_a_result_goes_to_the_reply_to_topic_unless_no_reply() -> None:
         await br.publish("why", "questions", reply_to="answers", correlation_id="q-1")
         await br.publish("why", "quiet", reply_to="answers", correlation_id="q-1")
         answers.mock.assert_called_once_with("re: why")
+
+
+async def test_without_a_nameserver_connect_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NAMESRV_ADDR", raising=False)
+    broker = RocketMQBroker()
+    with pytest.raises(ConfigError, match="NAMESRV_ADDR"):
+        await broker.connect()
+    assert broker.producer is None

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from rocketmq_actors.consumer.push import ConsumeFrom
 from rocketmq_actors.faststream import RocketMQBroker, RocketMQMessage, TestRocketMQBroker
+from rocketmq_actors.faststream.testing import subscribers_of
 from rocketmq_actors.producer import Producer, SendResult, create_topic
 
 from ..consumer.routes import dead_letters
@@ -82,6 +83,11 @@ async def test_round_trip_through_a_typed_handler_and_its_publisher(
         await broker.publish({"order_id": "o-2", "amount_cents": 1}, unique_topic, tags="other")
         (item,) = await got.wait(1)
         assert item == ({"order_id": "o-1", "cents": 120}, "receipt", "corr-1")
+        producer = broker.producer
+        assert producer is not None
+        consumers = [sub.consumer for sub in subscribers_of(broker)]
+        assert all(c is not None and c.instance is producer.instance for c in consumers)
+    assert not producer.instance.running  # the shared instance stopped with the broker
     assert broker.producer is None  # stopped
 
 
