@@ -249,3 +249,23 @@ async def test_get_one_and_async_for_without_a_handler(
                 if len(rest) == 2:
                     break
         assert rest == [{"n": 1}, {"n": 2}]
+
+
+async def test_orderly_nack_suspends_the_queue_and_delivers_the_same_message_again(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    await make_topics(rocketmq_namesrv, unique_topic, queues=2)
+    broker = RocketMQBroker(rocketmq_namesrv)
+    seen = Collected()
+
+    @broker.subscriber(unique_topic, group=unique_group, orderly=True, consumer_options=FIRST)
+    async def handle(body: str) -> None:
+        seen.add(body)
+        if body == "a" and seen.items.count("a") == 1:
+            raise NackMessage(delay=0.5)  # the queue waits half a second, then "a" again
+
+    async with broker:
+        await broker.start()
+        for body in ("a", "b", "c"):
+            await broker.publish(body, unique_topic, sharding_key="one-queue")
+        assert await seen.wait(4) == ["a", "a", "b", "c"]
