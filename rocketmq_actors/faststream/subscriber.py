@@ -214,10 +214,14 @@ class RocketMQSubscriber(SubscriberUsecase[ReceivedMessage[Any]]):
 
     async def start(self) -> None:
         await super().start()
+        self._post_start()  # running before the consumer can deliver its first message
         if self.calls:
             self.consumer = self._build_consumer(self._deliver)
-            await self.consumer.start()
-        self._post_start()
+            try:
+                await self.consumer.start()
+            except BaseException:
+                self.running, self.consumer = False, None
+                raise
 
     async def stop(self) -> None:
         self.running = False
@@ -253,7 +257,8 @@ class RocketMQSubscriber(SubscriberUsecase[ReceivedMessage[Any]]):
         }
 
     async def _receiving(self) -> PushConsumer[bytes]:
-        assert not self.calls, "get_one and async for are for subscribers without handlers"
+        if self.calls:
+            raise ClientStateError("get_one and async for are for subscribers without handlers")
         if self.consumer is None:
             self.consumer = self._build_consumer(None)
             await self.consumer.start()
