@@ -33,6 +33,7 @@ EXTRAS: dict[str, str] = {
     "uvloop": "uvloop",
     "orjson": "orjson",
     "matplotlib": "bench",
+    "faststream": "faststream",
 }
 
 

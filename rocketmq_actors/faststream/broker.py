@@ -1,0 +1,291 @@
+"""``RocketMQBroker``: FastStream's broker for RocketMQ, on our Producer and PushConsumer.
+
+    broker = RocketMQBroker(namesrv="127.0.0.1:9876")
+
+    @broker.subscriber("orders", group="billing", tags="paid")
+    @broker.publisher("receipts")
+    async def bill(order: Order) -> Receipt: ...
+
+    app = FastStream(broker)          # or: async with broker: await broker.start()
+
+Connecting starts a :class:`~rocketmq_actors.cluster.instance.ClientInstance` (options:
+``client_options``) and a :class:`~rocketmq_actors.producer.Producer` on it (group
+``producer_group``); each subscriber starts its own
+:class:`~rocketmq_actors.consumer.push.PushConsumer` on the same instance when the broker
+starts, and stops it (handlers in flight finish, offsets persisted) when it stops, before the
+producer and the instance stop.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from fast_depends import dependency_provider
+from faststream._internal.broker import BrokerUsecase
+from faststream._internal.constants import EMPTY
+from faststream._internal.context.repository import ContextRepo
+from faststream._internal.di import FastDependsConfig
+from faststream._internal.logger import DefaultLoggerStorage, make_logger_state
+from faststream._internal.logger.logging import get_broker_logger
+from faststream.message import gen_cor_id
+from faststream.middlewares import AckPolicy
+from faststream.response.publish_type import PublishType
+from faststream.specification.schema import BrokerSpec
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.cluster.member import NAMESRV_ENV
+from rocketmq_actors.consumer.message import ReceivedMessage
+from rocketmq_actors.consumer.settlement import Delay
+from rocketmq_actors.errors import ConfigError
+from rocketmq_actors.names import validate_group
+from rocketmq_actors.producer import Producer, SendResult
+
+from .config import RocketMQBrokerConfig
+from .producer import RocketMQFastProducer
+from .registrator import RocketMQRegistrator
+from .response import RocketMQPublishCommand
+
+if TYPE_CHECKING:
+    from fast_depends import Provider
+    from fast_depends.dependencies import Dependant
+    from fast_depends.library.serializer import SerializerProto
+    from faststream._internal.basic_types import LoggerProto, SendableMessage
+    from faststream._internal.context import ContextRepo as ContextRepoType
+    from faststream._internal.types import BrokerMiddleware, CustomCallable
+    from faststream.security import BaseSecurity
+    from faststream.specification.schema.extra import Tag, TagDict
+
+__all__ = ["RocketMQBroker"]
+
+#: what client_options may set: the ClientInstance's keyword arguments
+CLIENT_OPTIONS = frozenset(inspect.signature(ClientInstance).parameters) - {"namesrv"}
+
+
+#: what producer_options may set: the Producer's other keyword arguments
+PRODUCER_OPTIONS = frozenset(inspect.signature(Producer).parameters)
+
+
+def resolve_namesrv(namesrv: str | Sequence[str] | None) -> str | Sequence[str]:
+    """The NameServer address(es): given, or ``$NAMESRV_ADDR`` as our clients read it."""
+    resolved = namesrv or os.environ.get(NAMESRV_ENV)
+    if not resolved:
+        raise ConfigError(f"give a NameServer address (namesrv=... or ${NAMESRV_ENV})")
+    return resolved
+
+
+class RocketMQParamsStorage(DefaultLoggerStorage):
+    """FastStream's access log lines for RocketMQ: ``topic | group | message id - text``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._topic_len, self._group_len = 4, 4
+        self.logger_log_level = logging.INFO
+
+    def set_level(self, level: int) -> None:
+        self.logger_log_level = level
+
+    def register_subscriber(self, params: dict[str, Any]) -> None:
+        self._topic_len = max(self._topic_len, len(params.get("topic", "")))
+        self._group_len = max(self._group_len, len(params.get("group", "")))
+
+    def get_logger(self, *, context: ContextRepoType) -> LoggerProto:
+        if not (lg := self._get_logger_ref()):
+            lg = get_broker_logger(
+                name="rocketmq",
+                default_context={"topic": "", "group": ""},
+                message_id_ln=10,
+                fmt=(
+                    "%(asctime)s %(levelname)-8s - "
+                    f"%(topic)-{self._topic_len}s | %(group)-{self._group_len}s | "
+                    "%(message_id)-10s - %(message)s"
+                ),
+                context=context,
+                log_level=self.logger_log_level,
+            )
+            self._logger_ref.add(lg)
+        return lg
+
+
+class RocketMQBroker(
+    RocketMQRegistrator,
+    BrokerUsecase[ReceivedMessage[Any], Producer, RocketMQBrokerConfig],
+):
+    """A FastStream broker for RocketMQ (NameServer ``namesrv``, or ``$NAMESRV_ADDR``)."""
+
+    def __init__(
+        self,
+        namesrv: str | Sequence[str] | None = None,
+        *,
+        producer_group: str = "faststream",
+        namespace: str | None = None,
+        client_options: Mapping[str, Any] | None = None,
+        producer_options: Mapping[str, Any] | None = None,
+        graceful_timeout: float | None = 15.0,
+        decoder: CustomCallable | None = None,
+        parser: CustomCallable | None = None,
+        dependencies: Sequence[Dependant] = (),
+        middlewares: Sequence[BrokerMiddleware[Any, Any]] = (),
+        routers: Iterable[RocketMQRegistrator] = (),
+        ack_policy: AckPolicy = EMPTY,
+        # AsyncAPI
+        specification_url: str | None = None,
+        protocol: str | None = "rocketmq",
+        protocol_version: str | None = None,
+        description: str | None = None,
+        tags: Iterable[Tag | TagDict] = (),
+        security: BaseSecurity | None = None,
+        # logging
+        logger: LoggerProto | None = EMPTY,
+        log_level: int = logging.INFO,
+        # FastDepends
+        apply_types: bool = True,
+        serializer: SerializerProto | None = EMPTY,
+        provider: Provider | None = None,
+        context: ContextRepo | None = None,
+    ) -> None:
+        validate_group(producer_group)
+        client = dict(client_options or {})
+        if unknown := set(client) - CLIENT_OPTIONS:
+            raise ConfigError(f"client_options: ClientInstance takes no {sorted(unknown)}")
+        producer_kw = dict(producer_options or {})
+        if clash := set(producer_kw) & {"namesrv", "instance", "group", "namespace", "ssl_context",
+                                         "credentials"}:  # fmt: skip
+            raise ConfigError(
+                f"producer_options may not set {sorted(clash)}: they are the broker's arguments"
+            )
+        if unknown := set(producer_kw) - PRODUCER_OPTIONS:
+            raise ConfigError(f"producer_options: Producer takes no {sorted(unknown)}")
+        shown = namesrv or os.environ.get(NAMESRV_ENV) or f"${NAMESRV_ENV}"
+        url = [f"rocketmq://{a}" for a in ([shown] if isinstance(shown, str) else shown)]
+        super().__init__(
+            producer_group=producer_group,
+            producer_options=producer_kw,
+            routers=routers,
+            config=RocketMQBrokerConfig(
+                namesrv=namesrv,
+                namespace=namespace,
+                client_options=client,
+                producer=RocketMQFastProducer(parser=parser, decoder=decoder),
+                broker_middlewares=middlewares,
+                broker_parser=parser,
+                broker_decoder=decoder,
+                logger=make_logger_state(
+                    logger=logger,
+                    log_level=log_level,
+                    default_storage_cls=RocketMQParamsStorage,
+                ),
+                fd_config=FastDependsConfig(
+                    use_fastdepends=apply_types,
+                    serializer=serializer,
+                    provider=provider or dependency_provider,
+                    context=context or ContextRepo(),
+                ),
+                broker_dependencies=dependencies,
+                graceful_timeout=graceful_timeout,
+                ack_policy=ack_policy,
+                id_generator=gen_cor_id,
+                extra_context={"broker": self},
+            ),
+            specification=BrokerSpec(
+                description=description,
+                url=[specification_url] if specification_url else url,
+                protocol=protocol,
+                protocol_version=protocol_version,
+                tags=tags,
+                security=security,
+            ),
+        )
+
+    @property
+    def producer(self) -> Producer | None:
+        """The running :class:`Producer` (None before ``connect()``)."""
+        return self._connection
+
+    async def _connect(self) -> Producer:
+        """Start the ClientInstance the producer and every consumer share (one set of broker
+        connections, one client id, as Java's MQClientInstance), then the producer."""
+        config, kwargs = self.config.broker_config, self._connection_kwargs
+        instance = ClientInstance(resolve_namesrv(config.namesrv), **config.client_options)
+        producer = Producer(
+            instance=instance,
+            namespace=config.namespace,
+            group=kwargs["producer_group"],
+            **kwargs["producer_options"],
+        )
+        await instance.start()
+        try:
+            await producer.start()
+        except BaseException:
+            await instance.stop()
+            raise
+        config.connect(producer)
+        return producer
+
+    async def start(self) -> None:
+        await self.connect()
+        await super().start()
+
+    async def stop(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc_val: BaseException | None = None,
+        exc_tb: TracebackType | None = None,
+    ) -> None:
+        try:
+            await super().stop(exc_type, exc_val, exc_tb)  # the subscribers first
+        finally:
+            producer, self._connection = self._connection, None
+            self.config.broker_config.disconnect()
+            if producer is not None:
+                try:
+                    await producer.stop()
+                finally:
+                    await producer.instance.stop()
+
+    async def ping(self, timeout: float | None = None) -> bool:
+        return self._connection is not None and self._connection.health().ready
+
+    async def publish(
+        self,
+        message: SendableMessage = None,
+        topic: str = "",
+        *,
+        keys: str | Sequence[str] | None = None,
+        tags: str | None = None,
+        delay: Delay | None = None,
+        sharding_key: str | None = None,
+        headers: dict[str, str] | None = None,
+        correlation_id: str | None = None,
+        reply_to: str = "",
+        timeout: float | None = None,
+    ) -> SendResult:
+        """Send one message to ``topic``; returns the :class:`SendResult`. ``delay``: a
+        delay level (seconds, ``timedelta`` or ``DelayLevel``); ``sharding_key``: same key,
+        same queue, in order."""
+        cmd = RocketMQPublishCommand(
+            message,
+            topic=topic,
+            keys=keys,
+            tags=tags,
+            delay=delay,
+            sharding_key=sharding_key,
+            headers=headers,
+            correlation_id=correlation_id or self.config.id_generator(),
+            reply_to=reply_to,
+            timeout=timeout,
+            _publish_type=PublishType.PUBLISH,
+        )
+        result: SendResult = await self._basic_publish(cmd, producer=self.config.producer)
+        return result
+
+    async def request(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported through FastStream (FeatureNotSupportedException): publish with
+        ``reply_to`` and subscribe to the reply topic, or use ``Producer.request``."""
+        return await self.config.producer.request(RocketMQPublishCommand(
+            None, _publish_type=PublishType.REQUEST
+        ))  # fmt: skip

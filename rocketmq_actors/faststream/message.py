@@ -1,0 +1,88 @@
+"""The FastStream message of a RocketMQ delivery, and the parser that makes it.
+
+``ack`` / ``nack`` / ``reject`` settle the delivery the push consumer gave the handler (see
+:mod:`rocketmq_actors.consumer.settlement`): ack is consume success, ``nack(delay=...)`` is
+reconsume later (the delay as ``message.nack`` takes it: seconds, a ``timedelta`` or a
+``DelayLevel``; None: the subscriber's ``retry_delay_level``), ``reject`` sends the message to
+``%DLQ%<group>`` at once. ``raise NackMessage(delay=30)`` inside a handler passes the delay on.
+
+Headers are the message's user properties (the client's own, TAGS, KEYS, UNIQ_KEY..., are not
+headers: the message's fields say them). FastStream's content type, correlation id and reply
+topic travel as the user properties ``content-type``, ``correlation_id`` and ``reply_to``, the
+names FastStream's Kafka broker gives its headers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from faststream.message import StreamMessage, decode_message
+
+from rocketmq_actors.consumer.message import ReceivedMessage
+from rocketmq_actors.consumer.settlement import Delay
+from rocketmq_actors.protocol.messages import RESERVED_PROPERTIES
+
+__all__ = [
+    "CONTENT_TYPE",
+    "CORRELATION_ID",
+    "REPLY_TO",
+    "RocketMQMessage",
+    "RocketMQParser",
+    "user_headers",
+]
+
+CONTENT_TYPE = "content-type"
+CORRELATION_ID = "correlation_id"
+REPLY_TO = "reply_to"
+
+
+def user_headers(properties: dict[str, str]) -> dict[str, str]:
+    """The user properties of a message: its properties less the ones the client manages."""
+    return {k: v for k, v in properties.items() if k not in RESERVED_PROPERTIES}
+
+
+class RocketMQMessage(StreamMessage[ReceivedMessage[Any]]):
+    """A RocketMQ message as FastStream handlers see it; ``raw_message`` is the
+    :class:`~rocketmq_actors.consumer.message.ReceivedMessage` (topic, tags, keys, queue,
+    reconsume count...)."""
+
+    async def ack(self) -> None:
+        if self.committed is None and not self.raw_message.settled:
+            self.raw_message.ack()
+        await super().ack()
+
+    async def nack(self, delay: Delay | None = None) -> None:
+        """Consume it again later: after ``delay`` (the subscriber's retry level if None); an
+        orderly subscriber suspends the queue for it (at most 30 s) instead."""
+        if self.committed is None and not self.raw_message.settled:
+            self.raw_message.nack(delay)
+        await super().nack()
+
+    async def reject(self) -> None:
+        """Dead letter: to ``%DLQ%<group>`` at once, not consumed again."""
+        if self.committed is None and not self.raw_message.settled:
+            self.raw_message.nack(requeue=False)
+        await super().reject()
+
+
+class RocketMQParser:
+    """Raw message -> :class:`RocketMQMessage`, and its body -> the handler's argument."""
+
+    __slots__ = ()
+
+    @staticmethod
+    async def parse_message(message: ReceivedMessage[Any]) -> RocketMQMessage:
+        headers = user_headers(message.properties)
+        return RocketMQMessage(
+            raw_message=message,
+            body=message.body,
+            headers=headers,
+            content_type=headers.get(CONTENT_TYPE),
+            correlation_id=headers.get(CORRELATION_ID),
+            reply_to=headers.get(REPLY_TO, ""),
+            message_id=message.msg_id,
+        )
+
+    @staticmethod
+    async def decode_message(message: StreamMessage[Any]) -> Any:
+        return decode_message(message)
