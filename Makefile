@@ -9,13 +9,14 @@ STATE  ?= .state/cluster
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run test lint typecheck pytest compat oldest-anyio fuzz bench soak cluster-up cluster-down clean
+.PHONY: help venv run test lint typecheck pytest compat oldest-anyio oldest-faststream fuzz bench soak cluster-up cluster-down clean
 
 help:
 	@echo "make run          start a local RocketMQ cluster and run the main job, then stop it"
 	@echo "make test         ruff, mypy --strict, pytest (unit + integration on a real 5.3.3 cluster),"
 	@echo "                  then the integration tests again on RocketMQ 5.5.0 and 4.9.7 (compat),"
-	@echo "                  and the lifecycle tests on the oldest anyio we support (oldest-anyio)"
+	@echo "                  the lifecycle tests on the oldest anyio we support (oldest-anyio), and"
+	@echo "                  the FastStream tests on the oldest FastStream we support (oldest-faststream)"
 	@echo "make bench        benchmarks against the Java client (benchmarks/results/compare.*)"
 	@echo "make soak         10 minutes of steady produce + consume: RSS, tasks and fds must stay flat"
 	@echo "make fuzz         a million mutated inputs through every decoder of peer bytes"
@@ -78,7 +79,21 @@ oldest-anyio: $(OLDEST_ANYIO)/.installed
 	PYTHONPATH=$(OLDEST_ANYIO) ROCKETMQ_ACTORS_EXPECT_ANYIO=$(ANYIO_OLDEST) \
 		$(PY) -m pytest -p no:cacheprovider $(LIFECYCLE_TESTS)
 
-test: lint typecheck pytest compat oldest-anyio
+# the FastStream tests again on the oldest FastStream the `faststream` extra allows (pytest ran
+# them on the newest), installed once into a directory that shadows the venv's for this run
+FASTSTREAM_OLDEST := $(shell sed -n 's/^faststream = \["faststream>=\([0-9.]*\),.*/\1/p' pyproject.toml)
+OLDEST_FASTSTREAM := .state/faststream-$(FASTSTREAM_OLDEST)
+
+$(OLDEST_FASTSTREAM)/.installed: pyproject.toml | $(STAMP)
+	rm -rf $(OLDEST_FASTSTREAM)
+	$(PY) -m pip install --quiet --no-deps --target $(OLDEST_FASTSTREAM) "faststream==$(FASTSTREAM_OLDEST)"
+	touch $@
+
+oldest-faststream: $(OLDEST_FASTSTREAM)/.installed
+	PYTHONPATH=$(OLDEST_FASTSTREAM) ROCKETMQ_ACTORS_EXPECT_FASTSTREAM=$(FASTSTREAM_OLDEST) \
+		$(PY) -m pytest -p no:cacheprovider tests/faststream tests/examples/test_faststream_service.py
+
+test: lint typecheck pytest compat oldest-anyio oldest-faststream
 
 soak: $(STAMP)
 	$(PY) -m benchmarks.soak --minutes 10

@@ -31,7 +31,7 @@ from faststream._internal.constants import EMPTY
 from faststream._internal.context.repository import ContextRepo
 from faststream._internal.di import FastDependsConfig
 from faststream._internal.logger import DefaultLoggerStorage, make_logger_state
-from faststream._internal.logger.logging import get_broker_logger
+from faststream._internal.logger.logging import ExtendedFilter
 from faststream.message import gen_cor_id
 from faststream.middlewares import AckPolicy
 from faststream.response.publish_type import PublishType
@@ -78,35 +78,31 @@ def resolve_namesrv(namesrv: str | Sequence[str] | None) -> str | Sequence[str]:
     return resolved
 
 
+ACCESS_LOGGER = "faststream.access.rocketmq"
+
+
 class RocketMQParamsStorage(DefaultLoggerStorage):
-    """FastStream's access log lines for RocketMQ: ``topic | group | message id - text``."""
+    """FastStream's access log for RocketMQ, on the standard ``logging`` logger
+    ``faststream.access.rocketmq`` with no handler of its own: silent unless the application
+    configures logging, as every logger of this library (FastStream's other brokers print to
+    stdout by default). Records carry ``topic``, ``group`` and ``message_id`` for a format."""
 
     def __init__(self) -> None:
         super().__init__()
-        self._topic_len, self._group_len = 4, 4
         self.logger_log_level = logging.INFO
 
     def set_level(self, level: int) -> None:
         self.logger_log_level = level
 
     def register_subscriber(self, params: dict[str, Any]) -> None:
-        self._topic_len = max(self._topic_len, len(params.get("topic", "")))
-        self._group_len = max(self._group_len, len(params.get("group", "")))
+        """Nothing to measure: the application's formatter lays the lines out."""
 
     def get_logger(self, *, context: ContextRepoType) -> LoggerProto:
         if not (lg := self._get_logger_ref()):
-            lg = get_broker_logger(
-                name="rocketmq",
-                default_context={"topic": "", "group": ""},
-                message_id_ln=10,
-                fmt=(
-                    "%(asctime)s %(levelname)-8s - "
-                    f"%(topic)-{self._topic_len}s | %(group)-{self._group_len}s | "
-                    "%(message_id)-10s - %(message)s"
-                ),
-                context=context,
-                log_level=self.logger_log_level,
-            )
+            lg = logging.getLogger(ACCESS_LOGGER)
+            lg.setLevel(self.logger_log_level)
+            if not any(isinstance(f, ExtendedFilter) for f in lg.filters):
+                lg.addFilter(ExtendedFilter({"topic": "", "group": ""}, 10, context=context))
             self._logger_ref.add(lg)
         return lg
 

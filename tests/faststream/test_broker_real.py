@@ -269,3 +269,32 @@ async def test_orderly_nack_suspends_the_queue_and_delivers_the_same_message_aga
         for body in ("a", "b", "c"):
             await broker.publish(body, unique_topic, sharding_key="one-queue")
         assert await seen.wait(4) == ["a", "a", "b", "c"]
+
+
+async def test_the_access_log_is_silent_until_logging_is_configured(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str,
+    capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    await make_topics(rocketmq_namesrv, unique_topic)
+    broker = RocketMQBroker(rocketmq_namesrv)
+    got = Collected()
+
+    @broker.subscriber(unique_topic, group=unique_group, consumer_options=FIRST)
+    async def handle(body: str) -> None:
+        got.add(body)
+
+    async with broker:
+        await broker.start()
+        await broker.publish("one", unique_topic)
+        await got.wait(1)
+        # FastStream's other brokers print their access log to stdout by default
+        assert capfd.readouterr().out == ""
+        with caplog.at_level("INFO", logger="faststream.access.rocketmq"):
+            await broker.publish("two", unique_topic)
+            await got.wait(2)
+            with anyio.fail_after(10):  # the "Processed" line follows the handler's return
+                while not any(r.getMessage() == "Processed" for r in caplog.records):  # noqa: ASYNC110
+                    await anyio.sleep(0.01)
+    lines = [r for r in caplog.records if r.name == "faststream.access.rocketmq"]
+    assert {getattr(r, "topic", None) for r in lines} == {unique_topic}
+    assert capfd.readouterr().out == ""

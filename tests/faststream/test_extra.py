@@ -32,7 +32,7 @@ def test_missing_faststream_raises_missing_extra(monkeypatch: pytest.MonkeyPatch
 
 def test_the_faststream_these_tests_run_on() -> None:
     """The extra's range is tested at both ends: a run at the oldest FastStream it allows
-    (the proposed ``make faststream-oldest``, ROCKETMQ_ACTORS_EXPECT_FASTSTREAM set) must
+    (``make oldest-faststream``, ROCKETMQ_ACTORS_EXPECT_FASTSTREAM set) must
     really use it, and a normal run one inside the range."""
     installed = Version(importlib.metadata.version("faststream"))
     match = re.search(r'"faststream>=([0-9.]+),<([0-9.]+)"', PYPROJECT.read_text())
