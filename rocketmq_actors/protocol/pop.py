@@ -18,7 +18,8 @@ The POP response says, per (retry flag, queue id), where the check point starts
 (``msgOffsetInfo``: ``flag queueId o1,o2;...``) and, orderly, how often each was delivered
 (``orderCountInfo``: ``flag queueId count`` or ``flag qo<queueId>%<offset> count``);
 :func:`message_handles` builds each message's handle from them as Java's
-``MQClientAPIImpl.processPopResponse`` does.
+``MQClientAPIImpl.processPopResponse`` does. A retry comes back under the topic asked for,
+its handle already in its ``POP_CK`` property (the broker rewrote it): that one is kept.
 """
 
 from __future__ import annotations
@@ -215,6 +216,9 @@ class PoppedMessage:
     queue_id: int
     queue_offset: int
     reconsume_times: int
+    #: the handle a broker puts in the POP_CK property of a retry whose topic it rewrote to
+    #: the one asked for (PopMessageProcessor, unless popResponseReturnActualRetryTopic)
+    pop_ck: str | None = None
 
 
 def message_handles(
@@ -231,11 +235,14 @@ def message_handles(
     counts = parse_offset_info(header.order_count_info) if order else {}
     out: list[tuple[ExtraInfo, int | None]] = []
     for message in messages:
+        if message.pop_ck:  # (Java keeps it as it is)
+            out.append((ExtraInfo.parse(message.pop_ck), None))
+            continue
         flag = retry_flag(message.topic)
         key = f"{flag}@{message.queue_id}"
         if not start:  # an old broker: the first message of each queue is the check point
-            ck = next(m.queue_offset for m in messages
-                      if m.topic == message.topic and m.queue_id == message.queue_id)  # fmt: skip
+            ck = next(m.queue_offset for m in messages if not m.pop_ck
+                      and m.topic == message.topic and m.queue_id == message.queue_id)  # fmt: skip
             out.append((_handle(ck, message, header, flag, broker_name), None))
             continue
         if key not in start or key not in offsets:

@@ -103,6 +103,11 @@ def test_each_popped_message_gets_the_handle_java_builds() -> None:
     bare = PopMessageResponseHeader(pop_time=5, invisible_time=6, revive_qid=1, rest_num=0)
     old = message_handles(popped[:2], bare, broker_name="b", order=False)
     assert [h.encode() for h, _ in old] == ["100 5 6 1 0 b 0 100", "100 5 6 1 0 b 0 101"]
+    # a retry the broker rewrote to the topic asked for carries its handle (POP_CK)
+    ck = "3 1732500000123 60000 999 1 broker-a 1 3"
+    rewritten = message_handles([PoppedMessage("orders", 1, 3, 1, ck)], header,
+                                broker_name="broker-a", order=True)  # fmt: skip
+    assert [(h.encode(), count) for h, count in rewritten] == [(ck, None)]
     with pytest.raises(ProtocolError):  # a queue the infos do not name
         message_handles([PoppedMessage("orders", 5, 1, 0)], header, broker_name="b", order=False)
 
