@@ -259,7 +259,10 @@ class PopConsumer(GroupMember, Generic[T]):
         """The ``brokers`` actor: follow the subscribed topics' routes."""
         task_status.started()
         while True:
-            await anyio.sleep(self.route_interval)
+            # a topic without a route yet (auto-created by a first send) is looked up again
+            # within a second, the others every route_interval
+            missing = {t for t, _ in self.targets} != set(self._subscriptions)
+            await anyio.sleep(min(self.route_interval, 1.0) if missing else self.route_interval)
             await self._follow_routes(strict=False)
 
     async def _follow_routes(self, *, strict: bool) -> None:
