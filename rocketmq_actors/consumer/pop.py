@@ -166,6 +166,8 @@ class PopConsumer(GroupMember, Generic[T]):
             f"pop-consumer:{self.group}", MEMBER_POLICY, shutdown_timeout=shutdown_timeout
         )
         self.targets: set[Target] = set()
+        self.pops = 0  # POP requests answered
+        self.pop_errors = 0  # POP requests that failed (retried after a back-off)
         self._flow = Signal()
         self._stopping = False
         self._sub_version = time.time_ns() // 1_000_000
@@ -329,6 +331,7 @@ class PopConsumer(GroupMember, Generic[T]):
                     init_mode=init_mode,
                 )  # fmt: skip
             except (RocketMQError, ProtocolError) as exc:
+                self.pop_errors += 1
                 if isinstance(exc, BrokerError) and exc.code == ResponseCode.FLOW_CONTROL:
                     await anyio.sleep(BROKER_FLOW_CONTROL_DELAY)
                     continue
@@ -336,6 +339,7 @@ class PopConsumer(GroupMember, Generic[T]):
                 await backoff.sleep()
                 continue
             backoff.reset()
+            self.pops += 1
             for handle in popped.unwanted:  # Java acks what its tag filter drops
                 self.acker.add(topic, handle)
             if popped.status is pop_calls.PopStatus.POLLING_FULL:
@@ -373,7 +377,8 @@ class PopConsumer(GroupMember, Generic[T]):
         return {
             "consumed": self.consumed, "failed": self.failed, "cached": self.service.cached,
             "acked": self.acker.acked, "ack_refused": self.acker.refused,
-            "retried": self.service.retried, "dead": self.service.dead,
+            "retried": self.service.retried, "dead": self.service.dead, "pops": self.pops,
+            "pop_errors": self.pop_errors,
             "brokers": sorted(f"{t}@{b}" for t, b in self.targets),
         }  # fmt: skip
 
