@@ -20,6 +20,8 @@ from rocketmq_actors.errors import UnsupportedByBroker
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.testing.cluster import LocalCluster
 
+from .routes import dead_letters
+
 pytestmark = pytest.mark.integration
 
 Handle = Callable[[ReceivedMessage[bytes]], Awaitable[None]]
@@ -72,6 +74,11 @@ class _Changed:
 
 
 CHANGED = _Changed()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_changed() -> None:
+    CHANGED._event = None  # (an event belongs to the event loop of the test that made it)
 
 
 @pytest.mark.usefixtures("needs_5x")
@@ -201,6 +208,61 @@ async def test_nack_and_handler_failures_are_delivered_again(
     assert seen[b"raise"] == [0, 1]
     assert seen[b"fine"] == [0]
     assert consumer.service.retried == 3 and consumer.failed == 3
+
+
+@pytest.mark.usefixtures("needs_5x")
+async def test_past_max_reconsume_times_and_on_nack_without_requeue_it_is_a_dead_letter(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    seen: dict[bytes, list[int]] = defaultdict(list)
+
+    async def handle(message: ReceivedMessage[bytes]) -> None:
+        seen[message.body].append(message.reconsume_times)
+        CHANGED.set()
+        if message.body == b"dead now":
+            message.nack(requeue=False)
+        else:
+            raise RuntimeError("never")
+
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_p") as producer:
+        await create_topic(producer.instance, unique_topic, queues=1)
+        consumer = _pop(rocketmq_namesrv, unique_group, unique_topic, handle, retry_delay=1.0,
+                        max_reconsume_times=1)  # fmt: skip
+        async with consumer:
+            await _send(producer, unique_topic, ["dead now", "never"])
+            await _until(lambda: consumer.service.dead >= 2, 60)
+            await _until(lambda: consumer.acker.acked + consumer.acker.refused >= 2, 10)
+    letters = await dead_letters(rocketmq_namesrv, unique_group, 2)
+    assert sorted(m.body for m in letters) == [b"dead now", b"never"]
+    assert seen[b"never"] == [0, 1]  # delivered max_reconsume_times + 1 times
+    assert seen[b"dead now"] == [0]
+
+
+@pytest.mark.usefixtures("needs_5x")
+async def test_async_for_settles_each_message(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_p") as producer:
+        await create_topic(producer.instance, unique_topic, queues=2)
+        await _send(producer, unique_topic, ["a", "later", "b"])
+        received: list[tuple[bytes, int]] = []
+        consumer = PopConsumer(
+            namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
+            consume_from=ConsumeFrom.FIRST_OFFSET, poll_time=5.0, invisible_time=10.0,
+        )  # fmt: skip
+        async with consumer:
+            with anyio.fail_after(60):
+                async for message in consumer:
+                    received.append((message.body, message.reconsume_times))
+                    if message.body == b"later" and message.reconsume_times == 0:
+                        message.nack(delay=1)
+                    if len(received) == 4:
+                        break
+            # the message the loop broke on is not consumed (delivered again later): the
+            # two before it that were not nacked are, once the loop asked for the next
+            await _until(lambda: consumer.acker.acked >= 2, 10)
+    assert sorted(received) == [(b"a", 0), (b"b", 0), (b"later", 0), (b"later", 1)]
+    assert consumer.acker.acked == consumer.consumed == 2
 
 
 @pytest.mark.usefixtures("needs_5x")
