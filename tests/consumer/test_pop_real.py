@@ -339,3 +339,31 @@ async def test_the_pop_consumer_tree_is_the_one_the_architecture_document_draws(
     async with _pop(rocketmq_namesrv, unique_group, unique_topic, handle) as consumer:
         assert consumer.tree().render(details=False) == architecture_shapes()["pop-consumer"]
         assert consumer.statistics()["brokers"]
+
+
+async def test_a_pop_consumer_pops_from_every_broker_of_the_topic(
+    rocketmq_cluster_factory: Callable[..., LocalCluster], unique_topic: str, unique_group: str
+) -> None:
+    cluster = rocketmq_cluster_factory(brokers=2)
+    if cluster.spec.is_4x:
+        pytest.skip("POP needs a 5.x broker")
+    namesrv = cluster.namesrv_addr
+    got: dict[str, list[bytes]] = defaultdict(list)  # broker -> bodies
+
+    async def handle(message: ReceivedMessage[bytes]) -> None:
+        got[message.broker_name].append(message.body)
+        CHANGED.set()
+
+    async with Producer(namesrv=namesrv, group=f"{unique_group}_p") as producer:
+        await create_topic(producer.instance, unique_topic, queues=2)
+        async with _pop(namesrv, unique_group, unique_topic, handle) as consumer:
+            assert sorted(consumer.statistics()["brokers"]) == [
+                f"{unique_topic}@broker-a", f"{unique_topic}@broker-b"
+            ]  # fmt: skip
+            await _send(producer, unique_topic, [f"m-{i}" for i in range(40)])
+            await _until(lambda: sum(map(len, got.values())) >= 40, 60)
+            await _until(lambda: consumer.acker.acked >= 40, 10)
+    assert sorted(got) == ["broker-a", "broker-b"]  # the sends went round both
+    assert sorted(b for bodies in got.values() for b in bodies) == sorted(
+        f"m-{i}".encode() for i in range(40)
+    )
