@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.consumer.pop import PopConsumer
 from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.consumer.push import PushConsumer
 from rocketmq_actors.producer import Producer
@@ -36,7 +37,7 @@ def _matches(cell: str, default: object) -> bool:
     return bool(ast.literal_eval(text) == default)
 
 
-@pytest.mark.parametrize("cls", [ClientInstance, Producer, PushConsumer, PullConsumer])
+@pytest.mark.parametrize("cls", [ClientInstance, Producer, PushConsumer, PullConsumer, PopConsumer])
 def test_configuration_table_lists_every_option_with_its_default(cls: type[object]) -> None:
     params = {
         name: p.default
@@ -74,5 +75,10 @@ def architecture_shapes() -> dict[str, str]:
     return {name: block.rstrip("\n") for name, block in found}
 
 
-def test_the_architecture_document_draws_three_trees() -> None:
-    assert set(architecture_shapes()) == {"producer", "push-consumer (orderly)", "pull-consumer"}
+def test_the_architecture_document_draws_each_clients_tree() -> None:
+    assert set(architecture_shapes()) == {
+        "producer",
+        "push-consumer (orderly)",
+        "pull-consumer",
+        "pop-consumer",
+    }

@@ -87,6 +87,11 @@ class RequestCode(enum.IntEnum):
     GET_TOPIC_CONFIG = 351  # 5.x only: a 4.9 broker answers REQUEST_CODE_NOT_SUPPORTED
     LITE_PULL_MESSAGE = 361
     RECALL_MESSAGE = 370  # 5.3.2+ (RecallMessageProcessor); older brokers: NOT_SUPPORTED
+    # POP consumption, 5.x brokers (RequestCode of the 5.3.3 jars)
+    POP_MESSAGE = 200050
+    ACK_MESSAGE = 200051
+    CHANGE_MESSAGE_INVISIBLETIME = 200053
+    BATCH_ACK_MESSAGE = 200151
 
 
 class ResponseCode(enum.IntEnum):

@@ -261,7 +261,7 @@ def jvm_argv(
         "-server",
         f"-Xms{heap}m",
         f"-Xmx{heap}m",
-        "-XX:MaxDirectMemorySize=256m",
+        "-XX:MaxDirectMemorySize=512m",
         "-XX:+UseSerialGC" if is_namesrv else "-XX:+UseG1GC",
         "-XX:-OmitStackTraceInFastThrow",
         "-Djava.net.preferIPv4Stack=true",
