@@ -65,6 +65,7 @@ from rocketmq_actors.runtime.backoff import Backoff
 from rocketmq_actors.runtime.signal import Signal
 from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart
 from rocketmq_actors.runtime.tree import Node
+from rocketmq_actors.trace import hooks as rmq_trace
 
 from . import pop_calls
 from .brokercalls import BROKER_FLOW_CONTROL_DELAY
@@ -121,6 +122,8 @@ class PopConsumer(GroupMember, Generic[T]):
         credentials: AclCredentials | None = None,
         on_error: Callable[[BaseException], object] | None = None,
         value_deserializer: Callable[[bytes], T] | None = None,
+        trace: bool = False,
+        trace_topic: str | None = None,
     ) -> None:
         check_pop_options(locals())
         limiter = anyio.CapacityLimiter(concurrency) if sync_handler else None
@@ -155,6 +158,8 @@ class PopConsumer(GroupMember, Generic[T]):
         self.dispatcher = Dispatcher(
             self.group, handler=handler, batch_handler=batch_handler,
             consume_timeout=consume_timeout, fail=self._fail, tracing=None, namespace=namespace,
+            msg_trace=rmq_trace.for_consumer(self._instance, self.group, namespace, trace,
+                                             trace_topic),
         )  # fmt: skip
         self.acker = Acker(self._instance, self.group, batch_size=ack_batch_size,
                            interval=ack_interval)  # fmt: skip
@@ -212,6 +217,8 @@ class PopConsumer(GroupMember, Generic[T]):
             stack.callback(self.dispatcher.deliveries.dispose)
         stack.callback(self.service.close)
         supervisor = await stack.enter_async_context(self._supervisor)
+        if (msg_trace := self.dispatcher.msg_trace) is not None:  # message trace records
+            await supervisor.start_child(msg_trace.dispatcher.child_spec())
         await supervisor.start_child(ChildSpec("mailbox", server(self).run, Restart.PERMANENT,
                                                kind="mailbox"))  # fmt: skip
         await supervisor.start_child(ChildSpec("consume", self.service.run, Restart.PERMANENT,
@@ -239,6 +246,8 @@ class PopConsumer(GroupMember, Generic[T]):
         if scope.cancelled_caught:
             log.warning("consumer.drain_timeout", group=self.group,
                         in_flight=self.dispatcher.in_flight)  # fmt: skip
+        if self.dispatcher.msg_trace is not None:  # while its actor still runs
+            await self.dispatcher.msg_trace.dispatcher.flush(max(0.0, self._time_left() - reserve))
         log.info("consumer.stopping", group=self.group, consumed=self.consumed,
                  failed=self.failed)  # fmt: skip
 

@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from rocketmq_actors import query
+from rocketmq_actors.consumer.pop import PopConsumer
 from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
 from rocketmq_actors.producer import Message, Producer, create_topic
@@ -28,6 +29,7 @@ from rocketmq_actors.protocol.trace import (
     TraceRecord,
     decode_records,
 )
+from rocketmq_actors.testing.cluster import LocalCluster
 
 from ..cli._run import ok_json
 from ..test_query_java_real import mqadmin
@@ -159,3 +161,35 @@ async def test_lite_pull_writes_sub_before_and_after_when_polled(
     after = next(r for r in records if isinstance(r, SubAfterRecord))
     assert after.group == unique_group and after.success
     assert PubRecord not in kinds(records)  # (that producer had no trace)
+
+
+async def test_a_pop_consumer_writes_sub_before_and_after(
+    rocketmq_namesrv: str, rocketmq_cluster: LocalCluster, unique_group: str, unique_topic: str
+) -> None:
+    if rocketmq_cluster.spec.is_4x:
+        pytest.skip("POP needs a 5.x broker (test_pop_is_refused_on_4x runs on 4.x)")
+    since = time.time_ns() // 1_000_000 - 1000
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_p") as producer:
+        await create_topic(producer.instance, unique_topic, queues=2)
+        sent = await producer.send(Message(topic=unique_topic, body=b"popped"))
+    got = anyio.Event()
+
+    async def handle(message: Any) -> None:
+        if message.msg_id == sent.msg_id:
+            got.set()
+
+    async with PopConsumer(
+        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
+        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET, trace=True,
+    ):  # fmt: skip
+        with anyio.fail_after(30):
+            await got.wait()
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_q") as reader:
+        records = await until(
+            lambda: trace_records(reader.instance, sent.msg_id, since),
+            lambda found: {SubBeforeRecord, SubAfterRecord} <= kinds(found),
+        )
+    before = next(r for r in records if isinstance(r, SubBeforeRecord))
+    after = next(r for r in records if isinstance(r, SubAfterRecord))
+    assert before.group == after.group == unique_group
+    assert after.success and before.request_id == after.request_id
