@@ -331,6 +331,7 @@ class PopConsumer(GroupMember, Generic[T]):
                 with anyio.move_on_after(1.0):
                     await self._flow.wait()
             room = self.max_cached_messages - self.service.cached
+            asked = time.monotonic()
             try:
                 popped = await pop_calls.pop_once(
                     self._instance, self.group, topic, broker, subscription=subscription,
@@ -347,13 +348,23 @@ class PopConsumer(GroupMember, Generic[T]):
                 log.info("consumer.pop.failed", topic=topic, broker=broker, error=str(exc))
                 await backoff.sleep()
                 continue
-            backoff.reset()
             self.pops += 1
             for handle in popped.unwanted:  # Java acks what its tag filter drops
                 self.acker.add(topic, handle)
-            if popped.status is pop_calls.PopStatus.POLLING_FULL:
+            if popped.status is pop_calls.PopStatus.POLLING_FULL or (
+                popped.status is pop_calls.PopStatus.NOT_FOUND
+                and time.monotonic() - asked < self.poll_time / 2
+            ):
+                # nothing, long before the poll time: the broker did not hold the request
+                # (PopMessageRequestHeader.isTimeoutTooMuch: our clock behind the broker's
+                # by more than the poll time) - never a tight loop of POPs
+                if popped.status is pop_calls.PopStatus.NOT_FOUND and not backoff.attempt:
+                    log.info("consumer.pop.answered_early", topic=topic, broker=broker,
+                             seconds=round(time.monotonic() - asked, 3))  # fmt: skip
                 await backoff.sleep()
-            elif popped.messages:
+                continue
+            backoff.reset()
+            if popped.messages:
                 messages = [m for m, _ in popped.messages]
                 if self.value_deserializer is not None:
                     deserialize(messages, self.value_deserializer, self.group)
@@ -386,7 +397,8 @@ class PopConsumer(GroupMember, Generic[T]):
         return {
             "consumed": self.consumed, "failed": self.failed, "cached": self.service.cached,
             "acked": self.acker.acked, "ack_refused": self.acker.refused,
-            "retried": self.service.retried, "dead": self.service.dead, "pops": self.pops,
+            "retried": self.service.retried, "dead": self.service.dead,
+            "expired": self.service.expired, "pops": self.pops,
             "pop_errors": self.pop_errors,
             "brokers": sorted(f"{t}@{b}" for t, b in self.targets),
         }  # fmt: skip

@@ -79,8 +79,15 @@ class Acker:
     async def flush(self) -> None:
         """Send every waiting ack (the stop calls it last, within its deadline)."""
         pending, self._pending, self._count = self._pending, {}, 0
-        for (topic, broker), handles in pending.items():
-            unsent, error = await self._send(topic, broker, handles)
+        batches = list(pending.items())
+        for index, ((topic, broker), handles) in enumerate(batches):
+            try:
+                unsent, error = await self._send(topic, broker, handles)
+            except BaseException:  # cancelled (the stop) or crashed mid-flush: the acks not
+                for (left_topic, _), left in batches[index:]:  # known sent wait for the next
+                    for handle in left:  # flush (the stop's last); a repeated ack is refused
+                        self.add(left_topic, handle)
+                raise
             if not unsent:
                 continue
             now_ms = self._clock() * 1000

@@ -20,6 +20,9 @@ MAX_POP_BATCH = 32
 #: ProxyConfig.maxInvisibleTimeMills (Java's push consumer in pop mode keeps 5-300 s)
 MAX_INVISIBLE_TIME = 12 * 3600.0
 
+#: the shortest long poll allowed (Java's push consumer in POP mode holds 15 s)
+MIN_POLL_TIME = 1.0
+
 _COUNTS = ("concurrency", "consume_batch_size", "max_cached_messages", "ack_batch_size")
 _PERIODS = ("suspend_delay", "ack_interval", "route_interval", "request_timeout")
 
@@ -34,6 +37,8 @@ def check_pop_options(options: Mapping[str, Any]) -> None:
         validate_topic(topic, error=ConfigError)
         if topic.startswith(("%RETRY%", "%DLQ%")):
             raise ConfigError(f"subscriptions: {topic!r} is a retry or dead-letter topic")
+    for name in _COUNTS:  # (before any comparison below: a wrong type is a ConfigError)
+        check_int(name, options[name])
     if options["handler"] is not None and options["batch_handler"] is not None:
         raise ConfigError("give handler or batch_handler, not both")
     if options["consume_batch_size"] > 1 and options["batch_handler"] is None:
@@ -43,15 +48,17 @@ def check_pop_options(options: Mapping[str, Any]) -> None:
     if options["sync_handler"] and options["handler"] is None and options["batch_handler"] is None:
         raise ConfigError("sync_handler=True needs a handler or a batch_handler")
     check_deserializer(options["value_deserializer"])
-    for name in _COUNTS:
-        check_int(name, options[name])
     check_int("pop_batch_size", options["pop_batch_size"], maximum=MAX_POP_BATCH)
     if options["max_reconsume_times"] is not None:
         check_int("max_reconsume_times", options["max_reconsume_times"], minimum=0)
     invisible = check_timeout("invisible_time", options["invisible_time"])
     if not 1.0 <= invisible <= MAX_INVISIBLE_TIME:
         raise ConfigError(f"invisible_time must be 1 s to 12 h, not {invisible} s")
-    check_timeout("poll_time", options["poll_time"], allow_zero=True)
+    # a broker answers a POP with no poll time at once: a popper would loop without pause
+    if check_timeout("poll_time", options["poll_time"]) < MIN_POLL_TIME:
+        raise ConfigError(
+            f"poll_time must be at least {MIN_POLL_TIME} s, not {options['poll_time']}"
+        )
     for name in ("consume_timeout", "retry_delay"):
         if options[name] is not None:
             check_timeout(name, options[name], allow_zero=name == "retry_delay")

@@ -24,6 +24,7 @@ when its invisible time ends and is delivered to another member.
 
 from __future__ import annotations
 
+import time
 from typing import Protocol
 
 import anyio
@@ -89,6 +90,7 @@ class PopConsumeService:
         self.cached = 0  # popped, not settled yet: the flow control's count
         self.retried = 0  # made visible again for a retry
         self.dead = 0  # sent to the DLQ
+        self.expired = 0  # not consumed: their invisible time ran out while they waited
         self.busy = 0
 
     async def accept(self, topic: str, popped: Popped) -> None:
@@ -104,9 +106,16 @@ class PopConsumeService:
             batches = [[i] for i in popped if i[0].decode_error is not None]  # poison alone
             size = self.consume_batch_size
             batches += [plain[i : i + size] for i in range(0, len(plain), size)]
-        for batch in batches:
-            if not self.work.offer((topic, batch)):
-                await self.work.put((topic, batch))
+        queued = 0
+        try:
+            for batch in batches:
+                if not self.work.offer((topic, batch)):
+                    await self.work.put((topic, batch))
+                queued += len(batch)
+        finally:  # cancelled or closed while waiting: what was not queued is not cached
+            if queued < len(popped):
+                self.cached -= len(popped) - queued
+                self.owner.flow_changed()
 
     def close(self) -> None:
         self.work.close()
@@ -137,7 +146,20 @@ class PopConsumeService:
                 self.cached -= len(batch)
                 self.owner.flow_changed()
 
+    def _expired(self, topic: str, handles: list[ExtraInfo]) -> bool:
+        """Java's ``isPopTimeout``: the invisible time of a handle has run out, so the broker
+        may have handed the message to another member already; it is not consumed here."""
+        now = time.time_ns() // 1_000_000
+        if any(h.pop_time > 0 and now - h.pop_time >= h.invisible_time for h in handles):
+            self.expired += len(handles)
+            log.info("consumer.pop.expired", group=self.owner.group, topic=topic,
+                     messages=len(handles))  # fmt: skip
+            return True
+        return False
+
     async def _consume(self, topic: str, batch: Popped) -> None:
+        if self._expired(topic, [h for _, h in batch]):
+            return
         outcome = await self.dispatcher.invoke([m for m, _ in batch])
         for message, handle in batch:
             how = settled(message)
@@ -148,8 +170,8 @@ class PopConsumeService:
 
     async def _consume_orderly(self, topic: str, batch: Popped) -> None:
         for i, (message, handle) in enumerate(batch):
-            if self.owner.stopping:
-                return
+            if self.owner.stopping or self._expired(topic, [handle]):
+                return  # (the rest become visible again, in order)
             outcome = await self.dispatcher.invoke([message])
             how = settled(message)
             if how is Outcome.ACK:
@@ -231,5 +253,5 @@ class PopConsumeService:
             info={"mode": "pop-orderly" if self.orderly else "pop", "workers": self.concurrency,
                   "busy": self.busy, "consumed": self.dispatcher.consumed,
                   "failed": self.dispatcher.failed, "retried": self.retried,
-                  "dead": self.dead},
+                  "dead": self.dead, "expired": self.expired},
         )  # fmt: skip

@@ -107,3 +107,29 @@ async def test_acks_a_failure_left_go_with_the_next_flush_unless_expired(broker:
     broker.single_down = False
     await acks.flush()
     assert broker.singles == [1] and acks.acked == 1 and acks.pending == 0
+
+
+async def test_a_flush_cancelled_mid_send_keeps_the_acks_not_known_sent(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entered = anyio.Event()
+
+    async def stuck(_i: Any, _g: str, _t: str, handles: list[ExtraInfo]) -> bool:
+        entered.set()
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    monkeypatch.setattr(pop_calls, "batch_ack", stuck)
+    acks = acker()
+    for offset in (1, 2):
+        acks.add("t", handle(offset))
+    acks.add("t", handle(3, broker="b"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(acks.flush)  # (the stop cancels the acker in the middle of it)
+        with anyio.fail_after(5):
+            await entered.wait()
+        tg.cancel_scope.cancel()
+    assert acks.pending == 3  # none lost: the stop's last flush sends them
+    monkeypatch.setattr(pop_calls, "batch_ack", broker.batch_ack)
+    await acks.flush()
+    assert broker.batches == [[1, 2]] and broker.singles == [3] and acks.pending == 0

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
+from rocketmq_actors.consumer import pop_calls
 from rocketmq_actors.consumer.message import ReceivedMessage
 from rocketmq_actors.consumer.options import ConsumeFrom
 from rocketmq_actors.consumer.pop import PopConsumer
@@ -38,6 +40,10 @@ def build(**options: Any) -> PopConsumer:
         ({"pop_batch_size": 33}, "pop_batch_size"),
         ({"pop_batch_size": 0}, "pop_batch_size"),
         ({"poll_time": -1}, "poll_time"),
+        ({"poll_time": 0}, "poll_time"),  # the broker answers at once: a tight POP loop
+        ({"poll_time": 0.5}, "poll_time"),
+        ({"consume_batch_size": "x"}, "consume_batch_size"),
+        ({"subscriptions": {"t": 5}}, r"subscriptions\['t'\]"),
         ({"ack_batch_size": 0}, "ack_batch_size"),
         ({"ack_interval": 0}, "ack_interval"),
         ({"retry_delay": float("nan")}, "retry_delay"),
@@ -68,3 +74,23 @@ def test_defaults_follow_the_java_client() -> None:
 def test_iterating_a_consumer_with_a_handler_is_refused() -> None:
     with pytest.raises(ConfigError, match="handler"):
         aiter(build())
+
+
+async def test_a_popper_answered_at_once_with_nothing_backs_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A broker that does not hold the POP (its clock ahead of ours by more than the poll
+    time: PopMessageRequestHeader.isTimeoutTooMuch) answers NOT_FOUND at once: the popper
+    backs off instead of asking again in a tight loop."""
+    calls = 0
+
+    async def not_found(*args: Any, **kwargs: Any) -> pop_calls.Popped:
+        nonlocal calls
+        calls += 1
+        return pop_calls.Popped(pop_calls.PopStatus.NOT_FOUND)
+
+    monkeypatch.setattr(pop_calls, "pop_once", not_found)
+    consumer = build()
+    with anyio.move_on_after(0.5):
+        await consumer._pop_loop("t", "a", task_status=anyio.TASK_STATUS_IGNORED)
+    assert 1 <= calls <= 4  # back-off 0.2 s, 0.4 s, ...: never thousands

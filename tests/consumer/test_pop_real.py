@@ -308,9 +308,11 @@ async def test_orderly_pop_keeps_each_queues_order_through_a_failure(
     assert failed_once == set(keys)
 
 
+@pytest.mark.parametrize("orderly", [False, True])
 async def test_pop_is_refused_on_4x(
-    rocketmq_namesrv: str, unique_topic: str, unique_group: str, rocketmq_cluster: LocalCluster
-) -> None:
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str, rocketmq_cluster: LocalCluster,
+    orderly: bool,
+) -> None:  # fmt: skip
     if not rocketmq_cluster.spec.is_4x:
         pytest.skip("a 4.x broker is needed (run with --rocketmq-version 4.9.7)")
 
@@ -320,7 +322,7 @@ async def test_pop_is_refused_on_4x(
     async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_p") as producer:
         await create_topic(producer.instance, unique_topic, queues=1)
     with pytest.raises(UnsupportedByBroker, match=r"POP consumption needs a RocketMQ 5\.x") as info:
-        async with _pop(rocketmq_namesrv, unique_group, unique_topic, handle):
+        async with _pop(rocketmq_namesrv, unique_group, unique_topic, handle, orderly=orderly):
             pass
     assert info.value.broker_version.startswith("V4_")
 
