@@ -58,7 +58,16 @@ class Subscription:
     @classmethod
     def of(cls, topic: str, selector: str | MessageSelector) -> Subscription:
         if isinstance(selector, MessageSelector):
+            if not (isinstance(selector.expression, str)
+                    and isinstance(selector.expression_type, str)):  # fmt: skip
+                raise ConfigError(f"subscriptions[{topic!r}]: a selector's expression and type "
+                                  "are strings")  # fmt: skip
             return cls.parse(topic, selector.expression, selector.expression_type)
+        if not isinstance(selector, str):
+            raise ConfigError(
+                f"subscriptions[{topic!r}] must be a tag expression (str) or a MessageSelector, "
+                f"not {type(selector).__name__}"
+            )
         return cls.parse(topic, selector)
 
     def wire(self, sub_version: int) -> SubscriptionData:

@@ -105,3 +105,10 @@ def test_connection_options_belong_to_a_shared_instance() -> None:
             instance=shared, group="g", subscriptions={"T": "*"},
             credentials=AclCredentials("ak", "sk"),
         )  # fmt: skip
+
+
+def test_a_selector_of_the_wrong_type_is_a_config_error_naming_the_topic() -> None:
+    from rocketmq_actors.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"subscriptions\['t'\]"):
+        PushConsumer(namesrv="127.0.0.1:9", group="G", subscriptions={"t": 5}, handler=_noop)  # type: ignore[dict-item]
