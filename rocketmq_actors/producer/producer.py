@@ -237,6 +237,9 @@ class Producer(GroupMember):
         async with anyio.create_task_group() as tg:
             task_status.started(_MailboxView(self))
             async for inbound in self.mailbox:
+                if isinstance(inbound.event, ReplyPushed):  # never behind a slow check
+                    self._resolve_reply(inbound)
+                    continue
                 await slots.acquire()
                 tg.start_soon(serve, inbound)
 
@@ -246,12 +249,16 @@ class Producer(GroupMember):
                     last_error=repr(self.error) if self.error else None,
                     children=children)  # fmt: skip
 
+    def _resolve_reply(self, inbound: Inbound) -> None:
+        assert isinstance(inbound.event, ReplyPushed)
+        self.replies.resolve(inbound.event.message)
+        inbound.reply(ResponseCode.SUCCESS)  # the broker waits for it (Broker2Client)
+
     async def on_broker_request(self, inbound: Inbound) -> None:
         """Broker requests for this producer: replies to its requests here; transaction checks
         in :class:`TransactionProducer`, which overrides this."""
         if isinstance(inbound.event, ReplyPushed):
-            self.replies.resolve(inbound.event.message)
-            inbound.reply(ResponseCode.SUCCESS)  # the broker waits for it (Broker2Client)
+            self._resolve_reply(inbound)
             return
         log.warning("producer.unexpected_request", code=inbound.command.code, group=self.group)
 

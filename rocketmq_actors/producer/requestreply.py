@@ -142,6 +142,10 @@ async def reply(
         raise InvalidMessage(f"body must be bytes, not {type(body).__name__}")
     if timeout is not None:
         timeout = check_timeout("timeout", timeout)
+    if not isinstance(getattr(request, "properties", None), Mapping):
+        raise InvalidMessage(
+            f"request must be a received message (with properties), not {type(request).__name__}"
+        )
     topic, props = reply_properties(request.properties)
     instance = client.instance
     timeout = timeout or instance.request_timeout

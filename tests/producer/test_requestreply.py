@@ -222,3 +222,32 @@ async def test_a_reply_the_broker_cannot_push_is_a_broker_error() -> None:
     async with producer_on(broker) as producer:
         with anyio.fail_after(5), pytest.raises(BrokerError, match="channel not found"):
             await producer.reply(_Received(_request_props()), b"pong")
+
+
+async def test_reply_to_something_not_a_received_message_is_invalid_before_any_io() -> None:
+    with pytest.raises(InvalidMessage, match="received message"):
+        await reply(cast(Any, None), cast(Any, b"not a message"), b"x")  # (no client needed)
+
+
+async def test_a_reply_is_never_queued_behind_a_slow_broker_request() -> None:
+    """Replies share the producer's mailbox with transaction checks, which are served
+    ``check_concurrency`` at a time: a reply must not wait for a checker to finish."""
+    from rocketmq_actors.protocol.events import TransactionCheck
+    from rocketmq_actors.runtime.router import Inbound
+
+    broker = Broker(b"pong")
+    async with producer_on(broker) as producer:
+        checking = anyio.Event()
+
+        async def slow_check(inbound: Inbound) -> None:  # a checker that never returns
+            checking.set()
+            await anyio.sleep_forever()
+
+        producer.on_broker_request = slow_check  # type: ignore[method-assign]
+        check = cast(Any, TransactionCheck.__new__(TransactionCheck))  # (never read)
+        for _ in range(producer.check_concurrency):  # every slot taken
+            await producer.mailbox.post(Inbound(cast(Any, None), cast(Any, None), check))
+        with anyio.fail_after(5):
+            await checking.wait()
+            answer = await producer.request(Message(topic="T", body=b"ping"), timeout=3)
+        assert answer.body == b"pong"
