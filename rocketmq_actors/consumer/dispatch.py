@@ -128,7 +128,10 @@ class Dispatcher:
             self._count_consumed(presented, began)
             return None
         except Exception as exc:
-            outcome = ConsumeReturnType.EXCEPTION
+            overran = (timed and self.consume_timeout is not None and isinstance(exc, TimeoutError)
+                       and time.monotonic() - began >= self.consume_timeout)  # fmt: skip
+            # (Java's trace tells a handler past consumeTimeout from one that raised)
+            outcome = ConsumeReturnType.TIME_OUT if overran else ConsumeReturnType.EXCEPTION
             return self._raised(presented, exc, began)
         except anyio.get_cancelled_exc_class() as exc:
             if anyio.current_effective_deadline() == -math.inf:

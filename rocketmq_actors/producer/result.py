@@ -48,6 +48,9 @@ class SendResult:
     #: what :meth:`Producer.recall` takes: a 5.3.2+ broker's answer to a timer message
     #: (``delay_ms`` / ``deliver_at_ms``) sent alone; None for any other send
     recall_handle: str | None = None
+    #: False when the broker says its message trace is switched off (``TRACE_ON=false`` in
+    #: the reply, as Java's ``SendResult.isTraceOn``): no Pub trace record is written then
+    trace_on: bool = True
 
     def members(self, msg_ids: Sequence[str], offset_msg_ids: Sequence[str]) -> list[SendResult]:
         """The results of the batch's messages, in order, from this (the batch's) result: each
@@ -66,6 +69,7 @@ class SendResult:
             _set_transaction_id(result, None)
             _set_region_id(result, region)
             _set_recall_handle(result, None)  # (the broker gives none to a batch)
+            _set_trace_on(result, self.trace_on)
             append(result)
         return results
 
@@ -138,6 +142,7 @@ def new_send_result(  # noqa: PLR0917 - positional on the hot path, as SendResul
     transaction_id: str | None,
     region_id: str | None,
     recall_handle: str | None = None,
+    trace_on: bool = True,
 ) -> SendResult:
     """``SendResult(...)`` for the send paths, built through the slots directly: a frozen attrs
     ``__init__`` goes through ``object.__setattr__`` once per field (1.6 us a result, against
@@ -151,6 +156,7 @@ def new_send_result(  # noqa: PLR0917 - positional on the hot path, as SendResul
     _set_transaction_id(result, transaction_id)
     _set_region_id(result, region_id)
     _set_recall_handle(result, recall_handle)
+    _set_trace_on(result, trace_on)
     return result
 
 
@@ -164,3 +170,4 @@ _set_queue_offset = SendResult.__dict__["queue_offset"].__set__
 _set_transaction_id = SendResult.__dict__["transaction_id"].__set__
 _set_region_id = SendResult.__dict__["region_id"].__set__
 _set_recall_handle = SendResult.__dict__["recall_handle"].__set__
+_set_trace_on = SendResult.__dict__["trace_on"].__set__

@@ -277,7 +277,7 @@ class SendLoop:
                     result = new_send_result(
                         status, prepared.msg_id, ext["msgId"], queue, int(ext["queueOffset"]),
                         ext.get("transactionId"), ext.get("MSG_REGION"),
-                        ext.get("recallHandle"),
+                        ext.get("recallHandle"), ext.get("TRACE_ON") != "false",
                     )  # fmt: skip
                 except (KeyError, ValueError) as exc:
                     METRICS.inc(

@@ -91,7 +91,7 @@ class SendTrace:
         as Java's hook has no result then)."""
         from rocketmq_actors.producer.result import SendResult, SendStatus
 
-        if not isinstance(result, SendResult) or result.region_id is None:
+        if not isinstance(result, SendResult) or result.region_id is None or not result.trace_on:
             return
         now = now_ms()
         body = message.body if isinstance(message.body, bytes) else b""

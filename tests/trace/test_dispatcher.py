@@ -148,8 +148,8 @@ class FakeCluster:
     """NameServer and broker in one: user sends answered at once (with a region, as a broker
     does); trace sends answered or never (``stall``)."""
 
-    def __init__(self, *, stall_trace: bool) -> None:
-        self.stall_trace = stall_trace
+    def __init__(self, *, stall_trace: bool, trace_on: str = "true") -> None:
+        self.stall_trace, self.trace_on = stall_trace, trace_on
         self.addr = ""
         self.traces: list[RemotingCommand] = []
         self.trace_arrived = anyio.Event()
@@ -166,7 +166,7 @@ class FakeCluster:
         elif cmd.code == RequestCode.SEND_MESSAGE_V2:
             ext = {
                 "msgId": "7F00000100002A9F0000000000000A3C", "queueId": cmd.ext_fields["e"],
-                "queueOffset": "1", "MSG_REGION": "DefaultRegion", "TRACE_ON": "true",
+                "queueOffset": "1", "MSG_REGION": "DefaultRegion", "TRACE_ON": self.trace_on,
             }  # fmt: skip
             await peer.reply(cmd, ext_fields=ext)
         else:
@@ -192,6 +192,17 @@ async def test_producer_writes_a_pub_record_for_a_send() -> None:
     )  # fmt: skip
     props = decode_properties(cmd.ext_fields["i"])
     assert set(props[Property.KEYS].split(" ")) == {sent.msg_id, "k"}  # queryMsgTraceById's
+
+
+async def test_no_pub_record_when_the_broker_switched_its_trace_off() -> None:
+    fake = FakeCluster(stall_trace=False, trace_on="false")
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        async with Producer(namesrv=server.addr, group="PO", trace=True) as producer:
+            sent = await producer.send(Message(topic="orders", body=b"hello"))
+            assert sent.trace_on is False
+            assert producer.trace is not None and producer.trace.dispatcher.queued == 0
+    assert fake.traces == []  # (the stop flushed whatever there was: nothing)
 
 
 @pytest.mark.parametrize("nowait", [False, True])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from rocketmq_actors.consumer.dispatch import Dispatcher
@@ -48,7 +49,8 @@ def _records(dispatcher: TraceDispatcher) -> list[Any]:
 @pytest.mark.parametrize(
     ("behaviour", "code"),
     [("return", ConsumeReturnType.SUCCESS), ("raise", ConsumeReturnType.EXCEPTION),
-     ("nack", ConsumeReturnType.FAILED)],
+     ("nack", ConsumeReturnType.FAILED), ("overrun", ConsumeReturnType.TIME_OUT),
+     ("raise TimeoutError", ConsumeReturnType.EXCEPTION)],
 )  # fmt: skip
 async def test_a_handler_call_writes_sub_before_and_sub_after(
     behaviour: str, code: ConsumeReturnType
@@ -56,16 +58,20 @@ async def test_a_handler_call_writes_sub_before_and_sub_after(
     async def handler(message: ReceivedMessage[Any]) -> None:
         if behaviour == "raise":
             raise RuntimeError("no")
+        if behaviour == "raise TimeoutError":  # its own, within consume_timeout
+            raise TimeoutError("the handler's own")
         if behaviour == "nack":
             message.nack()
+        if behaviour == "overrun":  # past consume_timeout (Java: TIME_OUT)
+            await anyio.sleep_forever()
 
     traced = _dispatcher()
     dispatcher = Dispatcher(
-        "ns%G", handler=handler, batch_handler=None, consume_timeout=None, tracing=None,
+        "ns%G", handler=handler, batch_handler=None, consume_timeout=0.05, tracing=None,
         fail=lambda exc: None, namespace="ns",
         msg_trace=ConsumeTrace(traced, "ns%G", "ns"),
     )  # fmt: skip
-    assert await dispatcher.invoke([_message()]) is (behaviour == "return")
+    assert await dispatcher.invoke([_message()], timed=True) is (behaviour == "return")
     before, after = _records(traced)
     assert isinstance(before, SubBeforeRecord) and isinstance(after, SubAfterRecord)
     assert (before.group, before.region_id, before.msg_id, before.keys, before.topic) == (
@@ -98,6 +104,9 @@ def test_pub_record_of_a_result_and_none_without_a_region() -> None:
     hooks.pub(message, result, started_ms=1)
     hooks.pub(message, new_send_result(SendStatus.SEND_OK, "ID", "OFF", queue, 5, None, None), 1)
     hooks.pub(message, None, 1)  # a failed send: no result, no record (as Java)
+    switched_off = new_send_result(SendStatus.SEND_OK, "ID", "OFF", queue, 5, None, "R",
+                                   trace_on=False)  # fmt: skip
+    hooks.pub(message, switched_off, 1)  # the broker's TRACE_ON=false: none (isTraceOn)
     (pub,) = _records(traced)
     assert isinstance(pub, PubRecord)
     assert (pub.group, pub.topic, pub.store_host, pub.keys, pub.body_length) == (
