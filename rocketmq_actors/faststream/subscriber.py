@@ -33,6 +33,7 @@ from rocketmq_actors.consumer.options import ConsumeFrom, MessageModel
 from rocketmq_actors.consumer.push import PushConsumer
 from rocketmq_actors.consumer.subscriptions import MessageSelector
 from rocketmq_actors.errors import ClientStateError, ConfigError
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.names import validate_group, validate_topic
 
 from .config import RocketMQBrokerConfig
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
     from faststream.response.response import PublishCommand
 
 __all__ = ["RocketMQSubscriber", "create_subscriber", "selector_of"]
+
+log = get_logger("rocketmq_actors.faststream")
 
 #: what consumer_options may name (their values are checked when the consumer is built)
 PUSH_OPTIONS = frozenset(inspect.signature(PushConsumer).parameters)
@@ -228,6 +231,9 @@ class RocketMQSubscriber(SubscriberUsecase[ReceivedMessage[Any]]):
         consumer, self.consumer = self.consumer, None
         if consumer is not None:
             await consumer.stop()  # waits for the handlers in flight, persists offsets
+        # a stop a handler's StopConsume began (never this one itself): finished before this
+        if others := [t for t in self._stopping if t is not asyncio.current_task()]:
+            await asyncio.gather(*others, return_exceptions=True)
         await super().stop()
 
     async def _deliver(self, raw: ReceivedMessage[Any]) -> None:
@@ -238,13 +244,24 @@ class RocketMQSubscriber(SubscriberUsecase[ReceivedMessage[Any]]):
         try:
             await self.process_message(raw)
         except StopConsume:
+            # FastStream's consume() stops the subscriber here; ours cannot wait for its own
+            # consumer's stop inside that consumer's handler, so the stop runs beside it (held
+            # in _stopping: the broker's stop waits for it, its failure is logged)
             self.running = False
-            task = asyncio.get_running_loop().create_task(self.stop())  # not from its handler
+            if not raw.settled:
+                raw.nack()  # not consumed: this group consumes it again once it runs again
+            task = asyncio.get_running_loop().create_task(self.stop())
             self._stopping.add(task)
-            task.add_done_callback(self._stopping.discard)
+            task.add_done_callback(self._stopped)
         except Exception:  # logged by FastStream's middlewares; unsettled: consume it again
             if not raw.settled:
                 raw.nack()
+
+    def _stopped(self, task: asyncio.Task[None]) -> None:
+        self._stopping.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            log.warning("faststream.subscriber.stop_failed", topic=self.topic, group=self.group,
+                        error=repr(exc))  # fmt: skip
 
     def _make_response_publisher(self, message: StreamMessage[Any]) -> Iterable[PublisherProto]:
         return (ReplyPublisher(self._outer_config.producer, message.reply_to),)

@@ -298,3 +298,40 @@ async def test_the_access_log_is_silent_until_logging_is_configured(
     lines = [r for r in caplog.records if r.name == "faststream.access.rocketmq"]
     assert {getattr(r, "topic", None) for r in lines} == {unique_topic}
     assert capfd.readouterr().out == ""
+
+
+async def test_stop_consume_stops_the_subscriber_and_leaves_the_message_unconsumed(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    from faststream.exceptions import StopConsume
+
+    await make_topics(rocketmq_namesrv, unique_topic, queues=1)
+    broker = RocketMQBroker(rocketmq_namesrv)
+    got = Collected()
+
+    @broker.subscriber(unique_topic, group=unique_group, consumer_options=FIRST)
+    async def handle(body: str) -> None:
+        got.add(body)
+        raise StopConsume
+
+    async with broker:
+        await broker.start()
+        await broker.publish("first", unique_topic)
+        assert await got.wait(1) == ["first"]
+        (subscriber,) = list(subscribers_of(broker))
+        with anyio.fail_after(20):  # its consumer stops beside the handler
+            while subscriber.consumer is not None or subscriber._stopping:  # noqa: ASYNC110
+                await anyio.sleep(0.05)
+        assert not subscriber.running
+    # not consumed: the group's next member gets it again (sent back, or - the consumer
+    # stopping while it was handled - its offset never committed)
+    again = Collected()
+    second = RocketMQBroker(rocketmq_namesrv)
+
+    @second.subscriber(unique_topic, group=unique_group, consumer_options=FIRST)
+    async def resume(body: str, message: RocketMQMessage) -> None:
+        again.add((body, message.raw_message.reconsume_times))
+
+    async with second:
+        await second.start()
+        assert (await again.wait(1))[0][0] == "first"
