@@ -50,6 +50,7 @@ def test_the_spec_port_is_the_namesrv_port_and_brokers_avoid_it() -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.once  # (the default version's cluster)
 def test_start_prints_json_on_stdout_and_the_export_line_on_stderr(tmp_path: Path) -> None:
     port = pick_port(set(), (0,))
     state = str(tmp_path / "cluster")
@@ -77,6 +78,7 @@ def test_start_prints_json_on_stdout_and_the_export_line_on_stderr(tmp_path: Pat
 
 
 @pytest.mark.integration
+@pytest.mark.once  # (the default version's cluster)
 def test_a_start_that_loses_9876_to_another_takes_a_random_port(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

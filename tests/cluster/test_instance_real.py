@@ -85,6 +85,7 @@ async def test_two_masters_route(rocketmq_cluster_factory: Callable[..., LocalCl
         assert inst.routes.broker_addrs() == {b.addr for b in cluster.brokers}
 
 
+@pytest.mark.once  # the client's reconnect: the same whatever the broker's version
 async def test_broker_killed_during_requests_then_restarted(
     rocketmq_cluster_factory: Callable[..., LocalCluster], unique_topic: str
 ) -> None:

@@ -16,7 +16,8 @@ from rocketmq_actors.testing.cluster import LocalCluster
 
 from .pull import pull
 
-pytestmark = pytest.mark.integration
+# what the client does when a broker dies: the same whatever its version
+pytestmark = [pytest.mark.integration, pytest.mark.once]
 
 TOTAL = 1500
 KILL_AFTER = 500

@@ -81,6 +81,7 @@ async def test_a_python_responder_answers_a_java_requester(
     assert {r.queue_id for r in requests} == {0, 1}  # (the selector picks queue i % 2)
 
 
+@pytest.mark.once  # the Java client's versions, not the broker's
 @pytest.mark.parametrize("client", [pytest.param("5.3.3", marks=SYNC_REQUEST_BROKEN), "5.5.0"])
 async def test_the_java_sync_request_gets_a_python_reply(
     rocketmq_namesrv: str, unique_topic: str, unique_group: str, client: str

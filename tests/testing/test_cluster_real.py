@@ -93,6 +93,7 @@ def _cli_start(state_dir: Path) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.once  # (the default version's clusters)
 def test_cli_start_stop_twice_and_in_parallel(tmp_path: Path) -> None:
     first, second = tmp_path / "one", tmp_path / "two"
     beside = _cli_start(second)  # two launchers at once (and it saves one cluster start's wait)
@@ -144,6 +145,7 @@ def test_cli_start_stop_twice_and_in_parallel(tmp_path: Path) -> None:
                 _cli("cluster", "stop", "--state-dir", str(state_dir))
 
 
+@pytest.mark.once  # (the default version's cluster)
 def test_no_jvm_outlives_a_killed_launcher(tmp_path: Path) -> None:
     script = (
         "import sys\n"
@@ -175,6 +177,7 @@ def test_no_jvm_outlives_a_killed_launcher(tmp_path: Path) -> None:
     _wait_until(lambda: _processes_of(tmp_path) == [], 10, "the watchdog to exit")
 
 
+@pytest.mark.once  # (4.9.7's cluster, whatever the session's)
 def test_compat_version_cluster(rocketmq_cluster_factory: Callable[..., LocalCluster]) -> None:
     """The 4.9 line: its own jar set, logback files in ROCKETMQ_HOME, no bindAddress."""
     cluster = rocketmq_cluster_factory(version=COMPAT_VERSION)
