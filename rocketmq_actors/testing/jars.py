@@ -137,6 +137,13 @@ def _dir_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
 
 
+def _maven_env() -> dict[str, str]:
+    """The environment for ``mvn``: its JVM without perf data (it would leave
+    ``/tmp/hsperfdata_<user>`` behind)."""
+    opts = os.environ.get("MAVEN_OPTS", "")
+    return {**os.environ, "MAVEN_OPTS": f"{opts} -XX:-UsePerfData".strip()}
+
+
 def resolve_server_jars(version: str = DEFAULT_VERSION, cache_dir: Path | None = None) -> Path:
     """Return a directory holding every runtime jar of the RocketMQ ``version`` servers."""
     check_published(version)
@@ -181,6 +188,7 @@ def resolve_server_jars(version: str = DEFAULT_VERSION, cache_dir: Path | None =
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 check=False,
+                env=_maven_env(),
             )
         shutil.rmtree(repository, ignore_errors=True)
         jars = list(staging.glob("*.jar"))

@@ -239,3 +239,12 @@ def test_from_state_dir_ignores_reused_pids(tmp_path: Path) -> None:
     cluster._save_state()
     again = LocalCluster.from_state_dir(tmp_path)
     assert again.servers["namesrv"].pid is None
+
+
+def test_maven_runs_without_perf_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Maven's JVM would leave /tmp/hsperfdata_<user> behind: it runs with -XX:-UsePerfData,
+    after the user's own MAVEN_OPTS."""
+    monkeypatch.setenv("MAVEN_OPTS", "-Xmx1g")
+    assert jars._maven_env()["MAVEN_OPTS"] == "-Xmx1g -XX:-UsePerfData"
+    monkeypatch.delenv("MAVEN_OPTS")
+    assert jars._maven_env()["MAVEN_OPTS"] == "-XX:-UsePerfData"
