@@ -9,7 +9,7 @@ STATE  ?= .state/cluster
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run test lint typecheck pytest compat oldest-anyio oldest-faststream fuzz bench soak cluster-up cluster-down clean
+.PHONY: help venv run test lint typecheck pytest compat oldest-anyio oldest-faststream chaos fuzz bench soak cluster-up cluster-down clean
 
 help:
 	@echo "make run          start a local RocketMQ cluster and run the main job, then stop it"
@@ -17,6 +17,7 @@ help:
 	@echo "                  then the integration tests again on RocketMQ 5.5.0 and 4.9.7 (compat),"
 	@echo "                  the lifecycle tests on the oldest anyio we support (oldest-anyio), and"
 	@echo "                  the FastStream tests on the oldest FastStream we support (oldest-faststream)"
+	@echo "make chaos        the chaos tests alone (part of make test as well)"
 	@echo "make bench        benchmarks against the Java client (benchmarks/results/compare.*)"
 	@echo "make soak         10 minutes of steady produce + consume: RSS, tasks and fds must stay flat"
 	@echo "make fuzz         a million mutated inputs through every decoder of peer bytes"
@@ -103,6 +104,11 @@ test: lint typecheck
 
 soak: $(STAMP)
 	$(PY) -m benchmarks.soak --minutes 10
+
+# the chaos tests alone (broker kill -9 and SIGSTOP, NameServer outage, proxy faults, consumer
+# kills, orderly rebalances); make test runs them too
+chaos: $(STAMP)
+	$(PY) -m pytest -p no:cacheprovider tests/chaos
 
 fuzz: $(STAMP)
 	$(PY) -m tests.fuzz.mutate --inputs 1000000
