@@ -35,11 +35,11 @@ from rocketmq_actors.trace.hooks import ConsumeTrace
 from rocketmq_actors.tracing import Tracing
 
 from .delivery import Abandoned, Deliveries
-from .handlers import FailureLog, describe
+from .handlers import FailureLog, as_async_handler, describe
 from .message import ReceivedMessage, received
 from .settlement import Outcome, Settlement
 
-__all__ = ["BatchHandler", "Dispatcher", "Handler"]
+__all__ = ["BatchHandler", "Dispatcher", "Handler", "async_handlers"]
 
 log = get_logger("rocketmq_actors.consumer")
 
@@ -49,6 +49,20 @@ BatchHandler = (
     Callable[[list[ReceivedMessage[Any]]], Awaitable[None]]
     | Callable[[list[MessageExt]], Awaitable[None]]
 )
+
+
+def async_handlers(
+    handler: Handler | None, batch_handler: BatchHandler | None, *, sync: bool, concurrency: int
+) -> tuple[Handler | None, BatchHandler | None]:
+    """A consumer's handlers checked and, with ``sync`` (``sync_handler=True``), each wrapped to
+    run in a worker thread, ``concurrency`` threads at most between them."""
+    limiter = anyio.CapacityLimiter(concurrency) if sync else None
+    if handler is not None:
+        handler = as_async_handler(handler, name="handler", sync=sync, limiter=limiter)
+    if batch_handler is not None:
+        batch_handler = as_async_handler(batch_handler, name="batch_handler", sync=sync,
+                                         limiter=limiter)  # fmt: skip
+    return handler, batch_handler
 
 
 class Dispatcher:

@@ -69,8 +69,7 @@ from rocketmq_actors.trace import hooks as rmq_trace
 
 from . import pop_calls
 from .brokercalls import BROKER_FLOW_CONTROL_DELAY
-from .dispatch import BatchHandler, Dispatcher, Handler
-from .handlers import as_async_handler
+from .dispatch import BatchHandler, Dispatcher, Handler, async_handlers
 from .message import ReceivedMessage, T, deserialize
 from .options import ConsumeFrom
 from .pop_acks import Acker
@@ -126,13 +125,8 @@ class PopConsumer(GroupMember, Generic[T]):
         trace_topic: str | None = None,
     ) -> None:
         check_pop_options(locals())
-        limiter = anyio.CapacityLimiter(concurrency) if sync_handler else None
-        if handler is not None:
-            handler = as_async_handler(handler, name="handler", sync=sync_handler,
-                                       limiter=limiter)  # fmt: skip
-        if batch_handler is not None:
-            batch_handler = as_async_handler(batch_handler, name="batch_handler",
-                                             sync=sync_handler, limiter=limiter)  # fmt: skip
+        handler, batch_handler = async_handlers(handler, batch_handler, sync=sync_handler,
+                                                concurrency=concurrency)  # fmt: skip
         super().__init__(
             kind="pop-consumer", group=wrap(namespace, group), namesrv=namesrv, instance=instance,
             ssl_context=ssl_context, credentials=credentials, instance_name=instance_name,

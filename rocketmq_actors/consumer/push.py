@@ -65,8 +65,7 @@ from rocketmq_actors.tracing import Tracing
 from . import push_requests
 from .brokercalls import check_subscription, max_offset
 from .concurrent import ConcurrentConsumeService
-from .dispatch import BatchHandler, Dispatcher, Handler
-from .handlers import as_async_handler
+from .dispatch import BatchHandler, Dispatcher, Handler, async_handlers
 from .lag import ConsumerLag
 from .message import ReceivedMessage, T, deserialize
 from .offsets import LocalOffsetStore, OffsetStore, RemoteOffsetStore
@@ -135,13 +134,8 @@ class PushConsumer(GroupMember, Generic[T]):
         value_deserializer: Callable[[bytes], T] | None = None,
     ) -> None:
         check_push_options(locals())
-        limiter = anyio.CapacityLimiter(concurrency) if sync_handler else None
-        if handler is not None:
-            handler = as_async_handler(handler, name="handler", sync=sync_handler,
-                                       limiter=limiter)  # fmt: skip
-        if batch_handler is not None:
-            batch_handler = as_async_handler(batch_handler, name="batch_handler",
-                                             sync=sync_handler, limiter=limiter)  # fmt: skip
+        handler, batch_handler = async_handlers(handler, batch_handler, sync=sync_handler,
+                                                concurrency=concurrency)  # fmt: skip
         super().__init__(
             kind="push-consumer", group=wrap(namespace, group), namesrv=namesrv, instance=instance,
             ssl_context=ssl_context, credentials=credentials, instance_name=instance_name,
