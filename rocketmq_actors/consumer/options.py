@@ -13,7 +13,13 @@ from rocketmq_actors.runtime.checks import check_int, check_timeout
 
 from .strategies import as_allocator
 
-__all__ = ["ConsumeFrom", "MessageModel", "check_deserializer", "check_push_options"]
+__all__ = [
+    "ConsumeFrom",
+    "MessageModel",
+    "check_deserializer",
+    "check_push_options",
+    "max_reconsume_times",
+]
 
 
 class MessageModel(enum.Enum):
@@ -81,3 +87,11 @@ def check_push_options(options: Mapping[str, Any]) -> None:
 def check_deserializer(value: object) -> None:
     if value is not None and not callable(value):
         raise ConfigError(f"value_deserializer must be a callable of bytes, not {value!r}")
+
+
+def max_reconsume_times(given: int | None, orderly: bool) -> int:
+    """A consumer's ``max_reconsume_times``: as given, else Java's default - 16 in concurrent
+    mode, unbounded (``Integer.MAX_VALUE``) in orderly mode."""
+    if given is not None:
+        return given
+    return 2**31 - 1 if orderly else 16

@@ -72,13 +72,14 @@ from .brokercalls import BROKER_FLOW_CONTROL_DELAY
 from .dispatch import BatchHandler, Dispatcher, Handler, async_handlers
 from .message import ReceivedMessage, T, deserialize
 from .options import ConsumeFrom
+from .options import max_reconsume_times as default_max_reconsume
 from .pop_acks import Acker
 from .pop_options import check_pop_options
 from .pop_requests import server
 from .pop_service import PopConsumeService
 from .sendback import send_back
 from .settlement import Delay
-from .subscriptions import MessageSelector, Subscription
+from .subscriptions import MessageSelector, Subscription, subscription_table
 
 __all__ = ["PopConsumer"]
 
@@ -136,19 +137,12 @@ class PopConsumer(GroupMember, Generic[T]):
         self.invisible_time, self.poll_time = float(invisible_time), float(poll_time)
         self.pop_batch_size, self.concurrency = pop_batch_size, concurrency
         self.max_cached_messages = max_cached_messages
-        # Java: 16 in concurrent mode, unbounded (Integer.MAX_VALUE) in orderly mode
-        self.max_reconsume_times = (
-            max_reconsume_times if max_reconsume_times is not None
-            else 2**31 - 1 if orderly else 16
-        )  # fmt: skip
+        self.max_reconsume_times = default_max_reconsume(max_reconsume_times, orderly)
         self.retry_delay, self.suspend_delay = retry_delay, suspend_delay
         self.route_interval, self.request_timeout = route_interval, request_timeout
         self.value_deserializer = value_deserializer
         self.namespace = namespace
-        self._subscriptions = {
-            wrap(namespace, t): Subscription.of(wrap(namespace, t), e)
-            for t, e in subscriptions.items()
-        }
+        self._subscriptions = subscription_table(namespace, subscriptions)
         self.dispatcher = Dispatcher(
             self.group, handler=handler, batch_handler=batch_handler,
             consume_timeout=consume_timeout, fail=self._fail, tracing=None, namespace=namespace,

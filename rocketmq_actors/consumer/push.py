@@ -70,6 +70,7 @@ from .lag import ConsumerLag
 from .message import ReceivedMessage, T, deserialize
 from .offsets import LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from .options import ConsumeFrom, MessageModel, check_push_options
+from .options import max_reconsume_times as default_max_reconsume
 from .orderly import OrderlyConsumeService
 from .ownership import Ownership
 from .process_queue import ProcessQueue
@@ -79,7 +80,7 @@ from .rebalancer import Rebalancer
 from .sendback import send_back
 from .settlement import Delay
 from .strategies import StrategyOption
-from .subscriptions import MessageSelector, Subscription
+from .subscriptions import MessageSelector, Subscription, subscription_table
 
 __all__ = ["BatchHandler", "ConsumeFrom", "Handler", "MessageModel", "PushConsumer"]
 
@@ -152,21 +153,14 @@ class PushConsumer(GroupMember, Generic[T]):
         self.max_cached_messages_per_topic = max_cached_messages_per_topic
         self.max_cached_bytes_per_topic = max_cached_bytes_per_topic
         self.max_span = max_span
-        # Java: 16 in concurrent mode, unbounded (Integer.MAX_VALUE) in orderly mode
-        self.max_reconsume_times = (
-            max_reconsume_times if max_reconsume_times is not None
-            else 2**31 - 1 if orderly else 16
-        )  # fmt: skip
+        self.max_reconsume_times = default_max_reconsume(max_reconsume_times, orderly)
         self.retry_delay_level, self.local_retry_delay = retry_delay_level, local_retry_delay
         self.suspend_delay, self.consume_timeout = suspend_delay, consume_timeout
         self.rebalance_interval, self.lock_interval = rebalance_interval, lock_interval
         self.persist_interval, self.request_timeout = persist_interval, request_timeout
         self.on_rebalance = on_rebalance
         self.value_deserializer = value_deserializer
-        self._subscriptions = {
-            wrap(namespace, t): Subscription.of(wrap(namespace, t), e)
-            for t, e in subscriptions.items()
-        }
+        self._subscriptions = subscription_table(namespace, subscriptions)
         self.namespace = namespace
         self.retry_topic = f"%RETRY%{self.group}"
         if model is MessageModel.CLUSTERING:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import attrs
 
 from rocketmq_actors.errors import ConfigError
+from rocketmq_actors.names import wrap
 from rocketmq_actors.protocol.bodies import SubscriptionData
 from rocketmq_actors.protocol.messages import java_string_hash
 from rocketmq_actors.protocol.records import MessageExt
 
-__all__ = ["MessageSelector", "Subscription"]
+__all__ = ["MessageSelector", "Subscription", "subscription_table"]
 
 
 @attrs.frozen
@@ -84,3 +87,14 @@ class Subscription:
         """The broker filters by tag hash codes, which can collide: check the exact tag. A
         message that could not be decoded is kept (its consumer deals with it)."""
         return not self.tags or message.decode_error is not None or message.tags in self.tags
+
+
+def subscription_table(
+    namespace: str | None, subscriptions: Mapping[str, str | MessageSelector]
+) -> dict[str, Subscription]:
+    """A consumer's ``subscriptions`` option parsed, keyed by the topic as the broker knows it
+    (the namespace prefixed)."""
+    return {
+        wrap(namespace, topic): Subscription.of(wrap(namespace, topic), selector)
+        for topic, selector in subscriptions.items()
+    }
