@@ -51,6 +51,34 @@ def kinds(records: list[TraceRecord]) -> set[type]:
     return {type(r) for r in records}
 
 
+async def consume_it(kind: Any, namesrv: str, group: str, topic: str, msg_id: str) -> None:
+    """Run a traced ``kind`` of consumer (push or POP) of ``group`` until it has handled
+    ``msg_id``; its stop flushes its trace records."""
+    got = anyio.Event()
+
+    async def handle(message: Any) -> None:
+        if message.msg_id == msg_id:
+            got.set()
+
+    async with kind(
+        namesrv=namesrv, group=group, subscriptions={topic: "*"}, handler=handle,
+        consume_from=ConsumeFrom.FIRST_OFFSET, trace=True,
+    ):  # fmt: skip
+        with anyio.fail_after(30):
+            await got.wait()
+
+
+async def read_trace(namesrv: str, group: str, msg_id: str, since: int, wanted: set[type]) -> list[
+    TraceRecord
+]:  # fmt: skip
+    """The trace records about ``msg_id``, once those of every ``wanted`` type are there."""
+    async with Producer(namesrv=namesrv, group=group) as reader:
+        return await until(
+            lambda: trace_records(reader.instance, msg_id, since),
+            lambda found: wanted <= kinds(found),
+        )
+
+
 async def test_produced_and_consumed_with_trace_shown_by_mqadmin(
     rocketmq_namesrv: str, unique_group: str, unique_topic: str, request: pytest.FixtureRequest
 ) -> None:
@@ -61,24 +89,10 @@ async def test_produced_and_consumed_with_trace_shown_by_mqadmin(
     async with Producer(namesrv=rocketmq_namesrv, group=producer_group, trace=True) as producer:
         await create_topic(producer.instance, unique_topic, queues=2)
         sent = await producer.send(Message(topic=unique_topic, body=b"traced", tags="t", keys=key))
-    got = anyio.Event()
-
-    async def handle(message: Any) -> None:
-        if message.msg_id == sent.msg_id:
-            got.set()
-
-    async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=consumer_group, subscriptions={unique_topic: "*"},
-        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET, trace=True,
-    ):  # fmt: skip
-        with anyio.fail_after(30):
-            await got.wait()
+    await consume_it(PushConsumer, rocketmq_namesrv, consumer_group, unique_topic, sent.msg_id)
     # both stopped: their dispatchers flushed what they had
-    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_q") as reader:
-        records = await until(
-            lambda: trace_records(reader.instance, sent.msg_id, since),
-            lambda found: {PubRecord, SubBeforeRecord, SubAfterRecord} <= kinds(found),
-        )
+    records = await read_trace(rocketmq_namesrv, f"{unique_group}_q", sent.msg_id, since,
+                               {PubRecord, SubBeforeRecord, SubAfterRecord})  # fmt: skip
     pub = next(r for r in records if isinstance(r, PubRecord))
     assert (pub.group, pub.topic, pub.keys, pub.tags, pub.success) == (
         producer_group, unique_topic, key, "t", True
@@ -125,11 +139,8 @@ async def test_transaction_writes_half_pub_and_end_transaction(
         outcome = await producer.send_in_transaction(
             Message(topic=unique_topic, body=b"tx", keys="txk"), commit
         )
-    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_q") as reader:
-        records = await until(
-            lambda: trace_records(reader.instance, outcome.send.msg_id, since),
-            lambda found: {PubRecord, EndTransactionRecord} <= kinds(found),
-        )
+    records = await read_trace(rocketmq_namesrv, f"{unique_group}_q", outcome.send.msg_id, since,
+                               {PubRecord, EndTransactionRecord})  # fmt: skip
     pub = next(r for r in records if isinstance(r, PubRecord))
     end = next(r for r in records if isinstance(r, EndTransactionRecord))
     assert pub.msg_type is TraceMessageType.TRANS_HALF and pub.group == unique_group
@@ -153,11 +164,8 @@ async def test_lite_pull_writes_sub_before_and_after_when_polled(
             while not got:
                 got = [m for ms in (await consumer.getmany(timeout=1.0)).values() for m in ms]
     assert got[0].msg_id == sent.msg_id
-    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_q") as reader:
-        records = await until(
-            lambda: trace_records(reader.instance, sent.msg_id, since),
-            lambda found: {SubBeforeRecord, SubAfterRecord} <= kinds(found),
-        )
+    records = await read_trace(rocketmq_namesrv, f"{unique_group}_q", sent.msg_id, since,
+                               {SubBeforeRecord, SubAfterRecord})  # fmt: skip
     after = next(r for r in records if isinstance(r, SubAfterRecord))
     assert after.group == unique_group and after.success
     assert PubRecord not in kinds(records)  # (that producer had no trace)
@@ -172,23 +180,9 @@ async def test_a_pop_consumer_writes_sub_before_and_after(
     async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_p") as producer:
         await create_topic(producer.instance, unique_topic, queues=2)
         sent = await producer.send(Message(topic=unique_topic, body=b"popped"))
-    got = anyio.Event()
-
-    async def handle(message: Any) -> None:
-        if message.msg_id == sent.msg_id:
-            got.set()
-
-    async with PopConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET, trace=True,
-    ):  # fmt: skip
-        with anyio.fail_after(30):
-            await got.wait()
-    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_q") as reader:
-        records = await until(
-            lambda: trace_records(reader.instance, sent.msg_id, since),
-            lambda found: {SubBeforeRecord, SubAfterRecord} <= kinds(found),
-        )
+    await consume_it(PopConsumer, rocketmq_namesrv, unique_group, unique_topic, sent.msg_id)
+    records = await read_trace(rocketmq_namesrv, f"{unique_group}_q", sent.msg_id, since,
+                               {SubBeforeRecord, SubAfterRecord})  # fmt: skip
     before = next(r for r in records if isinstance(r, SubBeforeRecord))
     after = next(r for r in records if isinstance(r, SubAfterRecord))
     assert before.group == after.group == unique_group
