@@ -6,8 +6,10 @@ import os
 import random
 import shutil
 import stat
+import subprocess
 from collections import namedtuple
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -248,3 +250,19 @@ def test_maven_runs_without_perf_data(monkeypatch: pytest.MonkeyPatch) -> None:
     assert jars._maven_env()["MAVEN_OPTS"] == "-Xmx1g -XX:-UsePerfData"
     monkeypatch.delenv("MAVEN_OPTS")
     assert jars._maven_env()["MAVEN_OPTS"] == "-XX:-UsePerfData"
+
+
+def test_the_download_runs_maven_with_that_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    seen: list[dict[str, str]] = []
+
+    def fake_run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+        seen.append(kwargs["env"])
+        return subprocess.CompletedProcess(argv, 1)
+
+    monkeypatch.setattr("rocketmq_actors.testing.jars.shutil.which", lambda name: "/usr/bin/mvn")
+    monkeypatch.setattr("rocketmq_actors.testing.jars.subprocess.run", fake_run)
+    with pytest.raises(DownloadFailed):
+        jars.resolve_server_jars("0.0.2-never", cache_dir=tmp_path)
+    assert [env["MAVEN_OPTS"].split()[-1] for env in seen] == ["-XX:-UsePerfData"]
