@@ -63,6 +63,9 @@ public class JavaClient {
             DefaultMQProducer producer = new DefaultMQProducer(group);
             producer.setNamesrvAddr(namesrv);
             producer.setCompressType(CompressionType.of(compress));
+            // make test runs three broker sessions on two cores: the first send (route lookup,
+            // connect, store) has been seen to pass the default 3 s sendMsgTimeout there
+            producer.setSendMsgTimeout(15_000);
             producer.start();
             try {
                 for (int i = 0; i < count; i++) {
