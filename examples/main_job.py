@@ -6,7 +6,10 @@
    them (tax by region), and publish them from the executors through the ``rocketmq`` data
    source - one message per order, keyed by order id, tagged by region;
 4. the daemon totals orders and revenue per region (de-duplicating by key) and writes them;
-5. compare its totals with the same aggregation done by Spark: equal, or exit 1.
+5. compare its totals with the same aggregation done by Spark: equal, or exit 1;
+6. the streaming leg: a Spark structured-streaming query reads the topic back with the
+   ``rocketmq`` source (Trigger.AvailableNow, offsets in its checkpoint) into parquet files,
+   and the totals of those files (de-duplicated by order id) must equal Spark's too.
 """
 
 from __future__ import annotations
@@ -76,6 +79,31 @@ def expected(messages: DataFrame) -> dict[str, Any]:
             "by_region": dict(sorted(by_region.items()))}  # fmt: skip
 
 
+def stream_to_parquet(
+    spark: SparkSession, namesrv: str, topic: str, folder: Path, *, per_trigger: int = 10_000
+) -> dict[str, Any]:
+    """Read ``topic`` from its start with a streaming query into parquet files under
+    ``folder`` (Trigger.AvailableNow: what is stored now, ``per_trigger`` offsets a
+    micro-batch), then total those files as :func:`expected` does, by distinct order id."""
+    stream = (
+        spark.readStream.format("rocketmq").option("namesrv", namesrv).option("topic", topic)
+        .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", str(per_trigger))
+        .load()
+    )  # fmt: skip
+    fields = "order_id string, region string, total_cents long"
+    parsed = stream.select(F.from_json(F.col("body").cast("string"), fields).alias("o"))
+    query = (
+        parsed.select("o.*").writeStream.format("parquet").option("path", str(folder / "out"))
+        .option("checkpointLocation", str(folder / "checkpoint"))
+        .trigger(availableNow=True).start()
+    )  # fmt: skip
+    query.awaitTermination()
+    batches = sum(1 for p in query.recentProgress if p["numInputRows"])
+    rows = spark.read.parquet(str(folder / "out"))
+    totals = expected(rows.dropDuplicates(["order_id"]))
+    return {**totals, "rows": rows.count(), "micro_batches": batches}
+
+
 def create(namesrv: str, topic: str = TOPIC) -> None:
     async def run() -> None:
         async with Producer(namesrv=namesrv, group="pipeline_admin") as producer:
@@ -91,7 +119,6 @@ def say(line: str) -> None:
 
 def main() -> int:
     configure_logging(level="WARNING")  # the report below is the output; the daemon logs JSON
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # everything runs on loopback
     for var in ("SPARK_LAUNCHER_OPTS", "SPARK_SUBMIT_OPTS"):  # no /tmp/hsperfdata_<user>
         os.environ.setdefault(var, "-XX:-UsePerfData")
@@ -124,13 +151,18 @@ def main() -> int:
             published = time.monotonic() - started
             say(f"spark published {want['orders']} orders in {published:.1f} s "
                   f"({want['orders'] / published:.0f} rows/s)")  # fmt: skip
+            try:
+                daemon.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                daemon.terminate()  # graceful: it writes what it has
+                daemon.wait(timeout=30)
+            started = time.monotonic()
+            streamed = stream_to_parquet(spark, namesrv, TOPIC, Path(tmp) / "stream")
+            say(f"spark streaming read {streamed['rows']} messages back in "
+                f"{streamed['micro_batches']} micro-batches to parquet in "
+                f"{time.monotonic() - started:.1f} s")  # fmt: skip
         finally:
             spark.stop()
-        try:
-            daemon.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            daemon.terminate()  # graceful: it writes what it has
-            daemon.wait(timeout=30)
         got: dict[str, Any] = (
             json.loads(out.read_text()) if out.exists() else {"orders": 0, "by_region": {}}
         )
@@ -143,6 +175,10 @@ def main() -> int:
         say(f"  {region:8} orders {totals['orders']:6}  revenue "
               f"{totals['revenue_cents'] / 100:12,.2f}  {flag}")  # fmt: skip
     same = got["orders"] == want["orders"] and got["by_region"] == want["by_region"]
+    from_stream = {k: streamed[k] for k in ("orders", "by_region")}
+    say(f"streamed parquet totals: {streamed['orders']} orders, "
+        f"{'equal to' if from_stream == want else 'DIFFERENT from'} Spark's")  # fmt: skip
+    same = same and from_stream == want
     say(f"{'PASS' if same else 'FAIL'}: totals {'match' if same else 'differ'}; "
           f"{time.monotonic() - began:.1f} s in all")  # fmt: skip
     return 0 if same else 1

@@ -1,5 +1,5 @@
 """PySpark integration: :func:`publish_dataframe` (driver-side) and the ``rocketmq`` data
-source (executor-side writes, batch and streaming; batch reads). Needs the ``spark`` extra
+source (executor-side writes and reads, batch and streaming). Needs the ``spark`` extra
 (``pip install 'rocketmq-actors[spark]'``: PySpark 4 with pyarrow)."""
 
 from __future__ import annotations
@@ -15,17 +15,22 @@ from .columns import ColumnError  # noqa: E402
 from .datasource import RocketMQDataSource, SinkError  # noqa: E402
 from .options import OptionError  # noqa: E402
 from .publisher import publish_dataframe  # noqa: E402
+from .python import SparkSetupError, choose_worker_python  # noqa: E402
 
 __all__ = [
     "ColumnError",
     "OptionError",
     "RocketMQDataSource",
     "SinkError",
+    "SparkSetupError",
     "publish_dataframe",
     "register",
 ]
 
 
 def register(spark: Any) -> None:
-    """Make ``format("rocketmq")`` available on this SparkSession."""
+    """Make ``format("rocketmq")`` available on this SparkSession, with Spark's Python
+    workers running an interpreter that has this package (:func:`choose_worker_python`:
+    this one on a local master unless ``PYSPARK_PYTHON`` says otherwise)."""
+    choose_worker_python(spark)  # before register: the registered source carries it
     spark.dataSource.register(RocketMQDataSource)

@@ -7,6 +7,7 @@
     query = stream.writeStream.format("rocketmq").option("namesrv", ...) \\
         .option("checkpointLocation", "/tmp/ck").start()
     spark.read.format("rocketmq").option("namesrv", ...).option("topic", "orders").load()
+    spark.readStream.format("rocketmq").option("namesrv", ...).option("topics", "a,b").load()
 
 Writes run on the executors, one :class:`~rocketmq_actors.blocking.BlockingProducer` per task;
 each task's commit message carries its counts (sent, failed, first errors) back to the
@@ -18,55 +19,38 @@ fails after sending what it could, and Spark runs it again - the partition's mes
 did get through are sent twice. Give messages a ``keys`` column (an id stable across runs) and
 de-duplicate downstream by key. A failed job (``abort``) does not take back what was sent.
 
-Batch reads: one Spark partition per queue, from the queue's first to its last stored offset
-when the read is planned (``startingOffsets``/``endingOffsets``: ``earliest``/``latest``).
+Reads (batch and streaming) are in :mod:`.reader`: per-queue offset ranges planned on the
+driver, pulled on the executors; a streaming query keeps its offsets in Spark's checkpoint.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterator, Sequence
-from functools import partial
-from typing import Any
 
-import anyio
 import attrs
 import structlog
-from anyio.from_thread import start_blocking_portal
 from pyspark import TaskContext
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
+    DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
-    InputPartition,
     WriterCommitMessage,
 )
 from pyspark.sql.types import Row, StructType
 
 from rocketmq_actors.blocking import BlockingProducer
-from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.cluster.namesrv import parse_namesrv
-from rocketmq_actors.consumer.pull import PullConsumer, PullStatus, max_offset, min_offset
 from rocketmq_actors.logs import configure_logging, get_logger
-from rocketmq_actors.names import validate_topic
-from rocketmq_actors.protocol.bodies import MessageQueue
-from rocketmq_actors.protocol.messages import RESERVED_PROPERTIES
-from rocketmq_actors.protocol.records import MessageExt
 
 from .columns import plan_rows
-from .options import OptionError, SinkOptions
+from .options import SinkOptions
+from .reader import READ_SCHEMA, RocketMQReader, RocketMQStreamReader
 from .sink import publish_rows
 
 __all__ = ["RocketMQDataSource", "SinkError"]
 
 log = get_logger("rocketmq_actors.spark")
-
-READ_SCHEMA = (
-    "topic string, broker_name string, queue_id int, queue_offset long, msg_id string, "
-    "keys array<string>, tags string, properties map<string,string>, body binary, "
-    "born_timestamp timestamp, store_timestamp timestamp, reconsume_times int"
-)
 
 
 class SinkError(RuntimeError):
@@ -98,6 +82,9 @@ class RocketMQDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return RocketMQReader(dict(self.options))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return RocketMQStreamReader(dict(self.options))
 
 
 class RocketMQWriter(DataSourceWriter):
@@ -158,83 +145,3 @@ def _quiet_worker_logs(level: str) -> None:
     log at ``level`` (the ``logLevel`` option, WARNING by default) to stderr."""
     if not structlog.is_configured():
         configure_logging(level=level)
-
-
-# ---- batch reads ---------------------------------------------------------------------------
-
-
-@attrs.frozen
-class QueueRange(InputPartition):
-    topic: str
-    broker_name: str
-    queue_id: int
-    start: int
-    end: int
-
-
-def _read_settings(options: dict[str, str]) -> tuple[str, str, str, str]:
-    lowered = {k.lower(): v for k, v in options.items()}
-    namesrv, topic = lowered.get("namesrv"), lowered.get("topic")
-    if not namesrv or not topic:
-        raise OptionError("reading needs the options 'namesrv' and 'topic'")
-    parse_namesrv(namesrv)
-    validate_topic(topic)
-    start = lowered.get("startingoffsets", "earliest")
-    end = lowered.get("endingoffsets", "latest")
-    for name, value in (("startingOffsets", start), ("endingOffsets", end)):
-        if value not in ("earliest", "latest"):
-            raise OptionError(f"option {name!r} must be earliest or latest, not {value!r}")
-    return namesrv, topic, start, end
-
-
-class RocketMQReader(DataSourceReader):
-    def __init__(self, options: dict[str, str]) -> None:
-        self.namesrv, self.topic, self.start, self.end = _read_settings(options)
-        self.group = options.get("group") or "rocketmq_actors_spark_reader"
-
-    def partitions(self) -> Sequence[QueueRange]:
-        async def plan() -> list[QueueRange]:
-            async with ClientInstance(self.namesrv) as instance:
-                route = await instance.routes.get(self.topic)
-                ranges = []
-                for queue in route.subscribe_queues:
-                    low, high = await min_offset(instance, queue), await max_offset(instance, queue)
-                    start = low if self.start == "earliest" else high
-                    end = high if self.end == "latest" else low
-                    if end > start:
-                        ranges.append(QueueRange(queue.topic, queue.broker_name, queue.queue_id,
-                                                 start, end))  # fmt: skip
-                return ranges
-
-        return anyio.run(plan)
-
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        assert isinstance(partition, QueueRange)
-        queue = MessageQueue(partition.topic, partition.broker_name, partition.queue_id)
-        with (
-            start_blocking_portal("asyncio") as portal,
-            portal.wrap_async_context_manager(
-                portal.call(lambda: PullConsumer(namesrv=self.namesrv, group=self.group))
-            ) as consumer,
-        ):
-            offset = partition.start
-            while offset < partition.end:
-                result = portal.call(partial(consumer.pull, queue, offset, max_messages=64))
-                if result.status is not PullStatus.FOUND and result.next_offset <= offset:
-                    break  # nothing more (e.g. deleted by retention)
-                for message in result.messages:
-                    if message.queue_offset < partition.end:
-                        yield _row(message)
-                offset = result.next_offset
-
-
-def _row(message: MessageExt) -> tuple[Any, ...]:
-    def ts(ms: int) -> dt.datetime:
-        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
-
-    user = {k: v for k, v in message.properties.items() if k not in RESERVED_PROPERTIES}
-    return (
-        message.topic, message.broker_name, message.queue_id, message.queue_offset,
-        message.msg_id, message.keys, message.tags, user, message.body,
-        ts(message.born_timestamp), ts(message.store_timestamp), message.reconsume_times,
-    )  # fmt: skip

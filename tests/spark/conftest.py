@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 
 import pytest
@@ -19,7 +18,6 @@ for _var in ("SPARK_LAUNCHER_OPTS", "SPARK_SUBMIT_OPTS"):
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers use this venv
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     session = (
         SparkSession.builder.master("local[2,3]")  # 2 threads; a failed task is tried 3 times

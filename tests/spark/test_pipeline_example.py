@@ -54,3 +54,8 @@ def test_spark_publishes_and_the_daemon_totals_match(
     assert got["orders"] == want["orders"]
     assert got["by_region"] == want["by_region"]
     assert '"event": "aggregator.done"' in stderr  # JSON logs on stderr
+    # the streaming leg: the topic read back into parquet by a streaming query
+    streamed = job.stream_to_parquet(spark, rocketmq_namesrv, unique_topic, tmp_path / "s",
+                                     per_trigger=1500)  # fmt: skip
+    assert {k: streamed[k] for k in ("orders", "by_region")} == want
+    assert streamed["rows"] >= 4000 and streamed["micro_batches"] >= 3

@@ -1,0 +1,221 @@
+"""Offsets of the ``rocketmq`` source, planned on the driver.
+
+A source offset is ``{"topic": {"broker-a:0": 42, ...}}``: for every queue, the next offset to
+read. Spark stores these in the query's checkpoint (the offset log), so a restarted query
+resumes at the last planned batch, whatever the consumer group says: the source commits
+nothing to the broker, as Spark's Kafka source commits nothing to Kafka.
+
+The planning steps are pure functions (:func:`rate_limit`, :func:`split`, :func:`ranges`) tested
+without a broker; :class:`OffsetPlanner` asks the cluster for queues and offsets.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+import attrs
+from pyspark.sql.datasource import InputPartition
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.consumer.brokercalls import max_offset, min_offset, offset_for_time
+from rocketmq_actors.errors import RocketMQError, TopicNotFound
+from rocketmq_actors.logs import get_logger
+from rocketmq_actors.names import _is_system, unwrap, wrap
+from rocketmq_actors.protocol.bodies import MessageQueue
+
+from .source_options import EARLIEST, LATEST, QueueSpec, SourceOptions, queue_key
+
+__all__ = ["DataLost", "OffsetPlanner", "Offsets", "QueueRange", "rate_limit", "split"]
+
+log = get_logger("rocketmq_actors.spark")
+
+#: ``{"topic": {"broker:queue": next offset}}`` (wire topic names)
+Offsets = dict[str, dict[str, int]]
+
+
+class DataLost(RocketMQError):
+    """Offsets the query had still to read were deleted by the broker's retention (the
+    ``failOnDataLoss`` option decides between this error and a warning)."""
+
+
+@attrs.frozen
+class QueueRange(InputPartition):
+    """One Spark partition: offsets ``[start, end)`` of one queue."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+    start: int
+    end: int
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+def _queue(topic: str, key: str) -> MessageQueue:
+    broker, _, queue = key.rpartition(":")
+    return MessageQueue(topic, broker, int(queue))
+
+
+def flat(offsets: Mapping[str, Mapping[str, int]]) -> dict[MessageQueue, int]:
+    return {_queue(t, k): v for t, queues in offsets.items() for k, v in queues.items()}
+
+
+def nest(offsets: Mapping[MessageQueue, int]) -> Offsets:
+    nested: Offsets = {}
+    for queue in sorted(offsets, key=lambda q: (q.topic, q.broker_name, q.queue_id)):
+        key = queue_key(queue.broker_name, queue.queue_id)
+        nested.setdefault(queue.topic, {})[key] = offsets[queue]
+    return nested
+
+
+def rate_limit(
+    start: Mapping[MessageQueue, int], latest: Mapping[MessageQueue, int], limit: int
+) -> dict[MessageQueue, int]:
+    """At most ``limit`` offsets past ``start`` in all, shared among the queues in proportion to
+    their backlog (as Kafka's ``maxOffsetsPerTrigger``); the rounding remainder goes to the
+    largest backlogs, so a batch always moves when there is a backlog."""
+    backlog = {q: max(latest[q] - start.get(q, latest[q]), 0) for q in latest}
+    total = sum(backlog.values())
+    if total <= limit:
+        return dict(latest)
+    shares = {q: math.floor(limit * b / total) for q, b in backlog.items()}
+    left = limit - sum(shares.values())
+    for queue in sorted(backlog, key=lambda q: (-(backlog[q] - shares[q]), str(q))):
+        if left == 0:
+            break
+        if shares[queue] < backlog[queue]:
+            shares[queue] += 1
+            left -= 1
+    return {q: start.get(q, latest[q]) + shares[q] for q in latest}
+
+
+def split(ranges: list[QueueRange], min_partitions: int | None) -> list[QueueRange]:
+    """``ranges`` cut into at least ``min_partitions`` pieces (when there are that many offsets),
+    each range into pieces in proportion to its size, as Kafka's ``minPartitions``."""
+    if not min_partitions or len(ranges) >= min_partitions:
+        return ranges
+    total = sum(r.size for r in ranges)
+    pieces: list[QueueRange] = []
+    for r in ranges:
+        parts = min(max(1, math.ceil(min_partitions * r.size / total)), r.size)
+        step, extra = divmod(r.size, parts)
+        begin = r.start
+        for i in range(parts):
+            end = begin + step + (1 if i < extra else 0)
+            pieces.append(attrs.evolve(r, start=begin, end=end))
+            begin = end
+    return pieces
+
+
+def ranges(start: Mapping[MessageQueue, int], end: Mapping[MessageQueue, int]) -> list[QueueRange]:
+    return [
+        QueueRange(q.topic, q.broker_name, q.queue_id, start[q], end[q])
+        for q in sorted(end, key=lambda q: (q.topic, q.broker_name, q.queue_id))
+        if q in start and end[q] > start[q]
+    ]
+
+
+class OffsetPlanner:
+    """Asks the cluster for the source's queues and their offsets (driver side)."""
+
+    def __init__(self, instance: ClientInstance, options: SourceOptions) -> None:
+        self.instance = instance
+        self.options = options
+
+    def _wire(self, topic: str) -> str:
+        return wrap(self.options.namespace, topic)
+
+    async def topics(self) -> list[str]:
+        """The wire names of the topics read: as given, or the pattern's current matches."""
+        pattern = self.options.pattern
+        if pattern is None:
+            return [self._wire(t) for t in self.options.topics]
+        names = await self.instance.namesrv.topic_list()
+        ns = self.options.namespace
+        return sorted(
+            name for name in names
+            if not _is_system(name) and not name.startswith(("%RETRY%", "%DLQ%"))
+            and (ns is None or unwrap(ns, name) != name)
+            and pattern.fullmatch(unwrap(ns, name))
+        )  # fmt: skip
+
+    async def queues(self) -> list[MessageQueue]:
+        """Every readable queue of the topics, from a fresh route (new queues and brokers)."""
+        queues: list[MessageQueue] = []
+        for topic in await self.topics():
+            try:
+                route = await self.instance.routes.refresh(topic)
+            except TopicNotFound:
+                if self.options.pattern is not None:
+                    continue  # deleted since it was listed
+                raise
+            queues.extend(route.subscribe_queues)
+        return queues
+
+    async def latest(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
+        return {q: await max_offset(self.instance, q) for q in queues}
+
+    async def earliest(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
+        return {q: await min_offset(self.instance, q) for q in queues}
+
+    async def _resolve(self, queue: MessageQueue, value: int) -> int:
+        if value == EARLIEST:
+            return await min_offset(self.instance, queue)
+        if value == LATEST:
+            return await max_offset(self.instance, queue)
+        return value
+
+    async def starting(self, queues: list[MessageQueue]) -> dict[MessageQueue, int]:
+        """Where each queue starts, by the ``starting*`` options."""
+        start = self.options.start
+        if start.kind in ("earliest", "latest"):
+            mode = EARLIEST if start.kind == "earliest" else LATEST
+            return {q: await self._resolve(q, mode) for q in queues}
+        if start.kind == "timestamp":
+            return {q: await offset_for_time(self.instance, q, start.timestamp) for q in queues}
+        named = self._named(start.offsets)
+        default = LATEST if self.options.streaming else EARLIEST  # queues the JSON leaves out
+        result = {}
+        for q in queues:
+            value = named.get(q)
+            if value is None:
+                result[q] = await self._resolve(q, default)
+            elif start.kind == "timestamps":
+                result[q] = await offset_for_time(self.instance, q, value)
+            else:
+                result[q] = await self._resolve(q, value)
+        return result
+
+    def _named(self, spec: QueueSpec) -> dict[MessageQueue, int]:
+        return {
+            _queue(self._wire(t), k): v for t, queues in spec.items() for k, v in queues.items()
+        }
+
+    async def ending(self, queues: list[MessageQueue]) -> dict[MessageQueue, int]:
+        """Batch reads: where each queue ends, by ``endingOffsets``."""
+        named = self._named(self.options.end or {})
+        return {q: await self._resolve(q, named.get(q, LATEST)) for q in queues}
+
+    async def check_loss(self, start: dict[MessageQueue, int]) -> dict[MessageQueue, int]:
+        """``start`` with every offset the broker no longer has moved up to its first stored
+        one; :class:`DataLost` instead when ``failOnDataLoss`` is set."""
+        checked = dict(start)
+        for queue, offset in start.items():
+            low = await min_offset(self.instance, queue)
+            if offset < low:
+                lost(queue, offset, low, fail=self.options.fail_on_data_loss)
+                checked[queue] = low
+        return checked
+
+
+def lost(queue: MessageQueue, first: int, available: int, *, fail: bool) -> None:
+    """Offsets ``[first, available)`` of ``queue`` are gone: raise or warn."""
+    where = f"{queue.topic} {queue_key(queue.broker_name, queue.queue_id)}"
+    what = f"offsets {first}-{available - 1} of {where} were deleted before the query read them"
+    if fail:
+        raise DataLost(what + " (set failOnDataLoss=false to go on from the first stored offset)")
+    log.warning("spark.data_lost", topic=queue.topic, broker=queue.broker_name,
+                queue_id=queue.queue_id, first=first, available=available)  # fmt: skip

@@ -1,0 +1,281 @@
+"""Reading with the ``rocketmq`` source: batch (``spark.read``) and streaming
+(``spark.readStream``).
+
+Both plan on the driver, per queue, with :class:`~.offsets.OffsetPlanner`, and read on the
+executors, one :class:`~rocketmq_actors.consumer.PullConsumer` per Spark partition pulling its
+offset range. A streaming query's offsets are Spark's (the checkpoint's offset log): a query
+restarted from its checkpoint reads each offset once more only if its batch was not committed,
+so with an idempotent sink (the file sink) the output has every message exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from concurrent.futures import Future
+from functools import partial
+from typing import Any, TypeVar
+
+import anyio
+from anyio.from_thread import start_blocking_portal
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.consumer.pull import PullConsumer, PullStatus
+from rocketmq_actors.logs import get_logger
+from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.messages import RESERVED_PROPERTIES
+from rocketmq_actors.protocol.records import MessageExt
+
+from .offsets import OffsetPlanner, Offsets, QueueRange, flat, lost, nest, ranges, rate_limit, split
+from .source_options import SourceOptions
+
+__all__ = ["READ_SCHEMA", "RocketMQReader", "RocketMQStreamReader"]
+
+log = get_logger("rocketmq_actors.spark")
+T = TypeVar("T")
+
+READ_SCHEMA = (
+    "topic string, broker_name string, queue_id int, queue_offset long, msg_id string, "
+    "keys array<string>, tags string, properties map<string,string>, body binary, "
+    "born_timestamp timestamp, store_timestamp timestamp, reconsume_times int"
+)
+
+
+SHUTDOWN_TIMEOUT = (
+    15.0  # the client's own shutdown timeout (ClientInstance's default 10 s) and some
+)
+
+
+class PlannerLoop:
+    """A client kept open on the driver between planning calls (a streaming query plans every
+    trigger), on an event loop in a daemon thread: an interpreter that exits without
+    :meth:`close` (Spark's planner process being stopped) is not held up by it."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
+                                        name="rocketmq-spark-planner")  # fmt: skip
+        self._thread.start()
+        self._planner: OffsetPlanner | None = None
+        self._stop = asyncio.Event()
+        self._ready: Future[None] = Future()
+        self._main = asyncio.run_coroutine_threadsafe(self._serve(), self._loop)
+        try:
+            self._ready.result()
+        except BaseException:
+            self._halt()
+            raise
+
+    async def _serve(self) -> None:
+        try:
+            instance = ClientInstance(self.options.namesrv, **self.options.client_options())
+            async with instance:
+                self._planner = OffsetPlanner(instance, self.options)
+                self._ready.set_result(None)
+                await self._stop.wait()
+        except BaseException as exc:
+            if not self._ready.done():
+                self._ready.set_exception(exc)
+            raise
+
+    def call(self, plan: Callable[[OffsetPlanner], Awaitable[T]]) -> T:
+        assert self._planner is not None
+        planner = self._planner
+
+        async def run() -> T:
+            return await plan(planner)
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result()
+
+    def close(self) -> None:
+        if self._loop.is_closed():
+            return
+        self._loop.call_soon_threadsafe(self._stop.set)
+        try:
+            self._main.result(timeout=SHUTDOWN_TIMEOUT)
+        finally:
+            self._halt()
+
+    def _halt(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=SHUTDOWN_TIMEOUT)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+
+def plan_once(options: SourceOptions, plan: Callable[[OffsetPlanner], Awaitable[T]]) -> T:
+    """One planning call with a client of its own (batch reads plan once)."""
+
+    async def run() -> T:
+        async with ClientInstance(options.namesrv, **options.client_options()) as instance:
+            return await plan(OffsetPlanner(instance, options))
+
+    return anyio.run(run)
+
+
+class RocketMQReader(DataSourceReader):
+    """Batch reads: one Spark partition per queue (or more, ``minPartitions``), from
+    ``startingOffsets`` to ``endingOffsets`` as they are when the read is planned."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.settings = SourceOptions.parse(options, streaming=False)
+
+    def partitions(self) -> Sequence[QueueRange]:
+        async def plan(planner: OffsetPlanner) -> list[QueueRange]:
+            queues = await planner.queues()
+            start = await planner.check_loss(await planner.starting(queues))
+            return split(ranges(start, await planner.ending(queues)),
+                         self.settings.min_partitions)  # fmt: skip
+
+        return plan_once(self.settings, plan)
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        assert isinstance(partition, QueueRange)
+        return read_range(self.settings, partition)
+
+
+class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Streaming reads: offsets per queue in the checkpoint, ``maxOffsetsPerTrigger`` as
+    Spark's read limit, ``Trigger.AvailableNow``, new queues, brokers and pattern-matched topics
+    picked up at every trigger (from their first stored offset)."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.settings = SourceOptions.parse(options, streaming=True)
+        self._loop: PlannerLoop | None = None  # driver only, opened on first use
+        self._target: dict[MessageQueue, int] | None = None  # Trigger.AvailableNow's end
+
+    def __getstate__(self) -> dict[str, Any]:  # executors get the options, not the client
+        return {"settings": self.settings, "_loop": None, "_target": None}
+
+    def _plan(self, plan: Callable[[OffsetPlanner], Awaitable[T]]) -> T:
+        if self._loop is None:
+            self._loop = PlannerLoop(self.settings)
+        return self._loop.call(plan)
+
+    def initialOffset(self) -> Offsets:
+        async def plan(planner: OffsetPlanner) -> Offsets:
+            return nest(await planner.starting(await planner.queues()))
+
+        return self._plan(plan)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        limit = self.settings.max_offsets_per_trigger
+        return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        async def plan(planner: OffsetPlanner) -> dict[MessageQueue, int]:
+            return await planner.latest(await planner.queues())
+
+        self._target = self._plan(plan)
+        log.info("spark.available_now", queues=len(self._target),
+                 offsets=sum(self._target.values()))  # fmt: skip
+
+    def latestOffset(self, start: Offsets | None = None, limit: ReadLimit | None = None) -> Offsets:
+        begin = flat(start or {})
+        target = self._target
+
+        async def plan(planner: OffsetPlanner) -> dict[MessageQueue, int]:
+            queues = await planner.queues()
+            latest = await planner.latest(queues)
+            new = [q for q in queues if q not in begin]
+            first = {**begin, **await planner.earliest(new)}
+            if target is not None:  # nothing stored after AvailableNow began
+                latest = {q: min(v, target.get(q, first[q])) for q, v in latest.items()}
+            if isinstance(limit, ReadMaxRows):
+                latest = rate_limit(first, latest, limit.max_rows)
+            return {**begin, **latest}  # a queue gone from the route keeps its offset
+
+        return nest(self._plan(plan))
+
+    def reportLatestOffset(self) -> Offsets | None:
+        async def plan(planner: OffsetPlanner) -> dict[MessageQueue, int]:
+            return await planner.latest(await planner.queues())
+
+        return nest(self._plan(plan))
+
+    def partitions(self, start: Offsets, end: Offsets) -> Sequence[QueueRange]:
+        begin, until = flat(start), flat(end)
+
+        async def plan(planner: OffsetPlanner) -> list[QueueRange]:
+            new = [q for q in until if q not in begin]  # found by latestOffset: from the first
+            first = {**begin, **await planner.earliest(new)}
+            checked = await planner.check_loss({q: first[q] for q in until})
+            return split(ranges(checked, until), self.settings.min_partitions)
+
+        if begin == until:
+            return []
+        return self._plan(plan)
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        assert isinstance(partition, QueueRange)
+        return read_range(self.settings, partition)
+
+    def commit(self, end: Offsets) -> None:
+        # offsets live in the checkpoint; nothing is committed to the broker (as Kafka's source)
+        log.debug("spark.batch_committed", queues=sum(len(q) for q in end.values()))
+
+    def stop(self) -> None:
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
+
+
+# ---- executors ------------------------------------------------------------------------------
+
+
+def read_range(options: SourceOptions, part: QueueRange) -> Iterator[tuple[Any, ...]]:
+    """The rows of offsets ``[part.start, part.end)`` of one queue, pulled with the source's
+    filter; a range retention deleted is :func:`~.offsets.lost` (an error or a warning)."""
+    queue = MessageQueue(part.topic, part.broker_name, part.queue_id)
+    unfiltered = options.expression == "*" and options.expression_type == "TAG"
+    fail = options.fail_on_data_loss
+    consumer = partial(PullConsumer, namesrv=options.namesrv, group=options.group,
+                       namespace=options.namespace, **options.client_options())  # fmt: skip
+    with (
+        start_blocking_portal("asyncio") as portal,
+        portal.wrap_async_context_manager(portal.call(consumer)) as pulls,
+    ):
+        offset = part.start
+        while offset < part.end:
+            result = portal.call(partial(
+                pulls.pull, queue, offset, max_messages=min(options.pull_batch_size,
+                part.end - offset), expression=options.expression,
+                expression_type=options.expression_type,
+            ))  # fmt: skip
+            if result.status is PullStatus.FOUND:
+                first = result.messages[0].queue_offset if result.messages else offset
+                if unfiltered and first > offset:
+                    lost(queue, offset, min(first, part.end), fail=fail)
+                for message in result.messages:
+                    if message.queue_offset >= part.end:
+                        break
+                    yield _row(message)
+            elif result.status is PullStatus.NO_NEW_MSG or result.next_offset <= offset:
+                # the range was stored when it was planned: what is gone now was lost
+                lost(queue, offset, part.end, fail=fail)
+                return
+            elif result.status is PullStatus.OFFSET_ILLEGAL:
+                lost(queue, offset, min(result.next_offset, part.end), fail=fail)
+            offset = max(result.next_offset, offset + 1)
+
+
+def _row(message: MessageExt) -> tuple[Any, ...]:
+    def ts(ms: int) -> dt.datetime:
+        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+
+    user = {k: v for k, v in message.properties.items() if k not in RESERVED_PROPERTIES}
+    return (
+        message.topic, message.broker_name, message.queue_id, message.queue_offset,
+        message.msg_id, message.keys, message.tags, user, message.body,
+        ts(message.born_timestamp), ts(message.store_timestamp), message.reconsume_times,
+    )  # fmt: skip

@@ -1,0 +1,226 @@
+"""Options of the ``rocketmq`` source (batch ``read`` and ``readStream``), named after Spark's
+Kafka source and checked on the driver when the read is planned: an unknown or misspelt option
+is refused, as the writer refuses one. docs/spark.md has the table; in short:
+
+- ``namesrv`` (required); exactly one of ``topic``, ``topics`` (comma-separated) and
+  ``topicPattern`` (a regular expression matched against the whole name; system, retry and
+  dead-letter topics excluded; new matches picked up between micro-batches).
+- ``startingOffsets``: ``earliest``, ``latest`` or JSON per queue,
+  ``{"orders": {"broker-a:0": 42}}`` (-2 earliest, -1 latest; queues it leaves out start at the
+  default: ``latest`` for a stream, ``earliest`` for a batch); or ``startingTimestamp`` (epoch
+  ms, every queue) or ``startingOffsetsByTimestamp`` (JSON per queue of epoch ms): at most one.
+- ``endingOffsets`` (batch only): ``latest`` or JSON per queue (-1 latest).
+- ``failOnDataLoss`` (``true``): offsets deleted by retention before they were read fail the
+  query, or (``false``) are logged as ``spark.data_lost`` and skipped.
+- ``maxOffsetsPerTrigger`` (stream only), ``minPartitions``, ``tags`` or ``sql`` (a broker-side
+  filter), ``group``, ``namespace``, ``pullBatchSize``, and the writer's ``tls``,
+  ``tlsInsecure``, ``accessKey``, ``secretKey`` and ``logLevel``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import ssl
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import attrs
+
+from rocketmq_actors.cluster.namesrv import parse_namesrv
+from rocketmq_actors.names import validate_group, validate_topic
+from rocketmq_actors.protocol.acl import AclCredentials
+
+from .options import OptionError, _bool, _level, _number
+
+__all__ = ["EARLIEST", "LATEST", "QueueSpec", "SourceOptions", "queue_key"]
+
+EARLIEST = -2  # as Kafka's JSON offsets
+LATEST = -1
+
+_KNOWN = {
+    "namesrv", "topic", "topics", "topicpattern", "startingoffsets", "endingoffsets",
+    "startingtimestamp", "startingoffsetsbytimestamp", "failondataloss",
+    "maxoffsetspertrigger", "minpartitions", "tags", "sql", "group", "namespace",
+    "pullbatchsize", "tls", "tlsinsecure", "accesskey", "secretkey", "loglevel",
+    "path", "checkpointlocation", "queryname",  # Spark's own, passed along to every source
+}  # fmt: skip
+_STREAM_ONLY = {"maxoffsetspertrigger"}
+_BATCH_ONLY = {"endingoffsets"}
+
+#: ``{"topic": {"broker:queue": value}}``: offsets (or timestamps) of named queues
+QueueSpec = dict[str, dict[str, int]]
+
+
+def queue_key(broker_name: str, queue_id: int) -> str:
+    """How a queue is named in offsets JSON and in the checkpoint: ``broker-a:3``."""
+    return f"{broker_name}:{queue_id}"
+
+
+def _spec(name: str, raw: str, *, allowed: tuple[int, ...] = (), minimum: int = 0) -> QueueSpec:
+    """A JSON ``{"topic": {"broker:queue": int}}``; values >= ``minimum`` or in ``allowed``."""
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict) or not parsed:
+        raise OptionError(
+            f"option {name!r} must be earliest, latest or JSON like "
+            f'{{"topic": {{"broker-a:0": 42}}}}, not {raw!r}'
+        )
+    spec: QueueSpec = {}
+    for topic, queues in parsed.items():
+        if not isinstance(queues, dict):
+            raise OptionError(f"option {name!r}: the value for {topic!r} must be an object")
+        spec[topic] = {}
+        for key, value in queues.items():
+            broker, _, queue = str(key).rpartition(":")
+            if not broker or not queue.isdigit():
+                raise OptionError(f"option {name!r}: queue {key!r} is not broker-name:queue-id")
+            ok = isinstance(value, int) and not isinstance(value, bool)
+            if not ok or (value < minimum and value not in allowed):
+                raise OptionError(f"option {name!r}: {topic}/{key} has the value {value!r}")
+            spec[topic][queue_key(broker, int(queue))] = value
+    return spec
+
+
+@attrs.frozen
+class Start:
+    """Where queues start: a mode for every queue, or per-queue offsets or timestamps."""
+
+    kind: Literal["earliest", "latest", "offsets", "timestamp", "timestamps"]
+    offsets: QueueSpec = attrs.field(factory=dict)
+    timestamp: int = 0
+
+
+def _start(lowered: Mapping[str, str], default: str) -> Start:
+    given = [n for n in ("startingoffsets", "startingtimestamp", "startingoffsetsbytimestamp")
+             if n in lowered]  # fmt: skip
+    if len(given) > 1:
+        raise OptionError(
+            "give at most one of startingOffsets, startingTimestamp and startingOffsetsByTimestamp"
+        )
+    if "startingtimestamp" in lowered:
+        return Start("timestamp", timestamp=_number(lowered, "startingTimestamp", 0, minimum=0))
+    if "startingoffsetsbytimestamp" in lowered:
+        raw = lowered["startingoffsetsbytimestamp"]
+        return Start("timestamps", _spec("startingOffsetsByTimestamp", raw))
+    raw = lowered.get("startingoffsets", default).strip()
+    if raw.lower() in ("earliest", "latest"):
+        return Start(raw.lower())  # type: ignore[arg-type]
+    return Start("offsets", _spec("startingOffsets", raw, allowed=(EARLIEST, LATEST)))
+
+
+def _topics(lowered: Mapping[str, str]) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
+    given = [n for n in ("topic", "topics", "topicpattern") if lowered.get(n)]
+    if len(given) != 1:
+        raise OptionError("give exactly one of the options 'topic', 'topics' and 'topicPattern'")
+    if given[0] == "topicpattern":
+        try:
+            return (), re.compile(lowered["topicpattern"])
+        except re.error as exc:
+            raise OptionError(f"option 'topicPattern' is not a regular expression: {exc}") from None
+    topics = tuple(t.strip() for t in lowered[given[0]].split(",") if t.strip())
+    if not topics:
+        raise OptionError(f"option {given[0]!r} names no topic")
+    for topic in topics:
+        validate_topic(topic, error=OptionError)
+    return topics, None
+
+
+@attrs.frozen
+class SourceOptions:
+    streaming: bool
+    namesrv: str
+    topics: tuple[str, ...]
+    pattern: re.Pattern[str] | None
+    start: Start
+    end: QueueSpec | None  # None: latest
+    fail_on_data_loss: bool
+    max_offsets_per_trigger: int | None
+    min_partitions: int | None
+    expression: str
+    expression_type: str  # TAG or SQL92
+    group: str
+    namespace: str | None
+    pull_batch_size: int
+    tls: bool
+    tls_insecure: bool
+    log_level: str
+    access_key: str | None
+    secret_key: str | None = attrs.field(repr=False)
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
+        lowered = {str(k).lower(): str(v) for k, v in options.items()}
+        unknown = sorted(set(lowered) - _KNOWN)
+        if unknown:
+            raise OptionError(f"unknown option(s) {unknown} for the rocketmq source")
+        wrong = sorted(set(lowered) & (_BATCH_ONLY if streaming else _STREAM_ONLY))
+        if wrong:
+            kind = "streaming" if streaming else "batch"
+            raise OptionError(f"option(s) {wrong} do not apply to a {kind} read")
+        try:
+            return cls._parse(lowered, streaming)
+        except OptionError:
+            raise
+        except ValueError as exc:  # a ConfigError from the name checks
+            raise OptionError(str(exc)) from exc
+
+    @classmethod
+    def _parse(cls, lowered: dict[str, str], streaming: bool) -> SourceOptions:
+        namesrv = lowered.get("namesrv")
+        if not namesrv:
+            raise OptionError("option 'namesrv' is required (host:port[;host:port...])")
+        parse_namesrv(namesrv)
+        topics, pattern = _topics(lowered)
+        end = None
+        raw_end = lowered.get("endingoffsets", "latest").strip()
+        if raw_end.lower() != "latest":
+            end = _spec("endingOffsets", raw_end, allowed=(LATEST,))
+        if lowered.get("tags") and lowered.get("sql"):
+            raise OptionError("give at most one of the options 'tags' and 'sql'")
+        access_key = lowered.get("accesskey") or None
+        secret_key = lowered.get("secretkey") or None
+        if (access_key is None) != (secret_key is None):
+            raise OptionError("ACL credentials need both options 'accessKey' and 'secretKey'")
+        group = lowered.get("group") or "rocketmq_actors_spark_reader"
+        validate_group(group)
+        limit = lowered.get("maxoffsetspertrigger")
+        parts = lowered.get("minpartitions")
+        return cls(
+            streaming=streaming, namesrv=namesrv, topics=topics, pattern=pattern,
+            start=_start(lowered, "latest" if streaming else "earliest"), end=end,
+            fail_on_data_loss=_bool(lowered, "failondataloss", True),
+            max_offsets_per_trigger=None if limit is None else _number(
+                lowered, "maxOffsetsPerTrigger", 1, minimum=1),
+            min_partitions=None if parts is None else _number(
+                lowered, "minPartitions", 1, minimum=1),
+            expression=lowered.get("sql") or lowered.get("tags") or "*",
+            expression_type="SQL92" if lowered.get("sql") else "TAG",
+            group=group, namespace=lowered.get("namespace") or None,
+            pull_batch_size=_number(lowered, "pullBatchSize", 64, minimum=1),
+            tls=_bool(lowered, "tls", False), tls_insecure=_bool(lowered, "tlsinsecure", False),
+            log_level=_level(lowered.get("loglevel", "WARNING")),
+            access_key=access_key, secret_key=secret_key,
+        )  # fmt: skip
+
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        if not self.tls:
+            return None
+        context = ssl.create_default_context()
+        if self.tls_insecure:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        return context
+
+    def client_options(self) -> dict[str, Any]:
+        """Keyword arguments for a ClientInstance / PullConsumer of this source."""
+        return {
+            "ssl_context": self._ssl_context(),
+            "credentials": (
+                AclCredentials(self.access_key, self.secret_key)
+                if self.access_key and self.secret_key
+                else None
+            ),
+        }
