@@ -35,6 +35,7 @@ __all__ = [
     "PullStatus",
     "Puller",
     "check_subscription",
+    "first_offset_at",
     "max_offset",
     "min_offset",
     "offset_for_time",
@@ -163,6 +164,42 @@ async def offset_for_time(instance: ClientInstance, queue: MessageQueue, timesta
     return await _offset_request(
         instance, queue, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header.to_ext()
     )
+
+
+async def _stored_at(
+    instance: ClientInstance, group: str, queue: MessageQueue, offset: int
+) -> int | None:
+    """The store time (ms) of the message at ``offset``, None if there is none."""
+    result = await pull_once(
+        instance, group, queue, offset, subscription=Subscription(queue.topic), sub_version=0,
+        max_messages=1, wait=0, request_timeout=instance.request_timeout,
+    )  # fmt: skip
+    found = result.status is PullStatus.FOUND and result.messages
+    return result.messages[0].store_timestamp if found else None
+
+
+async def first_offset_at(
+    instance: ClientInstance, group: str, queue: MessageQueue, timestamp_ms: int
+) -> int:
+    """The first offset of ``queue`` stored at or after ``timestamp_ms``, as Kafka's
+    ``offsetsForTimes``. The broker's answer (SEARCH_OFFSET_BY_TIMESTAMP) is the starting
+    point: 4.x brokers answer the offset whose store time is nearest
+    (ConsumeQueue.getOffsetInQueueByTime), which may be the one before, and messages stored
+    in the same millisecond may put it past the first of them; one-message pulls settle it."""
+    offset = await offset_for_time(instance, queue, timestamp_ms)
+    low, high = await min_offset(instance, queue), await max_offset(instance, queue)
+    offset = min(max(offset, low), high)
+    while offset > low:
+        before = await _stored_at(instance, group, queue, offset - 1)
+        if before is None or before < timestamp_ms:
+            break
+        offset -= 1
+    while offset < high:
+        at = await _stored_at(instance, group, queue, offset)
+        if at is None or at >= timestamp_ms:
+            break
+        offset += 1
+    return offset
 
 
 class PullCounter:

@@ -59,6 +59,7 @@ from .brokercalls import (
     PullResult,
     PullStatus,
     check_subscription,
+    first_offset_at,
     max_offset,
     min_offset,
     offset_for_time,
@@ -450,8 +451,10 @@ class PullConsumer(GroupMember, Generic[T]):
         return await max_offset(self._instance, self._ns.wire(queue))
 
     async def offset_for_time(self, queue: MessageQueue, timestamp_ms: int) -> int:
-        """The first offset stored at or after ``timestamp_ms``."""
-        return await offset_for_time(self._instance, self._ns.wire(queue), timestamp_ms)
+        """The first offset stored at or after ``timestamp_ms`` (on 4.x brokers too, whose own
+        answer is the nearest: see :func:`~.brokercalls.first_offset_at`)."""
+        return await first_offset_at(self._instance, self.group, self._ns.wire(queue),
+                                     timestamp_ms)  # fmt: skip
 
     # ---- inspection ---------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ import attrs
 from pyspark.sql.datasource import InputPartition
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.consumer.brokercalls import max_offset, min_offset, offset_for_time
+from rocketmq_actors.consumer.brokercalls import first_offset_at, max_offset, min_offset
 from rocketmq_actors.errors import RocketMQError, TopicNotFound
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.names import _is_system, unwrap, wrap
@@ -175,7 +175,7 @@ class OffsetPlanner:
             mode = EARLIEST if start.kind == "earliest" else LATEST
             return {q: await self._resolve(q, mode) for q in queues}
         if start.kind == "timestamp":
-            return {q: await offset_for_time(self.instance, q, start.timestamp) for q in queues}
+            return {q: await self.at_or_after(q, start.timestamp) for q in queues}
         named = self._named(start.offsets)
         default = LATEST if self.options.streaming else EARLIEST  # queues the JSON leaves out
         result = {}
@@ -184,10 +184,13 @@ class OffsetPlanner:
             if value is None:
                 result[q] = await self._resolve(q, default)
             elif start.kind == "timestamps":
-                result[q] = await offset_for_time(self.instance, q, value)
+                result[q] = await self.at_or_after(q, value)
             else:
                 result[q] = await self._resolve(q, value)
         return result
+
+    async def at_or_after(self, queue: MessageQueue, timestamp: int) -> int:
+        return await first_offset_at(self.instance, self.options.group, queue, timestamp)
 
     def _named(self, spec: QueueSpec) -> dict[MessageQueue, int]:
         return {

@@ -88,6 +88,17 @@ async def test_offsets_illegal_committed_and_by_time(
         moved = await consumer.pull(queue, high + 1000)
         assert moved.status is PullStatus.OFFSET_ILLEGAL and moved.next_offset == high
         assert await consumer.offset_for_time(queue, before) == 0
+        # every stored time gives the first offset stored at or after it (Kafka's
+        # offsetsForTimes): 4.9 brokers answer the nearest one, which can be the one before
+        stored = [
+            m.store_timestamp for m in (await consumer.pull(queue, 0, max_messages=64)).messages
+        ]
+        for offset, stamp in enumerate(stored):
+            first = min(i for i, s in enumerate(stored) if s >= stamp)
+            assert await consumer.offset_for_time(queue, stamp) == first, (offset, stored)
+            assert await consumer.offset_for_time(queue, stamp + 1) == next(
+                (i for i, s in enumerate(stored) if s > stamp), len(stored)
+            )
         # never committed: 5.x says so; 4.9 answers 0 while the queue's messages are in memory
         assert await consumer.committed(queue) in (
             (None, 0) if rocketmq_cluster.spec.is_4x else (None,)

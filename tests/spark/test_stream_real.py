@@ -196,7 +196,7 @@ def test_batch_reads_with_pattern_filters_offsets_and_min_partitions(
     assert mine == queue0[3:5]  # [3, 5) of queue 0; the other queue whole
     assert len(ranged) == 2 + sum(1 for r in every if r.topic == one and r.queue_id != 0)
     since = sorted(r.store_timestamp for r in every if r.topic == one)[10]
-    stamped = read(topic=one, startingTimestamp=str(int(since.timestamp() * 1000))).collect()
+    stamped = read(topic=one, startingTimestamp=str(round(since.timestamp() * 1000))).collect()
     assert {r.keys[0] for r in stamped} == {
         r.keys[0] for r in every if r.topic == one and r.store_timestamp >= since
     }
@@ -207,7 +207,8 @@ def test_unknown_and_misspelt_source_options_fail_when_the_read_is_planned(
 ) -> None:
     for options, message in (
         ({"startingOffset": "earliest"}, "unknown option"),
-        ({"failOnDataloss": "false", "endingOffsets": "latest"}, "unknown option"),
+        ({"failOnDataLos": "false"}, "unknown option"),  # names are case-insensitive
+        ({"maxOffsetsPerTrigger": "10"}, "do not apply to a batch read"),
         ({"startingOffsets": "first"}, "must be earliest, latest or JSON"),
     ):
         reader = spark.read.format("rocketmq").option("namesrv", rocketmq_namesrv)
