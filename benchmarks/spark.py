@@ -1,4 +1,4 @@
-"""Rows per second published from PySpark: driver-side and through the ``rocketmq`` sink.
+"""Rows per second published from and read into PySpark.
 
     python -m benchmarks.spark [--rows 100000] [--partitions 4]
 
@@ -6,14 +6,17 @@ A DataFrame of ``--rows`` rows (a 256-byte body, a key and a tag per row) in ``-
 partitions, Spark in local mode with 2 worker threads: (a) ``publish_dataframe`` from the
 driver; (b) ``df.write.format("rocketmq")`` from the executors. The DataFrame is cached and
 counted first so that both paths time publishing, not generating rows; the Spark session's
-start is not timed. Starts its own local RocketMQ cluster.
+start is not timed. Then the topic (b) wrote, 8 queues, is read back: (c) by one
+``PullConsumer`` in one process, pulling every queue in turn (the single-process rate);
+(d) by a Spark batch read, counted; (e) by a streaming query with Trigger.AvailableNow into
+Spark's ``noop`` sink. (d) and (e) are also given per Spark core (2), to set beside (c), as
+issue 25 asks: the source should reach at least the single-process rate per executor core.
+Starts its own local RocketMQ cluster.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,7 @@ import anyio
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.producer import Producer, create_topic
 from rocketmq_actors.spark import publish_dataframe, register
 
@@ -37,8 +41,54 @@ def _topic(namesrv: str, name: str) -> str:
     return name
 
 
+def _pull_all(namesrv: str, topic: str) -> tuple[int, float]:
+    """Every message of ``topic`` read by one PullConsumer, queue after queue, 64 a pull."""
+
+    async def run() -> tuple[int, float]:
+        async with PullConsumer(namesrv=namesrv, group="bench_spark_pull") as consumer:
+            queues = await consumer.queues(topic)
+            ends = {q: await consumer.max_offset(q) for q in queues}
+            count = 0
+            began = time.perf_counter()
+            for queue in queues:
+                offset = 0
+                while offset < ends[queue]:
+                    result = await consumer.pull(queue, offset, max_messages=64)
+                    count += len(result.messages)
+                    offset = result.next_offset
+            return count, time.perf_counter() - began
+
+    return anyio.run(run)
+
+
+def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int) -> dict[str, Any]:
+    count, pull_s = _pull_all(namesrv, topic)
+    source = {"namesrv": namesrv, "topic": topic, "startingOffsets": "earliest"}
+    began = time.perf_counter()
+    batch = spark.read.format("rocketmq").options(**source).load().count()
+    batch_s = time.perf_counter() - began
+    began = time.perf_counter()
+    query = (
+        spark.readStream.format("rocketmq").options(**source).load().writeStream.format("noop")
+        .trigger(availableNow=True).start()
+    )  # fmt: skip
+    query.awaitTermination()
+    stream_s = time.perf_counter() - began
+    streamed = sum(p["numInputRows"] for p in query.recentProgress)
+    # the sink is at-least-once: a retried task may have sent some rows twice
+    assert count == batch == streamed >= rows, (count, batch, streamed, rows)
+    rows = count
+    cores = 2
+    return {
+        "pull_one_process": {"seconds": round(pull_s, 2), "msgs_per_s": round(rows / pull_s)},
+        "spark_batch_read": {"seconds": round(batch_s, 2), "msgs_per_s": round(rows / batch_s),
+                             "msgs_per_s_per_core": round(rows / batch_s / cores)},
+        "spark_stream_read": {"seconds": round(stream_s, 2), "msgs_per_s": round(rows / stream_s),
+                              "msgs_per_s_per_core": round(rows / stream_s / cores)},
+    }  # fmt: skip
+
+
 def bench(namesrv: str, rows: int, partitions: int) -> dict[str, Any]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (
         SparkSession.builder.master("local[2]").appName("rocketmq-actors-bench")
         .config("spark.ui.enabled", "false").getOrCreate()
@@ -62,6 +112,7 @@ def bench(namesrv: str, rows: int, partitions: int) -> dict[str, Any]:
         (df.write.format("rocketmq").option("namesrv", namesrv).option("topic", topic)
             .mode("append").save())  # fmt: skip
         sink_s = time.perf_counter() - began
+        reads = _reads(spark, namesrv, topic, rows)
     finally:
         spark.stop()
     return {
@@ -70,6 +121,7 @@ def bench(namesrv: str, rows: int, partitions: int) -> dict[str, Any]:
         "driver": {"sent": report.sent, "failed": report.failed, "seconds": round(driver_s, 2),
                    "rows_per_s": round(rows / driver_s)},
         "sink": {"seconds": round(sink_s, 2), "rows_per_s": round(rows / sink_s)},
+        **reads,
     }  # fmt: skip
 
 
