@@ -45,7 +45,8 @@ from rocketmq_actors.logs import configure_logging, get_logger
 
 from .columns import plan_rows
 from .options import SinkOptions
-from .reader import READ_SCHEMA, RocketMQReader, RocketMQStreamReader
+from .pulling import READ_SCHEMA
+from .reader import RocketMQReader, RocketMQStreamReader
 from .sink import publish_rows
 
 __all__ = ["RocketMQDataSource", "SinkError"]
@@ -71,7 +72,7 @@ class RocketMQDataSource(DataSource):
     def name(cls) -> str:
         return "rocketmq"
 
-    def schema(self) -> str:
+    def schema(self) -> StructType:
         return READ_SCHEMA
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:

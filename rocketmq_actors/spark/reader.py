@@ -11,15 +11,12 @@ so with an idempotent sink (the file sink) the output has every message exactly 
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import Future
-from functools import partial
 from typing import Any, TypeVar
 
 import anyio
-from anyio.from_thread import start_blocking_portal
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -29,25 +26,17 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.consumer.pull import PullConsumer, PullStatus
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
-from rocketmq_actors.protocol.messages import RESERVED_PROPERTIES
-from rocketmq_actors.protocol.records import MessageExt
 
-from .offsets import OffsetPlanner, Offsets, QueueRange, flat, lost, nest, ranges, rate_limit, split
+from .offsets import OffsetPlanner, Offsets, QueueRange, flat, nest, ranges, rate_limit, split
+from .pulling import read_range
 from .source_options import SourceOptions
 
-__all__ = ["READ_SCHEMA", "RocketMQReader", "RocketMQStreamReader"]
+__all__ = ["RocketMQReader", "RocketMQStreamReader"]
 
 log = get_logger("rocketmq_actors.spark")
 T = TypeVar("T")
-
-READ_SCHEMA = (
-    "topic string, broker_name string, queue_id int, queue_offset long, msg_id string, "
-    "keys array<string>, tags string, properties map<string,string>, body binary, "
-    "born_timestamp timestamp, store_timestamp timestamp, reconsume_times int"
-)
 
 
 SHUTDOWN_TIMEOUT = (
@@ -139,7 +128,7 @@ class RocketMQReader(DataSourceReader):
 
         return plan_once(self.settings, plan)
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, QueueRange)
         return read_range(self.settings, partition)
 
@@ -216,7 +205,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return []
         return self._plan(plan)
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, QueueRange)
         return read_range(self.settings, partition)
 
@@ -228,54 +217,3 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._loop is not None:
             self._loop.close()
             self._loop = None
-
-
-# ---- executors ------------------------------------------------------------------------------
-
-
-def read_range(options: SourceOptions, part: QueueRange) -> Iterator[tuple[Any, ...]]:
-    """The rows of offsets ``[part.start, part.end)`` of one queue, pulled with the source's
-    filter; a range retention deleted is :func:`~.offsets.lost` (an error or a warning)."""
-    queue = MessageQueue(part.topic, part.broker_name, part.queue_id)
-    unfiltered = options.expression == "*" and options.expression_type == "TAG"
-    fail = options.fail_on_data_loss
-    consumer = partial(PullConsumer, namesrv=options.namesrv, group=options.group,
-                       namespace=options.namespace, **options.client_options())  # fmt: skip
-    with (
-        start_blocking_portal("asyncio") as portal,
-        portal.wrap_async_context_manager(portal.call(consumer)) as pulls,
-    ):
-        offset = part.start
-        while offset < part.end:
-            result = portal.call(partial(
-                pulls.pull, queue, offset, max_messages=min(options.pull_batch_size,
-                part.end - offset), expression=options.expression,
-                expression_type=options.expression_type,
-            ))  # fmt: skip
-            if result.status is PullStatus.FOUND:
-                first = result.messages[0].queue_offset if result.messages else offset
-                if unfiltered and first > offset:
-                    lost(queue, offset, min(first, part.end), fail=fail)
-                for message in result.messages:
-                    if message.queue_offset >= part.end:
-                        break
-                    yield _row(message)
-            elif result.status is PullStatus.NO_NEW_MSG or result.next_offset <= offset:
-                # the range was stored when it was planned: what is gone now was lost
-                lost(queue, offset, part.end, fail=fail)
-                return
-            elif result.status is PullStatus.OFFSET_ILLEGAL:
-                lost(queue, offset, min(result.next_offset, part.end), fail=fail)
-            offset = max(result.next_offset, offset + 1)
-
-
-def _row(message: MessageExt) -> tuple[Any, ...]:
-    def ts(ms: int) -> dt.datetime:
-        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
-
-    user = {k: v for k, v in message.properties.items() if k not in RESERVED_PROPERTIES}
-    return (
-        message.topic, message.broker_name, message.queue_id, message.queue_offset,
-        message.msg_id, message.keys, message.tags, user, message.body,
-        ts(message.born_timestamp), ts(message.store_timestamp), message.reconsume_times,
-    )  # fmt: skip
