@@ -56,6 +56,7 @@ from rocketmq_actors.protocol.records import MessageExt
 
 from .columns import plan_rows
 from .options import OptionError, SinkOptions
+from .probe import probe_namesrv
 from .sink import publish_rows
 
 __all__ = ["RocketMQDataSource", "SinkError"]
@@ -106,6 +107,7 @@ class RocketMQWriter(DataSourceWriter):
         self.settings = SinkOptions.parse(options)
         self.plan = plan_rows(schema, self.settings.topic,
                               ignore_extra=self.settings.ignore_extra_columns)  # fmt: skip
+        probe_namesrv(self.settings.namesrv, ssl_context=self.settings.ssl_context())
 
     def write(self, iterator: Iterator[Row]) -> RocketMQCommitMessage:
         _quiet_worker_logs(self.settings.log_level)
