@@ -203,12 +203,12 @@ class BlockingProducer:
     def _batchable(self, message: Message) -> bool:
         """A delayed message cannot go in a batch, and a batch is not compressed (Java's
         ``MessageBatch`` neither): such a message goes alone."""
-        threshold = self.producer.compress_threshold
+        threshold, body = self.producer.compress_threshold, message.body
         return not (
             message.delay_level
             or message.deliver_at_ms is not None
             or message.delay_ms is not None
-            or (threshold and len(message.body) >= threshold)
+            or (threshold and isinstance(body, bytes | bytearray) and len(body) >= threshold)
         )
 
     async def _one(self, message: Message, key: str | None) -> Outcome:
