@@ -42,7 +42,7 @@ def probe_namesrv(
                     sock.settimeout(max(deadline - time.monotonic(), 0.001))
                     ssl_context.wrap_socket(sock, server_hostname=host).close()
         except OSError as exc:  # refused, unreachable, timed out, TLS handshake (SSLError)
-            failures.append(f"{addr}: {exc.strerror or exc!r}")
+            failures.append(f"{addr}: {exc.strerror or repr(exc)}")
             continue
         return addr
     raise OptionError(
