@@ -37,12 +37,13 @@ from rocketmq_actors.errors import ClientClosed, RocketMQError
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.producer import Message, Producer
 from rocketmq_actors.producer.result import BatchResults, SendResult
+from rocketmq_actors.producer.selector import QueueSelector
 
 __all__ = ["BlockingProducer", "SendSummary"]
 
 log = get_logger("rocketmq_actors.blocking")
 
-Item = tuple[Message, str | None]  # a message and its sharding key
+Item = tuple[Message, str | QueueSelector | None]  # a message and its sharding key or selector
 Outcome = SendResult | Exception
 
 
@@ -82,6 +83,10 @@ def _close_all() -> None:
         still_open = list(_open)
     for producer in still_open:
         producer.close()
+
+
+def _routing(key: str | QueueSelector | None) -> dict[str, Any]:
+    return {"sharding_key": key} if key is None or isinstance(key, str) else {"selector": key}
 
 
 class BlockingProducer:
@@ -175,14 +180,14 @@ class BlockingProducer:
                             or len(run) >= batch_size):  # fmt: skip
                     tg.start_soon(batch, run_start, run)
                     run = []
-                if key is None and batch_size > 1:
+                if key is None and batch_size > 1 and self._batchable(message):
                     if not run:
                         run_start = index
                     run.append(message)
                     continue
                 try:
                     futures.append(
-                        (index, await self.producer.send_nowait(message, sharding_key=key))
+                        (index, await self.producer.send_nowait(message, **_routing(key)))
                     )
                 except (RocketMQError, ValueError) as exc:  # ValueError: InvalidMessage
                     outcomes[index] = exc
@@ -194,6 +199,17 @@ class BlockingProducer:
                 except RocketMQError as exc:
                     outcomes[index] = exc
         return outcomes
+
+    def _batchable(self, message: Message) -> bool:
+        """A delayed message cannot go in a batch, and a batch is not compressed (Java's
+        ``MessageBatch`` neither): such a message goes alone."""
+        threshold, body = self.producer.compress_threshold, message.body
+        return not (
+            message.delay_level
+            or message.deliver_at_ms is not None
+            or message.delay_ms is not None
+            or (threshold and isinstance(body, bytes | bytearray) and len(body) >= threshold)
+        )
 
     async def _one(self, message: Message, key: str | None) -> Outcome:
         try:
@@ -211,8 +227,9 @@ class BlockingProducer:
         progress: Callable[[SendSummary], None] | None = None,
         progress_every: int = 10_000,
     ) -> SendSummary:
-        """Send ``(message, sharding_key)`` pairs, at most ``chunk_size * max_chunks`` in flight;
-        un-keyed messages go in batches of up to ``batch_size`` (1: one by one). ``progress`` is
+        """Send ``(message, sharding_key)`` pairs (or ``(message, queue selector)``), at most
+        ``chunk_size * max_chunks`` in flight; un-keyed messages go in batches of up to
+        ``batch_size`` (1: one by one; delayed and compressed ones alone). ``progress`` is
         called about every ``progress_every`` messages, and at the end."""
         self._check()
         if chunk_size < 1 or max_chunks < 1 or batch_size < 1:

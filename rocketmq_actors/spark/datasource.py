@@ -45,6 +45,7 @@ from rocketmq_actors.logs import configure_logging, get_logger
 
 from .columns import plan_rows
 from .options import SinkOptions
+from .probe import probe_namesrv
 from .pulling import READ_SCHEMA
 from .reader import RocketMQReader, RocketMQStreamReader
 from .sink import publish_rows
@@ -94,6 +95,7 @@ class RocketMQWriter(DataSourceWriter):
         self.settings = SinkOptions.parse(options)
         self.plan = plan_rows(schema, self.settings.topic,
                               ignore_extra=self.settings.ignore_extra_columns)  # fmt: skip
+        probe_namesrv(self.settings.namesrv, ssl_context=self.settings.ssl_context())
 
     def write(self, iterator: Iterator[Row]) -> RocketMQCommitMessage:
         _quiet_worker_logs(self.settings.log_level)

@@ -16,6 +16,9 @@ on the driver before any task runs. Spark passes option values as strings.
 | ``tls`` / ``tlsInsecure`` | ``false`` | TLS to NameServer and brokers; skip certificate checks |
 | ``logLevel`` | ``WARNING`` | structlog level in executor workers (unless they configured it) |
 | ``accessKey`` / ``secretKey`` | - | ACL credentials: every request is signed (give both) |
+| ``compressType`` | ``ZLIB`` | ``ZLIB``, ``LZ4`` or ``ZSTD``: bodies over the threshold |
+| ``compressLevel`` | ``5`` | zlib 0-9, zstd 0-22 (LZ4 ignores it) |
+| ``compressThreshold`` | ``4096`` | bodies of this many bytes or more are compressed (0: none) |
 """
 
 from __future__ import annotations
@@ -27,20 +30,22 @@ from typing import Any
 import attrs
 
 from rocketmq_actors.cluster.namesrv import parse_namesrv
+from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.names import validate_group
 from rocketmq_actors.protocol.acl import AclCredentials
+from rocketmq_actors.protocol.compression import CompressionType
 
 __all__ = ["OptionError", "SinkOptions"]
 
 _KNOWN = {
     "namesrv", "topic", "group", "namespace", "sendtimeout", "retrytimes", "chunksize",
     "maxchunks", "batchsize", "failonerror", "ignoreextracolumns", "tls", "tlsinsecure",
-    "accesskey", "secretkey", "loglevel",
+    "accesskey", "secretkey", "loglevel", "compresstype", "compresslevel", "compressthreshold",
     "path", "checkpointlocation", "queryname",  # Spark's own, passed along to every source
 }  # fmt: skip
 
 
-class OptionError(ValueError):
+class OptionError(ConfigError):
     """A ``rocketmq`` data source option is missing or wrong."""
 
 
@@ -75,6 +80,23 @@ def _level(raw: str) -> str:
     return str(raw).upper()
 
 
+def _compression(options: Mapping[str, str]) -> tuple[CompressionType, int, int]:
+    """``compressType``, ``compressLevel`` and ``compressThreshold``, checked as the producer's
+    ``compress_type`` / ``compress_level`` / ``compress_threshold`` (Java's defaults)."""
+    raw = options.get("compresstype", "ZLIB")
+    try:
+        kind = CompressionType(str(raw).strip().lower())
+    except ValueError:
+        raise OptionError(f"option 'compressType' must be ZLIB, LZ4 or ZSTD, not {raw!r}") from None
+    level = _number(options, "compressLevel", 5, minimum=0)
+    most = 22 if kind is CompressionType.ZSTD else 9
+    if level > most:
+        raise OptionError(
+            f"option 'compressLevel' must be at most {most} for {kind.name}, not {level}"
+        )
+    return kind, level, _number(options, "compressThreshold", 4096, minimum=0)
+
+
 @attrs.frozen
 class SinkOptions:
     namesrv: str
@@ -93,6 +115,9 @@ class SinkOptions:
     log_level: str = "WARNING"
     access_key: str | None = None
     secret_key: str | None = attrs.field(default=None, repr=False)  # never in logs or plans
+    compress_type: CompressionType = CompressionType.ZLIB
+    compress_level: int = 5
+    compress_threshold: int = 4096
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SinkOptions:
@@ -113,6 +138,7 @@ class SinkOptions:
             validate_group(group)
         except ValueError as exc:
             raise OptionError(str(exc)) from exc
+        compress_type, compress_level, compress_threshold = _compression(lowered)
         return cls(
             namesrv=namesrv,
             topic=lowered.get("topic") or None,
@@ -130,6 +156,9 @@ class SinkOptions:
             log_level=_level(lowered.get("loglevel", "WARNING")),
             access_key=access_key,
             secret_key=secret_key,
+            compress_type=compress_type,
+            compress_level=compress_level,
+            compress_threshold=compress_threshold,
         )
 
     def ssl_context(self) -> ssl.SSLContext | None:
@@ -155,4 +184,7 @@ class SinkOptions:
                 if self.access_key and self.secret_key
                 else None
             ),
+            "compress_type": self.compress_type,
+            "compress_level": self.compress_level,
+            "compress_threshold": self.compress_threshold,
         }

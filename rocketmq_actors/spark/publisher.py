@@ -22,6 +22,7 @@ from rocketmq_actors.logs import get_logger
 
 from .columns import plan_rows
 from .options import SinkOptions
+from .probe import probe_namesrv
 from .sink import publish_rows
 
 __all__ = ["publish_dataframe"]
@@ -46,12 +47,14 @@ def publish_dataframe(
     """Publish every row of ``df`` from the driver (columns as in
     :mod:`rocketmq_actors.spark.columns`; ``options`` as the data source's, e.g.
     ``chunkSize="256"``). Returns counts and the first failures; nothing is raised for a
-    failed send. The schema and options are checked before any Spark job runs."""
+    failed send. The schema and options are checked, and the NameServer probed, before any
+    Spark job runs."""
     settings = SinkOptions.parse(
         {"namesrv": namesrv, "group": group, **({"topic": topic} if topic else {}),
          **{k: str(v) for k, v in options.items()}}
     )  # fmt: skip
     plan = plan_rows(df.schema, settings.topic, ignore_extra=settings.ignore_extra_columns)
+    probe_namesrv(settings.namesrv, ssl_context=settings.ssl_context())
     with BlockingProducer(**settings.producer_options()) as producer:
         summary = publish_rows(
             df.toLocalIterator(prefetchPartitions=prefetch_partitions), plan, producer,

@@ -7,8 +7,9 @@ from typing import Any
 
 from rocketmq_actors.blocking import BlockingProducer, SendSummary
 from rocketmq_actors.logs import get_logger
+from rocketmq_actors.producer import Message
 
-from .columns import RowPlan
+from .columns import QueueById, RowPlan
 
 __all__ = ["publish_rows"]
 
@@ -28,11 +29,11 @@ def publish_rows(
     """Turn rows into messages and send them; rows that are not messages count as failures."""
     refused = SendSummary()
 
-    def messages() -> Iterator[tuple[Any, str | None]]:
+    def messages() -> Iterator[tuple[Message, str | QueueById | None]]:
         for number, row in enumerate(rows):
             try:
                 yield plan.to_message(row)
-            except ValueError as exc:  # a null body, a bad topic name, ...
+            except ValueError as exc:  # InvalidMessage: a null body, two delays, ...
                 refused.fail(f"row {number}", exc)
 
     summary = producer.send_many(

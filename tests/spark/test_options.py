@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from rocketmq_actors.protocol.compression import CompressionType
 from rocketmq_actors.spark.options import OptionError, SinkOptions
 
 BASE = {"namesrv": "127.0.0.1:9876"}
@@ -43,3 +44,33 @@ def test_acl_credentials_reach_the_producer_and_stay_out_of_repr() -> None:
     assert SinkOptions.parse(BASE).producer_options()["credentials"] is None
     with pytest.raises(OptionError, match="both"):
         SinkOptions.parse({**BASE, "secretKey": "sk"})
+
+
+def test_compression_options_reach_the_producer() -> None:
+    defaults = SinkOptions.parse(BASE).producer_options()
+    assert (defaults["compress_type"], defaults["compress_level"],
+            defaults["compress_threshold"]) == (CompressionType.ZLIB, 5, 4096)  # fmt: skip
+    options = SinkOptions.parse(
+        {**BASE, "compressType": "zstd", "compressLevel": "19", "COMPRESSTHRESHOLD": "100"}
+    ).producer_options()
+    assert (options["compress_type"], options["compress_level"],
+            options["compress_threshold"]) == (CompressionType.ZSTD, 19, 100)  # fmt: skip
+    lz4 = SinkOptions.parse({**BASE, "compressType": "LZ4", "compressThreshold": "0"})
+    assert (lz4.compress_type, lz4.compress_threshold) == (CompressionType.LZ4, 0)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"compressType": "gzip"}, "'compressType' must be ZLIB, LZ4 or ZSTD, not 'gzip'"),
+        ({"compressLevel": "10"}, "'compressLevel' must be at most 9 for ZLIB"),
+        ({"compressType": "ZSTD", "compressLevel": "23"}, "at most 22 for ZSTD"),
+        ({"compressLevel": "-1"}, "'compressLevel' must be at least 0"),
+        ({"compressThreshold": "big"}, "'compressThreshold' must be a number"),
+        ({"compressThreshold": "-1"}, "'compressThreshold' must be at least 0"),
+        ({"compresType": "LZ4"}, r"unknown option.*'comprestype'"),
+    ],
+)
+def test_bad_compression_options_are_refused(extra: dict[str, str], message: str) -> None:
+    with pytest.raises(OptionError, match=message):
+        SinkOptions.parse({**BASE, **extra})
