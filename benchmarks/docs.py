@@ -60,6 +60,18 @@ FINDINGS = """\
   message, because the JVM consumer takes longer to its first message (`first_message_s`).
 - Response and request headers go through orjson when the `orjson` extra is installed
   (`json_backend` in each results file says which parser a run used).
+- Against the null broker (no storage, the broker's own network layer) the client is the
+  bottleneck, and the table there says how the clients compare per core. On a machine whose
+  cores are taken by other work, a client with many threads gets a larger share of the CPU than
+  our one-threaded event loop, so throughput ratios there move with the machine's load; the
+  CPU per message moves less. The profile of our pipelined path puts the send loop's own
+  code (`SendLoop.send`) and the transport's write (the `send` system call per flush) far
+  ahead of the rest; what a change moved is measured before/after in the same run.
+- Profiling: py-spy's default mode pauses the process for every sample, and a paused thread
+  stops on its way out of a system call, so its samples piled up on the send path's most
+  frequent call (the `getpid` that CPython 3.11's `asyncio.get_running_loop` makes, or
+  `send`), differently from run to run; `benchmarks/sendprofile.py` samples with
+  `--nonblocking`. The `getpid` is real: `Lifecycle._check_running` makes one per send.
 - The codec figures (e) are measured before the cluster starts: measured while a broker's JVM
   and its mapped store were being torn down, they came out slower than in a quiet standalone
   run.
@@ -160,6 +172,27 @@ def _null_section(null: dict[str, Any]) -> list[str]:
             *[
                 f"| `{s['function']}` | {s['share_pct']} | `{i['function']}` | {i['share_pct']} |"
                 for s, i in zip(profile["top"], profile["inclusive_ours"], strict=False)
+            ],
+            "",
+        ]
+    changes = null.get("changes", [])
+    if changes:
+        lines += [
+            "What each change moved, before against after in the same run "
+            "(`python -m benchmarks.abtest`: fresh processes taking turns on one null broker):\n",
+            "| change | path | before msgs/s | after msgs/s | before CPU us/msg |"
+            " after CPU us/msg | CPU us/msg per window, before / after |",
+            "|---|---|---:|---:|---:|---:|---|",
+            *[
+                f"| {c['change']} | {c['path']} | {c['before']['msgs_per_s']} | "
+                f"{c['after']['msgs_per_s']} | {c['before']['client_cpu_us_per_msg']} | "
+                f"{c['after']['client_cpu_us_per_msg']} | "
+                + " / ".join(
+                    ", ".join(str(w["client_cpu_us_per_msg"]) for w in c[side]["windows"])
+                    for side in ("before", "after")
+                )
+                + " |"
+                for c in changes
             ],
             "",
         ]
