@@ -49,8 +49,8 @@ log = get_logger("rocketmq_actors.producer")
 _STALE_GUESS = frozenset({ResponseCode.INVALID_PARAMETER, ResponseCode.TOPIC_NOT_EXIST})
 
 # the send path's enum members and classmethod, looked up once: on Python 3.11 an attribute of
-# an Enum class goes through the metaclass on every access (benchmarks/sendprofile.py showed
-# those lines among the hottest of SendLoop.send)
+# an Enum class costs several times a module global's (benchmarks/abtest.py measured the
+# change: the "changes" entry of benchmarks/results/nullbroker.json)
 _SEND_OK = SendStatus.SEND_OK
 _status_of = SendStatus.from_code
 _SEND_V2 = RequestCode.SEND_MESSAGE_V2
