@@ -71,7 +71,8 @@ FINDINGS = """\
   stops on its way out of a system call, so its samples piled up on the send path's most
   frequent call (the `getpid` that CPython 3.11's `asyncio.get_running_loop` makes, or
   `send`), differently from run to run; `benchmarks/sendprofile.py` samples with
-  `--nonblocking`. The `getpid` is real: `Lifecycle._check_running` makes one per send.
+  `--nonblocking`. The `getpid` is real (`Lifecycle._check_running` makes one per send), but
+  a check without it moved nothing beyond the windows' spread (the `changes` table).
 - The codec figures (e) are measured before the cluster starts: measured while a broker's JVM
   and its mapped store were being torn down, they came out slower than in a quiet standalone
   run.
