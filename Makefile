@@ -120,6 +120,7 @@ fuzz: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.compare
+	$(PY) -m benchmarks.nullbroker  # both clients against a null broker: the client-bound paths
 	$(PY) -m benchmarks.codec
 	$(PY) -m benchmarks.roundtrip
 	$(PY) -m benchmarks.roundtrip --uvloop --out benchmarks/results/roundtrip-uvloop.json

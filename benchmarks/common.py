@@ -15,7 +15,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def calibration_us() -> float:
-    """Best time of ``sum(range(1000))`` in microseconds. The build VM's speed varies about 2x
+    """Best time of ``sum(range(1000))`` in microseconds. The build VM's speed varies
     over minutes; every results file carries this figure so runs can be compared."""
     return round(
         min(timeit.repeat(lambda: sum(range(1000)), number=2000, repeat=5)) / 2000 * 1e6, 2

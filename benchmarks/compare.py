@@ -5,18 +5,19 @@
 Starts a local RocketMQ once, then measures each path with the same message size (1 KiB),
 counts and durations, for our client and the Java client (``rocketmq-client`` from the cached
 server jars; ``benchmarks/java/*.java`` run in source-file mode). The build VM's speed swings
-about 2x within minutes, so the produce paths (a)-(c) run both clients at once, taking turns in
-``--windows`` short windows each (``benchmarks.paired``), and compare the pooled figures:
+within minutes (``calibration_sum_range_1000_us`` in each results file), so the produce paths
+(a)-(c) run both clients at once, taking turns in ``--windows`` short windows each
+(``benchmarks.paired``), and compare the pooled figures:
 
 (a) sync send, one in flight: p50 / p99 latency;
 (b) pipelined 1 KiB sends from one process, ``--concurrency`` in flight: messages/s;
 (c) batch sends of 16 x 1 KiB (``--concurrency``/16 senders): messages/s;
 (d) push-consuming ``--messages`` pre-filled messages (fresh group, 20 handlers): messages/s
-    from the first message handled to the last (the JVM consumer needs about 2 s to its first
-    message, ours 0.14 s; both start-up times and from-start rates are in the details). Each
+    from the first message handled to the last (the JVM consumer takes longer to its first
+    message than ours; both start-up times and from-start rates are in the details). Each
     client drains the backlog ``--drains`` times, in turns (ours, Java, Java, ours, ...), and
     the pooled rates are compared: one drain each, one after the other, let the VM's speed
-    swing decide (1.10 in one run, 0.96 in the next);
+    swing decide (the ratio fell either side of 1.0 from one run to the next);
 (e) codec micro-benchmarks (ours only: the Java client has no comparable isolated figure);
 (f) RSS of a consumer with a 10 ms handler over the same large backlog, each in a fresh process.
 
@@ -203,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     # (e) first, on a quiet machine: measured right after the cluster stopped, while the
     # broker's JVM and its mapped store were still being torn down, one run's encode figure
-    # came out at 3.4 us against 1.9 us in the standalone codec run that followed
+    # came out much slower than in the standalone codec run (benchmarks/codec.py) that followed
     codec_figures = codec.figures()
     figures = on_cluster(args.namesrv, lambda namesrv: measure(namesrv, args))
     figures["codec"] = codec_figures

@@ -60,6 +60,19 @@ FINDINGS = """\
   message, because the JVM consumer takes longer to its first message (`first_message_s`).
 - Response and request headers go through orjson when the `orjson` extra is installed
   (`json_backend` in each results file says which parser a run used).
+- Against the null broker (no storage, the broker's own network layer) the client is the
+  bottleneck, and the table there says how the clients compare per core. On a machine whose
+  cores are taken by other work, a client with many threads gets a larger share of the CPU than
+  our one-threaded event loop, so throughput ratios there move with the machine's load; the
+  CPU per message moves less. The profile of our pipelined path puts the send loop's own
+  code (`SendLoop.send`) and the transport's write (the `send` system call per flush) far
+  ahead of the rest; what a change moved is measured before/after in the same run.
+- Profiling: py-spy's default mode pauses the process for every sample, and a paused thread
+  stops on its way out of a system call, so its samples piled up on the send path's most
+  frequent call (the `getpid` that CPython 3.11's `asyncio.get_running_loop` makes, or
+  `send`), differently from run to run; `benchmarks/sendprofile.py` samples with
+  `--nonblocking`. The `getpid` is real (`Lifecycle._check_running` makes one per send), but
+  a check without it moved nothing beyond the windows' spread (the `changes` table).
 - The codec figures (e) are measured before the cluster starts: measured while a broker's JVM
   and its mapped store were being torn down, they came out slower than in a quiet standalone
   run.
@@ -105,6 +118,88 @@ def _windows(path: str, detail: dict[str, Any]) -> str:
     )
 
 
+NULL_METHOD = """\
+`python -m benchmarks.nullbroker` (part of `make bench`) runs both clients against a null broker
+(`benchmarks/java/NullBroker.java`): RocketMQ's own remoting server (`NettyRemotingServer` of
+the 5.3.3 jars, the broker's network layer) answering route, heartbeat, send, batch, pull and
+offset requests from memory with no storage, so the client is the bottleneck, as it is in
+production where the broker runs on other machines. The produce paths take turns in paired
+windows as above; (d) is push-consume drains (fresh group and topic each, ABBA order) of
+messages served from one pre-built pull batch per topic. Client CPU per message is the whole
+client process's CPU (every thread: the JVM's JIT and GC count for Java) over its messages, per
+window for (a)-(c) and from the first message to the last for (d). A target is met when the
+throughput ratio is at least the target and our CPU per message at most Java's.
+"""
+
+
+def _null_section(null: dict[str, Any]) -> list[str]:
+    lines = [
+        "## Against a null broker: the client is the bottleneck (`nullbroker.json`)\n",
+        NULL_METHOD,
+        f"Machine: {null['machine']}, Python {null['python']}, JSON parser "
+        f"{null['json_backend']}, calibration `sum(range(1000))` "
+        f"{null['calibration_sum_range_1000_us']} us. Settings: "
+        + ", ".join(f"{k} {v}" for k, v in null["settings"].items())
+        + ".\n",
+        "| path | ours msgs/s | Java msgs/s | ratio | client CPU us/msg, ours / Java | target |",
+        "|---|---:|---:|---:|---|---|",
+    ]
+    for name, p in null["paths"].items():
+        target = ""
+        if "target" in p:
+            target = f"≥ {p['target']} {'met' if p['met'] else '**not met**'}"
+        lines.append(
+            f"| {name} | {p['ours']} | {p['java']} | {p['ratio']} | "
+            f"{p['cpu_us_per_msg_ours']} / {p['cpu_us_per_msg_java']} | {target} |"
+        )
+    lines += [
+        "",
+        "Produce paths window by window (ours / Java):\n",
+        "| path | ours msgs/s | Java msgs/s | ratio per pair of windows | client CPU us/msg |"
+        " machine idle % |\n|---|---:|---:|---|---|---|",
+        *[_windows(name, detail) for name, detail in null["detail"]["produce"].items()],
+        "",
+    ]
+    profile = null.get("profile")
+    if profile:
+        lines += [
+            "Where our time goes on the pipelined path (b) against the null broker "
+            f"(`python -m benchmarks.sendprofile`: {profile['method']}, "
+            f"{profile['profiled_run']['msgs_per_s']} msgs/s while profiled, "
+            f"{profile['samples']} samples). Self: the function on top of the stack; "
+            "inclusive: anywhere on it (ours only).\n",
+            "| self | % | inclusive (rocketmq_actors) | % |",
+            "|---|---:|---|---:|",
+            *[
+                f"| `{s['function']}` | {s['share_pct']} | `{i['function']}` | {i['share_pct']} |"
+                for s, i in zip(profile["top"], profile["inclusive_ours"], strict=False)
+            ],
+            "",
+        ]
+    changes = null.get("changes", [])
+    if changes:
+        lines += [
+            "What each change moved, before against after in the same run "
+            "(`python -m benchmarks.abtest`: fresh processes taking turns on one null broker):\n",
+            "| change | path | before msgs/s | after msgs/s | before CPU us/msg |"
+            " after CPU us/msg | CPU us/msg per window, before / after |",
+            "|---|---|---:|---:|---:|---:|---|",
+            *[
+                f"| {c['change']} | {c['path']} | {c['before']['msgs_per_s']} | "
+                f"{c['after']['msgs_per_s']} | {c['before']['client_cpu_us_per_msg']} | "
+                f"{c['after']['client_cpu_us_per_msg']} | "
+                + " / ".join(
+                    ", ".join(str(w["client_cpu_us_per_msg"]) for w in c[side]["windows"])
+                    for side in ("before", "after")
+                )
+                + " |"
+                for c in changes
+            ],
+            "",
+        ]
+    return lines
+
+
 def performance_md() -> str:
     compare = _load("compare.json".removesuffix(".json"))
     settings = compare["settings"]
@@ -137,6 +232,7 @@ def performance_md() -> str:
             for i, d in enumerate(compare["detail"][f"{side}_consume"]["drains"], 1)
         ],
         "",
+        *(_null_section(_load("nullbroker")) if (RESULTS / "nullbroker.json").exists() else []),
         FINDINGS,
     ]
     for name, title in [

@@ -4,10 +4,10 @@
 
 Paths (a) sync sends with one in flight, (b) pipelined 1 KiB sends with ``--concurrency`` in
 flight and (c) batches of 16 x 1 KiB from ``--concurrency``/16 senders. The build VM's speed
-swings about 2x within minutes, so one long run per client compares two different machines:
-two runs of the same client ten minutes apart differed by 1.7x. Here both clients stay up
-(``benchmarks/java/ProduceWindows.java`` waits on stdin between windows) and take turns in
-short windows, the order flipped every pair (ours-Java, Java-ours, ...), so that the VM's
+swings within minutes, so one long run per client compares two different machines: two runs
+of the same client ten minutes apart differed more than the two clients do. Here both clients
+stay up (``benchmarks/java/ProduceWindows.java`` waits on stdin between windows) and take turns
+in short windows, the order flipped every pair (ours-Java, Java-ours, ...), so that the VM's
 phases fall on both. Each path starts with an unmeasured warm-up of ``--warmup`` seconds per
 side (its code paths warm, the JVM's JIT included). Per path and side: messages over the summed
 window time, and percentiles of the pooled latencies, with the same rule for both clients; every
@@ -198,8 +198,8 @@ async def paired(  # noqa: PLR0917 - positional for anyio.run
             for mode in modes:
                 name = MODES[mode]
                 # an unmeasured warm-up of this path first, each side: the JVM's JIT needs
-                # more than one short window (with 3 s, Java's first measured batch windows
-                # ran 25-45 % below its later ones)
+                # more than one short window (without it, Java's first measured batch windows
+                # ran well below its later ones)
                 await ours(mode, warmup)
                 await anyio.to_thread.run_sync(java.window, mode, warmup)
                 pooled = {"ours": _Tally(), "java": _Tally()}

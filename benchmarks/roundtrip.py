@@ -38,7 +38,7 @@ async def run(
 ) -> dict[str, Any]:
     """``rounds`` measuring windows of ``seconds`` each after ``warmup``, on one connection;
     the headline figures are the median round's (the build VM's speed varies within minutes,
-    so a single window can be 25 % off either way)."""
+    so a single window can be far off either way)."""
     ext = GetMaxOffsetRequestHeader(topic="TBW102", queue_id=0).to_ext()
     latencies: list[float] = []
     done = 0

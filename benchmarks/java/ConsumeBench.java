@@ -1,10 +1,13 @@
 // The Java client's side of benchmarks/consumer.py: a DefaultMQPushConsumer (fresh group, from
 // the first offset, 20 consume threads, a listener that only counts) drains a pre-filled topic.
-// Prints one JSON line: the rate from start() and from the first message received. Run with the RocketMQ jars the launcher caches:
+// Prints one JSON line: the rate from start() and from the first message received, and the
+// process's CPU seconds (every thread) from the first message to the last. Run with the
+// RocketMQ jars the launcher caches:
 //   java -cp "$HOME/.cache/rocketmq-actors/rocketmq-5.3.3/lib/*" ConsumeBench.java \
 //        NAMESRV TOPIC GROUP COUNT [HANDLER_MS SECONDS]
 // With HANDLER_MS and SECONDS it is the slow-handler memory run instead: each message sleeps
 // HANDLER_MS in the listener, for SECONDS; RSS is sampled every 250 ms.
+import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.CountDownLatch;
@@ -23,6 +26,12 @@ public class ConsumeBench {
             }
         }
         return 0;
+    }
+
+    // this process's CPU time, every thread (the JIT and GC included)
+    static long cpuNs() {
+        return ((com.sun.management.OperatingSystemMXBean)
+            ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
     }
 
     // a fresh group from the first offset, 20 consume threads: both runs use the same setup
@@ -44,11 +53,13 @@ public class ConsumeBench {
             slow(namesrv, topic, group, Long.parseLong(args[4]), Double.parseDouble(args[5]));
             return;
         }
-        AtomicLong seen = new AtomicLong(), firstAt = new AtomicLong();
+        AtomicLong seen = new AtomicLong(), firstAt = new AtomicLong(), firstCpu = new AtomicLong();
         CountDownLatch done = new CountDownLatch(1);
         DefaultMQPushConsumer consumer = consumer(namesrv, topic, group);
         consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
-            firstAt.compareAndSet(0, System.nanoTime());
+            if (firstAt.compareAndSet(0, System.nanoTime())) {
+                firstCpu.set(cpuNs());
+            }
             if (seen.addAndGet(msgs.size()) >= count) {
                 done.countDown();
             }
@@ -57,15 +68,17 @@ public class ConsumeBench {
         long began = System.nanoTime();
         consumer.start();
         boolean finished = done.await(600, TimeUnit.SECONDS);
-        long end = System.nanoTime();
+        long end = System.nanoTime(), endCpu = cpuNs();
         double seconds = (end - began) / 1e9, firstS = (firstAt.get() - began) / 1e9;
         long rss = rssKb();
         consumer.shutdown();
         System.out.printf(
             "{\"finished\": %b, \"messages\": %d, \"seconds\": %.2f, \"msgs_per_s\": %d, "
-                + "\"first_message_s\": %.2f, \"msgs_per_s_from_first\": %d, \"rss_mb\": %.1f}%n",
+                + "\"first_message_s\": %.2f, \"msgs_per_s_from_first\": %d, \"rss_mb\": %.1f, "
+                + "\"cpu_s_from_first\": %.3f}%n",
             finished, seen.get(), seconds, Math.round(seen.get() / seconds), firstS,
-            Math.round(seen.get() / (seconds - firstS)), rss / 1024.0);
+            Math.round(seen.get() / (seconds - firstS)), rss / 1024.0,
+            (endCpu - firstCpu.get()) / 1e9);
         System.exit(0);
     }
 

@@ -136,7 +136,8 @@ def _validate_delay(msg: Message) -> None:
 @attrs.define(kw_only=True)
 class Prepared:
     """A validated message (or batch) ready for the wire. (Internal and never changed after
-    it is built; not frozen, because a frozen attrs ``__init__`` costs ~1 us more a send.)"""
+    it is built; not frozen, because a frozen attrs ``__init__`` costs more a send in
+    benchmarks/producer.py.)"""
 
     topic: str  # as sent (namespace-wrapped)
     user_topic: str

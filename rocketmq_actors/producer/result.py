@@ -55,7 +55,8 @@ class SendResult:
     def members(self, msg_ids: Sequence[str], offset_msg_ids: Sequence[str]) -> list[SendResult]:
         """The results of the batch's messages, in order, from this (the batch's) result: each
         its own ids, the batch's queue offset plus its index. Built in one loop through the
-        slots, without a call per member (1.07 against 1.29 us a result)."""
+        slots, without a call per member (cheaper a result in benchmarks/producer.py's batch
+        path)."""
         status, queue, offset, region = self.status, self.queue, self.queue_offset, self.region_id
         results: list[SendResult] = []
         append = results.append
@@ -80,7 +81,7 @@ class BatchResults(Sequence[SendResult]):
 
     A sequence, compared equal to a list of the same results. The results are built from the
     brokers' replies when first read: a caller that only needs to know the batch was stored (no
-    exception) pays nothing for them; reading them costs about 1.1 us a message, once.
+    exception) pays nothing for them; reading them costs a little per message, once.
     """
 
     __slots__ = ("_chunks", "_count", "_results")
@@ -145,8 +146,9 @@ def new_send_result(  # noqa: PLR0917 - positional on the hot path, as SendResul
     trace_on: bool = True,
 ) -> SendResult:
     """``SendResult(...)`` for the send paths, built through the slots directly: a frozen attrs
-    ``__init__`` goes through ``object.__setattr__`` once per field (1.6 us a result, against
-    ~0.9 us here). The caller has the values' types right; a test holds the two equal."""
+    ``__init__`` goes through ``object.__setattr__`` once per field (measurably slower a result
+    in benchmarks/producer.py). The caller has the values' types right; a test holds the two
+    equal."""
     result: SendResult = _new(SendResult)
     _set_status(result, status)
     _set_msg_id(result, msg_id)

@@ -48,6 +48,14 @@ log = get_logger("rocketmq_actors.producer")
 # answers meaning "this topic does not look like your (guessed) route says"
 _STALE_GUESS = frozenset({ResponseCode.INVALID_PARAMETER, ResponseCode.TOPIC_NOT_EXIST})
 
+# the send path's enum members and classmethod, looked up once: on Python 3.11 an attribute of
+# an Enum class costs several times a module global's (benchmarks/abtest.py measured the
+# change: the "changes" entry of benchmarks/results/nullbroker.json)
+_SEND_OK = SendStatus.SEND_OK
+_status_of = SendStatus.from_code
+_SEND_V2 = RequestCode.SEND_MESSAGE_V2
+_SEND_BATCH = RequestCode.SEND_BATCH_MESSAGE
+
 
 @attrs.frozen
 class Routing:
@@ -198,7 +206,7 @@ class SendLoop:
             avoid: str | None = None
             not_ok: SendResult | None = None  # stored, but not flushed or replicated as asked
             batch = bool(prepared.batch_ids)
-            code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+            code = _SEND_BATCH if batch else _SEND_V2
             for _ in range(1 if ordered else 1 + self.retry_times):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -253,7 +261,7 @@ class SendLoop:
                     if not exc.retriable:
                         break
                     continue
-                status = SendStatus.from_code(reply.code)
+                status = _status_of(reply.code)
                 if status is None:
                     error = broker_error(addr, reply.code, reply.remark)
                     attempts.append(error)
@@ -291,7 +299,7 @@ class SendLoop:
                     prepared.user_topic
                 )
                 METRICS.count_and_observe(*series, time.monotonic() - started)
-                if status is not SendStatus.SEND_OK and self.retry_not_stored_ok:
+                if status is not _SEND_OK and self.retry_not_stored_ok:
                     # Java's retryAnotherBrokerWhenNotStoreOK: stored here, but send it again
                     # elsewhere (a possible duplicate); the last such result if none is OK
                     not_ok, avoid = result, broker

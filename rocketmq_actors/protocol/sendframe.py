@@ -1,7 +1,8 @@
 """The send hot path: SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE frames built from pre-rendered parts.
 
 A producer sends thousands of frames whose headers differ only in a few fields. The generic
-path (typed header -> dict -> ``json.dumps``) costs ~14 us per frame; this encoder renders the
+path (typed header -> dict -> ``json.dumps``) is several times slower per frame
+(benchmarks/codec.py, encode_send_v2_us); this encoder renders the
 producer-constant parts once and splices the per-message fields in with the C string escaper of
 the standard ``json`` module. The output decodes to exactly what
 ``RemotingCommand(code, ext_fields=SendMessageRequestHeader(...).to_ext(v2=True))`` encodes to
@@ -31,7 +32,7 @@ class BatchBody:
     """A SEND_BATCH_MESSAGE body kept as its encoded parts, in order, and their total size.
 
     The parts are joined once, into the frame: a body joined first and then copied into the
-    frame was two copies of every batch (each about 17 KB for 16 x 1 KiB). ``len()`` is the
+    frame was two copies of every batch (benchmarks/paired.py's batch path). ``len()`` is the
     body's size and ``bytes()`` the joined body.
     """
 
@@ -96,7 +97,8 @@ class SendFrameEncoder:
         rendered = self._prefixes[(topic, broker_name, batch, oneway)] = (head, mid)
         return rendered
 
-    def encode(  # noqa: PLR0917 - positional on purpose: keyword passing costs ~0.3 us per call
+    # positional on purpose: keyword passing is measurably slower here (benchmarks/codec.py)
+    def encode(  # noqa: PLR0917
         self,
         opaque: int,
         topic: str,

@@ -72,6 +72,10 @@ class State(enum.Enum):
     STOPPED = "stopped"
 
 
+# looked up once for the send path's check: on Python 3.11 an attribute of an Enum class costs
+# several times a module global's (benchmarks/abtest.py, as in producer/sendloop.py)
+_RUNNING = State.RUNNING
+
 #: the client whose host task (or one of its actors) is running: a stop asked from inside
 #: cannot wait for itself
 _inside: contextvars.ContextVar[Lifecycle | None] = contextvars.ContextVar(
@@ -166,7 +170,7 @@ class Lifecycle:
     def _check_running(self) -> None:
         """Raise unless the client is running and this is its event loop (cheap: the send
         path calls it)."""
-        if self._state is not State.RUNNING or _current_loop() is not self._loop:
+        if self._state is not _RUNNING or _current_loop() is not self._loop:
             self._raise_not_running()
 
     def _raise_not_running(self) -> None:

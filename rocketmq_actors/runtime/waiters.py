@@ -1,14 +1,14 @@
 """Per-request waiters and a deadline watcher: the request path's cheap primitives.
 
-Measured on the build machine: an ``anyio.Event`` costs ~7 us to create, set and await and an
-``anyio.move_on_after`` scope ~11 us; an asyncio future costs ~0.4 us. At tens of thousands of
-requests per second that difference is the client's throughput. So:
+An ``anyio.Event`` (created, set and awaited) and an ``anyio.move_on_after`` scope each cost
+an order of magnitude more than an asyncio future; at tens of thousands of requests per second
+that difference is the client's throughput (benchmarks/roundtrip.py). So:
 
 * under asyncio a waiter is a plain loop future; under any other anyio backend it is an
   ``anyio.Event`` with the same small interface. What the connection knows of a request (its
   deadline, code and timeout) sits beside the waiter in the pending table, as a
   :data:`Pending` tuple: a task awaiting a future of exactly ``asyncio.Future`` takes the C
-  fast path, where a subclass carrying those fields cost ~0.5 us more a request;
+  fast path, where a subclass carrying those fields cost more a request (benchmarks/roundtrip.py);
 * request timeouts are not one cancel scope per request: a :class:`DeadlineWatcher` task per
   connection sleeps until the earliest deadline it knows and expires what is overdue. With
   uniform timeouts it scans the pending table about once per timeout period.
@@ -104,7 +104,7 @@ class _EventWaiter:
 
 def waiter_factory() -> tuple[Callable[[], Waiter], Clock]:
     """A constructor of waiters for the running event loop, and its clock (the loop's own
-    ``time`` under asyncio: ``anyio.current_time`` costs ~4 us of backend dispatch)."""
+    ``time`` under asyncio: ``anyio.current_time`` pays for a backend dispatch per call)."""
     try:
         loop = asyncio.get_running_loop()  # raises outside asyncio (e.g. on trio)
     except RuntimeError:

@@ -8,8 +8,8 @@ connection binds, and ``run`` lasts as long as the connection does. Two implemen
   loop's own transport. Bytes are received into one preallocated buffer and decoded there, and
   queued frames leave from one ``call_soon`` callback (a request alone in flight at once), so a
   request costs no task switch on either side of the socket.
-  Measured on the 2-core build VM against a real 5.3.3 broker: sync round trip p50 262 us
-  against 331-444 us for the stream wire, and 256-in-flight throughput up 15-19 %.
+  Against a real broker its sync round trip is shorter and its 256-in-flight throughput higher
+  than the stream wire's (benchmarks/roundtrip.py, benchmarks/paired.py).
 * :class:`StreamWire`: any anyio byte stream, with a reader and a writer task (other anyio
   backends, and streams built by the caller).
 """

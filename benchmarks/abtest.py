@@ -1,0 +1,90 @@
+"""Our pipelined path (b) against the null broker: the code before a change against after it.
+
+    git archive main rocketmq_actors | tar -x -C BASE
+    python -m benchmarks.abtest --base BASE --change "what changed" [--windows 6] [--seconds 3]
+
+``BASE`` holds the ``rocketmq_actors`` package to compare with (the code before the change);
+this tree's is the code after it. One ``NullBroker.java`` serves both. Each window is a fresh
+process running ``benchmarks.sendprofile``'s worker (a warm-up, then ``--seconds`` of 1 KiB
+sends with ``--concurrency`` in flight), the sides taking turns (before-after, after-before,
+...) so that the machine's phases fall on both. Per side: messages over the summed window time
+and the process's CPU per message (every thread). The pooled figures and every window are
+appended to the ``changes`` entry of ``benchmarks/results/nullbroker.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .common import RESULTS
+from .nullbroker import NullBroker
+
+TREE = Path(__file__).resolve().parents[1]
+
+
+def _window(base: Path | None, addr: str, seconds: float, concurrency: int) -> dict[str, Any]:
+    """One window in a fresh process: ``base``'s package (None: this tree's)."""
+    env = dict(os.environ)
+    # -m puts the working directory first on sys.path: run the "before" side from BASE so
+    # its package shadows this tree's, which still provides ``benchmarks``
+    env["PYTHONPATH"] = os.pathsep.join([str(base), str(TREE)] if base else [str(TREE)])
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.sendprofile", "--worker", addr,
+         "--seconds", str(seconds), "--concurrency", str(concurrency)],
+        capture_output=True, text=True, check=True, timeout=seconds + 120, env=env,
+        cwd=base or TREE,
+    )  # fmt: skip
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def _pooled(windows: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
+    messages = sum(w["messages"] for w in windows)
+    cpu = sum(w["client_cpu_us_per_msg"] * w["messages"] for w in windows)
+    return {
+        "msgs_per_s": round(messages / (seconds * len(windows))),
+        "client_cpu_us_per_msg": round(cpu / messages, 2) if messages else None,
+        "windows": windows,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--base", type=Path, required=True, help="the package before the change")
+    parser.add_argument("--change", required=True, help="what the change is, for the results")
+    parser.add_argument("--windows", type=int, default=6, help="windows per side")
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--out", type=Path, default=RESULTS / "nullbroker.json")
+    args = parser.parse_args(argv)
+    base = args.base.resolve()
+    if not (base / "rocketmq_actors" / "__init__.py").exists():
+        parser.error(f"--base: {base} holds no rocketmq_actors package")
+    sides: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    with NullBroker() as broker:
+        for i in range(args.windows):
+            for side in ("before", "after") if i % 2 == 0 else ("after", "before"):
+                got = _window(base if side == "before" else None, broker.addr, args.seconds,
+                              args.concurrency)  # fmt: skip
+                sides[side].append(got)
+    results = json.loads(args.out.read_text()) if args.out.exists() else {}
+    results.setdefault("changes", []).append({
+        "change": args.change,
+        "path": "b_pipelined_1k (ours only)",
+        "taken_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "window_seconds": args.seconds,
+        **{side: _pooled(windows, args.seconds) for side, windows in sides.items()},
+    })  # fmt: skip
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,232 @@
+"""Both clients against a null broker, where the client is the bottleneck (issue 28).
+
+    python -m benchmarks.nullbroker [--windows 4] [--seconds 2] [--warmup 5] [--messages 100000]
+
+``benchmarks/java/NullBroker.java`` is RocketMQ's own remoting server (``NettyRemotingServer``
+from the cached 5.3.3 jars) answering route, heartbeat, send, batch, pull and offset requests
+from memory, with no storage: one JVM, one port for the NameServer and broker-a. Against it
+both clients run the produce paths of ``benchmarks.paired`` in paired windows - (a) one send in
+flight, (b) pipelined 1 KiB sends, (c) batches of 16 x 1 KiB - and (d) push-consume drains of
+``--messages`` messages (fresh group each, ours and Java's in turns, ABBA), served from one
+pre-built pull batch per topic. Each side's CPU per message is its whole process's CPU (every
+thread; the JVM's JIT and GC count for Java) over the messages: per window for (a)-(c), from
+the first message to the last for (d). Writes ``benchmarks/results/nullbroker.json``.
+
+The null broker shares the machine with both clients, but it is the same broker for both and
+the windows alternate, so the ratio compares the clients on the same machine phase.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import anyio
+
+from . import consumer, paired
+from .common import JAVA_DIR, RESULTS, process_cpu_s, write_results
+
+PATHS = {  # the results' path names: the paired mode, and the issue's target ratio
+    "a_sync_one_in_flight": "sync_one_in_flight",
+    "b_pipelined_1k": "pipelined_1k",
+    "c_batch_16x1k": "batch_16x1k",
+}
+TARGETS = {"b_pipelined_1k": 1.0, "c_batch_16x1k": 1.0, "d_consume": 1.0}
+
+
+class NullBroker:
+    """``NullBroker.java`` in a JVM of its own, on a free loopback port, for a ``with`` block."""
+
+    def __init__(
+        self,
+        *,
+        queues: int = 4,
+        backlog: int = 25_000,
+        pull_batch: int = 32,
+        hold_ms: int = 1000,
+        body_bytes: int = 1024,
+    ) -> None:
+        self._args = (0, queues, backlog, pull_batch, hold_ms, body_bytes)
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        self._proc: subprocess.Popen[str] | None = None
+        self.addr = ""
+
+    def __enter__(self) -> NullBroker:
+        from rocketmq_actors.testing.java import java_argv
+
+        # the JVM's home and temporary files, removed at exit
+        self._scratch = tempfile.TemporaryDirectory(prefix="rocketmq-actors-java-")
+        argv = java_argv(JAVA_DIR / "NullBroker.java", *self._args,
+                         scratch=Path(self._scratch.name), heap_mb=512)  # fmt: skip
+        self._proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True,
+        )  # fmt: skip
+        try:
+            self.addr = f"127.0.0.1:{self._reply()['port']}"
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _reply(self) -> dict[str, Any]:
+        assert self._proc is not None and self._proc.stdout is not None
+        while line := self._proc.stdout.readline():
+            if line.startswith("{"):
+                reply: dict[str, Any] = json.loads(line)
+                return reply
+        raise RuntimeError(f"NullBroker.java exited {self._proc.wait()}")
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def cpu_s(self) -> float | None:
+        """The null broker's CPU seconds so far (every thread)."""
+        return process_cpu_s(self.pid)
+
+    def stats(self) -> dict[str, Any]:
+        """Requests served so far by code, and the codes it answered without knowing them."""
+        assert self._proc is not None and self._proc.stdin is not None
+        self._proc.stdin.write("stats\n")
+        self._proc.stdin.flush()
+        return self._reply()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._proc is not None:
+            if self._proc.stdin is not None and not self._proc.stdin.closed:
+                try:
+                    self._proc.stdin.write("quit\n")
+                    self._proc.stdin.close()
+                except BrokenPipeError:
+                    pass
+            try:
+                self._proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            if self._proc.stdout is not None:
+                self._proc.stdout.close()
+        if self._scratch is not None:
+            self._scratch.cleanup()
+
+
+def _drains(namesrv: str, messages: int, rounds: int) -> dict[str, dict[str, Any]]:
+    """(d): ``rounds`` drains per client, ABBA, each a fresh group and topic; pooled figures."""
+    runs: dict[str, list[dict[str, Any]]] = {"ours": [], "java": []}
+    for i in range(rounds):
+        for side in ("ours", "java") if i % 2 == 0 else ("java", "ours"):
+            topic = f"bench_null_consume_{time.time_ns()}"
+            if side == "ours":
+                runs[side].append(anyio.run(consumer.push_drain, namesrv, topic, messages))
+            else:
+                runs[side].append(consumer.java_drain(namesrv, topic, messages))
+    pooled = {}
+    for side, drains in runs.items():
+        count = sum(d["messages"] for d in drains)
+        active = sum(d["seconds"] - d["first_message_s"] for d in drains)
+        cpu = sum(d["cpu_s_from_first"] for d in drains)
+        pooled[side] = {
+            "msgs_per_s": round(count / active) if active > 0 else 0,
+            "messages": count,
+            "client_cpu_us_per_msg": round(cpu / count * 1e6, 2) if count else None,
+            "drains": drains,
+        }
+    return pooled
+
+
+def _row(unit: str, ours: dict[str, Any], java: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "unit": unit,
+        "ours": ours["msgs_per_s"],
+        "java": java["msgs_per_s"],
+        "ratio": round(ours["msgs_per_s"] / java["msgs_per_s"], 2) if java["msgs_per_s"] else 0,
+        "cpu_us_per_msg_ours": ours["client_cpu_us_per_msg"],
+        "cpu_us_per_msg_java": java["client_cpu_us_per_msg"],
+    }
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    messages = args.backlog * args.queues
+    with NullBroker(queues=args.queues, backlog=args.backlog, pull_batch=args.pull_batch,
+                    hold_ms=args.hold_ms) as broker:  # fmt: skip
+        broker_cpu = broker.cpu_s()
+        produce = anyio.run(paired.paired, broker.addr, args.windows, args.seconds, args.warmup,
+                            args.concurrency, f"bench_null_{int(time.time())}")  # fmt: skip
+        consume = _drains(broker.addr, messages, args.drains)
+        broker_used = broker.cpu_s()
+        requests = broker.stats()
+    paths = {
+        name: _row("msgs/s", produce[mode]["ours"], produce[mode]["java"])
+        for name, mode in PATHS.items()
+    }
+    paths["d_consume"] = _row("msgs/s (from the first message)", consume["ours"], consume["java"])
+    for name, path in paths.items():
+        cpu_ours, cpu_java = path["cpu_us_per_msg_ours"], path["cpu_us_per_msg_java"]
+        path["cpu_ratio_java_over_ours"] = (
+            round(cpu_java / cpu_ours, 2) if cpu_ours and cpu_java else None
+        )
+        if name in TARGETS:
+            path["target"] = TARGETS[name]
+            path["met"] = (
+                path["ratio"] >= TARGETS[name] and (path["cpu_ratio_java_over_ours"] or 0) >= 1
+            )
+    return {
+        "paths": paths,
+        "detail": {
+            "produce": produce,
+            "ours_consume": consume["ours"],
+            "java_consume": consume["java"],
+            "null_broker_cpu_s": (
+                round(broker_used - broker_cpu, 2)
+                if broker_used is not None and broker_cpu is not None
+                else None
+            ),
+            "null_broker_requests": requests,
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--windows", type=int, default=4, help="(a)-(c): windows per side")
+    parser.add_argument("--seconds", type=float, default=2.0, help="(a)-(c): one window")
+    parser.add_argument("--warmup", type=float, default=5.0, help="(a)-(c): each client")
+    parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--queues", type=int, default=4)
+    parser.add_argument("--backlog", type=int, default=25_000, help="(d): messages per queue")
+    parser.add_argument("--pull-batch", type=int, default=32, help="(d): messages per pull")
+    parser.add_argument("--hold-ms", type=int, default=1000, help="(d): a pull past the end")
+    parser.add_argument("--drains", type=int, default=2, help="(d): drains per client, ABBA")
+    parser.add_argument("--out", type=Path, default=RESULTS / "nullbroker.json")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    figures = measure(args)
+    figures["settings"] = {
+        "message_bytes": 1024, "windows": args.windows, "window_seconds": args.seconds,
+        "warmup": args.warmup, "concurrency": args.concurrency, "queues": args.queues,
+        "consume_messages": args.backlog * args.queues, "pull_batch": args.pull_batch,
+        "drains": args.drains, "took_seconds": round(time.monotonic() - started),
+        "machine": "2 cores shared with the null broker and with other work: short windows, "
+        "paired (the ratio compares both clients on the same phase)",
+    }  # fmt: skip
+    if args.out.exists():  # what benchmarks.sendprofile and benchmarks.abtest added stays
+        kept = json.loads(args.out.read_text())
+        figures.update({k: kept[k] for k in ("profile", "changes") if k in kept})
+    write_results(args.out, figures)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

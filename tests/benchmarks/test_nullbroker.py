@@ -1,0 +1,55 @@
+"""The null broker of ``benchmarks.nullbroker`` serves our client: one send and the pulls of a
+small backlog go through it, so the client-bound benchmark cannot rot unnoticed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from benchmarks.nullbroker import NullBroker
+from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer
+from rocketmq_actors.producer import Message, Producer
+from rocketmq_actors.producer.result import SendStatus
+
+# needs Java and the cached jars, not the session cluster; the same on every broker version
+pytestmark = [pytest.mark.integration, pytest.mark.once]
+
+QUEUES = 2
+BACKLOG = 5  # messages per queue
+
+
+async def _send_and_pull(addr: str) -> tuple[Any, Any, dict[int, list[int]]]:
+    async with Producer(namesrv=addr, group="null_broker_test") as producer:
+        single = await producer.send(Message(topic="null_broker_topic", body=b"hello"))
+        batch = await producer.send_batch(
+            [Message(topic="null_broker_topic", body=b"x") for _ in range(3)]
+        )
+    offsets: dict[int, list[int]] = {}
+    async with PullConsumer(
+        namesrv=addr, group="null_broker_test_pull", auto_offset_reset=OffsetReset.EARLIEST
+    ) as consumer:
+        await consumer.subscribe("null_broker_topic")
+        with anyio.fail_after(30):
+            while sum(map(len, offsets.values())) < QUEUES * BACKLOG:
+                for queue, records in (await consumer.getmany(timeout=1.0)).items():
+                    for record in records:
+                        assert record.body == b"x" * 1024
+                        assert record.topic == "null_broker_topic"
+                        offsets.setdefault(queue.queue_id, []).append(record.queue_offset)
+    return single, batch, offsets
+
+
+def test_one_send_a_batch_and_the_pulls_of_a_backlog_go_through_our_client() -> None:
+    with NullBroker(queues=QUEUES, backlog=BACKLOG, pull_batch=4, hold_ms=100) as broker:
+        single, batch, offsets = anyio.run(_send_and_pull, broker.addr)
+        served = broker.stats()
+    assert single.status is SendStatus.SEND_OK
+    assert len(single.offset_msg_id) == 32
+    assert len(batch) == 3
+    assert len({result.offset_msg_id for result in batch}) == 3
+    # every queue's backlog, each offset once, in order (pulls of 4, then 1)
+    assert offsets == {queue: list(range(BACKLOG)) for queue in range(QUEUES)}
+    assert {"105", "310", "320", "11"} <= set(served["requests"])
+    assert served["unknown"] == {}
