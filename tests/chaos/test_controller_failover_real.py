@@ -105,11 +105,11 @@ async def test_kill_9_master_the_standby_takes_over_without_loss(
             )
         )
         promoted_in = time.monotonic() - killed_at
-        await timeline.wait_oks_since(killed_at, 1, timeout=FOLLOW_LIMIT)
-        resumed_in = timeline.first_ok_since(killed_at) or 0.0
         await timeline.wait_oks_since(killed_at, 300, timeout=60)  # sends keep going
         stop.set()
-    outage = timeline.longest_gap(killed_at)
+    # (an acknowledgement may still arrive from the old master just after the kill began)
+    gap_began, gap_ended = timeline.longest_gap_span(killed_at)
+    outage, resumed_in = gap_ended - gap_began, gap_ended - killed_at
     receipts = Receipts(checker)
     async with PushConsumer(
         namesrv=cluster.namesrv_addr, group=unique_group, subscriptions={unique_topic: "*"},

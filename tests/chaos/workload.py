@@ -111,9 +111,14 @@ class SendTimeline:
     def longest_gap(self, since: float) -> float:
         """The longest time without an acknowledged send from the last one before ``since``
         to the last one recorded (the fault's outage, as a client under load saw it)."""
+        start, end = self.longest_gap_span(since)
+        return end - start
+
+    def longest_gap_span(self, since: float) -> tuple[float, float]:
+        """When that longest gap began and ended (the acknowledgements around it)."""
         before = [t for t in self.ok_at if t <= since]
         times = [before[-1] if before else since] + [t for t in self.ok_at if t > since]
-        return max((b - a for a, b in itertools.pairwise(times)), default=0.0)
+        return max(itertools.pairwise(times), key=lambda ab: ab[1] - ab[0], default=(since, since))
 
     async def wait_oks_since(
         self, moment: float, count: int, timeout: float, broker: str | None = None
