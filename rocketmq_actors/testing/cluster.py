@@ -361,6 +361,7 @@ class LocalCluster:
                 namesrv_port=ns_port,
                 master_ha_port=self.servers["broker-a"].port + 1,
                 state_dir=self.state_dir,
+                namesrv_host=self.servers["namesrv"].host,
             )
             write_properties(conf / f"{info.name}.conf", props)
 

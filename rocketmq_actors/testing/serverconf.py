@@ -34,14 +34,15 @@ __all__ = [
 
 @attrs.frozen(kw_only=True)
 class NetnsPlacement:
-    """Run one broker inside a network namespace the caller created (``ip netns``): the
-    broker listens on ``broker_ip`` (what it registers, what clients dial) and reaches the
-    NameServer at ``namesrv_ip`` (the root-namespace end of a veth pair); the NameServer then
-    listens on every interface so the namespace can reach it."""
+    """Run one server inside a network namespace the caller created (``ip netns``), listening
+    on ``listen_ip`` (what a broker registers, what clients and the launcher dial). A broker
+    there reaches the NameServer at ``namesrv_ip`` (the root-namespace end of a veth pair;
+    the NameServer then listens on every interface). The NameServer placed in one is dialled
+    at its ``listen_ip`` by the brokers and the launcher (``namesrv_ip`` unused)."""
 
     netns: str
-    broker_ip: str
-    namesrv_ip: str
+    listen_ip: str
+    namesrv_ip: str = ""
 
 
 def _check_controller(spec: ClusterSpec, attribute: attrs.Attribute[bool], value: bool) -> None:
@@ -178,7 +179,15 @@ def plan_servers(spec: ClusterSpec) -> dict[str, BrokerProcessInfo]:
         taken.update(port + o for o in offsets)
     else:
         port = pick_port(taken, offsets)
-    servers = {"namesrv": BrokerProcessInfo(name="namesrv", role="namesrv", port=port)}
+    ns_placement = spec.netns.get("namesrv")
+    servers = {
+        "namesrv": BrokerProcessInfo(
+            name="namesrv",
+            role="namesrv",
+            port=port,
+            host=ns_placement.listen_ip if ns_placement is not None else "127.0.0.1",
+        )
+    }
     plan: list[tuple[str, str, int]] = [("broker-a", "broker-a", 0)]
     if spec.brokers == 2:
         plan.append(("broker-b", "broker-b", 0))
@@ -193,7 +202,7 @@ def plan_servers(spec: ClusterSpec) -> dict[str, BrokerProcessInfo]:
             broker_name=broker_name,
             # in controller mode the controller assigns the ids (the master's is 0)
             broker_id=None if spec.controller else broker_id,
-            host=placement.broker_ip if placement is not None else "127.0.0.1",
+            host=placement.listen_ip if placement is not None else "127.0.0.1",
         )
     return servers
 
@@ -232,6 +241,7 @@ def broker_properties(
     namesrv_port: int,
     master_ha_port: int,
     state_dir: Path,
+    namesrv_host: str = "127.0.0.1",
 ) -> dict[str, object]:
     """Broker config: loopback only, small files, fast transaction checks, SQL92 on."""
     store = state_dir / "store" / info.name
@@ -240,7 +250,7 @@ def broker_properties(
         "brokerName": info.broker_name,
         "brokerId": info.broker_id,
         "brokerRole": "SLAVE" if info.role == "slave" else "ASYNC_MASTER",
-        "namesrvAddr": f"127.0.0.1:{namesrv_port}",
+        "namesrvAddr": f"{namesrv_host}:{namesrv_port}",
         "brokerIP1": "127.0.0.1",
         "brokerIP2": "127.0.0.1",
         "listenPort": info.port,
@@ -270,13 +280,11 @@ def broker_properties(
         props["recallMessageEnable"] = "true"
     placement = spec.netns.get(info.name)
     if placement is not None:
-        props.update(
-            brokerIP1=placement.broker_ip,
-            brokerIP2=placement.broker_ip,
-            namesrvAddr=f"{placement.namesrv_ip}:{namesrv_port}",
-        )
+        props.update(brokerIP1=placement.listen_ip, brokerIP2=placement.listen_ip)
+        if placement.namesrv_ip:
+            props["namesrvAddr"] = f"{placement.namesrv_ip}:{namesrv_port}"
         if not spec.is_4x:
-            props["bindAddress"] = placement.broker_ip
+            props["bindAddress"] = placement.listen_ip
     if spec.controller:
         props.update(_controller_properties(spec, namesrv_port))
     elif info.role == "slave" and spec.is_4x:

@@ -7,6 +7,8 @@ alone while the other keeps working.
   unreachable route: the client is told), while the NameServer still lists broker-b;
 * broker-b <-> NameServer: the NameServer drops broker-b after its scan, the client's route
   follows, sends go on through broker-a;
+* client <-> NameServer (a one-broker cluster whose NameServer runs in a namespace): sends go
+  on from cached routes, the routes are fetched again after the heal;
 * ``tc netem`` delay, jitter, loss, duplication and reordering on the client path (skipped,
   with the kernel's own message, where the kernel has no netem).
 
@@ -73,7 +75,7 @@ def topology(request: pytest.FixtureRequest) -> Iterator[Topology]:
     try:
         to_namesrv, to_client = ns.add_link(), ns.add_link()
         placement = NetnsPlacement(
-            netns=ns.name, broker_ip=to_client.ns_ip, namesrv_ip=to_namesrv.root_ip
+            netns=ns.name, listen_ip=to_client.ns_ip, namesrv_ip=to_namesrv.root_ip
         )
         spec = ClusterSpec(
             version=request.config.getoption("--rocketmq-version"),
@@ -278,6 +280,91 @@ async def _until(check: Callable[[], bool], limit: float) -> None:
 def _brokers(instance: ClientInstance, topic: str) -> set[str]:
     route = instance.routes.cached(topic)
     return set() if route is None else {q.broker_name for q in route.publish_queues}
+
+
+@pytest.fixture
+def namesrv_in_netns(
+    request: pytest.FixtureRequest,
+) -> Iterator[tuple[LocalCluster, str, Namespace, VethLink]]:
+    """A one-broker cluster whose NameServer runs in a namespace with two veth pairs: the
+    broker and the launcher dial it over one, the client over the other (so the client's
+    path alone can be cut). Yields the cluster, the client's NameServer address, the
+    namespace and the client's link."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("network namespaces need root and iproute2 (ip)")
+    try:
+        ns = Namespace().__enter__()
+    except NetnsUnavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        to_servers, to_client = ns.add_link(), ns.add_link()
+        spec = ClusterSpec(
+            version=request.config.getoption("--rocketmq-version"),
+            netns={"namesrv": NetnsPlacement(netns=ns.name, listen_ip=to_servers.ns_ip)},
+        )
+        cluster = LocalCluster(spec)
+        cluster.start()
+        try:
+            port = cluster.servers["namesrv"].port
+            yield cluster, f"{to_client.ns_ip}:{port}", ns, to_client
+        finally:
+            cluster.stop(graceful=False)
+    finally:
+        ns.close()
+        assert leftovers([ns.name]) == [], "network namespaces or links left behind"
+
+
+async def test_client_namesrv_partition_sends_go_on_from_cached_routes(
+    namesrv_in_netns: tuple[LocalCluster, str, Namespace, VethLink],
+    unique_topic: str,
+    unique_group: str,
+    chaos_report: ChaosReport,
+) -> None:
+    """The NameServer's answers to the client vanish (the broker still registers): every
+    send succeeds on the cached route, the route refreshes (every 5 s) fail quietly, and the
+    first refresh after the heal fetches the route again."""
+    _, namesrv, ns, link = namesrv_in_netns
+    checker, timeline, stop = QueueChecker(), SendTimeline(), anyio.Event()
+    instance = ClientInstance(namesrv, route_refresh_interval=5)
+    async with (
+        instance,
+        Producer(instance=instance, send_timeout=SEND_TIMEOUT) as producer,
+        anyio.create_task_group() as tg,
+    ):
+        await create_topic(instance, unique_topic, queues=4)
+        await instance.routes.refresh(unique_topic)
+        tg.start_soon(lambda: produce_until(producer, unique_topic, checker, timeline, stop))
+        await timeline.wait_oks_since(0.0, 50, timeout=30)
+        cut_at = time.monotonic()
+        ns.blackhole(link)
+        try:
+            with anyio.move_on_after(FAULT):
+                await stop.wait()  # the fault lasts FAULT seconds under load
+            stale_for = instance.routes.age(unique_topic) or 0.0
+        finally:
+            healed_at = time.monotonic()
+            ns.unblackhole(link)
+        await _until(lambda: (instance.routes.age(unique_topic) or 0.0) < 1.0, HEAL_LIMIT)
+        refreshed_in = time.monotonic() - healed_at
+        stop.set()
+    receipts = Receipts(checker)
+    async with PushConsumer(
+        namesrv=namesrv, group=unique_group, subscriptions={unique_topic: "*"},
+        handler=receipts.handle, consume_from=ConsumeFrom.FIRST_OFFSET,
+    ):  # fmt: skip
+        await receipts.wait_for_all_acknowledged(timeout=90)
+    result = checker.check()
+    row = chaos_report.record(
+        "client-NameServer partition (netns blackhole)", result,
+        outage_s=timeline.longest_gap(cut_at), recover_s=refreshed_in,
+        note=f"routes served from the cache, {stale_for:.0f} s old at the heal",
+    )  # fmt: skip
+    structlog.get_logger("tests.chaos").info("chaos.netns.result", **row)
+    assert stale_for > 5 + 5  # the refreshes during the partition did fail
+    assert result.sent["failed"] == result.sent["unknown"] == 0
+    assert result.lost == () and result.unexpected == ()
+    assert timeline.longest_gap(cut_at) < SEND_TIMEOUT
+    assert refreshed_in < HEAL_LIMIT
 
 
 NETEM = {

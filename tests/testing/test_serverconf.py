@@ -70,7 +70,7 @@ def test_no_controller_outside_controller_mode(tmp_path: Path) -> None:
 
 
 def test_a_broker_in_a_network_namespace(tmp_path: Path) -> None:
-    placement = NetnsPlacement(netns="rmq-t", broker_ip="10.231.7.2", namesrv_ip="10.231.6.1")
+    placement = NetnsPlacement(netns="rmq-t", listen_ip="10.231.7.2", namesrv_ip="10.231.6.1")
     spec = ClusterSpec(brokers=2, netns={"broker-b": placement})
     cluster = LocalCluster(spec, state_dir=tmp_path)
     cluster._layout()
@@ -88,3 +88,20 @@ def test_a_broker_in_a_network_namespace(tmp_path: Path) -> None:
         spec, cluster.servers["broker-a"], java="java", lib=tmp_path, state_dir=tmp_path
     )
     assert plain[0] == "java"
+
+
+def test_a_nameserver_in_a_network_namespace(tmp_path: Path) -> None:
+    """The brokers and the launcher dial it at its namespace address; it listens on every
+    interface of its namespace."""
+    placement = NetnsPlacement(netns="rmq-n", listen_ip="10.231.9.2")
+    spec = ClusterSpec(netns={"namesrv": placement})
+    cluster = LocalCluster(spec, state_dir=tmp_path)
+    cluster._layout()
+    port = cluster.servers["namesrv"].port
+    assert cluster.namesrv_addr == f"10.231.9.2:{port}"
+    assert _conf(tmp_path / "conf" / "broker-a.conf")["namesrvAddr"] == f"10.231.9.2:{port}"
+    assert _conf(tmp_path / "conf" / "namesrv.conf")["bindAddress"] == "0.0.0.0"
+    info = cluster.servers["namesrv"]
+    assert jvm_argv(spec, info, java="java", lib=tmp_path, state_dir=tmp_path)[:4] == [
+        "ip", "netns", "exec", "rmq-n"
+    ]  # fmt: skip
