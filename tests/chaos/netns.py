@@ -189,16 +189,14 @@ def netem_unavailable() -> str | None:
 
 
 def leftovers(names: Sequence[str] = ()) -> list[str]:
-    """Namespaces and links of this process (or named ones) still present: must be none."""
+    """The named namespaces (default: every one of this process) and their root-namespace
+    veth ends that are still present: must be none after a teardown."""
     mine = f"{PREFIX}-{os.getpid()}-"
-    found = [
-        line.split()[0]
-        for line in _ip("netns", "list").splitlines()
-        if line.startswith(mine) or line.split()[:1] in ([n] for n in names)
-    ]
-    tags = {name.rsplit("-", 1)[-1] for name in names}
+    present = [line.split()[0] for line in _ip("netns", "list").splitlines() if line.strip()]
+    found = [n for n in present if (n in names if names else n.startswith(mine))]
+    tags = {name.rsplit("-", 1)[-1] for name in (names or found)}
     for line in _ip("-o", "link").splitlines():
         dev = line.split(":")[1].strip().split("@")[0]
-        if dev.startswith(PREFIX) and (not tags or any(dev[4:10] == t for t in tags)):
+        if dev.startswith(PREFIX) and dev[len(PREFIX) : len(PREFIX) + 6] in tags:
             found.append(dev)
     return found
