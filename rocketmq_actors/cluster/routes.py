@@ -37,6 +37,10 @@ TEMPLATE_TOPIC = "TBW102"
 
 log = get_logger("rocketmq_actors.cluster")
 
+#: a topic marked stale is fetched again at most this often: a send loop failing on a dead
+#: master marks it on every attempt, and the NameServer must not see one lookup per attempt
+STALE_REFRESH_SPACING = 1.0
+
 
 @attrs.frozen
 class TopicRoute:
@@ -119,6 +123,8 @@ class RouteTable:
         self._routes: dict[str, TopicRoute] = {}
         self._locks: dict[str, anyio.Lock] = {}
         self._fetched: dict[str, float] = {}  # topic -> time.monotonic() of its last lookup
+        self._stale: set[str] = set()  # topics to fetch before the next interval
+        self._wake = anyio.Event()
 
     def age(self, topic: str) -> float | None:
         """Seconds since ``topic``'s route was last fetched (a route served from the cache
@@ -223,13 +229,41 @@ class RouteTable:
                         addrs.add(addr)
         return addrs
 
+    def mark_stale(self, topic: str) -> None:
+        """A request found ``topic``'s route wrong - its master unreachable, gone from the
+        route, or refusing writes (a slave, after a failover): the refresher fetches it now
+        rather than at its next interval (at most every :data:`STALE_REFRESH_SPACING` s).
+        Java's client waits for its 30 s timer (MQClientInstance, pollNameServerInterval);
+        a controller-mode failover promotes the slave within seconds, and the route names
+        the new master as soon as it registers."""
+        if topic in self._routes:
+            self._stale.add(topic)
+            self._wake.set()
+
+    @property
+    def stale(self) -> frozenset[str]:
+        return frozenset(self._stale)
+
     async def run(self, *, task_status: TaskStatus[RouteTable] = anyio.TASK_STATUS_IGNORED) -> None:
-        """The route refresher actor: every known topic every ``refresh_interval`` seconds."""
+        """The route refresher actor: every known topic every ``refresh_interval`` seconds,
+        and topics marked stale as soon as they are marked (spaced)."""
         task_status.started(self)
+        next_full = time.monotonic() + self.refresh_interval
         while True:
-            await anyio.sleep(self.refresh_interval)
-            for topic in self.topics():
+            with anyio.move_on_after(max(next_full - time.monotonic(), 0.0)):
+                await self._wake.wait()
+            self._wake = anyio.Event()  # (a mark during the refreshes below wakes the next)
+            if time.monotonic() >= next_full:
+                topics, on_demand = self.topics(), False
+                next_full = time.monotonic() + self.refresh_interval
+            else:
+                topics, on_demand = sorted(self._stale), True
+            self._stale.clear()
+            for topic in topics:
                 try:
                     await self.refresh(topic)
                 except RocketMQError as exc:
                     log.info("route.refresh_error", topic=topic, error=str(exc))
+            if on_demand:
+                log.info("route.refresh_stale", topics=topics)
+                await anyio.sleep(STALE_REFRESH_SPACING)  # pacing: see STALE_REFRESH_SPACING

@@ -22,6 +22,7 @@ from rocketmq_actors.cluster.versions import is_5x, version_name
 from rocketmq_actors.errors import (
     BrokerError,
     ConnectError,
+    ConnectionLost,
     RequestTimeout,
     RocketMQError,
     SendFailed,
@@ -47,6 +48,11 @@ log = get_logger("rocketmq_actors.producer")
 
 # answers meaning "this topic does not look like your (guessed) route says"
 _STALE_GUESS = frozenset({ResponseCode.INVALID_PARAMETER, ResponseCode.TOPIC_NOT_EXIST})
+# errors after which the route may name a master that is gone: the connection failed or went
+# silent (killed, partitioned), or the broker refused the write (a slave answers
+# SERVICE_NOT_AVAILABLE, a broker whose write permission was taken NO_PERMISSION)
+_ROUTE_SUSPECT = (ConnectError, ConnectionLost, RequestTimeout)
+_NOT_MASTER = frozenset({ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.NO_PERMISSION})
 
 # the send path's enum members and classmethod, looked up once: on Python 3.11 an attribute of
 # an Enum class costs several times a module global's (benchmarks/abtest.py measured the
@@ -136,10 +142,12 @@ class SendLoop:
             return routing.selector(queues, routing.message, routing.arg)
         return self._round_robin.choose(queues, avoid)
 
-    @staticmethod
-    def master(route: TopicRoute, queue: MessageQueue) -> str:
+    def master(self, route: TopicRoute, queue: MessageQueue) -> str:
         addr = route.master_addr(queue.broker_name)
         if addr is None:
+            # the master died and its standby is not promoted yet (or the route is older
+            # than the promotion): look again soon, not at the next interval
+            self._instance.routes.mark_stale(route.topic)
             raise SendFailed(
                 route.topic, [BrokerError(queue.broker_name, 14, "the broker has no master")]
             )
@@ -253,6 +261,8 @@ class SendLoop:
                     raise
                 except RocketMQError as exc:
                     self.faults.record(broker, 0, failed=True)
+                    if isinstance(exc, _ROUTE_SUSPECT):
+                        self._instance.routes.mark_stale(prepared.topic)
                     attempts.append(exc)
                     avoid = broker
                     METRICS.inc("rocketmq_client_send_retries_total", topic=prepared.user_topic)
@@ -271,6 +281,8 @@ class SendLoop:
                         await self._instance.routes.refresh(prepared.topic)
                         continue
                     self.faults.record(broker, 0, failed=True)
+                    if reply.code in _NOT_MASTER:
+                        self._instance.routes.mark_stale(prepared.topic)
                     if not error.retriable:
                         break
                     avoid = broker

@@ -20,7 +20,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -34,11 +33,12 @@ from rocketmq_actors.logs import get_logger
 
 from . import probe
 from .jars import LauncherError, check_published, find_java, resolve_server_jars
-from .procs import pid_alive, pid_is_ours, tail
+from .procs import log_contains, pid_alive, pid_is_ours, release_watchdog, tail, watch_pid
 from .serverconf import (
     BrokerProcessInfo,
     ClusterSpec,
     broker_properties,
+    controller_addr,
     jvm_argv,
     namesrv_properties,
     plan_servers,
@@ -114,6 +114,13 @@ class LocalCluster:
         return self.servers["namesrv"].addr
 
     @property
+    def controller_addr(self) -> str:
+        """The embedded controller's address (controller mode only)."""
+        if not self.spec.controller:
+            raise LauncherError("this cluster runs no controller (ClusterSpec(controller=True))")
+        return controller_addr(self.spec, self.servers["namesrv"].port)
+
+    @property
     def brokers(self) -> list[BrokerProcessInfo]:
         return [s for s in self.servers.values() if s.role != "namesrv"]
 
@@ -174,7 +181,7 @@ class LocalCluster:
                 for info in group:
                     self._launch(java, info.name)
                 for info in group:
-                    self._wait_broker(info)
+                    self._wait_broker(info, elected=role == "master")
             self.timings["brokers_s"] = time.monotonic() - t1
         except BaseException:
             self.stop()
@@ -205,11 +212,8 @@ class LocalCluster:
             if name in self.servers:
                 self._wait_exit(name, self.spec.stop_timeout, kill=True)
         self._save_state()
-        if self._watchdog is not None:
-            assert self._watchdog.stdin is not None
-            self._watchdog.stdin.close()  # nothing of ours is alive: it exits doing nothing
-            self._watchdog.wait()
-            self._watchdog = None
+        release_watchdog(self._watchdog)
+        self._watchdog = None
         log.info("cluster.stopped", state_dir=str(self.state_dir))
         if self._owns_state_dir:
             shutil.rmtree(self.state_dir, ignore_errors=True)
@@ -265,6 +269,7 @@ class LocalCluster:
                 "version": self.spec.version,
                 "brokers": self.spec.brokers,
                 "slave": self.spec.slave,
+                "controller": self.spec.controller,
             },
             "servers": [attrs.asdict(s) for s in self.servers.values()],
             "timings": self.timings,
@@ -356,6 +361,7 @@ class LocalCluster:
                 namesrv_port=ns_port,
                 master_ha_port=self.servers["broker-a"].port + 1,
                 state_dir=self.state_dir,
+                namesrv_host=self.servers["namesrv"].host,
             )
             write_properties(conf / f"{info.name}.conf", props)
 
@@ -398,27 +404,11 @@ class LocalCluster:
         log.info("cluster.process.launched", name=name, pid=proc.pid, port=info.port)
 
     def _watch(self, pid: int) -> None:
-        if not self.die_with_parent:
-            return
-        if self._watchdog is None or self._watchdog.poll() is not None:
-            self._watchdog = subprocess.Popen(
-                [sys.executable, "-m", "rocketmq_actors.testing._watchdog", str(self.state_dir)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        assert self._watchdog.stdin is not None
-        self._watchdog.stdin.write(f"{pid}\n".encode())
-        self._watchdog.stdin.flush()
+        if self.die_with_parent:
+            self._watchdog = watch_pid(self._watchdog, self.state_dir, pid)
 
     def _boot_line_seen(self, name: str) -> bool:
-        path = self._log_path(name)
-        try:
-            with open(path, "rb") as fh:
-                fh.seek(self._log_offsets.get(name, 0))
-                return b"boot success" in fh.read()
-        except OSError:
-            return False
+        return log_contains(self._log_path(name), self._log_offsets.get(name, 0), b"boot success")
 
     def _poll(self, name: str, ready: Callable[[], bool], what: str) -> None:
         deadline = time.monotonic() + self.spec.startup_timeout
@@ -451,7 +441,10 @@ class LocalCluster:
 
         self._poll("namesrv", ready, "answer a cluster-info request")
 
-    def _wait_broker(self, info: BrokerProcessInfo) -> None:
+    def _wait_broker(self, info: BrokerProcessInfo, *, elected: bool = False) -> None:
+        """Until the NameServer lists ``info``; with ``elected`` (controller mode, first
+        start) until it lists it as its broker set's master."""
+
         def ready() -> bool:
             if not self._boot_line_seen(info.name):
                 return False
@@ -460,7 +453,15 @@ class LocalCluster:
             except probe.ProbeError:
                 return False
             data = cluster.brokers.get(info.broker_name or "")
-            return data is not None and data.broker_addrs.get(info.broker_id or 0) == info.addr
+            if data is None:
+                return False
+            if info.broker_id is None:  # controller mode: the controller chose the id
+                wanted = 0 if elected else None
+                return any(
+                    addr == info.addr and wanted in (None, broker_id)
+                    for broker_id, addr in data.broker_addrs.items()
+                )
+            return data.broker_addrs.get(info.broker_id) == info.addr
 
         self._poll(info.name, ready, "register with the NameServer")
 

@@ -7,8 +7,11 @@ traffic goes through the async runtime.
 from __future__ import annotations
 
 import itertools
+import json
 import socket
 import time
+
+import attrs
 
 from rocketmq_actors.protocol.bodies import ClusterInfo, TopicRouteData
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode, SerializeType
@@ -16,7 +19,11 @@ from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.framing import FrameDecoder
 from rocketmq_actors.runtime.connection import split_addr
 
-__all__ = ["ProbeError", "cluster_info", "request", "topic_route"]
+__all__ = ["ProbeError", "ReplicaInfo", "cluster_info", "replica_info", "request", "topic_route"]
+
+#: RequestCode.CONTROLLER_GET_REPLICA_INFO (5.x controller; a test-only request, so it lives
+#: here rather than in protocol/codes.py)
+CONTROLLER_GET_REPLICA_INFO = 1004
 
 _opaque = itertools.count(1)
 
@@ -70,3 +77,37 @@ def topic_route(namesrv: str, topic: str, timeout: float = 3.0) -> TopicRouteDat
     if reply.code != ResponseCode.SUCCESS:
         raise ProbeError(f"route of {topic!r}: code {reply.code} {reply.remark or ''}", reply.code)
     return TopicRouteData.decode(reply.body)
+
+
+@attrs.frozen
+class ReplicaInfo:
+    """A broker set as the controller sees it: its master and its SyncStateSet (the broker
+    ids that have every acknowledged message, hence may be elected)."""
+
+    master_addr: str | None
+    master_id: int | None
+    master_epoch: int | None
+    sync_state_set: frozenset[int]
+
+
+def _int_or_none(value: str | None) -> int | None:
+    return None if value is None or value in ("", "null") else int(value)
+
+
+def replica_info(controller: str, broker_name: str, timeout: float = 3.0) -> ReplicaInfo:
+    """CONTROLLER_GET_REPLICA_INFO (ControllerRequestProcessor): header
+    GetReplicaInfoResponseHeader, body SyncStateSet JSON."""
+    cmd = RemotingCommand.request(CONTROLLER_GET_REPLICA_INFO, {"brokerName": broker_name})
+    reply = request(controller, cmd, timeout)
+    if reply.code != ResponseCode.SUCCESS:
+        raise ProbeError(
+            f"replica info of {broker_name!r}: code {reply.code} {reply.remark or ''}", reply.code
+        )
+    ext = reply.ext_fields
+    body = json.loads(reply.body) if reply.body else {}
+    return ReplicaInfo(
+        master_addr=ext.get("masterAddress") or None,
+        master_id=_int_or_none(ext.get("masterBrokerId")),
+        master_epoch=_int_or_none(ext.get("masterEpoch")),
+        sync_state_set=frozenset(int(i) for i in body.get("syncStateSet") or ()),
+    )

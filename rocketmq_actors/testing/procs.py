@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
-__all__ = ["pid_alive", "pid_is_ours", "tail"]
+__all__ = [
+    "log_contains",
+    "pid_alive",
+    "pid_is_ours",
+    "release_watchdog",
+    "tail",
+    "watch_pid",
+]
 
 
 def pid_alive(pid: int) -> bool:
@@ -38,3 +47,39 @@ def tail(path: Path, limit: int = 4000) -> str:
     except OSError:
         return "(no log)"
     return data[-limit:].decode(errors="replace")
+
+
+def log_contains(path: Path, offset: int, needle: bytes) -> bool:
+    """Whether the log at ``path`` has ``needle`` after ``offset`` (this launch's part)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            return needle in fh.read()
+    except OSError:
+        return False
+
+
+def watch_pid(
+    watchdog: subprocess.Popen[bytes] | None, state_dir: Path, pid: int
+) -> subprocess.Popen[bytes]:
+    """Hand ``pid`` to the watchdog process (started if ``watchdog`` is None or gone), which
+    SIGKILLs it when this process dies."""
+    if watchdog is None or watchdog.poll() is not None:
+        watchdog = subprocess.Popen(
+            [sys.executable, "-m", "rocketmq_actors.testing._watchdog", str(state_dir)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    assert watchdog.stdin is not None
+    watchdog.stdin.write(f"{pid}\n".encode())
+    watchdog.stdin.flush()
+    return watchdog
+
+
+def release_watchdog(watchdog: subprocess.Popen[bytes] | None) -> None:
+    """Once nothing of ours is alive: the watchdog exits doing nothing."""
+    if watchdog is not None:
+        assert watchdog.stdin is not None
+        watchdog.stdin.close()
+        watchdog.wait()

@@ -20,6 +20,7 @@ from .jars import DEFAULT_VERSION, LauncherError
 __all__ = [
     "BrokerProcessInfo",
     "ClusterSpec",
+    "NetnsPlacement",
     "broker_properties",
     "jvm_argv",
     "namesrv_properties",
@@ -32,13 +33,44 @@ __all__ = [
 
 
 @attrs.frozen(kw_only=True)
+class NetnsPlacement:
+    """Run one server inside a network namespace the caller created (``ip netns``), listening
+    on ``listen_ip`` (what a broker registers, what clients and the launcher dial). A broker
+    there reaches the NameServer at ``namesrv_ip`` (the root-namespace end of a veth pair;
+    the NameServer then listens on every interface). The NameServer placed in one is dialled
+    at its ``listen_ip`` by the brokers and the launcher (``namesrv_ip`` unused)."""
+
+    netns: str
+    listen_ip: str
+    namesrv_ip: str = ""
+
+
+def _check_controller(spec: ClusterSpec, attribute: attrs.Attribute[bool], value: bool) -> None:
+    if value and spec.version.startswith("4."):
+        raise LauncherError(
+            f"controller mode needs RocketMQ 5.x (enableControllerMode came with 5.0); "
+            f"version {spec.version} has none"
+        )
+
+
+@attrs.frozen(kw_only=True)
 class ClusterSpec:
     """What to launch. ``brokers`` masters (``broker-a``, ``broker-b``), optionally a slave of
-    ``broker-a``; ``broker_config`` adds or overrides broker properties (ACL, TLS, ...)."""
+    ``broker-a``; ``broker_config`` adds or overrides broker properties (ACL, TLS, ...).
+
+    ``controller`` (5.x): automatic failover. The NameServer embeds the controller
+    (``enableControllerInNamesrv``) and ``broker-a`` is a broker set of two nodes,
+    ``broker-a`` and ``broker-a-s``, both started with ``enableControllerMode`` and
+    ``brokerId=-1``: the controller elects the master (the node started first) and promotes
+    the other when it dies. Replication is synchronous to the whole SyncStateSet
+    (``allAckInSyncStateSet``), so an acknowledged message survives the master's death."""
 
     version: str = DEFAULT_VERSION
     brokers: Literal[1, 2] = attrs.field(default=1, validator=attrs.validators.in_((1, 2)))
     slave: bool = False
+    controller: bool = attrs.field(default=False, validator=_check_controller)
+    # process name -> the network namespace it runs in (see NetnsPlacement)
+    netns: Mapping[str, NetnsPlacement] = attrs.field(factory=dict)
     # message trace: brokers with traceTopicEnable=true, which create RMQ_SYS_TRACE_TOPIC at
     # start (BrokerController / TopicConfigManager) instead of on the first trace message
     trace: bool = False
@@ -60,6 +92,11 @@ class ClusterSpec:
     def is_4x(self) -> bool:
         return self.version.startswith("4.")
 
+    @property
+    def has_slave(self) -> bool:
+        """A second node of ``broker-a`` (a slave, or the controller's standby)."""
+        return self.slave or self.controller
+
 
 @attrs.define(kw_only=True)
 class BrokerProcessInfo:
@@ -71,10 +108,11 @@ class BrokerProcessInfo:
     broker_name: str | None = None
     broker_id: int | None = None
     pid: int | None = None
+    host: str = "127.0.0.1"  # another address when it runs in a network namespace
 
     @property
     def addr(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
 
 def can_bind(port: int, host: str) -> bool:
@@ -134,22 +172,43 @@ def plan_servers(spec: ClusterSpec) -> dict[str, BrokerProcessInfo]:
     taken: set[int] = set()
     if spec.namesrv_port is not None:
         taken.add(spec.namesrv_port)
-    port = spec.namesrv_port if spec.namesrv_port is not None else pick_port(taken, (0,))
-    servers = {"namesrv": BrokerProcessInfo(name="namesrv", role="namesrv", port=port)}
+    # the embedded controller (DLedger peer and controller requests) listens on port + 1
+    offsets = (0, 1) if spec.controller else (0,)
+    if spec.namesrv_port is not None:
+        port = spec.namesrv_port
+        taken.update(port + o for o in offsets)
+    else:
+        port = pick_port(taken, offsets)
+    ns_placement = spec.netns.get("namesrv")
+    servers = {
+        "namesrv": BrokerProcessInfo(
+            name="namesrv",
+            role="namesrv",
+            port=port,
+            host=ns_placement.listen_ip if ns_placement is not None else "127.0.0.1",
+        )
+    }
     plan: list[tuple[str, str, int]] = [("broker-a", "broker-a", 0)]
     if spec.brokers == 2:
         plan.append(("broker-b", "broker-b", 0))
-    if spec.slave:
+    if spec.has_slave:
         plan.append(("broker-a-s", "broker-a", 1))
     for proc_name, broker_name, broker_id in plan:
+        placement = spec.netns.get(proc_name)
         servers[proc_name] = BrokerProcessInfo(
             name=proc_name,
             role="master" if broker_id == 0 else "slave",
             port=pick_port(taken, (0, -2, 1)),  # listenPort p, fast channel p-2, HA p+1
             broker_name=broker_name,
-            broker_id=broker_id,
+            # in controller mode the controller assigns the ids (the master's is 0)
+            broker_id=None if spec.controller else broker_id,
+            host=placement.listen_ip if placement is not None else "127.0.0.1",
         )
     return servers
+
+
+def controller_addr(spec: ClusterSpec, namesrv_port: int) -> str:
+    return f"127.0.0.1:{namesrv_port + 1}"
 
 
 def namesrv_properties(spec: ClusterSpec, port: int, state_dir: Path) -> dict[str, object]:
@@ -158,7 +217,20 @@ def namesrv_properties(spec: ClusterSpec, port: int, state_dir: Path) -> dict[st
         "kvConfigPath": state_dir / "store" / "namesrv" / "kvConfig.json",
     }
     if not spec.is_4x:
-        props["bindAddress"] = "127.0.0.1"  # 5.x only
+        # 5.x only; every interface when a broker in a namespace must reach it over a veth
+        props["bindAddress"] = "0.0.0.0" if spec.netns else "127.0.0.1"
+    if spec.controller:
+        # the quick-start namesrv.conf of apache/rocketmq (distribution/conf/controller): one
+        # DLedger peer, which is also the address brokers send controller requests to
+        props.update(
+            enableControllerInNamesrv="true",
+            controllerDLegerGroup="group1",
+            controllerDLegerPeers=f"n0-{controller_addr(spec, port)}",
+            controllerDLegerSelfId="n0",
+            controllerStorePath=state_dir / "store" / "controller",
+            enableElectUncleanMaster="false",  # only a SyncStateSet member may become master
+            notifyBrokerRoleChanged="true",
+        )
     return props
 
 
@@ -169,6 +241,7 @@ def broker_properties(
     namesrv_port: int,
     master_ha_port: int,
     state_dir: Path,
+    namesrv_host: str = "127.0.0.1",
 ) -> dict[str, object]:
     """Broker config: loopback only, small files, fast transaction checks, SQL92 on."""
     store = state_dir / "store" / info.name
@@ -177,7 +250,7 @@ def broker_properties(
         "brokerName": info.broker_name,
         "brokerId": info.broker_id,
         "brokerRole": "SLAVE" if info.role == "slave" else "ASYNC_MASTER",
-        "namesrvAddr": f"127.0.0.1:{namesrv_port}",
+        "namesrvAddr": f"{namesrv_host}:{namesrv_port}",
         "brokerIP1": "127.0.0.1",
         "brokerIP2": "127.0.0.1",
         "listenPort": info.port,
@@ -205,7 +278,16 @@ def broker_properties(
         props["bindAddress"] = "127.0.0.1"
         # RECALL_MESSAGE is refused (NO_PERMISSION) unless enabled: BrokerConfig, 5.3.2+
         props["recallMessageEnable"] = "true"
-    if info.role == "slave" and spec.is_4x:
+    placement = spec.netns.get(info.name)
+    if placement is not None:
+        props.update(brokerIP1=placement.listen_ip, brokerIP2=placement.listen_ip)
+        if placement.namesrv_ip:
+            props["namesrvAddr"] = f"{placement.namesrv_ip}:{namesrv_port}"
+        if not spec.is_4x:
+            props["bindAddress"] = placement.listen_ip
+    if spec.controller:
+        props.update(_controller_properties(spec, namesrv_port))
+    elif info.role == "slave" and spec.is_4x:
         # (a 5.x slave given haMasterAddress never connects - its HA client logs "connect to
         # master null" - so it takes the address from its NameServer registration instead)
         props["haMasterAddress"] = f"127.0.0.1:{master_ha_port}"
@@ -215,6 +297,20 @@ def broker_properties(
         props.update(_acl_properties(spec, info, state_dir))
     props.update(spec.broker_config)
     return props
+
+
+def _controller_properties(spec: ClusterSpec, namesrv_port: int) -> dict[str, object]:
+    """Controller mode (apache/rocketmq docs/en/controller/deploy.md, quick-start
+    broker-n0.conf): every node starts as a slave with no id and asks the controller."""
+    return {
+        "brokerId": -1,
+        "brokerRole": "SLAVE",
+        "enableControllerMode": "true",
+        "controllerAddr": controller_addr(spec, namesrv_port),
+        # a message is acknowledged once every SyncStateSet member has it (deploy.md:
+        # "ensuring that the message is not lost"), so a promoted slave has every one
+        "allAckInSyncStateSet": "true",
+    }
 
 
 def _acl_properties(
@@ -284,6 +380,9 @@ def jvm_argv(
     if not is_namesrv:
         argv += [f"-D{key}={value}" for key, value in spec.broker_jvm_properties.items()]
     argv += ["-cp", f"{lib}/*"]
+    placement = spec.netns.get(info.name)
+    if placement is not None:
+        argv = ["ip", "netns", "exec", placement.netns, *argv]
     if is_namesrv:
         argv.append("org.apache.rocketmq.namesrv.NamesrvStartup")
     else:

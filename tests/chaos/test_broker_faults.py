@@ -17,6 +17,7 @@ from rocketmq_actors.producer import Message, Producer, create_topic, select_by_
 from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
 from rocketmq_actors.testing.faults import QueueChecker
 
+from .conftest import ChaosReport
 from .workload import Receipts, produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -35,7 +36,7 @@ def two_masters(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
 
 
 async def test_kill_9_one_master_during_produce_and_consume(
-    two_masters: LocalCluster, unique_topic: str, unique_group: str
+    two_masters: LocalCluster, unique_topic: str, unique_group: str, chaos_report: ChaosReport
 ) -> None:
     count = 20_000
     checker = QueueChecker()
@@ -70,6 +71,10 @@ async def test_kill_9_one_master_during_produce_and_consume(
     ):  # fmt: skip
         await receipts.wait_for_all_acknowledged(timeout=90)
     result = checker.check()
+    chaos_report.record(
+        "kill -9 one of two masters, restart it", result, recover_s=restarted_in,
+        note="recovered: the killed master restarted and registered",
+    )  # fmt: skip
     structlog.get_logger("tests.chaos").info(
         "chaos.kill_master.result", sent=result.sent, received=result.received,
         duplicates=result.duplicates, lost=len(result.lost), restart_s=round(restarted_in, 1),

@@ -25,6 +25,7 @@ import structlog
 from rocketmq_actors.producer import Producer, create_topic
 from rocketmq_actors.testing.faults import QueueChecker
 
+from .conftest import ChaosReport
 from .workload import produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -106,7 +107,11 @@ async def wait_until(condition: Callable[[], bool], what: str, limit: float) -> 
 
 
 async def test_kill_9_one_of_three_consumer_processes(
-    rocketmq_namesrv: str, unique_topic: str, unique_group: str, tmp_path: Path
+    rocketmq_namesrv: str,
+    unique_topic: str,
+    unique_group: str,
+    tmp_path: Path,
+    chaos_report: ChaosReport,
 ) -> None:
     checker = QueueChecker()
     stop_producing = anyio.Event()
@@ -190,6 +195,10 @@ async def test_kill_9_one_of_three_consumer_processes(
         "chaos.kill_consumer.result", sent=result.sent, received=result.received,
         duplicates=result.duplicates, lost=len(result.lost), takeover_s=round(takeover, 2),
         victim_handled=len(handled_by_victim), victim_recent=uncommitted,
+    )  # fmt: skip
+    chaos_report.record(
+        "kill -9 one of three consumer processes", result, recover_s=takeover,
+        note="recovered: the survivors consume every queue of the dead one",
     )  # fmt: skip
     assert result.sent["ok"] == sum(result.sent.values()) >= 4000, result.sent
     assert result.lost == (), f"{len(result.lost)} acknowledged sends never received"

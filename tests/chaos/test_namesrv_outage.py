@@ -15,6 +15,7 @@ from rocketmq_actors.producer import Producer, create_topic
 from rocketmq_actors.testing.cluster import LocalCluster
 from rocketmq_actors.testing.faults import FaultProxy, QueueChecker
 
+from .conftest import ChaosReport
 from .workload import Receipts, produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -23,7 +24,10 @@ OUTAGE = 60.0
 
 
 async def test_sixty_seconds_without_a_nameserver(
-    rocketmq_cluster: LocalCluster, unique_topic: str, unique_group: str
+    rocketmq_cluster: LocalCluster,
+    unique_topic: str,
+    unique_group: str,
+    chaos_report: ChaosReport,
 ) -> None:
     checker = QueueChecker()
     receipts = Receipts(checker)
@@ -58,6 +62,10 @@ async def test_sixty_seconds_without_a_nameserver(
             assert route.publish_queues
             await receipts.wait_for_all_acknowledged(timeout=30)
     result = checker.check()
+    chaos_report.record(
+        "every NameServer unreachable for 60 s (fault proxy)", result,
+        note="sends served from cached routes",
+    )  # fmt: skip
     assert during.sent["failed"] == during.sent["unknown"] == 0  # cached routes served every send
     assert result.lost == () and result.sent["ok"] == 500 + 200 * batch + 200
     assert batch >= 10

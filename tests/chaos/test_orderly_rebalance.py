@@ -21,6 +21,7 @@ from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.testing.faults import OrderChecker, Outcome, QueueChecker
 
+from .conftest import ChaosReport
 from .workload import outcome_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -58,7 +59,7 @@ class OrderedReceipts:
 
 
 async def test_order_checker_passes_across_two_rebalances(
-    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str, chaos_report: ChaosReport
 ) -> None:
     order, queue = OrderChecker(), QueueChecker()
     receipts = OrderedReceipts(order, queue)
@@ -127,6 +128,7 @@ async def test_order_checker_passes_across_two_rebalances(
         received=delivered.received, duplicates=delivered.duplicates,
         by_consumer=receipts.by_consumer, violations=len(result.violations),
     )  # fmt: skip
+    chaos_report.record("orderly consumption across two rebalances", delivered, order=result)
     assert result.keys == len(KEYS)
     assert result.violations == (), result.violations[:5]
     assert delivered.lost == () and delivered.unexpected == ()

@@ -1,0 +1,402 @@
+"""Network partitions with real kernels: ``broker-b`` of a two-master cluster runs in a network
+namespace (:mod:`tests.chaos.netns`), reached over two veth pairs - one the client dials
+(``brokerIP1``), one the broker reaches the NameServer over - so either path can be cut
+alone while the other keeps working.
+
+* client <-> broker-b, silent (a blackhole route: nothing comes back) and refused (an
+  unreachable route: the client is told), while the NameServer still lists broker-b;
+* broker-b <-> NameServer: the NameServer drops broker-b after its scan, the client's route
+  follows, sends go on through broker-a;
+* client <-> NameServer (a one-broker cluster whose NameServer runs in a namespace): sends go
+  on from cached routes, the routes are fetched again after the heal;
+* ``tc netem`` delay, jitter, loss, duplication and reordering on the client path (skipped,
+  with the kernel's own message, where the kernel has no netem).
+
+Every namespace, veth pair and route is the test's own, on 10.231.X.0/30, and is removed at
+the end even when a test fails (the module fixture asserts nothing of ours is left).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+
+import anyio
+import attrs
+import pytest
+import structlog
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.producer import Producer, create_topic
+from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
+from rocketmq_actors.testing.faults import QueueChecker
+from rocketmq_actors.testing.serverconf import NetnsPlacement
+
+from .conftest import ChaosReport
+from .netns import Namespace, NetnsUnavailable, VethLink, leftovers, netem_unavailable
+from .workload import Receipts, SendTimeline, produce_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.chaos_full]
+
+SEND_TIMEOUT = 2.0
+FAULT = 15.0  # how long each partition lasts
+HEAL_LIMIT = 30.0  # the issue's bound for recovery after a fault heals (route refresh)
+# broker-b <-> NameServer: how soon the NameServer may drop a silent broker. Its default is
+# 120 s (RouteInfoManager.DEFAULT_BROKER_CHANNEL_EXPIRED_TIME); a broker may ask for its own
+# (brokerNotActiveTimeoutMillis, sent only with enableSlaveActingMaster, BrokerController
+# .registerBrokerAll), and re-registers every registerNameServerPeriod (10 s at least)
+BROKER_CONFIG = {
+    "enableSlaveActingMaster": "true",
+    "skipPreOnline": "true",
+    "brokerNotActiveTimeoutMillis": "10000",
+    "registerNameServerPeriod": "10000",
+}
+
+
+@attrs.frozen
+class Topology:
+    cluster: LocalCluster
+    ns: Namespace
+    to_namesrv: VethLink  # broker-b -> NameServer
+    to_client: VethLink  # client -> broker-b (its brokerIP1)
+
+
+@pytest.fixture(scope="module")
+def topology(request: pytest.FixtureRequest) -> Iterator[Topology]:
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("network namespaces need root and iproute2 (ip)")
+    try:
+        ns = Namespace().__enter__()
+    except NetnsUnavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        to_namesrv, to_client = ns.add_link(), ns.add_link()
+        placement = NetnsPlacement(
+            netns=ns.name, listen_ip=to_client.ns_ip, namesrv_ip=to_namesrv.root_ip
+        )
+        spec = ClusterSpec(
+            version=request.config.getoption("--rocketmq-version"),
+            brokers=2,
+            netns={"broker-b": placement},
+            broker_config=BROKER_CONFIG,
+        )
+        cluster = LocalCluster(spec)
+        cluster.start()
+        try:
+            yield Topology(cluster, ns, to_namesrv, to_client)
+        finally:
+            cluster.stop(graceful=False)
+    finally:
+        ns.close()
+        assert leftovers([ns.name]) == [], "network namespaces or links left behind"
+
+
+async def _partition_under_load(
+    topo: Topology,
+    topic: str,
+    group: str,
+    cut: Callable[[], None],
+    heal: Callable[[], None],
+    *,
+    latency_fault_tolerance: bool = False,
+) -> tuple[SendTimeline, QueueChecker, float, float]:
+    """Sends under load; ``cut`` for FAULT seconds, then ``heal``; every acknowledged send
+    consumed afterwards. Returns the timeline, the checker, and the cut and heal times."""
+    checker, timeline, stop = QueueChecker(), SendTimeline(), anyio.Event()
+    namesrv = topo.cluster.namesrv_addr
+    async with (
+        Producer(
+            namesrv=namesrv,
+            send_timeout=SEND_TIMEOUT,
+            latency_fault_tolerance=latency_fault_tolerance,
+        ) as producer,
+        anyio.create_task_group() as tg,
+    ):
+        await create_topic(producer.instance, topic, queues=4)
+        await _both_brokers(producer, topic)
+        tg.start_soon(lambda: produce_until(producer, topic, checker, timeline, stop))
+        await timeline.wait_oks_since(0.0, 50, timeout=30, broker="broker-b")
+        cut_at = time.monotonic()
+        cut()
+        try:
+            with anyio.move_on_after(FAULT):
+                await stop.wait()  # the fault lasts FAULT seconds under load
+        finally:
+            healed_at = time.monotonic()
+            heal()
+        await timeline.wait_oks_since(healed_at, 20, timeout=HEAL_LIMIT + 10, broker="broker-b")
+        stop.set()
+    receipts = Receipts(checker)
+    async with PushConsumer(
+        namesrv=namesrv, group=group, subscriptions={topic: "*"}, handler=receipts.handle,
+        consume_from=ConsumeFrom.FIRST_OFFSET,
+    ):  # fmt: skip
+        await receipts.wait_for_all_acknowledged(timeout=90)
+    return timeline, checker, cut_at, healed_at
+
+
+async def _both_brokers(producer: Producer, topic: str) -> None:
+    """Until the topic's route has both masters (the NameServer is another process)."""
+    with anyio.fail_after(30):
+        while True:
+            route = await producer.instance.routes.refresh(topic)
+            if {q.broker_name for q in route.publish_queues} == {"broker-a", "broker-b"}:
+                return
+            await anyio.sleep(0.2)
+
+
+def _record(
+    report: ChaosReport,
+    scenario: str,
+    timeline: SendTimeline,
+    checker: QueueChecker,
+    cut_at: float,
+    healed_at: float,
+) -> tuple[float, float]:
+    result = checker.check()
+    outage = timeline.longest_gap(cut_at)
+    recover = timeline.first_ok_since(healed_at, "broker-b")
+    assert recover is not None
+    row = report.record(scenario, result, outage_s=outage, recover_s=recover)
+    structlog.get_logger("tests.chaos").info("chaos.netns.result", **row)
+    assert result.lost == (), f"{len(result.lost)} acknowledged sends never consumed"
+    assert result.unexpected == ()
+    return outage, recover
+
+
+@pytest.mark.parametrize("isolate", [True, False], ids=["latency-fault-tolerance", "default"])
+async def test_client_broker_partition_silent(
+    topology: Topology,
+    unique_topic: str,
+    unique_group: str,
+    chaos_report: ChaosReport,
+    isolate: bool,
+) -> None:
+    """broker-b's answers to the client vanish (the NameServer still lists it): sends on it
+    end as outcome unknown within their timeout, the others succeed on broker-a. With
+    latency_fault_tolerance the first timeout isolates broker-b, so broker-a never waits
+    longer than one send timeout; without it (the default, as in Java) every other send
+    still goes to broker-b and waits out its timeout, and the figures say how long a send
+    loop then goes without an acknowledgement."""
+    ns, link = topology.ns, topology.to_client
+    timeline, checker, cut_at, healed_at = await _partition_under_load(
+        topology, unique_topic, unique_group,
+        lambda: ns.blackhole(link), lambda: ns.unblackhole(link),
+        latency_fault_tolerance=isolate,
+    )  # fmt: skip
+    mode = "latency_fault_tolerance" if isolate else "default producer"
+    outage, recover = _record(
+        chaos_report, f"client-broker partition, silent (netns blackhole), {mode}", timeline,
+        checker, cut_at, healed_at,
+    )  # fmt: skip
+    assert timeline.oks_since(cut_at, "broker-a") > 0
+    if isolate:
+        assert outage <= SEND_TIMEOUT + 0.5  # a healthy broker kept taking sends
+    assert recover < HEAL_LIMIT
+
+
+async def test_client_broker_partition_refused(
+    topology: Topology, unique_topic: str, unique_group: str, chaos_report: ChaosReport
+) -> None:
+    """The client's kernel refuses broker-b (an unreachable route): a new connection fails at
+    once and the send retries on broker-a; requests already on the open connection get no
+    answer (its segments cannot leave) and end as unknown within their timeout. The client
+    goes back to broker-b soon after the route is healed."""
+    ns, link = topology.ns, topology.to_client
+    timeline, checker, cut_at, healed_at = await _partition_under_load(
+        topology, unique_topic, unique_group,
+        lambda: ns.unreachable(link), lambda: ns.reachable(link),
+    )  # fmt: skip
+    outage, recover = _record(
+        chaos_report, "client-broker partition, refused (unreachable route)", timeline,
+        checker, cut_at, healed_at,
+    )  # fmt: skip
+    assert outage <= SEND_TIMEOUT + 0.5
+    assert recover < HEAL_LIMIT
+
+
+async def test_broker_namesrv_partition_drops_the_broker_from_routes(
+    topology: Topology, unique_topic: str, unique_group: str, chaos_report: ChaosReport
+) -> None:
+    """broker-b cannot reach the NameServer: after its heartbeat timeout and the NameServer's
+    scan the route loses broker-b; the client (routes refreshed every 5 s) follows, and every
+    send succeeds throughout (broker-b still answers the client until then)."""
+    ns, link = topology.ns, topology.to_namesrv
+    checker, timeline, stop = QueueChecker(), SendTimeline(), anyio.Event()
+    instance = ClientInstance(topology.cluster.namesrv_addr, route_refresh_interval=5)
+    async with (
+        instance,
+        Producer(instance=instance, send_timeout=SEND_TIMEOUT) as producer,
+        anyio.create_task_group() as tg,
+    ):
+        await create_topic(instance, unique_topic, queues=4)
+        await _both_brokers(producer, unique_topic)
+        tg.start_soon(lambda: produce_until(producer, unique_topic, checker, timeline, stop))
+        await timeline.wait_oks_since(0.0, 50, timeout=30, broker="broker-b")
+        cut_at = time.monotonic()
+        ns.blackhole(link)
+        try:
+            await _until(lambda: "broker-b" not in _brokers(instance, unique_topic), 60)
+            dropped_in = time.monotonic() - cut_at
+        finally:
+            healed_at = time.monotonic()
+            ns.unblackhole(link)
+        await _until(lambda: "broker-b" in _brokers(instance, unique_topic), HEAL_LIMIT + 10)
+        back_in = time.monotonic() - healed_at
+        await timeline.wait_oks_since(healed_at, 20, timeout=HEAL_LIMIT, broker="broker-b")
+        stop.set()
+    receipts = Receipts(checker)
+    async with PushConsumer(
+        namesrv=topology.cluster.namesrv_addr, group=unique_group,
+        subscriptions={unique_topic: "*"}, handler=receipts.handle,
+        consume_from=ConsumeFrom.FIRST_OFFSET,
+    ):  # fmt: skip
+        await receipts.wait_for_all_acknowledged(timeout=90)
+    result = checker.check()
+    row = chaos_report.record(
+        "broker-NameServer partition (netns blackhole)", result, outage_s=timeline.longest_gap(
+            cut_at), recover_s=back_in,
+        note=f"the client's route dropped broker-b after {dropped_in:.1f} s",
+    )  # fmt: skip
+    structlog.get_logger("tests.chaos").info("chaos.netns.result", **row)
+    assert result.sent["failed"] == result.sent["unknown"] == 0
+    assert result.lost == () and result.unexpected == ()
+    assert dropped_in < 10 + 5 + 5 + 10  # timeout, scan, client refresh, slack
+    assert back_in < HEAL_LIMIT
+
+
+async def _until(check: Callable[[], bool], limit: float) -> None:
+    """Until ``check()`` (the route refresher is another task: its table is polled)."""
+    with anyio.fail_after(limit):
+        while True:
+            if check():
+                return
+            await anyio.sleep(0.2)
+
+
+def _brokers(instance: ClientInstance, topic: str) -> set[str]:
+    route = instance.routes.cached(topic)
+    return set() if route is None else {q.broker_name for q in route.publish_queues}
+
+
+@pytest.fixture
+def namesrv_in_netns(
+    request: pytest.FixtureRequest,
+) -> Iterator[tuple[LocalCluster, str, Namespace, VethLink]]:
+    """A one-broker cluster whose NameServer runs in a namespace with two veth pairs: the
+    broker and the launcher dial it over one, the client over the other (so the client's
+    path alone can be cut). Yields the cluster, the client's NameServer address, the
+    namespace and the client's link."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("network namespaces need root and iproute2 (ip)")
+    try:
+        ns = Namespace().__enter__()
+    except NetnsUnavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        to_servers, to_client = ns.add_link(), ns.add_link()
+        spec = ClusterSpec(
+            version=request.config.getoption("--rocketmq-version"),
+            netns={"namesrv": NetnsPlacement(netns=ns.name, listen_ip=to_servers.ns_ip)},
+        )
+        cluster = LocalCluster(spec)
+        cluster.start()
+        try:
+            port = cluster.servers["namesrv"].port
+            yield cluster, f"{to_client.ns_ip}:{port}", ns, to_client
+        finally:
+            cluster.stop(graceful=False)
+    finally:
+        ns.close()
+        assert leftovers([ns.name]) == [], "network namespaces or links left behind"
+
+
+async def test_client_namesrv_partition_sends_go_on_from_cached_routes(
+    namesrv_in_netns: tuple[LocalCluster, str, Namespace, VethLink],
+    unique_topic: str,
+    unique_group: str,
+    chaos_report: ChaosReport,
+) -> None:
+    """The NameServer's answers to the client vanish (the broker still registers): every
+    send succeeds on the cached route, the route refreshes (every 5 s) fail quietly, and the
+    first refresh after the heal fetches the route again."""
+    _, namesrv, ns, link = namesrv_in_netns
+    checker, timeline, stop = QueueChecker(), SendTimeline(), anyio.Event()
+    instance = ClientInstance(namesrv, route_refresh_interval=5)
+    async with (
+        instance,
+        Producer(instance=instance, send_timeout=SEND_TIMEOUT) as producer,
+        anyio.create_task_group() as tg,
+    ):
+        await create_topic(instance, unique_topic, queues=4)
+        await instance.routes.refresh(unique_topic)
+        tg.start_soon(lambda: produce_until(producer, unique_topic, checker, timeline, stop))
+        await timeline.wait_oks_since(0.0, 50, timeout=30)
+        cut_at = time.monotonic()
+        ns.blackhole(link)
+        try:
+            with anyio.move_on_after(FAULT):
+                await stop.wait()  # the fault lasts FAULT seconds under load
+            stale_for = instance.routes.age(unique_topic) or 0.0
+        finally:
+            healed_at = time.monotonic()
+            ns.unblackhole(link)
+        await _until(lambda: (instance.routes.age(unique_topic) or 0.0) < 1.0, HEAL_LIMIT)
+        refreshed_in = time.monotonic() - healed_at
+        stop.set()
+    receipts = Receipts(checker)
+    async with PushConsumer(
+        namesrv=namesrv, group=unique_group, subscriptions={unique_topic: "*"},
+        handler=receipts.handle, consume_from=ConsumeFrom.FIRST_OFFSET,
+    ):  # fmt: skip
+        await receipts.wait_for_all_acknowledged(timeout=90)
+    result = checker.check()
+    row = chaos_report.record(
+        "client-NameServer partition (netns blackhole)", result,
+        outage_s=timeline.longest_gap(cut_at), recover_s=refreshed_in,
+        note=f"routes served from the cache, {stale_for:.0f} s old at the heal",
+    )  # fmt: skip
+    structlog.get_logger("tests.chaos").info("chaos.netns.result", **row)
+    assert stale_for > 5 + 5  # the refreshes during the partition did fail
+    assert result.sent["failed"] == result.sent["unknown"] == 0
+    assert result.lost == () and result.unexpected == ()
+    assert timeline.longest_gap(cut_at) < SEND_TIMEOUT
+    assert refreshed_in < HEAL_LIMIT
+
+
+NETEM = {
+    "delay 100ms": ["delay", "100ms"],
+    "jitter 50ms +- 40ms": ["delay", "50ms", "40ms"],
+    "loss 1%": ["loss", "1%"],
+    "loss 10%": ["loss", "10%"],
+    "duplicate 5%": ["duplicate", "5%"],
+    "reorder 25%": ["delay", "20ms", "reorder", "75%", "50%"],
+}
+
+
+@pytest.fixture(scope="module")
+def netem_reason() -> str | None:
+    """Probed once: None when ``tc ... netem`` works on this kernel."""
+    return netem_unavailable()
+
+
+@pytest.mark.parametrize("name", list(NETEM))
+async def test_netem_on_the_client_path(
+    topology: Topology,
+    netem_reason: str | None,
+    name: str,
+    unique_topic: str,
+    unique_group: str,
+    chaos_report: ChaosReport,
+) -> None:
+    if netem_reason is not None:
+        pytest.skip(f"no netem on this kernel ({os.uname().release}): {netem_reason}")
+    ns, link = topology.ns, topology.to_client
+    timeline, checker, cut_at, healed_at = await _partition_under_load(
+        topology, unique_topic, unique_group,
+        lambda: ns.netem(link, *NETEM[name]), lambda: ns.clear_netem(link),
+    )  # fmt: skip
+    _record(chaos_report, f"netem {name} (client-broker)", timeline, checker, cut_at, healed_at)
