@@ -18,6 +18,7 @@ Starts its own local RocketMQ cluster.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,8 @@ def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int) -> dict[str
 
 
 def bench(namesrv: str, rows: int, partitions: int) -> dict[str, Any]:
+    for var in ("SPARK_LAUNCHER_OPTS", "SPARK_SUBMIT_OPTS"):  # no /tmp/hsperfdata_<user>
+        os.environ.setdefault(var, "-XX:-UsePerfData")
     spark = (
         SparkSession.builder.master("local[2]").appName("rocketmq-actors-bench")
         .config("spark.ui.enabled", "false").getOrCreate()
