@@ -97,6 +97,17 @@ def _compression(options: Mapping[str, str]) -> tuple[CompressionType, int, int]
     return kind, level, _number(options, "compressThreshold", 4096, minimum=0)
 
 
+def tls_context(tls: bool, insecure: bool) -> ssl.SSLContext | None:
+    """The ``tls`` / ``tlsInsecure`` options (the writer's and the reader's) as a context."""
+    if not tls:
+        return None
+    context = ssl.create_default_context()
+    if insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
 @attrs.frozen
 class SinkOptions:
     namesrv: str
@@ -162,13 +173,7 @@ class SinkOptions:
         )
 
     def ssl_context(self) -> ssl.SSLContext | None:
-        if not self.tls:
-            return None
-        context = ssl.create_default_context()
-        if self.tls_insecure:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        return context
+        return tls_context(self.tls, self.tls_insecure)
 
     def producer_options(self) -> dict[str, Any]:
         return {

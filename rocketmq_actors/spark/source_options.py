@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import re
-import ssl
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -31,7 +30,7 @@ from rocketmq_actors.cluster.namesrv import parse_namesrv
 from rocketmq_actors.names import validate_group, validate_topic
 from rocketmq_actors.protocol.acl import AclCredentials
 
-from .options import OptionError, _bool, _level, _number
+from .options import OptionError, _bool, _level, _number, tls_context
 
 __all__ = ["EARLIEST", "LATEST", "QueueSpec", "SourceOptions", "queue_key"]
 
@@ -205,19 +204,10 @@ class SourceOptions:
             access_key=access_key, secret_key=secret_key,
         )  # fmt: skip
 
-    def _ssl_context(self) -> ssl.SSLContext | None:
-        if not self.tls:
-            return None
-        context = ssl.create_default_context()
-        if self.tls_insecure:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        return context
-
     def client_options(self) -> dict[str, Any]:
         """Keyword arguments for a ClientInstance / PullConsumer of this source."""
         return {
-            "ssl_context": self._ssl_context(),
+            "ssl_context": tls_context(self.tls, self.tls_insecure),
             "credentials": (
                 AclCredentials(self.access_key, self.secret_key)
                 if self.access_key and self.secret_key
