@@ -158,6 +158,57 @@ class OffsetPlanner:
     async def latest(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
         return {q: await max_offset(self.instance, q) for q in queues}
 
+    async def available(
+        self, queues: Iterable[MessageQueue], fallback: Mapping[MessageQueue, int]
+    ) -> dict[MessageQueue, int]:
+        """Each queue's latest offset. A queue whose broker does not answer keeps its
+        ``fallback`` offset for this trigger (``spark.offsets_unavailable``), or is left out
+        when it has none, so that one broker down does not stop a query reading the others."""
+        found: dict[MessageQueue, int] = {}
+        for queue in queues:
+            try:
+                found[queue] = await max_offset(self.instance, queue)
+            except RocketMQError as exc:
+                log.warning(
+                    "spark.offsets_unavailable", topic=queue.topic, broker=queue.broker_name,
+                    queue_id=queue.queue_id, error=repr(exc),
+                )  # fmt: skip
+                if queue in fallback:
+                    found[queue] = fallback[queue]
+        return found
+
+    async def next_end(
+        self,
+        begin: Mapping[MessageQueue, int],
+        target: Mapping[MessageQueue, int] | None,
+        max_rows: int | None,
+    ) -> dict[MessageQueue, int]:
+        """A streaming query's next end offsets from ``begin``: every queue's latest, capped
+        at ``target`` (Trigger.AvailableNow) and to ``max_rows`` in all (a read limit). A
+        queue gone from the route keeps its offset; a new one counts from its first stored
+        offset; a queue whose broker now has fewer offsets than were read (recreated,
+        replaced) is :class:`DataLost`, or goes on from its first stored offset."""
+        latest = await self.available(await self.queues(), begin)
+        first = {**begin, **await self.earliest(q for q in latest if q not in begin)}
+        reset: dict[MessageQueue, int] = {}
+        for queue, offset in latest.items():
+            if offset < first[queue]:
+                where = f"{queue.topic} {queue_key(queue.broker_name, queue.queue_id)}"
+                what = f"{where}: the broker's offsets went back from {first[queue]} to {offset}"
+                if self.options.fail_on_data_loss:
+                    raise DataLost(what + " (the queue was recreated or replaced)")
+                log.warning("spark.offsets_reset", topic=queue.topic, broker=queue.broker_name,
+                            queue_id=queue.queue_id, read=first[queue], latest=offset)  # fmt: skip
+                reset[queue] = await min_offset(self.instance, queue)
+        if target is not None:  # nothing stored after AvailableNow began
+            latest = {q: min(v, target.get(q, first[q])) for q, v in latest.items()}
+        if max_rows is not None:
+            # offsets retention deleted do not count against the limit
+            stored = await self.earliest(q for q in latest if q not in reset)
+            counted = {q: max(first[q], stored.get(q, first[q])) for q in latest}
+            latest = rate_limit(counted, latest, max_rows)
+        return {**begin, **latest, **reset}
+
     async def earliest(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
         return {q: await min_offset(self.instance, q) for q in queues}
 
@@ -190,7 +241,8 @@ class OffsetPlanner:
         return result
 
     async def at_or_after(self, queue: MessageQueue, timestamp: int) -> int:
-        return await first_offset_at(self.instance, self.options.group, queue, timestamp)
+        group = wrap(self.options.namespace, self.options.group)  # as the executors name it
+        return await first_offset_at(self.instance, group, queue, timestamp)
 
     def _named(self, spec: QueueSpec) -> dict[MessageQueue, int]:
         return {

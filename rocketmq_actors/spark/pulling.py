@@ -59,6 +59,8 @@ ARROW_SCHEMA: pa.Schema = to_arrow_schema(READ_SCHEMA, timezone="UTC")
 
 ROWS_PER_BATCH = 4096  # Spark's default spark.sql.execution.arrow.maxRecordsPerBatch is 10000
 PULLS_AHEAD = 4
+STALL_RETRIES = 5  # pulls that make no progress before the rest of a range counts as lost
+STALL_PAUSE = 0.2  # seconds, times the number of stalls so far
 
 
 class Columns:
@@ -104,6 +106,7 @@ async def _pull_range(
     queue = MessageQueue(part.topic, part.broker_name, part.queue_id)
     unfiltered = options.expression == "*" and options.expression_type == "TAG"
     fail = options.fail_on_data_loss
+    stalls = 0
     async with send:
         offset = part.start
         while offset < part.end:
@@ -111,18 +114,25 @@ async def _pull_range(
                 queue, offset, max_messages=min(options.pull_batch_size, part.end - offset),
                 expression=options.expression, expression_type=options.expression_type,
             )  # fmt: skip
-            if result.status is PullStatus.FOUND:
-                first = result.messages[0].queue_offset if result.messages else offset
+            moved_to = result.next_offset
+            if result.status is PullStatus.FOUND and result.messages:
+                first = result.messages[0].queue_offset
                 if unfiltered and first > offset:
                     lost(queue, offset, min(first, part.end), fail=fail)
                 await send.send([m for m in result.messages if m.queue_offset < part.end])
-            elif result.status is PullStatus.NO_NEW_MSG or result.next_offset <= offset:
-                # the range was stored when it was planned: what is gone now was lost
-                lost(queue, offset, part.end, fail=fail)
-                return
-            elif result.status is PullStatus.OFFSET_ILLEGAL:
-                lost(queue, offset, min(result.next_offset, part.end), fail=fail)
-            offset = max(result.next_offset, offset + 1)
+                offset, stalls = max(moved_to, result.messages[-1].queue_offset + 1), 0
+            elif moved_to > offset:
+                # no match under a filter is normal; without one, or an offset the broker
+                # calls illegal, the offsets skipped were stored and are gone
+                if unfiltered or result.status is PullStatus.OFFSET_ILLEGAL:
+                    lost(queue, offset, min(moved_to, part.end), fail=fail)
+                offset, stalls = moved_to, 0
+            else:  # no progress: the broker's "try again" (a file being removed, a busy store)
+                stalls += 1
+                if stalls > STALL_RETRIES:  # the range was stored when it was planned
+                    lost(queue, offset, part.end, fail=fail)
+                    return
+                await anyio.sleep(STALL_PAUSE * stalls)
 
 
 async def _next_batch(

@@ -29,7 +29,7 @@ from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
 
-from .offsets import OffsetPlanner, Offsets, QueueRange, flat, nest, ranges, rate_limit, split
+from .offsets import OffsetPlanner, Offsets, QueueRange, flat, nest, ranges, split
 from .pulling import read_range
 from .source_options import SourceOptions
 
@@ -170,19 +170,11 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                  offsets=sum(self._target.values()))  # fmt: skip
 
     def latestOffset(self, start: Offsets | None = None, limit: ReadLimit | None = None) -> Offsets:
-        begin = flat(start or {})
-        target = self._target
+        begin, target = flat(start or {}), self._target
+        rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
 
         async def plan(planner: OffsetPlanner) -> dict[MessageQueue, int]:
-            queues = await planner.queues()
-            latest = await planner.latest(queues)
-            new = [q for q in queues if q not in begin]
-            first = {**begin, **await planner.earliest(new)}
-            if target is not None:  # nothing stored after AvailableNow began
-                latest = {q: min(v, target.get(q, first[q])) for q, v in latest.items()}
-            if isinstance(limit, ReadMaxRows):
-                latest = rate_limit(first, latest, limit.max_rows)
-            return {**begin, **latest}  # a queue gone from the route keeps its offset
+            return await planner.next_end(begin, target, rows)
 
         return nest(self._plan(plan))
 
@@ -198,7 +190,8 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         async def plan(planner: OffsetPlanner) -> list[QueueRange]:
             new = [q for q in until if q not in begin]  # found by latestOffset: from the first
             first = {**begin, **await planner.earliest(new)}
-            checked = await planner.check_loss({q: first[q] for q in until})
+            moving = {q: first[q] for q in until if until[q] > first[q]}  # gone queues: not asked
+            checked = await planner.check_loss(moving)
             return split(ranges(checked, until), self.settings.min_partitions)
 
         if begin == until:

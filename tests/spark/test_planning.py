@@ -1,0 +1,177 @@
+"""The streaming source's planning against a fake cluster: brokers down, queues reset or
+gone, retention, read limits; and the executor's pull loop against scripted pull answers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import SimpleNamespace
+
+import anyio
+import pytest
+
+from rocketmq_actors.consumer.brokercalls import PullResult, PullStatus
+from rocketmq_actors.errors import BrokerError
+from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.records import MessageExt
+from rocketmq_actors.spark import offsets, pulling
+from rocketmq_actors.spark.offsets import DataLost, OffsetPlanner, QueueRange
+from rocketmq_actors.spark.source_options import SourceOptions
+
+A0, A1, B0 = (MessageQueue("t", "broker-a", 0), MessageQueue("t", "broker-a", 1),
+              MessageQueue("t", "broker-b", 0))  # fmt: skip
+BASE = {"namesrv": "127.0.0.1:9876", "topic": "t"}
+
+
+class Cluster:
+    """Each queue's [min, max) offsets; a broker in ``down`` answers nothing."""
+
+    def __init__(self, stored: dict[MessageQueue, tuple[int, int]]) -> None:
+        self.stored = stored
+        self.down: set[str] = set()
+
+    def _check(self, queue: MessageQueue) -> tuple[int, int]:
+        if queue.broker_name in self.down:
+            raise BrokerError(queue.broker_name, 1, "down")
+        return self.stored[queue]
+
+    async def min_offset(self, instance: object, queue: MessageQueue) -> int:
+        return self._check(queue)[0]
+
+    async def max_offset(self, instance: object, queue: MessageQueue) -> int:
+        return self._check(queue)[1]
+
+
+@pytest.fixture
+def cluster(monkeypatch: pytest.MonkeyPatch) -> Cluster:
+    fake = Cluster({A0: (0, 100), A1: (0, 50), B0: (0, 10)})
+    monkeypatch.setattr(offsets, "min_offset", fake.min_offset)
+    monkeypatch.setattr(offsets, "max_offset", fake.max_offset)
+
+    async def queues(self: OffsetPlanner) -> list[MessageQueue]:
+        return list(fake.stored)
+
+    monkeypatch.setattr(OffsetPlanner, "queues", queues)
+    return fake
+
+
+def planner(**options: str) -> OffsetPlanner:
+    return OffsetPlanner(None, SourceOptions.parse({**BASE, **options}, streaming=True))  # type: ignore[arg-type]
+
+
+async def test_a_broker_down_keeps_its_queues_where_they_were(cluster: Cluster) -> None:
+    cluster.down.add("broker-b")
+    end = await planner().next_end({A0: 10, A1: 10, B0: 4}, None, None)
+    assert end == {A0: 100, A1: 50, B0: 4}  # broker-a read on, broker-b waits
+
+
+async def test_a_new_queue_counts_from_its_first_offset_and_a_gone_one_keeps_its_offset(
+    cluster: Cluster,
+) -> None:
+    gone = MessageQueue("t", "broker-c", 0)
+    cluster.stored[B0] = (6, 10)  # new since the last trigger, its first 6 deleted
+    end = await planner().next_end({A0: 100, A1: 50, gone: 7}, None, 3)
+    assert end == {A0: 100, A1: 50, gone: 7, B0: 9}  # 3 of B0's 4 stored ones
+
+
+async def test_offsets_that_went_back_are_data_loss_or_a_restart(cluster: Cluster) -> None:
+    cluster.stored[A1] = (0, 10)  # the queue was recreated: 10 where 5000 were read
+    with pytest.raises(DataLost, match="went back from 5000 to 10"):
+        await planner().next_end({A0: 0, A1: 5000, B0: 0}, None, None)
+    end = await planner(failOnDataLoss="false").next_end({A0: 0, A1: 5000, B0: 0}, None, None)
+    assert end[A1] == 0  # the next batch reads the recreated queue from its start
+
+
+async def test_deleted_offsets_do_not_use_up_the_read_limit(cluster: Cluster) -> None:
+    cluster.stored[A0] = (90, 100)  # 0-89 deleted by retention
+    end = await planner().next_end({A0: 0, A1: 50, B0: 10}, None, 5)
+    assert end[A0] == 95  # five stored ones, not five of the deleted
+
+
+async def test_available_now_caps_at_its_target(cluster: Cluster) -> None:
+    end = await planner().next_end({A0: 0, A1: 0, B0: 0}, {A0: 40, A1: 50}, None)
+    assert end == {A0: 40, A1: 50, B0: 0}  # B0 appeared after AvailableNow began
+
+
+# ---- the executor's pull loop ----------------------------------------------------------------
+
+
+def _messages(first: int, count: int) -> tuple[MessageExt, ...]:
+    # the loop reads queue_offset only
+    return tuple(SimpleNamespace(queue_offset=o) for o in range(first, first + count))  # type: ignore[misc]
+
+
+class Pulls:
+    def __init__(self, answers: list[PullResult]) -> None:
+        self.answers: Iterator[PullResult] = iter(answers)
+        self.asked: list[int] = []
+
+    async def pull(self, queue: MessageQueue, offset: int, **kwargs: object) -> PullResult:
+        self.asked.append(offset)
+        return next(self.answers)
+
+
+def answer(
+    status: PullStatus, next_offset: int, messages: tuple[MessageExt, ...] = ()
+) -> PullResult:
+    return PullResult(status, next_offset, 0, 0, messages)
+
+
+async def _run(
+    answers: list[PullResult], part: QueueRange, monkeypatch: pytest.MonkeyPatch, **options: str
+) -> tuple[list[int], list[int]]:
+    monkeypatch.setattr(pulling, "STALL_PAUSE", 0.0)
+    settings = SourceOptions.parse({**BASE, **options}, streaming=True)
+    send, receive = anyio.create_memory_object_stream[list[MessageExt]](100)
+    pulls = Pulls(answers)
+    await pulling._pull_range(pulls, settings, part, send)  # type: ignore[arg-type]
+    got = [m.queue_offset async for batch in receive for m in batch]
+    return got, pulls.asked
+
+
+PART = QueueRange("t", "broker-a", 0, 10, 20)
+FOUND, NONE, NO_MATCH, ILLEGAL = (PullStatus.FOUND, PullStatus.NO_NEW_MSG,
+                                  PullStatus.NO_MATCHED_MSG, PullStatus.OFFSET_ILLEGAL)  # fmt: skip
+
+
+async def test_a_range_is_read_to_its_end_and_trimmed_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    got, asked = await _run(
+        [answer(FOUND, 15, _messages(10, 5)), answer(FOUND, 25, _messages(15, 10))],
+        PART,
+        monkeypatch,
+    )
+    assert got == list(range(10, 20)) and asked == [10, 15]
+
+
+async def test_a_gap_without_a_filter_is_data_loss(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(DataLost, match="offsets 10-11"):
+        await _run([answer(FOUND, 20, _messages(12, 8))], PART, monkeypatch)
+    got, _ = await _run(
+        [answer(FOUND, 20, _messages(12, 8))], PART, monkeypatch, failOnDataLoss="false"
+    )
+    assert got == list(range(12, 20))
+
+
+async def test_moved_on_without_messages_is_loss_unless_a_filter_explains_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for status in (NO_MATCH, NONE, ILLEGAL):
+        with pytest.raises(DataLost, match="offsets 10-13"):
+            await _run([answer(status, 14)], PART, monkeypatch)
+    got, asked = await _run([answer(NO_MATCH, 14), answer(FOUND, 20, _messages(17, 3))], PART,
+                            monkeypatch, tags="a")  # fmt: skip
+    assert got == [17, 18, 19] and asked == [10, 14]  # the broker skipped non-matching ones
+    with pytest.raises(DataLost):  # an illegal offset is loss under a filter too
+        await _run([answer(ILLEGAL, 14)], PART, monkeypatch, tags="a")
+
+
+async def test_no_progress_is_retried_before_the_rest_counts_as_lost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stalls = [answer(NO_MATCH, 10)] * 3
+    got, asked = await _run([*stalls, answer(FOUND, 20, _messages(10, 10))], PART, monkeypatch)
+    assert got == list(range(10, 20)) and asked == [10, 10, 10, 10]
+    forever = [answer(NONE, 10)] * (pulling.STALL_RETRIES + 1)
+    with pytest.raises(DataLost, match="offsets 10-19"):
+        await _run(forever, PART, monkeypatch)
