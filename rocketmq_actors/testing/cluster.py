@@ -67,6 +67,8 @@ DISK_LIMIT_RATIO = 0.88
 
 log = get_logger("rocketmq_actors.testing")
 
+PORT_RETRIES = 2
+
 
 class DiskFull(LauncherError):
     """The store directory's disk is too full for a broker to accept writes."""
@@ -161,7 +163,19 @@ class LocalCluster:
         self.stop()
 
     def start(self) -> None:
-        """Resolve jars, write configs, start NameServer then brokers; return when all serve."""
+        """Resolve jars, write configs, start NameServer then brokers; return when all serve.
+        Ports are free when chosen, but another cluster starting beside this one (make test
+        runs three) can bind one first: a JVM that then fails to bind is started again, on
+        new ports, up to ``PORT_RETRIES`` times."""
+        for attempt in range(PORT_RETRIES + 1):
+            try:
+                return self._start_once()
+            except StartupFailed as exc:
+                if attempt == PORT_RETRIES or "Address already in use" not in str(exc):
+                    raise
+                log.warning("cluster.port_taken", attempt=attempt + 1, error=str(exc)[:200])
+
+    def _start_once(self) -> None:
         started = time.monotonic()
         java = find_java()
         self._jars()

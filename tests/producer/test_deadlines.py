@@ -103,7 +103,9 @@ async def test_a_dropped_connection_fails_over_at_once_and_the_deadline_holds() 
                 slowest = max(slowest, time.monotonic() - began)
                 assert result.queue.broker_name == "broker-b"
             assert dropping.sends >= 1  # it was tried, and dropped the connection
-            assert slowest < 0.5, slowest  # never waits for broker-a's reconnect
+            # never waits for broker-a's reconnect (the bug waited up to 4.8 s); the bound leaves
+            # room for make test's three sessions on two cores (0.54 s seen there)
+            assert slowest < 1.0, slowest
         async with _serving(NameServer({"T": route_body(("broker-a", bad.addr))})) as ns, Producer(
             namesrv=ns.addr, group="G", send_timeout=2.0
         ) as alone:  # fmt: skip

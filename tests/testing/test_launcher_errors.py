@@ -266,3 +266,36 @@ def test_the_download_runs_maven_with_that_environment(
     with pytest.raises(DownloadFailed):
         jars.resolve_server_jars("0.0.2-never", cache_dir=tmp_path)
     assert [env["MAVEN_OPTS"].split()[-1] for env in seen] == ["-XX:-UsePerfData"]
+
+
+def test_a_port_taken_by_a_cluster_starting_beside_is_retried_on_new_ports(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    cluster = LocalCluster(ClusterSpec(), state_dir=tmp_path)
+    failures = [StartupFailed("broker-a exited: java.net.BindException: Address already in use")]
+    calls: list[int] = []
+
+    def once() -> None:
+        calls.append(1)
+        if failures:
+            raise failures.pop()
+
+    monkeypatch.setattr(cluster, "_start_once", once)
+    cluster.start()
+    assert len(calls) == 2  # one port clash, then a start on new ports
+    always = LocalCluster(ClusterSpec(), state_dir=tmp_path)
+    monkeypatch.setattr(always, "_start_once", lambda: (_ for _ in ()).throw(
+        StartupFailed("Address already in use")))  # fmt: skip
+    with pytest.raises(StartupFailed):
+        always.start()  # gives up after PORT_RETRIES more tries
+    other = LocalCluster(ClusterSpec(), state_dir=tmp_path)
+    tries: list[int] = []
+
+    def broken() -> None:
+        tries.append(1)
+        raise StartupFailed("broker-a exited: OutOfMemoryError")
+
+    monkeypatch.setattr(other, "_start_once", broken)
+    with pytest.raises(StartupFailed, match="OutOfMemoryError"):
+        other.start()
+    assert tries == [1]  # anything else is not retried
