@@ -66,6 +66,8 @@ public class JavaClient {
             // make test runs three broker sessions on two cores: the first send (route lookup,
             // connect, store) has been seen to pass the default 3 s sendMsgTimeout there
             producer.setSendMsgTimeout(15_000);
+            // and its route lookup (3 s by default) has too: the NameServer answers late there
+            producer.setMqClientApiTimeout(15_000);
             producer.start();
             try {
                 for (int i = 0; i < count; i++) {
