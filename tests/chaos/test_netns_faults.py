@@ -64,14 +64,19 @@ class Topology:
     to_client: VethLink  # client -> broker-b (its brokerIP1)
 
 
-@pytest.fixture(scope="module")
-def topology(request: pytest.FixtureRequest) -> Iterator[Topology]:
+def _namespace_or_skip() -> Namespace:
+    """A new namespace (the caller exits it), or the test skipped with the reason."""
     if os.geteuid() != 0 or shutil.which("ip") is None:
         pytest.skip("network namespaces need root and iproute2 (ip)")
     try:
-        ns = Namespace().__enter__()
+        return Namespace().__enter__()
     except NetnsUnavailable as exc:
         pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="module")
+def topology(request: pytest.FixtureRequest) -> Iterator[Topology]:
+    ns = _namespace_or_skip()
     try:
         to_namesrv, to_client = ns.add_link(), ns.add_link()
         placement = NetnsPlacement(
@@ -290,12 +295,7 @@ def namesrv_in_netns(
     broker and the launcher dial it over one, the client over the other (so the client's
     path alone can be cut). Yields the cluster, the client's NameServer address, the
     namespace and the client's link."""
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        pytest.skip("network namespaces need root and iproute2 (ip)")
-    try:
-        ns = Namespace().__enter__()
-    except NetnsUnavailable as exc:
-        pytest.skip(str(exc))
+    ns = _namespace_or_skip()
     try:
         to_servers, to_client = ns.add_link(), ns.add_link()
         spec = ClusterSpec(
