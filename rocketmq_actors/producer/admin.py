@@ -21,11 +21,14 @@ async def create_topic(
     cluster: str | None = None,
     order: bool = False,
     attributes: dict[str, str] | None = None,
+    timeout: float | None = None,
 ) -> list[str]:
     """UPDATE_AND_CREATE_TOPIC on every master of ``cluster`` (all clusters when None); returns
     the broker addresses that now host the topic, and refreshes the instance's cached route of
     the topic, if it has one. ``attributes`` such as
-    ``{"message.type": "FIFO"}`` are 5.x topic attributes."""
+    ``{"message.type": "FIFO"}`` are 5.x topic attributes. ``timeout`` bounds each broker's
+    answer (default: the instance's request timeout); a broker answers only after registering
+    the topic with the NameServers, which it may wait ``registerBrokerTimeoutMills`` for."""
     info = await instance.namesrv.cluster_info()
     names = (
         info.clusters.get(cluster, ())
@@ -45,7 +48,9 @@ async def create_topic(
         if addr is None:
             continue
         reply = await instance.request(
-            addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext())
+            addr,
+            RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext()),
+            timeout,
         )
         if reply.code != ResponseCode.SUCCESS:
             raise broker_error(addr, reply.code, reply.remark)

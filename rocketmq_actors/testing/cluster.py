@@ -62,6 +62,11 @@ __all__ = [
 WELL_KNOWN_NAMESRV_PORT = 9876
 WELL_KNOWN_BROKER_PORT = 10911
 
+#: A timeout for the first admin requests (``create_topic(..., timeout=FRESH_BROKER_TIMEOUT)``) to
+#: a cluster that has just started: its broker answers a topic creation only after registering
+#: with the NameServer, which a young JVM on a loaded machine does slowly.
+FRESH_BROKER_TIMEOUT = 30.0
+
 #: The broker refuses writes at 90 % disk use; refuse to start at this ratio.
 DISK_LIMIT_RATIO = 0.88
 
@@ -188,12 +193,20 @@ class LocalCluster:
             self._wait_namesrv()
             self.timings["namesrv_s"] = time.monotonic() - t0
             t1 = time.monotonic()
-            # masters first: a slave learns its master's HA address when it registers with
-            # the NameServer, which knows it only once the master has registered
+            # a slave learns its master's HA address when it registers with the NameServer,
+            # which knows it only once the master has registered: 4.x and controller-mode
+            # slaves start after their masters; other 5.x slaves start beside them and are
+            # made to register again once the masters have (see _register_now)
+            at_once = not (self.spec.is_4x or self.spec.controller)
             for role in ("master", "slave"):
                 group = [info for info in self.brokers if info.role == role]
                 for info in group:
-                    self._launch(java, info.name)
+                    if not (at_once and role == "slave"):
+                        self._launch(java, info.name)
+                if at_once and role == "master":
+                    for info in self.brokers:
+                        if info.role == "slave":
+                            self._launch(java, info.name)
                 for info in group:
                     self._wait_broker(info, elected=role == "master")
             self.timings["brokers_s"] = time.monotonic() - t1
@@ -459,9 +472,15 @@ class LocalCluster:
         """Until the NameServer lists ``info``; with ``elected`` (controller mode, first
         start) until it lists it as its broker set's master."""
 
+        nudged = self.spec.is_4x or info.broker_id is None  # 4.x registers at once
+
         def ready() -> bool:
+            nonlocal nudged
             if not self._boot_line_seen(info.name):
                 return False
+            if not nudged:
+                nudged = True
+                self._register_now(info)
             try:
                 cluster = probe.cluster_info(self.namesrv_addr, timeout=2.0)
             except probe.ProbeError:
@@ -478,6 +497,15 @@ class LocalCluster:
             return data.broker_addrs.get(info.broker_id) == info.addr
 
         self._poll(info.name, ready, "register with the NameServer")
+
+    def _register_now(self, info: BrokerProcessInfo) -> None:
+        """Best effort: without it a 5.x broker registers 10 s after it booted (see
+        probe.register_broker_now); a broker that refuses (ACL, TLS) registers then."""
+        permission = self.spec.broker_config.get("brokerPermission", "6")
+        try:
+            probe.register_broker_now(info.addr, permission, timeout=5.0)
+        except probe.ProbeError as exc:
+            log.debug("cluster.register_now.failed", name=info.name, error=str(exc))
 
     def _terminate(self, name: str, sig: signal.Signals) -> None:
         info = self.servers[name]

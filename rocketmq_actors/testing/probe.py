@@ -19,11 +19,23 @@ from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.framing import FrameDecoder
 from rocketmq_actors.runtime.connection import split_addr
 
-__all__ = ["ProbeError", "ReplicaInfo", "cluster_info", "replica_info", "request", "topic_route"]
+__all__ = [
+    "ProbeError",
+    "ReplicaInfo",
+    "cluster_info",
+    "register_broker_now",
+    "replica_info",
+    "request",
+    "topic_route",
+]
 
 #: RequestCode.CONTROLLER_GET_REPLICA_INFO (5.x controller; a test-only request, so it lives
 #: here rather than in protocol/codes.py)
 CONTROLLER_GET_REPLICA_INFO = 1004
+
+#: RequestCode.UPDATE_BROKER_CONFIG (AdminBrokerProcessor.updateBrokerConfig; only the launcher
+#: sends it)
+UPDATE_BROKER_CONFIG = 25
 
 _opaque = itertools.count(1)
 
@@ -77,6 +89,21 @@ def topic_route(namesrv: str, topic: str, timeout: float = 3.0) -> TopicRouteDat
     if reply.code != ResponseCode.SUCCESS:
         raise ProbeError(f"route of {topic!r}: code {reply.code} {reply.remark or ''}", reply.code)
     return TopicRouteData.decode(reply.body)
+
+
+def register_broker_now(broker: str, permission: str, timeout: float = 3.0) -> None:
+    """Make a 5.x broker register with its NameServers now: an UPDATE_BROKER_CONFIG that sets
+    ``brokerPermission`` (to its current value) makes the broker call ``registerBrokerAll``
+    before it answers. A 5.x broker's own registration at start-up finds no NameServer
+    "available" yet (NettyRemotingClient scans them asynchronously) and is skipped; the next
+    comes from a scheduled task 10 s later. Raises ProbeError when the broker refuses
+    (an ACL broker without credentials) or cannot be reached."""
+    body = f"brokerPermission={permission}\n".encode()
+    reply = request(broker, RemotingCommand.request(UPDATE_BROKER_CONFIG, body=body), timeout)
+    if reply.code != ResponseCode.SUCCESS:
+        raise ProbeError(
+            f"update broker config: code {reply.code} {reply.remark or ''}", reply.code
+        )
 
 
 @attrs.frozen

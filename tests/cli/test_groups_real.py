@@ -120,7 +120,7 @@ async def test_describe_list_and_reset_an_online_group(
         with anyio.fail_after(15):
             await push.dispatcher.wait_idle()
         assert sum(push.offsets.read(q) or 0 for q in push.queues) == 8
-        await push.offsets.persist(list(push.queues))
+        await push.offsets.persist(list(push.queues), confirmed=True)  # not one-way
         described = await aok_json("group", "describe", *ns, "--group", unique_group,
                                    "--topic", unique_topic)  # fmt: skip
         assert described["online"] is True
@@ -128,6 +128,7 @@ async def test_describe_list_and_reset_an_online_group(
         assert described["subscriptions"][unique_topic] == "*"
         assert described["message_model"] == "CLUSTERING"
         assert {q["broker_offset"] for q in described["queues"]} == {4}
+        assert {q["consumer_offset"] for q in described["queues"]} == {4}  # committed
         listed = await aok_json("group", "list", *ns)
         assert "broker-a" in listed["groups"][unique_group]["brokers"]
         table = await acli("group", "describe", *ns, "--group", unique_group)

@@ -11,7 +11,7 @@ import pytest
 from rocketmq_actors.cluster.health import BrokerHealth, Health
 from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.producer import Message, Producer, create_topic
-from rocketmq_actors.testing.cluster import LocalCluster
+from rocketmq_actors.testing.cluster import FRESH_BROKER_TIMEOUT, LocalCluster
 
 pytestmark = pytest.mark.integration
 
@@ -67,7 +67,10 @@ async def test_a_killed_broker_shows_as_not_connected(
 ) -> None:
     cluster = rocketmq_cluster_factory(brokers=2)
     async with Producer(namesrv=cluster.namesrv_addr, group="G_health") as producer:
-        assert len(await create_topic(producer.instance, unique_topic, queues=2)) == 2
+        hosts = await create_topic(
+            producer.instance, unique_topic, queues=2, timeout=FRESH_BROKER_TIMEOUT
+        )
+        assert len(hosts) == 2
         await producer.instance.routes.refresh(unique_topic)
         await producer.instance.heartbeat.beat()  # connects to both masters
         health = producer.health()

@@ -18,7 +18,7 @@ from rocketmq_actors.consumer.admin import (
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
-from rocketmq_actors.testing.cluster import LocalCluster
+from rocketmq_actors.testing.cluster import FRESH_BROKER_TIMEOUT, LocalCluster
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +52,7 @@ async def test_status_running_info_consume_directly_and_reset(
         Producer(namesrv=rocketmq_namesrv, group="G_admin_feed") as producer,
         ClientInstance(rocketmq_namesrv) as admin,
     ):
-        await create_topic(producer.instance, unique_topic, queues=4)
+        await create_topic(producer.instance, unique_topic, queues=4, timeout=FRESH_BROKER_TIMEOUT)
         results = [await producer.send(Message(topic=unique_topic, body=b)) for b in bodies]
         async with PushConsumer(
             namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
@@ -123,7 +123,7 @@ async def test_client_side_reset_through_reset_consumer_client_offset(
         Producer(namesrv=namesrv, group="G_admin_feed") as producer,
         ClientInstance(namesrv) as admin,
     ):
-        await create_topic(producer.instance, unique_topic, queues=4)
+        await create_topic(producer.instance, unique_topic, queues=4, timeout=FRESH_BROKER_TIMEOUT)
         for body in bodies:
             await producer.send(Message(topic=unique_topic, body=body))
         async with PushConsumer(

@@ -18,7 +18,7 @@ from rocketmq_actors.consumer.options import ConsumeFrom
 from rocketmq_actors.consumer.pop import PopConsumer
 from rocketmq_actors.errors import UnsupportedByBroker
 from rocketmq_actors.producer import Message, Producer, create_topic
-from rocketmq_actors.testing.cluster import LocalCluster
+from rocketmq_actors.testing.cluster import FRESH_BROKER_TIMEOUT, LocalCluster
 
 from .routes import dead_letters
 
@@ -97,7 +97,7 @@ async def test_eight_members_share_a_four_queue_topic(
         return handle
 
     async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_p") as producer:
-        await create_topic(producer.instance, unique_topic, queues=4)
+        await create_topic(producer.instance, unique_topic, queues=4, timeout=FRESH_BROKER_TIMEOUT)
         async with AsyncExitStack() as stack:
             members = [
                 await stack.enter_async_context(
@@ -145,7 +145,7 @@ async def test_a_killed_members_unacked_messages_go_to_another_after_the_invisib
         CHANGED.set()
 
     async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_p") as producer:
-        await create_topic(producer.instance, unique_topic, queues=4)
+        await create_topic(producer.instance, unique_topic, queues=4, timeout=FRESH_BROKER_TIMEOUT)
         first = _pop(rocketmq_namesrv, unique_group, unique_topic, hold, invisible_time=5,
                      concurrency=4, shutdown_timeout=2)  # fmt: skip
 
@@ -195,7 +195,7 @@ async def test_nack_and_handler_failures_are_delivered_again(
             raise RuntimeError("not yet")
 
     async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_p") as producer:
-        await create_topic(producer.instance, unique_topic, queues=2)
+        await create_topic(producer.instance, unique_topic, queues=2, timeout=FRESH_BROKER_TIMEOUT)
         consumer = _pop(rocketmq_namesrv, unique_group, unique_topic, handle, retry_delay=1.0)
         async with consumer:
             await _send(producer, unique_topic, ["nack", "raise", "fine"])
@@ -225,7 +225,7 @@ async def test_past_max_reconsume_times_and_on_nack_without_requeue_it_is_a_dead
             raise RuntimeError("never")
 
     async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_p") as producer:
-        await create_topic(producer.instance, unique_topic, queues=1)
+        await create_topic(producer.instance, unique_topic, queues=1, timeout=FRESH_BROKER_TIMEOUT)
         consumer = _pop(rocketmq_namesrv, unique_group, unique_topic, handle, retry_delay=1.0,
                         max_reconsume_times=1)  # fmt: skip
         async with consumer:
@@ -243,7 +243,7 @@ async def test_async_for_settles_each_message(
     rocketmq_namesrv: str, unique_topic: str, unique_group: str
 ) -> None:
     async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_p") as producer:
-        await create_topic(producer.instance, unique_topic, queues=2)
+        await create_topic(producer.instance, unique_topic, queues=2, timeout=FRESH_BROKER_TIMEOUT)
         await _send(producer, unique_topic, ["a", "later", "b"])
         received: list[tuple[bytes, int]] = []
         consumer = PopConsumer(
@@ -285,7 +285,7 @@ async def test_orderly_pop_keeps_each_queues_order_through_a_failure(
         return handle
 
     async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_p") as producer:
-        await create_topic(producer.instance, unique_topic, queues=4)
+        await create_topic(producer.instance, unique_topic, queues=4, timeout=FRESH_BROKER_TIMEOUT)
         async with AsyncExitStack() as stack:
             for _ in range(2):
                 await stack.enter_async_context(
@@ -320,7 +320,7 @@ async def test_pop_is_refused_on_4x(
         pass
 
     async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_p") as producer:
-        await create_topic(producer.instance, unique_topic, queues=1)
+        await create_topic(producer.instance, unique_topic, queues=1, timeout=FRESH_BROKER_TIMEOUT)
     with pytest.raises(UnsupportedByBroker, match=r"POP consumption needs a RocketMQ 5\.x") as info:
         async with _pop(rocketmq_namesrv, unique_group, unique_topic, handle, orderly=orderly):
             pass
@@ -337,7 +337,7 @@ async def test_the_pop_consumer_tree_is_the_one_the_architecture_document_draws(
         pass
 
     async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_p") as producer:
-        await create_topic(producer.instance, unique_topic, queues=2)
+        await create_topic(producer.instance, unique_topic, queues=2, timeout=FRESH_BROKER_TIMEOUT)
     async with _pop(rocketmq_namesrv, unique_group, unique_topic, handle) as consumer:
         assert consumer.tree().render(details=False) == architecture_shapes()["pop-consumer"]
         assert consumer.statistics()["brokers"]
@@ -357,7 +357,7 @@ async def test_a_pop_consumer_pops_from_every_broker_of_the_topic(
         CHANGED.set()
 
     async with Producer(namesrv=namesrv, group=f"{unique_group}_p") as producer:
-        await create_topic(producer.instance, unique_topic, queues=2)
+        await create_topic(producer.instance, unique_topic, queues=2, timeout=FRESH_BROKER_TIMEOUT)
         async with _pop(namesrv, unique_group, unique_topic, handle) as consumer:
             assert sorted(consumer.statistics()["brokers"]) == [
                 f"{unique_topic}@broker-a", f"{unique_topic}@broker-b"

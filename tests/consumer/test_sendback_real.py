@@ -19,7 +19,7 @@ from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.records import MessageExt
-from rocketmq_actors.testing.cluster import LocalCluster
+from rocketmq_actors.testing.cluster import FRESH_BROKER_TIMEOUT, LocalCluster
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +44,7 @@ async def test_a_refused_send_back_is_copied_to_the_retry_topic_on_another_broke
     cluster = rocketmq_cluster_factory(brokers=2)
     namesrv = cluster.namesrv_addr
     async with Producer(namesrv=namesrv, group="G_sendback_feed") as producer:
-        await create_topic(producer.instance, unique_topic, queues=1)
+        await create_topic(producer.instance, unique_topic, queues=1, timeout=FRESH_BROKER_TIMEOUT)
         sent = await producer.send(Message(topic=unique_topic, body=b"payload", keys="k1"),
                                    selector=_on_broker_a)  # fmt: skip
     addr_a = next(b.addr for b in cluster.brokers if b.broker_name == "broker-a")

@@ -18,7 +18,7 @@ from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.headers import CreateTopicRequestHeader, PullMessageRequestHeader
 from rocketmq_actors.protocol.messages import PullSysFlag
 from rocketmq_actors.protocol.records import MessageExt, decode_messages
-from rocketmq_actors.testing.cluster import LocalCluster
+from rocketmq_actors.testing.cluster import FRESH_BROKER_TIMEOUT, LocalCluster
 
 pytestmark = pytest.mark.integration
 
@@ -60,7 +60,7 @@ async def test_with_the_master_gone_a_new_member_consumes_from_the_slave(
     cluster = rocketmq_cluster_factory(slave=True, broker_config={"slaveReadEnable": "true"})
     namesrv = cluster.namesrv_addr
     async with Producer(namesrv=namesrv, group="G_slave_feed") as producer:
-        await create_topic(producer.instance, unique_topic, queues=1)
+        await create_topic(producer.instance, unique_topic, queues=1, timeout=FRESH_BROKER_TIMEOUT)
         if not cluster.spec.is_4x:
             # on a 5.x slave too: it would learn the topic only at its next sync from the
             # master (a 4.x slave refuses topic changes, and serves pulls without them)

@@ -16,7 +16,7 @@ from rocketmq_actors.consumer.push import PushConsumer
 from rocketmq_actors.errors import InvalidSubscription
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
-from rocketmq_actors.testing.cluster import LocalCluster
+from rocketmq_actors.testing.cluster import FRESH_BROKER_TIMEOUT, LocalCluster
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +29,7 @@ async def _handler(message: MessageExt) -> None:
 
 async def _topic(namesrv: str, topic: str) -> None:
     async with Producer(namesrv=namesrv, group="G_check_feed") as producer:
-        await create_topic(producer.instance, topic, queues=1)
+        await create_topic(producer.instance, topic, queues=1, timeout=FRESH_BROKER_TIMEOUT)
         await producer.send(Message(topic=topic, body=b"x", properties={"region": "eu"}))
 
 

@@ -12,7 +12,7 @@ import structlog
 
 from rocketmq_actors.errors import SendFailed
 from rocketmq_actors.producer import Message, Producer, SendResult, create_topic
-from rocketmq_actors.testing.cluster import LocalCluster
+from rocketmq_actors.testing.cluster import FRESH_BROKER_TIMEOUT, LocalCluster
 
 from .pull import pull
 
@@ -32,7 +32,10 @@ async def test_kill_one_master_while_sending(
     async with Producer(
         namesrv=cluster.namesrv_addr, group="G_failover", latency_fault_tolerance=True
     ) as producer:
-        assert len(await create_topic(producer.instance, unique_topic, queues=4)) == 2
+        hosts = await create_topic(
+            producer.instance, unique_topic, queues=4, timeout=FRESH_BROKER_TIMEOUT
+        )
+        assert len(hosts) == 2
         for i in range(TOTAL):
             if i == KILL_AFTER:
                 await anyio.to_thread.run_sync(cluster.kill_broker, "broker-b")
@@ -74,7 +77,10 @@ async def test_a_dead_master_never_pauses_sends_to_the_live_one(
     async with Producer(
         namesrv=cluster.namesrv_addr, group="G_failover_gap", send_timeout=send_timeout
     ) as producer:
-        assert len(await create_topic(producer.instance, unique_topic, queues=4)) == 2
+        hosts = await create_topic(
+            producer.instance, unique_topic, queues=4, timeout=FRESH_BROKER_TIMEOUT
+        )
+        assert len(hosts) == 2
 
         async def sender(n: int) -> None:
             i = 0

@@ -11,7 +11,7 @@ import pytest
 
 from rocketmq_actors.producer import Message, Producer, SendStatus, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
-from rocketmq_actors.testing.cluster import LocalCluster
+from rocketmq_actors.testing.cluster import FRESH_BROKER_TIMEOUT, LocalCluster
 
 from .pull import pull
 
@@ -31,7 +31,7 @@ async def test_not_stored_ok_is_returned_or_sent_again_elsewhere(
     })  # fmt: skip
     namesrv = cluster.namesrv_addr
     async with Producer(namesrv=namesrv, retry_times=2) as plain:
-        await create_topic(plain.instance, unique_topic, queues=1)
+        await create_topic(plain.instance, unique_topic, queues=1, timeout=FRESH_BROKER_TIMEOUT)
         once = await plain.send(Message(topic=unique_topic, body=b"once"))
         assert once.status in NOT_REPLICATED  # stored, not replicated
     async with Producer(namesrv=namesrv, retry_times=2,
