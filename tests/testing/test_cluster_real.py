@@ -47,6 +47,10 @@ def test_session_cluster_registers_its_broker(rocketmq_cluster: LocalCluster) ->
     route = probe.topic_route(rocketmq_cluster.namesrv_addr, "TBW102")
     assert [q.broker_name for q in route.queue_datas] == ["broker-a"]
     assert route.queue_datas[0].perm & PERM_WRITE
+    if not rocketmq_cluster.spec.is_4x:  # told to register at once (probe.register_broker_now)
+        logs = rocketmq_cluster.state_dir / "home" / "logs" / "rocketmqlogs"
+        text = (logs / "broker.log").read_text(errors="replace")
+        assert "new config: [{brokerPermission=6}]" in text
 
 
 def test_two_masters_kill_and_restart(
