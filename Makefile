@@ -9,14 +9,15 @@ STATE  ?= .state/cluster
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run test lint typecheck pytest compat oldest-anyio oldest-faststream chaos fuzz bench soak cluster-up cluster-down clean
+.PHONY: help venv run test lint typecheck pytest compat oldest-anyio oldest-faststream spark-cluster chaos fuzz bench soak cluster-up cluster-down clean
 
 help:
 	@echo "make run          start a local RocketMQ cluster and run the main job, then stop it"
 	@echo "make test         ruff, mypy --strict, pytest (unit + integration on a real 5.3.3 cluster),"
 	@echo "                  then the integration tests again on RocketMQ 5.5.0 and 4.9.7 (compat),"
-	@echo "                  the lifecycle tests on the oldest anyio we support (oldest-anyio), and"
-	@echo "                  the FastStream tests on the oldest FastStream we support (oldest-faststream)"
+	@echo "                  the lifecycle tests on the oldest anyio we support (oldest-anyio),"
+	@echo "                  the FastStream tests on the oldest FastStream we support (oldest-faststream),"
+	@echo "                  and the Spark test on a multi-process Spark cluster (spark-cluster)"
 	@echo "make chaos        every chaos scenario (make test runs the fast ones) and the report"
 	@echo "make bench        benchmarks against the Java client (benchmarks/results/compare.*)"
 	@echo "make soak         10 minutes of steady produce + consume: RSS, tasks and fds must stay flat"
@@ -46,15 +47,16 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 pytest: $(STAMP)
-	$(PY) -m pytest -m "not spark"
+	$(PY) -m pytest -m "not spark" --ignore=tests/test_snippets.py
 
 # the integration suite again on the other broker versions: 5.5.0, the newest release whose
 # server jars all resolve on Maven Central (5.5.1 published only its broker), and 4.9.7, the
 # newest 4.9 one (4.9.8's server jars were never published). What does not depend on the
-# broker's version runs once, in `pytest` on 5.3.3 (Spark in compat-4.9.7): the unit tests, the
-# chaos tests (client behaviour under faults), the documentation's snippets, and the
-# integration tests marked `once` (client-side fault handling, the launcher's fixed-version
-# runs). docs/compatibility.md lists what differs between the versions.
+# broker's version runs once, in `pytest` on 5.3.3: the unit tests, the chaos tests (client
+# behaviour under faults), and the integration tests marked `once` (client-side fault handling,
+# the launcher's fixed-version runs); the documentation's snippets run in compat-5.5.0 and the
+# Spark tests in compat-4.9.7, to even out the three sessions' lengths.
+# docs/compatibility.md lists what differs between the versions.
 COMPAT_VERSIONS := 5.5.0 4.9.7
 COMPAT_IGNORE := --ignore=tests/spark --ignore=tests/chaos --ignore=tests/test_snippets.py
 
@@ -63,9 +65,19 @@ compat: $(addprefix compat-,$(COMPAT_VERSIONS))
 compat-%: $(STAMP)
 	$(PY) -m pytest -m "integration and not once" --rocketmq-version $* $(COMPAT_IGNORE)
 
+compat-5.5.0: $(STAMP)
+	$(PY) -m pytest -m "integration and not once" --rocketmq-version 5.5.0 \
+		$(filter-out --ignore=tests/test_snippets.py,$(COMPAT_IGNORE))
+
 compat-4.9.7: $(STAMP)
-	$(PY) -m pytest -m "(integration and not once) or spark" --rocketmq-version 4.9.7 \
-		$(filter-out --ignore=tests/spark,$(COMPAT_IGNORE))
+	$(PY) -m pytest -m "((integration and not once) or spark) and not spark_cluster" \
+		--rocketmq-version 4.9.7 $(filter-out --ignore=tests/spark,$(COMPAT_IGNORE))
+
+# the Spark tests on a multi-process local-cluster (a driver, two executor JVMs, their Python
+# workers): run alone, after the parallel sessions, whose brokers would otherwise share the
+# two cores with six more JVMs
+spark-cluster: $(STAMP)
+	$(PY) -m pytest -m spark_cluster
 
 # the lifecycle tests again on the oldest anyio pyproject.toml allows, installed once into a
 # directory that shadows the venv's (newest) anyio for this run only
@@ -102,10 +114,11 @@ oldest-faststream: $(OLDEST_FASTSTREAM)/.installed
 # broker, so together they use the two cores a CI machine has (run alone, one after another,
 # they took longer than the 25 minutes make test is allowed). Each session's output is
 # printed whole when it ends. The Spark tests (marker `spark`: client-side, several JVMs of
-# their own) run in the 4.9.7 session, the shortest of the three, not in the 5.3.3 one.
+# their own) run in the 4.9.7 session, not in the 5.3.3 one, the longest of the three; the
+# one on a multi-process Spark cluster (marker `spark_cluster`) runs after them, alone.
 test: lint typecheck
 	$(MAKE) --no-print-directory --output-sync=target -j3 pytest $(addprefix compat-,$(COMPAT_VERSIONS))
-	$(MAKE) --no-print-directory oldest-anyio oldest-faststream
+	$(MAKE) --no-print-directory oldest-anyio oldest-faststream spark-cluster
 
 soak: $(STAMP)
 	$(PY) -m benchmarks.soak --minutes 10
