@@ -9,8 +9,9 @@
         await producer.recall(topic, result.recall_handle)  # a timer message (.recall)
         await producer.send(msg, sharding_key="user-42")  # same key -> same queue, in order
 
-Sync sends try up to ``1 + retry_times`` queues within ``send_timeout``
-(:mod:`.sendloop`); ``send_nowait`` hands the message to the senders actor (:mod:`.senders`).
+Sync sends try up to ``1 + retry_times`` queues within ``send_timeout``, each attempt within
+``attempt_timeout`` when set (:mod:`.sendloop`); ``send_nowait`` hands the message to the
+senders actor (:mod:`.senders`).
 The producer is a supervisor of two actors, ``mailbox`` (the broker's requests for the group:
 transaction checks) and ``senders``, on a :class:`~rocketmq_actors.cluster.ClientInstance`.
 
@@ -103,6 +104,7 @@ class Producer(GroupMember):
         instance: ClientInstance | None = None,
         namespace: str | None = None,
         send_timeout: float = 3.0,
+        attempt_timeout: float | None = None,
         retry_times: int = 2,
         retry_another_broker_when_not_store_ok: bool = False,
         compress_threshold: int = 4096,
@@ -134,6 +136,13 @@ class Producer(GroupMember):
             on_error=on_error,
         )  # fmt: skip
         send_timeout = check_timeout("send_timeout", send_timeout)
+        if attempt_timeout is not None:
+            attempt_timeout = check_timeout("attempt_timeout", attempt_timeout)
+            if attempt_timeout > send_timeout:
+                raise ConfigError(
+                    f"attempt_timeout ({attempt_timeout}) must not exceed send_timeout "
+                    f"({send_timeout}): it bounds one attempt of a send"
+                )
         check_int("retry_times", retry_times, minimum=0)
         check_int("max_pending", max_pending)
         check_int("max_pending_bytes", max_pending_bytes)
@@ -160,7 +169,8 @@ class Producer(GroupMember):
         self.loop = SendLoop(
             self._instance,
             SendFrameEncoder(self.group, credentials=self._instance.pool.credentials),
-            send_timeout=send_timeout, retry_times=retry_times, faults=self.faults,
+            send_timeout=send_timeout, attempt_timeout=attempt_timeout,
+            retry_times=retry_times, faults=self.faults,
             retry_not_stored_ok=retry_another_broker_when_not_store_ok,
         )  # fmt: skip
         # message trace (RMQ_SYS_TRACE_TOPIC records, as the Java client's): rocketmq_actors.trace

@@ -90,10 +90,15 @@ class SendLoop:
         retry_times: int,
         faults: LatencyFaultTolerance,
         retry_not_stored_ok: bool = False,
+        attempt_timeout: float | None = None,
     ) -> None:
         self._instance = instance
         self._encoder = encoder
         self.send_timeout = send_timeout
+        # Kafka's request.timeout.ms beside delivery.timeout.ms: an attempt that outlives it
+        # (a silent broker) is given up, outcome unknown, and the send goes on elsewhere -
+        # a possible duplicate; None: an attempt may take what is left of send_timeout (Java)
+        self.attempt_timeout = attempt_timeout
         self.retry_times = retry_times
         self.retry_not_stored_ok = retry_not_stored_ok
         self.faults = faults
@@ -232,11 +237,15 @@ class SendLoop:
                 queue = self.choose(route, routing, avoid)
                 broker = queue.broker_name
                 started = time.monotonic()
+                attempt_end = deadline
+                if self.attempt_timeout is not None and not ordered:
+                    attempt_end = min(deadline, started + self.attempt_timeout)
+                remaining = attempt_end - started
                 try:
                     if prepared.timer:  # (before encode: it may pick another broker's queue)
                         queue = await self.timer_queue(route, routing, queue, remaining)
                         broker = queue.broker_name
-                        remaining = deadline - time.monotonic()
+                        remaining = attempt_end - time.monotonic()
                     born = time.time_ns() // 1_000_000
 
                     def encode(opaque: int, queue: MessageQueue = queue, born: int = born) -> bytes:
@@ -252,7 +261,7 @@ class SendLoop:
                         conn = await self.connect_within(
                             addr, remaining, fail_over=self._elsewhere(route, broker, routing)
                         )
-                        remaining = deadline - time.monotonic()
+                        remaining = attempt_end - time.monotonic()
                     reply = await conn.request_encoded(code, encode, remaining, prepared.size)
                 except (SendFailed, UnsupportedByBroker):
                     METRICS.inc(

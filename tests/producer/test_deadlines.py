@@ -191,3 +191,39 @@ async def test_hostile_routes_fail_their_topic_never_the_producer() -> None:
             assert result.queue.broker_name == "broker-a"
             await producer.instance.heartbeat.beat()  # the refused routes are not in its way
             assert producer.running and producer.instance.running
+
+
+async def test_attempt_timeout_gives_a_silent_broker_up_and_sends_elsewhere() -> None:
+    """broker-a takes sends and never answers. By default an attempt there may use the whole
+    send_timeout (Java's rule), so the send fails, outcome unknown; with attempt_timeout each
+    attempt is bounded and the send goes on to broker-b within it."""
+    silent, serving = Broker("stall"), Broker("ok")
+    async with _serving(silent) as bad, _serving(serving) as good:
+        routes = {"T": route_body(("broker-a", bad.addr), ("broker-b", good.addr))}
+        async with _serving(NameServer(routes)) as ns:
+            async with Producer(namesrv=ns.addr, group="G", send_timeout=1.0) as java_like:
+                failed = []
+                for i in range(4):  # two of the four queues are broker-a's
+                    try:
+                        await java_like.send(Message(topic="T", body=b"%d" % i))
+                    except SendFailed as exc:
+                        failed.append(exc)
+                assert failed and all(exc.outcome_unknown for exc in failed)
+            tried = silent.sends
+            async with Producer(
+                namesrv=ns.addr, group="G", send_timeout=5.0, attempt_timeout=0.3
+            ) as bounded:  # fmt: skip
+                slowest = 0.0
+                for i in range(8):
+                    began = time.monotonic()
+                    result = await bounded.send(Message(topic="T", body=b"%d" % i))
+                    slowest = max(slowest, time.monotonic() - began)
+                    assert result.queue.broker_name == "broker-b"
+                assert silent.sends > tried  # broker-a was tried, and given up on
+                assert slowest < 0.3 + SLACK, slowest  # one attempt's bound, not send_timeout
+
+
+@pytest.mark.parametrize("attempt", [0.0, -1.0, math.nan, 2.5])
+async def test_attempt_timeout_must_be_positive_and_within_send_timeout(attempt: float) -> None:
+    with pytest.raises(ConfigError, match="attempt_timeout"):
+        Producer(namesrv="127.0.0.1:9876", send_timeout=2.0, attempt_timeout=attempt)
