@@ -278,6 +278,12 @@ def broker_properties(
         props["bindAddress"] = "127.0.0.1"
         # RECALL_MESSAGE is refused (NO_PERMISSION) unless enabled: BrokerConfig, 5.3.2+
         props["recallMessageEnable"] = "true"
+        # a 5.x broker's TransactionMetricsFlushService spins on a core until its first flush
+        # interval has passed (it waits only after a flush): 10 s at every start by default
+        props["transactionMetricFlushInterval"] = 1000
+        # the timer store's flush (the whole timer wheel, every second by default) is most of
+        # an idle broker's CPU; only a machine crash, not a killed broker, would need it sooner
+        props["timerFlushIntervalMs"] = 10000
     placement = spec.netns.get(info.name)
     if placement is not None:
         props.update(brokerIP1=placement.listen_ip, brokerIP2=placement.listen_ip)
