@@ -10,7 +10,8 @@ import pytest
 
 from ._run import cli, ok_json, one_line_error
 
-pytestmark = pytest.mark.integration
+# once: the CLI's consume and peek over the client's pull and offsets, tested on every version
+pytestmark = [pytest.mark.integration, pytest.mark.once]
 
 
 def _lag(namesrv: str, group: str, topic: str) -> list[dict[str, object]]:

@@ -12,7 +12,8 @@ import pytest
 
 from ._run import cli
 
-pytestmark = pytest.mark.integration
+# once: the CLI's produce over the client's send, tested on every version
+pytestmark = [pytest.mark.integration, pytest.mark.once]
 
 
 def test_produce_json(rocketmq_namesrv: str, unique_topic: str) -> None:

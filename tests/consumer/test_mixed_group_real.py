@@ -14,7 +14,8 @@ from rocketmq_actors.protocol.records import MessageExt
 
 from ..java_client import JavaMember, java_member
 
-pytestmark = pytest.mark.integration
+# once: allocation is the clients' (every broker version lists the group's members the same way)
+pytestmark = [pytest.mark.integration, pytest.mark.once]
 
 QUEUES = 16
 

@@ -13,7 +13,8 @@ import pytest
 from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.producer import Producer, create_topic
 
-pytestmark = pytest.mark.integration
+# once: an example application (the client under it runs on every version)
+pytestmark = [pytest.mark.integration, pytest.mark.once]
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fastapi_app.py"
 

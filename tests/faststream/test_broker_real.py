@@ -20,7 +20,8 @@ from rocketmq_actors.producer import Producer, SendResult, create_topic
 
 from ..consumer.routes import dead_letters
 
-pytestmark = pytest.mark.integration
+# once: the FastStream layer is client-side (the client under it runs on every version)
+pytestmark = [pytest.mark.integration, pytest.mark.once]
 
 FIRST = {"consume_from": ConsumeFrom.FIRST_OFFSET}
 

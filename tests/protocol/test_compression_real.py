@@ -16,7 +16,8 @@ from rocketmq_actors.protocol.messages import MessageSysFlag
 from ..java_client import body, java
 from ..producer.pull import pull
 
-pytestmark = pytest.mark.integration
+# once: compression is the clients' (the broker keeps the bytes and the flag as they came)
+pytestmark = [pytest.mark.integration, pytest.mark.once]
 
 TYPES = ("ZLIB", "LZ4", "ZSTD")
 SIZES = (8192, 100_000, 100)  # Java compresses bodies of 4 KiB or more, not the last one

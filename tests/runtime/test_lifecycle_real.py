@@ -17,7 +17,8 @@ from rocketmq_actors.runtime.lifecycle import State
 
 from .test_lifecycle import _chain_has_no_cycle
 
-pytestmark = pytest.mark.integration
+# once: the client's lifecycle, whatever the broker
+pytestmark = [pytest.mark.integration, pytest.mark.once]
 
 MESSAGES = 20
 

@@ -21,7 +21,8 @@ from rocketmq_actors.runtime.lifecycle import Lifecycle
 from rocketmq_actors.runtime.supervisor import DynamicSupervisor, RestartPolicy
 from rocketmq_actors.runtime.tree import Node
 
-pytestmark = pytest.mark.integration
+# once: the client's supervision tree, whatever the broker
+pytestmark = [pytest.mark.integration, pytest.mark.once]
 
 #: two restarts within 30 s, then escalate; short back-offs (the test hook: a client's
 #: supervisors take any policy)
