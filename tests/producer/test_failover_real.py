@@ -19,8 +19,8 @@ from .pull import pull
 # what the client does when a broker dies: the same whatever its version
 pytestmark = [pytest.mark.integration, pytest.mark.once]
 
-TOTAL = 1500
-KILL_AFTER = 500
+TOTAL = 600
+KILL_AFTER = 200
 
 
 async def test_kill_one_master_while_sending(
