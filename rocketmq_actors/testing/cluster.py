@@ -34,6 +34,7 @@ from rocketmq_actors.logs import get_logger
 from . import probe
 from .jars import LauncherError, check_published, find_java, resolve_server_jars
 from .procs import log_contains, pid_alive, pid_is_ours, release_watchdog, tail, watch_pid
+from .readiness import BrokerReadiness, namesrv_answers
 from .serverconf import (
     BrokerProcessInfo,
     ClusterSpec,
@@ -458,54 +459,20 @@ class LocalCluster:
 
     def _wait_namesrv(self) -> None:
         def ready() -> bool:
-            if not self._boot_line_seen("namesrv"):
-                return False
-            try:
-                probe.cluster_info(self.namesrv_addr, timeout=2.0)
-            except probe.ProbeError:
-                return False
-            return True
+            return self._boot_line_seen("namesrv") and namesrv_answers(self.namesrv_addr)
 
         self._poll("namesrv", ready, "answer a cluster-info request")
 
     def _wait_broker(self, info: BrokerProcessInfo, *, elected: bool = False) -> None:
-        """Until the NameServer lists ``info``; with ``elected`` (controller mode, first
-        start) until it lists it as its broker set's master."""
-
-        nudged = self.spec.is_4x or info.broker_id is None  # 4.x registers at once
-
-        def ready() -> bool:
-            nonlocal nudged
-            if not self._boot_line_seen(info.name):
-                return False
-            if not nudged:
-                nudged = True
-                self._register_now(info)
-            try:
-                cluster = probe.cluster_info(self.namesrv_addr, timeout=2.0)
-            except probe.ProbeError:
-                return False
-            data = cluster.brokers.get(info.broker_name or "")
-            if data is None:
-                return False
-            if info.broker_id is None:  # controller mode: the controller chose the id
-                wanted = 0 if elected else None
-                return any(
-                    addr == info.addr and wanted in (None, broker_id)
-                    for broker_id, addr in data.broker_addrs.items()
-                )
-            return data.broker_addrs.get(info.broker_id) == info.addr
-
-        self._poll(info.name, ready, "register with the NameServer")
-
-    def _register_now(self, info: BrokerProcessInfo) -> None:
-        """Best effort: without it a 5.x broker registers 10 s after it booted (see
-        probe.register_broker_now); a broker that refuses (ACL, TLS) registers then."""
-        permission = self.spec.broker_config.get("brokerPermission", "6")
-        try:
-            probe.register_broker_now(info.addr, permission, timeout=5.0)
-        except probe.ProbeError as exc:
-            log.debug("cluster.register_now.failed", name=info.name, error=str(exc))
+        """Until the NameServer lists ``info`` (:class:`.readiness.BrokerReadiness`)."""
+        registered = BrokerReadiness(
+            self.namesrv_addr, info, elected=elected, is_4x=self.spec.is_4x,
+            permission=self.spec.broker_config.get("brokerPermission", "6"),
+        )  # fmt: skip
+        self._poll(
+            info.name, lambda: registered(self._boot_line_seen(info.name)),
+            "register with the NameServer",
+        )  # fmt: skip
 
     def _terminate(self, name: str, sig: signal.Signals) -> None:
         info = self.servers[name]
