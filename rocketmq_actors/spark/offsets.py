@@ -124,6 +124,14 @@ class OffsetPlanner:
     def __init__(self, instance: ClientInstance, options: SourceOptions) -> None:
         self.instance = instance
         self.options = options
+        self._seen: dict[MessageQueue, int] | None = None  # what the last next_end found
+
+    async def reported_latest(self) -> dict[MessageQueue, int]:
+        """Every queue's latest offset for Spark's progress report: what the trigger's
+        next_end found (Spark calls reportLatestOffset right after latestOffset), else
+        asked now."""
+        seen, self._seen = self._seen, None
+        return seen if seen is not None else await self.latest(await self.queues())
 
     def _wire(self, topic: str) -> str:
         return wrap(self.options.namespace, topic)
@@ -189,6 +197,7 @@ class OffsetPlanner:
         offset; a queue whose broker now has fewer offsets than were read (recreated,
         replaced) is :class:`DataLost`, or goes on from its first stored offset."""
         latest = await self.available(await self.queues(), begin)
+        self._seen = dict(latest)
         first = {**begin, **await self.earliest(q for q in latest if q not in begin)}
         reset: dict[MessageQueue, int] = {}
         for queue, offset in latest.items():

@@ -180,7 +180,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def reportLatestOffset(self) -> Offsets | None:
         async def plan(planner: OffsetPlanner) -> dict[MessageQueue, int]:
-            return await planner.latest(await planner.queues())
+            return await planner.reported_latest()
 
         return nest(self._plan(plan))
 

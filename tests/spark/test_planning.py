@@ -175,3 +175,25 @@ async def test_no_progress_is_retried_before_the_rest_counts_as_lost(
     forever = [answer(NONE, 10)] * (pulling.STALL_RETRIES + 1)
     with pytest.raises(DataLost, match="offsets 10-19"):
         await _run(forever, PART, monkeypatch)
+
+
+async def test_the_progress_report_reuses_what_the_trigger_asked(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark calls reportLatestOffset right after latestOffset: no second round of
+    offset requests to every broker for it."""
+    asked: list[MessageQueue] = []
+    counting = cluster.max_offset
+
+    async def max_offset(instance: object, queue: MessageQueue) -> int:
+        asked.append(queue)
+        return await counting(instance, queue)
+
+    monkeypatch.setattr(offsets, "max_offset", max_offset)
+    source = planner()
+    await source.next_end({A0: 10, A1: 10, B0: 4}, None, 5)
+    trigger = len(asked)
+    assert await source.reported_latest() == {A0: 100, A1: 50, B0: 10}  # not the limited end
+    assert len(asked) == trigger  # nothing asked again
+    await source.reported_latest()  # with no trigger before it: asked
+    assert len(asked) == trigger + 3
