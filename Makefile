@@ -47,15 +47,16 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 pytest: $(STAMP)
-	$(PY) -m pytest -m "not spark" --ignore=tests/test_snippets.py
+	$(PY) -m pytest -m "not spark and not chaos" --ignore=tests/test_snippets.py
 
 # the integration suite again on the other broker versions: 5.5.0, the newest release whose
 # server jars all resolve on Maven Central (5.5.1 published only its broker), and 4.9.7, the
 # newest 4.9 one (4.9.8's server jars were never published). What does not depend on the
-# broker's version runs once, in `pytest` on 5.3.3: the unit tests, the chaos tests (client
-# behaviour under faults), and the integration tests marked `once` (client-side fault handling,
-# the launcher's fixed-version runs); the documentation's snippets run in compat-5.5.0 and the
-# Spark tests in compat-4.9.7, to even out the three sessions' lengths.
+# broker's version runs once, in `pytest` on 5.3.3: the unit tests and the integration tests
+# marked `once` (client-side fault handling, the launcher's fixed-version runs); the
+# documentation's snippets run in compat-5.5.0, and the chaos tests (client behaviour under
+# faults, marker `chaos`) and the Spark tests in compat-4.9.7, to even out the three sessions'
+# lengths.
 # docs/compatibility.md lists what differs between the versions.
 COMPAT_VERSIONS := 5.5.0 4.9.7
 COMPAT_IGNORE := --ignore=tests/spark --ignore=tests/chaos --ignore=tests/test_snippets.py
@@ -71,7 +72,8 @@ compat-5.5.0: $(STAMP)
 
 compat-4.9.7: $(STAMP)
 	$(PY) -m pytest -m "((integration and not once) or spark) and not spark_cluster" \
-		--rocketmq-version 4.9.7 $(filter-out --ignore=tests/spark,$(COMPAT_IGNORE))
+		--rocketmq-version 4.9.7 \
+		$(filter-out --ignore=tests/spark --ignore=tests/chaos,$(COMPAT_IGNORE))
 
 # the Spark tests on a multi-process local-cluster (a driver, two executor JVMs, their Python
 # workers): run alone, after the parallel sessions, whose brokers would otherwise share the

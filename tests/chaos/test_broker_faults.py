@@ -20,7 +20,7 @@ from rocketmq_actors.testing.faults import QueueChecker
 from .conftest import ChaosReport
 from .workload import Receipts, produce
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

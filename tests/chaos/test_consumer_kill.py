@@ -28,7 +28,7 @@ from rocketmq_actors.testing.faults import QueueChecker
 from .conftest import ChaosReport
 from .workload import produce
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 QUEUES = 6

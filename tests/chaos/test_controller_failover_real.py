@@ -24,7 +24,7 @@ from rocketmq_actors.testing.faults import QueueChecker
 from .conftest import ChaosReport
 from .workload import Receipts, SendTimeline, produce_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.chaos_full]
+pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.slow, pytest.mark.chaos_full]
 
 SEND_TIMEOUT = 3.0
 # the promotion (the controller sees the master's channel close, elects the standby, which

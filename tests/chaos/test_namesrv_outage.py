@@ -18,7 +18,7 @@ from rocketmq_actors.testing.faults import FaultProxy, QueueChecker
 from .conftest import ChaosReport
 from .workload import Receipts, produce
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.slow]
 
 OUTAGE = 60.0
 

@@ -39,7 +39,7 @@ from .conftest import ChaosReport
 from .netns import Namespace, NetnsUnavailable, VethLink, leftovers, netem_unavailable
 from .workload import Receipts, SendTimeline, produce_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.chaos_full]
+pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.slow, pytest.mark.chaos_full]
 
 SEND_TIMEOUT = 2.0
 FAULT = 15.0  # how long each partition lasts

@@ -24,7 +24,7 @@ from rocketmq_actors.testing.faults import OrderChecker, Outcome, QueueChecker
 from .conftest import ChaosReport
 from .workload import outcome_of
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.slow]
 
 KEYS = [f"key-{n}" for n in range(12)]
 

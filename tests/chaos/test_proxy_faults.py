@@ -16,7 +16,7 @@ from rocketmq_actors.testing.faults import FaultProxy
 
 from .workload import fds_now, tasks_now
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.slow]
 
 TIMEOUT = 1.5
 
