@@ -197,19 +197,18 @@ class LocalCluster:
             # a slave learns its master's HA address when it registers with the NameServer,
             # which knows it only once the master has registered: 4.x and controller-mode
             # slaves start after their masters; other 5.x slaves start beside them and are
-            # made to register again once the masters have (see _register_now)
+            # told to register again once the masters have (readiness.BrokerReadiness)
             at_once = not (self.spec.is_4x or self.spec.controller)
-            for role in ("master", "slave"):
-                group = [info for info in self.brokers if info.role == role]
-                for info in group:
-                    if not (at_once and role == "slave"):
-                        self._launch(java, info.name)
-                if at_once and role == "master":
-                    for info in self.brokers:
-                        if info.role == "slave":
-                            self._launch(java, info.name)
-                for info in group:
-                    self._wait_broker(info, elected=role == "master")
+            masters = [info for info in self.brokers if info.role == "master"]
+            slaves = [info for info in self.brokers if info.role == "slave"]
+            for info in masters + (slaves if at_once else []):
+                self._launch(java, info.name)
+            for info in masters:
+                self._wait_broker(info, elected=True)
+            for info in [] if at_once else slaves:
+                self._launch(java, info.name)
+            for info in slaves:
+                self._wait_broker(info)
             self.timings["brokers_s"] = time.monotonic() - t1
         except BaseException:
             self.stop()

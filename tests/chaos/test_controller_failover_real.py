@@ -74,11 +74,13 @@ def master_in_route(namesrv: str, topic: str) -> str | None:
     return None
 
 
+@pytest.mark.parametrize("attempt_timeout", [None, SEND_TIMEOUT / 4], ids=["default", "attempt"])
 async def test_kill_9_master_the_standby_takes_over_without_loss(
     controller_cluster: LocalCluster,
     unique_topic: str,
     unique_group: str,
     chaos_report: ChaosReport,
+    attempt_timeout: float | None,
 ) -> None:
     cluster = controller_cluster
     old_master = cluster.broker("broker-a").addr
@@ -89,7 +91,9 @@ async def test_kill_9_master_the_standby_takes_over_without_loss(
     )
     checker, timeline, stop = QueueChecker(), SendTimeline(), anyio.Event()
     async with (
-        Producer(namesrv=cluster.namesrv_addr, send_timeout=SEND_TIMEOUT) as producer,
+        Producer(
+            namesrv=cluster.namesrv_addr, send_timeout=SEND_TIMEOUT, attempt_timeout=attempt_timeout
+        ) as producer,
         anyio.create_task_group() as tg,
     ):
         await create_topic(producer.instance, unique_topic, queues=4)
@@ -117,8 +121,9 @@ async def test_kill_9_master_the_standby_takes_over_without_loss(
     ):  # fmt: skip
         await receipts.wait_for_all_acknowledged(timeout=90)
     result = checker.check()
+    scenario = "controller failover: kill -9 the master"
     row = chaos_report.record(
-        "controller failover: kill -9 the master", result, recover_s=resumed_in,
+        scenario + (", attempt_timeout" if attempt_timeout else ""), result, recover_s=resumed_in,
         outage_s=outage, note=f"standby promoted and in the route after {promoted_in:.1f} s",
     )  # fmt: skip
     structlog.get_logger("tests.chaos").info("chaos.controller_failover.result", **row)
