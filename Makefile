@@ -9,7 +9,7 @@ STATE  ?= .state/cluster
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run test lint typecheck pytest compat oldest-anyio oldest-faststream spark-cluster chaos fuzz bench soak cluster-up cluster-down clean
+.PHONY: help venv run test lint typecheck pytest compat oldest-anyio oldest-faststream solo chaos fuzz bench soak cluster-up cluster-down clean
 
 help:
 	@echo "make run          start a local RocketMQ cluster and run the main job, then stop it"
@@ -17,7 +17,7 @@ help:
 	@echo "                  then the integration tests again on RocketMQ 5.5.0 and 4.9.7 (compat),"
 	@echo "                  the lifecycle tests on the oldest anyio we support (oldest-anyio),"
 	@echo "                  the FastStream tests on the oldest FastStream we support (oldest-faststream),"
-	@echo "                  and the Spark test on a multi-process Spark cluster (spark-cluster)"
+	@echo "                  and the tests that start Spark in a process of their own, alone (solo)"
 	@echo "make chaos        every chaos scenario (make test runs the fast ones) and the report"
 	@echo "make bench        benchmarks against the Java client (benchmarks/results/compare.*)"
 	@echo "make soak         10 minutes of steady produce + consume: RSS, tasks and fds must stay flat"
@@ -67,19 +67,20 @@ compat-%: $(STAMP)
 	$(PY) -m pytest -m "integration and not once" --rocketmq-version $* $(COMPAT_IGNORE)
 
 compat-5.5.0: $(STAMP)
-	$(PY) -m pytest -m "integration and not once" --rocketmq-version 5.5.0 \
+	$(PY) -m pytest -m "integration and not once and not solo" --rocketmq-version 5.5.0 \
 		$(filter-out --ignore=tests/test_snippets.py,$(COMPAT_IGNORE))
 
 compat-4.9.7: $(STAMP)
-	$(PY) -m pytest -m "((integration and not once) or spark) and not spark_cluster" \
+	$(PY) -m pytest -m "((integration and not once) or spark) and not solo" \
 		--rocketmq-version 4.9.7 \
 		$(filter-out --ignore=tests/spark --ignore=tests/chaos,$(COMPAT_IGNORE))
 
-# the Spark tests on a multi-process local-cluster (a driver, two executor JVMs, their Python
-# workers): run alone, after the parallel sessions, whose brokers would otherwise share the
-# two cores with six more JVMs
-spark-cluster: $(STAMP)
-	$(PY) -m pytest -m spark_cluster
+# the tests that start Spark in a process of their own (the killed driver on a multi-process
+# local-cluster, the documentation's Spark programs): run alone, after the parallel sessions,
+# whose brokers would otherwise share the two cores with their JVMs (under that load a Python
+# worker once missed Spark's time limit to connect back)
+solo: $(STAMP)
+	$(PY) -m pytest -m solo
 
 # the lifecycle tests again on the oldest anyio pyproject.toml allows, installed once into a
 # directory that shadows the venv's (newest) anyio for this run only
@@ -117,10 +118,10 @@ oldest-faststream: $(OLDEST_FASTSTREAM)/.installed
 # they took longer than the 25 minutes make test is allowed). Each session's output is
 # printed whole when it ends. The Spark tests (marker `spark`: client-side, several JVMs of
 # their own) run in the 4.9.7 session, not in the 5.3.3 one, the longest of the three; the
-# one on a multi-process Spark cluster (marker `spark_cluster`) runs after them, alone.
+# tests that start Spark in a process of their own (marker `solo`) run after them, alone.
 test: lint typecheck
 	$(MAKE) --no-print-directory --output-sync=target -j3 pytest $(addprefix compat-,$(COMPAT_VERSIONS))
-	$(MAKE) --no-print-directory oldest-anyio oldest-faststream spark-cluster
+	$(MAKE) --no-print-directory oldest-anyio oldest-faststream solo
 
 soak: $(STAMP)
 	$(PY) -m benchmarks.soak --minutes 10

@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -69,7 +70,12 @@ def test_the_documents_have_snippets_and_few_are_skipped() -> None:
     assert len(skipped) <= 3, skipped
 
 
-@pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda s: s.name)
+def _marked(snippet: Snippet) -> Any:
+    """A snippet that starts Spark is ``solo``: make test runs it alone, after the sessions."""
+    return pytest.param(snippet, marks=[pytest.mark.solo] if "pyspark" in snippet.code else [])
+
+
+@pytest.mark.parametrize("snippet", [_marked(s) for s in SNIPPETS], ids=lambda s: s.name)
 def test_snippet_runs_as_pasted(snippet: Snippet, rocketmq_namesrv: str, tmp_path: Path) -> None:
     if snippet.no_run:
         pytest.skip(f"{snippet.name} is marked no-run: {snippet.no_run}")

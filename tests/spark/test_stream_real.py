@@ -133,7 +133,7 @@ def _events(process: subprocess.Popen[str], until: Callable[[dict[str, Any]], bo
                     return seen
 
 
-@pytest.mark.spark_cluster
+@pytest.mark.solo
 @pytest.mark.timeout(900)  # two Spark clusters of three JVMs each start, one after the other
 def test_a_killed_driver_restarted_from_its_checkpoint_writes_every_message_exactly_once(
     spark: SparkSession, rocketmq_namesrv: str, unique_topic: str, tmp_path: Path
