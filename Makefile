@@ -47,7 +47,7 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 pytest: $(STAMP)
-	$(PY) -m pytest -m "not spark and not chaos" --ignore=tests/test_snippets.py
+	$(PY) -m pytest -m "not spark and not chaos and not solo" --ignore=tests/test_snippets.py
 
 # the integration suite again on the other broker versions: 5.5.0, the newest release whose
 # server jars all resolve on Maven Central (5.5.1 published only its broker), and 4.9.7, the

@@ -51,6 +51,7 @@ def test_the_spec_port_is_the_namesrv_port_and_brokers_avoid_it() -> None:
 
 @pytest.mark.integration
 @pytest.mark.once  # (the default version's cluster)
+@pytest.mark.solo  # a port of its choice: twice, under the sessions' load, the start hung
 def test_start_prints_json_on_stdout_and_the_export_line_on_stderr(tmp_path: Path) -> None:
     state = str(tmp_path / "cluster")
     for _ in range(2):  # the port is free when picked; another session may take it first
