@@ -177,7 +177,9 @@ class LocalCluster:
             try:
                 return self._start_once()
             except StartupFailed as exc:
-                if attempt == PORT_RETRIES or "Address already in use" not in str(exc):
+                # (a NameServer port given in the spec is not chosen again: the caller decides)
+                fixed = self.spec.namesrv_port is not None and str(exc).startswith("namesrv ")
+                if attempt == PORT_RETRIES or fixed or "Address already in use" not in str(exc):
                     raise
                 log.warning("cluster.port_taken", attempt=attempt + 1, error=str(exc)[:200])
 
