@@ -81,7 +81,12 @@ class DiskFull(LauncherError):
 
 
 class StartupFailed(LauncherError):
-    """A JVM exited during start-up or did not become ready before the deadline."""
+    """A JVM exited during start-up or did not become ready before the deadline;
+    ``server`` names it (``namesrv``, ``broker-a``, ...)."""
+
+    def __init__(self, message: str, server: str | None = None) -> None:
+        super().__init__(message)
+        self.server = server
 
 
 # --------------------------------------------------------------------------------------------
@@ -178,7 +183,7 @@ class LocalCluster:
                 return self._start_once()
             except StartupFailed as exc:
                 # (a NameServer port given in the spec is not chosen again: the caller decides)
-                fixed = self.spec.namesrv_port is not None and str(exc).startswith("namesrv ")
+                fixed = self.spec.namesrv_port is not None and exc.server == "namesrv"
                 if attempt == PORT_RETRIES or fixed or "Address already in use" not in str(exc):
                     raise
                 log.warning("cluster.port_taken", attempt=attempt + 1, error=str(exc)[:200])
@@ -446,14 +451,16 @@ class LocalCluster:
             if proc is not None and proc.poll() is not None:
                 raise StartupFailed(
                     f"{name} exited with code {proc.returncode} during start-up; "
-                    f"log {self._log_path(name)}:\n{tail(self._log_path(name))}"
+                    f"log {self._log_path(name)}:\n{tail(self._log_path(name))}",
+                    name,
                 )
             if ready():
                 return
             if time.monotonic() > deadline:
                 raise StartupFailed(
                     f"{name} did not {what} within {self.spec.startup_timeout:.0f}s; "
-                    f"log {self._log_path(name)}:\n{tail(self._log_path(name))}"
+                    f"log {self._log_path(name)}:\n{tail(self._log_path(name))}",
+                    name,
                 )
             # polling an external JVM: there is no event to wait on
             time.sleep(0.1)
