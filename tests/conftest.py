@@ -22,12 +22,19 @@ hypothesis.settings.load_profile("rocketmq-actors")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Temporary directories of tests live under .state/ in the checkout (emptied at the
-    start of each run), not in /tmp, unless --basetemp says otherwise."""
+    """Temporary directories of tests live under .state/pytest/<broker version>/ in the
+    checkout (emptied at the start of each run), not in /tmp, unless --basetemp says otherwise.
+
+    One directory per version: make test runs three sessions side by side (5.3.3, 5.5.0,
+    4.9.7), and pytest empties its base directory when a session first asks for a tmp_path.
+    With one directory for all three, a session starting its first tmp_path test deleted the
+    directories of the others' running tests: a CI run failed with a CLI-started broker whose
+    config and log had vanished under it."""
     if config.option.basetemp is None:
-        state = Path(__file__).resolve().parent.parent / ".state"
-        state.mkdir(exist_ok=True)
-        config.option.basetemp = str(state / "pytest")
+        version = config.getoption("--rocketmq-version")
+        root = Path(__file__).resolve().parent.parent / ".state" / "pytest"
+        root.mkdir(parents=True, exist_ok=True)
+        config.option.basetemp = str(root / version)
 
 
 @pytest.fixture(autouse=True)
