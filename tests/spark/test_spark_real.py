@@ -133,7 +133,7 @@ def test_a_retried_task_loses_nothing_and_duplicates_show_by_key(
     arrives; the 499 re-sent ones arrive twice, told apart by key."""
     _create_topic(rocketmq_namesrv, unique_topic)
 
-    @F.udf("string")
+    @F.udf("string", useArrow=False)  # a plain Python UDF (no type-hint inference)
     def topic_for(row_id: int) -> str:
         from pyspark import TaskContext
 
