@@ -137,6 +137,21 @@ class SendLoop:
         """Could another broker take this send (round robin, and the route has another)?"""
         return not routing.ordered and any(q.broker_name != broker for q in route.publish_queues)
 
+    @staticmethod
+    def _given_up(
+        topic: str, attempts: list[RocketMQError], exc: SendFailed | UnsupportedByBroker
+    ) -> RocketMQError:
+        """The error of a send that ``exc`` ends. After earlier attempts it is a
+        :class:`SendFailed` listing them too: one of them (a timeout, a connection lost
+        mid-request) may have stored the message, and its ``outcome_unknown`` must say so (a
+        killed master's last writes reach its promoted standby)."""
+        METRICS.inc("rocketmq_client_send_total", topic=topic, result="failed")
+        if not attempts:
+            return exc
+        return SendFailed(
+            topic, [*attempts, *(exc.attempts if isinstance(exc, SendFailed) else [exc])]
+        )
+
     def choose(self, route: TopicRoute, routing: Routing, avoid: str | None) -> MessageQueue:
         queues = route.publish_queues
         if not queues:
@@ -234,7 +249,10 @@ class SendLoop:
                     # asking again at once cannot help (Java fails the send here too)
                     attempts.append(exc)
                     break
-                queue = self.choose(route, routing, avoid)
+                try:
+                    queue = self.choose(route, routing, avoid)
+                except SendFailed as exc:  # (no writable queue in the route)
+                    raise self._given_up(prepared.user_topic, attempts, exc) from exc
                 broker = queue.broker_name
                 started = time.monotonic()
                 attempt_end = deadline
@@ -263,11 +281,8 @@ class SendLoop:
                         )
                         remaining = attempt_end - time.monotonic()
                     reply = await conn.request_encoded(code, encode, remaining, prepared.size)
-                except (SendFailed, UnsupportedByBroker):
-                    METRICS.inc(
-                        "rocketmq_client_send_total", topic=prepared.user_topic, result="failed"
-                    )
-                    raise
+                except (SendFailed, UnsupportedByBroker) as exc:  # (no master, no 5.x master)
+                    raise self._given_up(prepared.user_topic, attempts, exc) from exc
                 except RocketMQError as exc:
                     self.faults.record(broker, 0, failed=True)
                     if isinstance(exc, _ROUTE_SUSPECT):

@@ -141,3 +141,28 @@ async def test_a_lost_connection_marks_the_route_stale() -> None:
                 await producer.send(message)
             with anyio.fail_after(3):  # an hour before the periodic refresh
                 await next_lookup.wait()
+
+
+async def test_a_written_attempt_then_no_master_is_outcome_unknown() -> None:
+    """The master dies under a send it may have stored (and replicated), and the route looked
+    up again names no master yet: the send fails listing both attempts, outcome unknown, not
+    "not stored" (the controller-failover chaos run received 15 such sends)."""
+    namesrv, node = MovingRoute(), Node(master=True)
+    message = Message(topic="T", body=b"x")
+    async with FakeServer(namesrv) as ns, FakeServer(node) as a:
+        namesrv.nodes = {"0": a.addr}
+        instance = ClientInstance(ns.addr, route_refresh_interval=3600)
+        async with instance, Producer(instance=instance, send_timeout=2.0) as producer:
+            await producer.send(message)
+            node.dying = True  # written, then the connection is gone: it may be stored
+            namesrv.nodes = {"1": a.addr}  # and the standby is not master yet
+            with pytest.raises(SendFailed) as info:
+                await producer.send(message)
+            attempts = info.value.attempts
+            assert len(attempts) >= 2, attempts
+            assert attempts[0].outcome_unknown and not attempts[-1].outcome_unknown
+            assert "no writable queue" in str(attempts[-1])  # a route without a master
+            assert info.value.outcome_unknown
+            with pytest.raises(SendFailed) as again:  # nothing was written this time
+                await producer.send(message)
+            assert not again.value.outcome_unknown and len(again.value.attempts) == 1
