@@ -26,6 +26,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.errors import InternalError
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
 
@@ -112,6 +113,16 @@ def plan_once(options: SourceOptions, plan: Callable[[OffsetPlanner], Awaitable[
     return anyio.run(run)
 
 
+def read_partition(options: SourceOptions, partition: InputPartition) -> Iterator[Any]:
+    """The rows of one planned partition. A plan with no ranges at all (an empty topic,
+    ``startingOffsets`` latest) is read by Spark as one placeholder partition: no rows."""
+    if isinstance(partition, QueueRange):
+        return read_range(options, partition)
+    if type(partition) is InputPartition and partition.value is None:
+        return iter(())
+    raise InternalError(f"the rocketmq source did not plan partition {partition!r}")
+
+
 class RocketMQReader(DataSourceReader):
     """Batch reads: one Spark partition per queue (or more, ``minPartitions``), from
     ``startingOffsets`` to ``endingOffsets`` as they are when the read is planned."""
@@ -129,8 +140,7 @@ class RocketMQReader(DataSourceReader):
         return plan_once(self.settings, plan)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        assert isinstance(partition, QueueRange)
-        return read_range(self.settings, partition)
+        return read_partition(self.settings, partition)
 
 
 class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -199,8 +209,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._plan(plan)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        assert isinstance(partition, QueueRange)
-        return read_range(self.settings, partition)
+        return read_partition(self.settings, partition)
 
     def commit(self, end: Offsets) -> None:
         # offsets live in the checkpoint; nothing is committed to the broker (as Kafka's source)

@@ -101,6 +101,21 @@ def test_data_source_batch_write_then_read(
     assert row.keys == ["k7"] and row.tags == "odd" and row.properties == {"n": "7"}
 
 
+def test_a_batch_read_with_nothing_in_range_is_empty(
+    spark: SparkSession, rocketmq_namesrv: str, unique_topic: str
+) -> None:
+    """No queue has anything between its start and its end: Spark reads its one placeholder
+    partition (the reader failed on it)."""
+    _create_topic(rocketmq_namesrv, unique_topic)
+    source = {"namesrv": rocketmq_namesrv, "topic": unique_topic}
+    assert spark.read.format("rocketmq").options(**source).load().count() == 0  # empty topic
+    (_rows(spark, count=10).write.format("rocketmq").option("namesrv", rocketmq_namesrv)
+        .option("topic", unique_topic).mode("append").save())  # fmt: skip
+    reader = spark.read.format("rocketmq").options(**source)
+    assert reader.option("startingOffsets", "latest").load().collect() == []
+    assert reader.option("startingOffsets", "earliest").load().count() == 10
+
+
 def test_data_source_streaming_write(
     spark: SparkSession, rocketmq_namesrv: str, unique_topic: str, unique_group: str,
     tmp_path: Path,
