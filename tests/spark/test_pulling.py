@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 
+import attrs
+from hypothesis import given
+from hypothesis import strategies as st
+
 from rocketmq_actors.protocol.messages import encode_properties
 from rocketmq_actors.protocol.records import MessageExt
-from rocketmq_actors.spark.pulling import ARROW_SCHEMA, record_batch
+from rocketmq_actors.spark.pulling import ARROW_SCHEMA, _python_property_columns, record_batch
 
 
 def _message(offset: int, properties: dict[str, str], body: bytes) -> MessageExt:
@@ -40,3 +44,35 @@ def test_every_field_lands_in_its_column_and_reserved_properties_stay_out() -> N
     assert rows[1]["keys"] == [] and rows[1]["tags"] is None
     assert rows[1]["properties"] == [("shape", "round")] and rows[1]["body"] == b""
     assert rows[1]["queue_offset"] == 8 and rows[1]["reconsume_times"] == 0
+
+
+def _raw(offset: int, raw: bytes) -> MessageExt:
+    message = _message(offset, {}, b"")
+    return attrs.evolve(message, raw_properties=raw)
+
+
+_NAMES = st.sampled_from(["KEYS", "TAGS", "UNIQ_KEY", "colour", "n", "", "a b"])
+_VALUES = st.sampled_from(["", "v", " k1  k2 ", "k3", "\t", "x\x01y", "émoji 🎉"])
+
+
+@given(st.lists(st.lists(st.tuples(_NAMES, _VALUES), max_size=6), min_size=1, max_size=8))
+def test_arrow_properties_say_what_message_ext_says(messages: list[list[tuple[str, str]]]) -> None:
+    """The batch-wide property split against MessageExt's own, on names and values with
+    empty parts, whitespace, separators inside values and repeats."""
+    batch = [
+        _raw(i, "".join(f"{k}\x01{v}\x02" for k, v in pairs).encode())
+        for i, pairs in enumerate(messages)
+    ]
+    arrow = record_batch(batch).to_pylist()
+    expected = _python_property_columns(batch)
+    for row, msg_id, keys, tags, properties in zip(arrow, *expected, strict=True):
+        assert (row["msg_id"], row["keys"], row["tags"]) == (msg_id, keys, tags)
+        assert dict(row["properties"]) == dict(properties)  # a repeat: both pairs, last wins
+
+
+def test_properties_that_are_not_utf8_are_read_message_by_message() -> None:
+    batch = [_raw(1, b"KEYS\x01k1\x02"), _raw(2, b"TAGS\x01\xff\xfe\x02colour\x01red\x02")]
+    rows = record_batch(batch).to_pylist()
+    assert rows[0]["keys"] == ["k1"] and rows[1]["properties"] == [("colour", "red")]
+    assert rows[1]["tags"] == "\ufffd\ufffd" and batch[1].decode_error is not None
+    assert rows[1]["msg_id"] == batch[1].offset_msg_id  # no UNIQ_KEY
