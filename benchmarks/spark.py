@@ -10,7 +10,9 @@ start is not timed. Then the topic (b) wrote, 8 queues, is read back: (c) by one
 ``PullConsumer`` in one process, pulling every queue in turn (the single-process rate);
 (d) by a Spark batch read, counted; (e) by a streaming query with Trigger.AvailableNow into
 Spark's ``noop`` sink, after one untimed read that starts Spark's Python workers (timed whole,
-and its triggers alone: the rate a long-running query sees). (c)-(e) are
+and its triggers alone: the rate a long-running query sees); (f) by the source's executor code
+alone (``read_range``, the record batches Spark is given) in this process, without Spark: what
+is left between (f) and (d) is Spark's (the batches' way to the JVM, its rows). (c)-(e) are
 measured twice, in the same run: with local[2] (rates also given per Spark core) and, in a
 second Spark session, with local[1]: one executor core, the rate to set beside (c) as issue 25
 asks (the source should reach at least the single-process rate per executor core). On a
@@ -33,6 +35,9 @@ from pyspark.sql import functions as F
 from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.producer import Producer, create_topic
 from rocketmq_actors.spark import publish_dataframe, register
+from rocketmq_actors.spark.offsets import QueueRange
+from rocketmq_actors.spark.pulling import read_range
+from rocketmq_actors.spark.source_options import SourceOptions
 
 from .common import RESULTS, on_cluster, write_results
 
@@ -66,6 +71,22 @@ def _pull_all(namesrv: str, topic: str) -> tuple[int, float]:
     return anyio.run(run)
 
 
+def _source_alone(namesrv: str, topic: str) -> tuple[int, float]:
+    """Every message of ``topic`` through the source's executor code (``read_range``, the
+    record batches Spark would be given) in this process, queue after queue, without Spark."""
+
+    async def plan() -> list[QueueRange]:
+        async with PullConsumer(namesrv=namesrv, group="bench_spark_alone") as consumer:
+            return [QueueRange(q.topic, q.broker_name, q.queue_id, 0, await consumer.max_offset(q))
+                    for q in await consumer.queues(topic)]  # fmt: skip
+
+    parts = anyio.run(plan)
+    options = SourceOptions.parse({"namesrv": namesrv, "topic": topic}, streaming=False)
+    began = time.perf_counter()
+    count = sum(batch.num_rows for part in parts for batch in read_range(options, part))
+    return count, time.perf_counter() - began
+
+
 def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int, cores: int) -> dict[str, Any]:
     count, pull_s = _pull_all(namesrv, topic)
     source = {"namesrv": namesrv, "topic": topic, "startingOffsets": "earliest"}
@@ -89,6 +110,8 @@ def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int, cores: int)
     # the sink is at-least-once: a retried task may have sent some rows twice
     assert count == batch == streamed >= rows, (count, batch, streamed, rows)
     pull_rate = count / pull_s
+    alone, alone_s = _source_alone(namesrv, topic)
+    assert alone == count, (alone, count)
 
     def read(seconds: float) -> dict[str, Any]:
         per_core = count / seconds / cores
@@ -98,6 +121,11 @@ def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int, cores: int)
 
     return {
         "pull_one_process": {"seconds": round(pull_s, 2), "msgs_per_s": round(pull_rate)},
+        "source_code_without_spark": {
+            "seconds": round(alone_s, 2),
+            "msgs_per_s": round(count / alone_s),
+            "to_one_process": round(count / alone_s / pull_rate, 2),
+        },
         "spark_batch_read": read(batch_s),
         "spark_stream_read": read(stream_s),
         "spark_stream_read_in_triggers": read(in_triggers_s / 1000),
