@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import anyio
 import pytest
@@ -16,6 +18,8 @@ from rocketmq_actors.producer import Message, Producer
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer
+
+MESSAGE = Message(topic="T", body=b"x")
 
 
 class MovingRoute:
@@ -100,69 +104,67 @@ async def test_promoted_slave_takes_the_sends_within_seconds() -> None:
             assert instance.routes.cached("T").master_addr("b") == b.addr  # type: ignore[union-attr]
 
 
-async def test_a_master_missing_from_the_route_is_looked_up_again_spaced() -> None:
-    """Every failing send marks the route stale; the NameServer is asked at most once per
-    STALE_REFRESH_SPACING, not once per send."""
+@asynccontextmanager
+async def _one_master(send_timeout: float) -> AsyncIterator[tuple[MovingRoute, Node, Producer]]:
+    """A NameServer routing T to one master node, and a producer that has sent to it once
+    (the periodic route refresh an hour away)."""
     namesrv, node = MovingRoute(), Node(master=True)
-    message = Message(topic="T", body=b"x")
     async with FakeServer(namesrv) as ns, FakeServer(node) as a:
         namesrv.nodes = {"0": a.addr}
         instance = ClientInstance(ns.addr, route_refresh_interval=3600)
-        async with instance, Producer(instance=instance, send_timeout=1.0) as producer:
-            await producer.send(message)
-            namesrv.nodes = {"1": a.addr}  # no master: the route still names one
-            node.master = False
-            lookups = namesrv.lookups
-            began = time.monotonic()
-            failures = 0
-            while time.monotonic() - began < 2.5 * STALE_REFRESH_SPACING:
-                with pytest.raises(SendFailed):
-                    await producer.send(message)
-                failures += 1
-                await anyio.sleep(0.01)  # pacing of the failing send loop
-            assert instance.routes.cached("T").master_addr("b") is None  # type: ignore[union-attr]
-            assert failures > 20
-            assert 1 <= namesrv.lookups - lookups <= 4
+        async with instance, Producer(instance=instance, send_timeout=send_timeout) as producer:
+            await producer.send(MESSAGE)
+            yield namesrv, node, producer
+
+
+async def test_a_master_missing_from_the_route_is_looked_up_again_spaced() -> None:
+    """Every failing send marks the route stale; the NameServer is asked at most once per
+    STALE_REFRESH_SPACING, not once per send."""
+    async with _one_master(send_timeout=1.0) as (namesrv, node, producer):
+        message, instance = MESSAGE, producer.instance
+        namesrv.nodes = {"1": namesrv.nodes["0"]}  # no master: the route still names one
+        node.master = False
+        lookups = namesrv.lookups
+        began = time.monotonic()
+        failures = 0
+        while time.monotonic() - began < 2.5 * STALE_REFRESH_SPACING:
+            with pytest.raises(SendFailed):
+                await producer.send(message)
+            failures += 1
+            await anyio.sleep(0.01)  # pacing of the failing send loop
+        assert instance.routes.cached("T").master_addr("b") is None  # type: ignore[union-attr]
+        assert failures > 20
+        assert 1 <= namesrv.lookups - lookups <= 4
 
 
 async def test_a_lost_connection_marks_the_route_stale() -> None:
     """The master's connection dies under a send (its process killed): the route is looked
     up again at once, not at the next interval."""
-    namesrv, node = MovingRoute(), Node(master=True)
-    message = Message(topic="T", body=b"x")
-    async with FakeServer(namesrv) as ns, FakeServer(node) as a:
-        namesrv.nodes = {"0": a.addr}
-        instance = ClientInstance(ns.addr, route_refresh_interval=3600)
-        async with instance, Producer(instance=instance, send_timeout=1.0) as producer:
+    async with _one_master(send_timeout=1.0) as (namesrv, node, producer):
+        message = MESSAGE
+        next_lookup = namesrv.looked_up
+        node.dying = True
+        with pytest.raises(SendFailed):
             await producer.send(message)
-            next_lookup = namesrv.looked_up
-            node.dying = True
-            with pytest.raises(SendFailed):
-                await producer.send(message)
-            with anyio.fail_after(3):  # an hour before the periodic refresh
-                await next_lookup.wait()
+        with anyio.fail_after(3):  # an hour before the periodic refresh
+            await next_lookup.wait()
 
 
 async def test_a_written_attempt_then_no_master_is_outcome_unknown() -> None:
     """The master dies under a send it may have stored (and replicated), and the route looked
     up again names no master yet: the send fails listing both attempts, outcome unknown, not
     "not stored" (the controller-failover chaos run received 15 such sends)."""
-    namesrv, node = MovingRoute(), Node(master=True)
-    message = Message(topic="T", body=b"x")
-    async with FakeServer(namesrv) as ns, FakeServer(node) as a:
-        namesrv.nodes = {"0": a.addr}
-        instance = ClientInstance(ns.addr, route_refresh_interval=3600)
-        async with instance, Producer(instance=instance, send_timeout=2.0) as producer:
+    async with _one_master(send_timeout=2.0) as (namesrv, node, producer):
+        message = MESSAGE
+        node.dying = True  # written, then the connection is gone: it may be stored
+        namesrv.nodes = {"1": namesrv.nodes["0"]}  # and the standby is not master yet
+        with pytest.raises(SendFailed) as info:
             await producer.send(message)
-            node.dying = True  # written, then the connection is gone: it may be stored
-            namesrv.nodes = {"1": a.addr}  # and the standby is not master yet
-            with pytest.raises(SendFailed) as info:
-                await producer.send(message)
-            attempts = info.value.attempts
-            assert len(attempts) >= 2, attempts
-            assert attempts[0].outcome_unknown and not attempts[-1].outcome_unknown
-            assert "no writable queue" in str(attempts[-1])  # a route without a master
-            assert info.value.outcome_unknown
-            with pytest.raises(SendFailed) as again:  # nothing was written this time
-                await producer.send(message)
-            assert not again.value.outcome_unknown and len(again.value.attempts) == 1
+        attempts = info.value.attempts
+        assert len(attempts) >= 2, attempts
+        assert attempts[0].outcome_unknown and not attempts[-1].outcome_unknown
+        assert "no writable queue" in str(attempts[-1])  # a route without a master
+        assert info.value.outcome_unknown
+        with pytest.raises(SendFailed) as again:  # nothing was written this time
+            await producer.send(message)
+        assert not again.value.outcome_unknown and len(again.value.attempts) == 1
