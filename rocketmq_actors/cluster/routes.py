@@ -7,6 +7,7 @@ NameServer request.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Mapping
 
@@ -125,6 +126,8 @@ class RouteTable:
         self._fetched: dict[str, float] = {}  # topic -> time.monotonic() of its last lookup
         self._stale: set[str] = set()  # topics to fetch before the next interval
         self._wake = anyio.Event()
+        self._lookups = itertools.count()  # every route lookup's place in start order
+        self._stored: dict[str, int] = {}  # topic -> the place of the lookup now cached
 
     def age(self, topic: str) -> float | None:
         """Seconds since ``topic``'s route was last fetched (a route served from the cache
@@ -164,13 +167,19 @@ class RouteTable:
             return route
 
     async def refresh(self, topic: str) -> TopicRoute:
-        """Fetch the route now; on failure keep serving a cached one if there is one."""
+        """Fetch the route now; on failure keep serving a cached one if there is one. Of two
+        lookups of one topic at once (the refresher's and a caller's), the answer to the one
+        started last is kept, whichever arrives last: an older answer never replaces it."""
+        place = next(self._lookups)
         try:
             data = await self.namesrv.topic_route(topic)
         except TopicNotFound:
             cached = self._routes.get(topic)
             if cached is not None and cached.auto_created:
                 return cached  # not registered yet: keep sending through the template's brokers
+            if self._stored.get(topic, -1) > place:
+                raise  # (a later lookup answered: its route, if any, stays)
+            self._stored[topic] = place
             if self._routes.pop(topic, None) is not None:
                 self._fetched.pop(topic, None)
                 log.warning("route.removed", topic=topic)
@@ -183,6 +192,9 @@ class RouteTable:
             return cached
         route = TopicRoute.from_data(topic, data)
         old = self._routes.get(topic)
+        if self._stored.get(topic, -1) > place:  # a lookup started after this one answered
+            return old if old is not None else route
+        self._stored[topic] = place
         if old is None or old.data != route.data:
             log.info(
                 "route.changed",

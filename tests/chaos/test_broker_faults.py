@@ -110,7 +110,8 @@ async def test_sigstop_broker_for_10_s(two_masters: LocalCluster, unique_topic: 
             for i in range(100)
             if select_by_key(route.publish_queues, message, f"k{i}").broker_name == "broker-a"
         )
-        await producer.send(message, sharding_key=key_on_a)
+        before = await producer.send(message, sharding_key=key_on_a)
+        assert before.queue.broker_name == "broker-a"  # the key's queue, before the pause
         await anyio.to_thread.run_sync(two_masters.pause_broker, "broker-a")
         paused_at = time.monotonic()
         try:

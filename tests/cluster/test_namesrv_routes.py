@@ -175,3 +175,44 @@ async def test_broker_addr_follows_the_node_a_pull_was_told_to_use() -> None:
         assert await routes.broker_addr(queue, master_only=False, broker_id=1) == "10.0.0.9:10911"
         assert await routes.broker_addr(queue, master_only=False, broker_id=7) == "10.0.0.1:10911"
         assert await routes.broker_addr(queue, master_only=True, broker_id=1) == "10.0.0.1:10911"
+
+
+class SlowFirstAnswer:
+    """Routes of ``t``: the first lookup's answer (broker ``old``) is held until ``release``
+    is set; every later one answers at once with broker ``new``."""
+
+    def __init__(self) -> None:
+        self.release = anyio.Event()
+        self.first_arrived = anyio.Event()
+        self.lookups = 0
+
+    async def __call__(self, peer: FakePeer, cmd: RemotingCommand) -> None:
+        self.lookups += 1
+        if self.lookups == 1:
+            self.first_arrived.set()
+            await self.release.wait()
+            await peer.reply(cmd, ResponseCode.SUCCESS, body=_route_body(("old", 4, 6)))
+        else:
+            await peer.reply(cmd, ResponseCode.SUCCESS, body=_route_body(("new", 4, 6)))
+
+
+async def test_an_older_lookup_answering_last_does_not_replace_a_newer_route() -> None:
+    """The refresher's lookup and a caller's overlap; the one started first answers last
+    (a busy NameServer): the route the later one brought stays."""
+    ns = SlowFirstAnswer()
+    async with FakeServer(ns) as server, ConnectionPool(policy=FAST) as pool:
+        routes = RouteTable(NameServerClient(pool, server.addr, timeout=5))
+        slow: list[TopicRoute] = []
+        async with anyio.create_task_group() as tg:
+
+            async def first() -> None:
+                slow.append(await routes.refresh("t"))
+
+            tg.start_soon(first)
+            with anyio.fail_after(5):
+                await ns.first_arrived.wait()
+            newer = await routes.refresh("t")
+            assert set(newer.brokers) == {"new"}
+            ns.release.set()
+        assert routes.cached("t") is newer
+        assert set(slow[0].brokers) == {"new"}  # the late caller is given the newer route too
