@@ -132,15 +132,9 @@ throughput ratio is at least the target and our CPU per message at most Java's.
 """
 
 
-def _null_section(null: dict[str, Any]) -> list[str]:
+def _null_paths(null: dict[str, Any]) -> list[str]:
+    """The paths table of a null-broker results file."""
     lines = [
-        "## Against a null broker: the client is the bottleneck (`nullbroker.json`)\n",
-        NULL_METHOD,
-        f"Machine: {null['machine']}, Python {null['python']}, JSON parser "
-        f"{null['json_backend']}, calibration `sum(range(1000))` "
-        f"{null['calibration_sum_range_1000_us']} us. Settings: "
-        + ", ".join(f"{k} {v}" for k, v in null["settings"].items())
-        + ".\n",
         "| path | ours msgs/s | Java msgs/s | ratio | client CPU us/msg, ours / Java | target |",
         "|---|---:|---:|---:|---|---|",
     ]
@@ -152,6 +146,36 @@ def _null_section(null: dict[str, Any]) -> list[str]:
             f"| {name} | {p['ours']} | {p['java']} | {p['ratio']} | "
             f"{p['cpu_us_per_msg_ours']} / {p['cpu_us_per_msg_java']} | {target} |"
         )
+    return lines
+
+
+def _null_uvloop_section(null: dict[str, Any]) -> list[str]:
+    return [
+        "### The same with our side on uvloop (`nullbroker-uvloop.json`)\n",
+        "`python -m benchmarks.nullbroker --uvloop`: our producer and consumer run on uvloop "
+        "(the `uvloop` extra; uvicorn picks it when it is installed), Java as above, in the "
+        "same paired windows. The library does not choose the event loop: the application "
+        "does (uvicorn picks uvloop when it is installed; `anyio.run(main, backend_options="
+        "rocketmq_actors.extras.uvloop_options())` elsewhere), so this is a measured option "
+        "for users, not a default. Settings: "
+        + ", ".join(f"{k} {v}" for k, v in null["settings"].items())
+        + ".\n",
+        *_null_paths(null),
+        "",
+    ]
+
+
+def _null_section(null: dict[str, Any]) -> list[str]:
+    lines = [
+        "## Against a null broker: the client is the bottleneck (`nullbroker.json`)\n",
+        NULL_METHOD,
+        f"Machine: {null['machine']}, Python {null['python']}, JSON parser "
+        f"{null['json_backend']}, calibration `sum(range(1000))` "
+        f"{null['calibration_sum_range_1000_us']} us. Settings: "
+        + ", ".join(f"{k} {v}" for k, v in null["settings"].items())
+        + ".\n",
+        *_null_paths(null),
+    ]
     lines += [
         "",
         "Produce paths window by window (ours / Java):\n",
@@ -233,6 +257,11 @@ def performance_md() -> str:
         ],
         "",
         *(_null_section(_load("nullbroker")) if (RESULTS / "nullbroker.json").exists() else []),
+        *(
+            _null_uvloop_section(_load("nullbroker-uvloop"))
+            if (RESULTS / "nullbroker-uvloop.json").exists()
+            else []
+        ),
         FINDINGS,
     ]
     for name, title in [

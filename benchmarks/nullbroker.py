@@ -1,6 +1,6 @@
 """Both clients against a null broker, where the client is the bottleneck (issue 28).
 
-    python -m benchmarks.nullbroker [--windows 4] [--seconds 2] [--warmup 5] [--messages 100000]
+    python -m benchmarks.nullbroker [--windows 4] [--seconds 2] [--warmup 5] [--uvloop]
 
 ``benchmarks/java/NullBroker.java`` is RocketMQ's own remoting server (``NettyRemotingServer``
 from the cached 5.3.3 jars) answering route, heartbeat, send, batch, pull and offset requests
@@ -10,7 +10,9 @@ flight, (b) pipelined 1 KiB sends, (c) batches of 16 x 1 KiB - and (d) push-cons
 ``--messages`` messages (fresh group each, ours and Java's in turns, ABBA), served from one
 pre-built pull batch per topic. Each side's CPU per message is its whole process's CPU (every
 thread; the JVM's JIT and GC count for Java) over the messages: per window for (a)-(c), from
-the first message to the last for (d). Writes ``benchmarks/results/nullbroker.json``.
+the first message to the last for (d). Writes ``benchmarks/results/nullbroker.json``; with
+``--uvloop`` our side runs on uvloop (what uvicorn picks when it is installed) and the results
+go to ``nullbroker-uvloop.json``.
 
 The null broker shares the machine with both clients, but it is the same broker for both and
 the windows alternate, so the ratio compares the clients on the same machine phase.
@@ -28,6 +30,8 @@ from types import TracebackType
 from typing import Any
 
 import anyio
+
+from rocketmq_actors.extras import uvloop_options
 
 from . import consumer, paired
 from .common import JAVA_DIR, RESULTS, process_cpu_s, write_results
@@ -122,14 +126,17 @@ class NullBroker:
             self._scratch.cleanup()
 
 
-def _drains(namesrv: str, messages: int, rounds: int) -> dict[str, dict[str, Any]]:
+def _drains(
+    namesrv: str, messages: int, rounds: int, *, uvloop: bool = False
+) -> dict[str, dict[str, Any]]:
     """(d): ``rounds`` drains per client, ABBA, each a fresh group and topic; pooled figures."""
     runs: dict[str, list[dict[str, Any]]] = {"ours": [], "java": []}
     for i in range(rounds):
         for side in ("ours", "java") if i % 2 == 0 else ("java", "ours"):
             topic = f"bench_null_consume_{time.time_ns()}"
             if side == "ours":
-                runs[side].append(anyio.run(consumer.push_drain, namesrv, topic, messages))
+                runs[side].append(anyio.run(consumer.push_drain, namesrv, topic, messages,
+                                            backend_options=uvloop_options(uvloop)))  # fmt: skip
             else:
                 runs[side].append(consumer.java_drain(namesrv, topic, messages))
     pooled = {}
@@ -163,8 +170,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     hold_ms=args.hold_ms) as broker:  # fmt: skip
         broker_cpu = broker.cpu_s()
         produce = anyio.run(paired.paired, broker.addr, args.windows, args.seconds, args.warmup,
-                            args.concurrency, f"bench_null_{int(time.time())}")  # fmt: skip
-        consume = _drains(broker.addr, messages, args.drains)
+                            args.concurrency, f"bench_null_{int(time.time())}",
+                            backend_options=uvloop_options(args.uvloop))  # fmt: skip
+        consume = _drains(broker.addr, messages, args.drains, uvloop=args.uvloop)
         broker_used = broker.cpu_s()
         requests = broker.stats()
     paths = {
@@ -209,8 +217,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pull-batch", type=int, default=32, help="(d): messages per pull")
     parser.add_argument("--hold-ms", type=int, default=1000, help="(d): a pull past the end")
     parser.add_argument("--drains", type=int, default=2, help="(d): drains per client, ABBA")
-    parser.add_argument("--out", type=Path, default=RESULTS / "nullbroker.json")
+    parser.add_argument("--uvloop", action="store_true", help="our side on uvloop")
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    uvloop_options(args.uvloop)  # without the extra: MissingExtra, before anything starts
+    args.out = args.out or RESULTS / (
+        "nullbroker-uvloop.json" if args.uvloop else "nullbroker.json"
+    )
     started = time.monotonic()
     figures = measure(args)
     figures["settings"] = {
@@ -218,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         "warmup": args.warmup, "concurrency": args.concurrency, "queues": args.queues,
         "consume_messages": args.backlog * args.queues, "pull_batch": args.pull_batch,
         "drains": args.drains, "took_seconds": round(time.monotonic() - started),
+        "our_event_loop": "uvloop" if args.uvloop else "asyncio",
         "machine": "2 cores shared with the null broker and with other work: short windows, "
         "paired (the ratio compares both clients on the same phase)",
     }  # fmt: skip
