@@ -197,8 +197,8 @@ class Producer(GroupMember):
         )
         stack.callback(self.senders.fail_unsent)  # after the sender tasks are gone
         supervisor = await stack.enter_async_context(self._supervisor)
-        await supervisor.start_child(
-            ChildSpec("mailbox", self._serve_mailbox, Restart.PERMANENT, kind="mailbox")
+        await supervisor.start_child(  # (transient: it ends when the stop closes the mailbox)
+            ChildSpec("mailbox", self._serve_mailbox, Restart.TRANSIENT, kind="mailbox")
         )
         await supervisor.start_child(
             ChildSpec("senders", self.senders.run, Restart.PERMANENT, kind="senders")
