@@ -73,6 +73,9 @@ public class JavaRequestReply {
         }
         DefaultMQProducer producer = new DefaultMQProducer(group);
         producer.setNamesrvAddr(namesrv);
+        // its route lookups too (3 s by default, ClientConfig.mqClientApiTimeout): the warm-up's
+        // passed them under make test's three broker sessions on two cores
+        producer.setMqClientApiTimeout(15_000);
         producer.start();
         try {
             // one plain send first: the requests below then find the route and connection ready.
@@ -138,11 +141,13 @@ public class JavaRequestReply {
             throws Exception {
         DefaultMQProducer producer = new DefaultMQProducer(group + "_replier");
         producer.setNamesrvAddr(namesrv);
+        producer.setMqClientApiTimeout(15_000);  // (as the requester's)
         producer.start();
         AtomicLong replied = new AtomicLong();
         CountDownLatch done = new CountDownLatch(1);
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
         consumer.setNamesrvAddr(namesrv);
+        consumer.setMqClientApiTimeout(15_000);
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         consumer.subscribe(topic, "*");
         consumer.registerMessageListener((MessageListenerConcurrently) (messages, context) -> {
