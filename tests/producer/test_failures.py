@@ -80,7 +80,9 @@ async def test_send_nowait_applies_backpressure() -> None:
     fake = FakeCluster("stall")
     async with FakeServer(fake) as server:
         fake.addr = server.addr
-        async with Producer(namesrv=server.addr, group="G", max_pending=2, send_timeout=0.3) as p:
+        # send_timeout: longer than the look below takes under make test's load (at 0.3 s the
+        # first send timed out there before it, and the third was admitted in its place)
+        async with Producer(namesrv=server.addr, group="G", max_pending=2, send_timeout=2.0) as p:
             first = await p.send_nowait(Message(topic="T", body=b"1"))
             second = await p.send_nowait(Message(topic="T", body=b"2"))
             admitted = anyio.Event()
