@@ -197,3 +197,46 @@ async def test_the_progress_report_reuses_what_the_trigger_asked(
     assert len(asked) == trigger  # nothing asked again
     await source.reported_latest()  # with no trigger before it: asked
     assert len(asked) == trigger + 3
+
+
+class StoredQueue:
+    """Pulls answered from offsets ``[0, stored)``, at most 10 a pull, later chunks sooner
+    (so chunks pulled at once finish out of order); ``gone`` offsets were deleted."""
+
+    def __init__(self, stored: int, gone: range = range(0)) -> None:
+        self.stored, self.gone = stored, gone
+        self.asked: list[int] = []
+
+    async def pull(self, queue: MessageQueue, offset: int, **kwargs: object) -> PullResult:
+        self.asked.append(offset)
+        await anyio.sleep(0.001 * (10 - offset // 16 % 10))  # a fake broker's pace, not sync
+        if offset in self.gone:
+            return answer(FOUND, self.gone.stop + 5, _messages(self.gone.stop, 5))
+        count = min(10, self.stored - offset, int(kwargs["max_messages"]))  # type: ignore[call-overload]
+        return answer(FOUND, offset + count, _messages(offset, count))
+
+
+async def test_a_range_pulled_in_chunks_at_once_arrives_whole_and_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pulls = StoredQueue(300)
+    settings = SourceOptions.parse({**BASE, "pullBatchSize": "16"}, streaming=True)
+    send, receive = anyio.create_memory_object_stream[list[MessageExt]](1000)
+    await pulling._pull_range(pulls, settings, QueueRange("t", "broker-a", 0, 5, 205), send)  # type: ignore[arg-type]
+    got = [m.queue_offset async for batch in receive for m in batch]
+    assert got == list(range(5, 205))  # every offset once, in order
+    chunk_starts = list(range(5, 205, 16))
+    assert set(chunk_starts) <= set(pulls.asked)  # each chunk asked from its own start
+    assert len(pulls.asked) > len(chunk_starts)  # (10 a pull: a chunk of 16 takes two)
+
+
+async def test_a_lost_chunk_fails_the_range_with_its_own_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pulls = StoredQueue(300, gone=range(37, 40))  # inside the third chunk
+    settings = SourceOptions.parse({**BASE, "pullBatchSize": "16"}, streaming=True)
+    send, receive = anyio.create_memory_object_stream[list[MessageExt]](1000)
+    with pytest.raises(DataLost, match="offsets 37-39"):  # itself, not an exception group
+        await pulling._pull_range(pulls, settings, QueueRange("t", "broker-a", 0, 5, 205), send)  # type: ignore[arg-type]
+    got = [m.queue_offset async for batch in receive for m in batch]
+    assert got == list(range(5, 37))  # the chunks before it, in order; nothing after it
