@@ -235,28 +235,28 @@ async def _pull_range(
         if options.expression != "*" or options.expression_type != "TAG":
             await _pull_span(pulls, options, queue, (part.start, part.end), send.send)
             return
-        error: Exception | None = None
         pending: deque[_Chunk] = deque()
+
+        async def send_first() -> Exception | None:
+            try:
+                await send.send(await pending.popleft().result())
+            except Exception as exc:  # raised below, as itself, not in an exception group
+                return exc
+            return None
+
+        error: Exception | None = None
         async with anyio.create_task_group() as tg:
             for begin in range(part.start, part.end, options.pull_batch_size):
                 chunk = _Chunk()
                 span = (begin, min(begin + options.pull_batch_size, part.end))
                 tg.start_soon(chunk.fill, pulls, options, queue, span)
                 pending.append(chunk)
-                if len(pending) < PULLS_IN_FLIGHT:
-                    continue
-                try:
-                    await send.send(await pending.popleft().result())
-                except Exception as exc:
-                    error = exc
+                if len(pending) >= PULLS_IN_FLIGHT and (error := await send_first()):
                     break
             while pending and error is None:
-                try:
-                    await send.send(await pending.popleft().result())
-                except Exception as exc:
-                    error = exc
+                error = await send_first()
             tg.cancel_scope.cancel()  # (on an error: the chunks after it)
-        if error is not None:  # raised as itself, not in an exception group
+        if error is not None:
             raise error
 
 

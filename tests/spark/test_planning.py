@@ -206,10 +206,16 @@ class StoredQueue:
     def __init__(self, stored: int, gone: range = range(0)) -> None:
         self.stored, self.gone = stored, gone
         self.asked: list[int] = []
+        self.in_flight = self.most_in_flight = 0
 
     async def pull(self, queue: MessageQueue, offset: int, **kwargs: object) -> PullResult:
         self.asked.append(offset)
-        await anyio.sleep(0.001 * (10 - offset // 16 % 10))  # a fake broker's pace, not sync
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await anyio.sleep(0.001 * (10 - offset // 16 % 10))  # a fake broker's pace
+        finally:
+            self.in_flight -= 1
         if offset in self.gone:
             return answer(FOUND, self.gone.stop + 5, _messages(self.gone.stop, 5))
         count = min(10, self.stored - offset, int(kwargs["max_messages"]))  # type: ignore[call-overload]
@@ -228,6 +234,7 @@ async def test_a_range_pulled_in_chunks_at_once_arrives_whole_and_in_order(
     chunk_starts = list(range(5, 205, 16))
     assert set(chunk_starts) <= set(pulls.asked)  # each chunk asked from its own start
     assert len(pulls.asked) > len(chunk_starts)  # (10 a pull: a chunk of 16 takes two)
+    assert pulls.most_in_flight == pulling.PULLS_IN_FLIGHT  # chunks pulled at once
 
 
 async def test_a_lost_chunk_fails_the_range_with_its_own_error(
