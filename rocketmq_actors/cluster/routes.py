@@ -166,6 +166,14 @@ class RouteTable:
             log.info("route.auto_create", topic=topic, template=template)
             return route
 
+    def _latest(self, topic: str, place: int) -> bool:
+        """Whether the answer to lookup ``place`` of ``topic`` is the newest yet (then it is
+        recorded as the one cached): no lookup started after it has answered."""
+        if self._stored.get(topic, -1) > place:
+            return False
+        self._stored[topic] = place
+        return True
+
     async def refresh(self, topic: str) -> TopicRoute:
         """Fetch the route now; on failure keep serving a cached one if there is one. Of two
         lookups of one topic at once (the refresher's and a caller's), the answer to the one
@@ -177,9 +185,8 @@ class RouteTable:
             cached = self._routes.get(topic)
             if cached is not None and cached.auto_created:
                 return cached  # not registered yet: keep sending through the template's brokers
-            if self._stored.get(topic, -1) > place:
+            if not self._latest(topic, place):
                 raise  # (a later lookup answered: its route, if any, stays)
-            self._stored[topic] = place
             if self._routes.pop(topic, None) is not None:
                 self._fetched.pop(topic, None)
                 log.warning("route.removed", topic=topic)
@@ -192,9 +199,8 @@ class RouteTable:
             return cached
         route = TopicRoute.from_data(topic, data)
         old = self._routes.get(topic)
-        if self._stored.get(topic, -1) > place:  # a lookup started after this one answered
+        if not self._latest(topic, place):
             return old if old is not None else route
-        self._stored[topic] = place
         if old is None or old.data != route.data:
             log.info(
                 "route.changed",
