@@ -28,6 +28,7 @@ __all__ = [
     "UnpublishedVersion",
     "cache_root",
     "find_java",
+    "resolve_proxy_jars",
     "resolve_server_jars",
 ]
 
@@ -147,8 +148,25 @@ def _maven_env() -> dict[str, str]:
 def resolve_server_jars(version: str = DEFAULT_VERSION, cache_dir: Path | None = None) -> Path:
     """Return a directory holding every runtime jar of the RocketMQ ``version`` servers."""
     check_published(version)
+    return _resolve(version, "pom.xml", "lib", cache_dir, log_name="maven.log")
+
+
+def resolve_proxy_jars(version: str = DEFAULT_VERSION, cache_dir: Path | None = None) -> Path:
+    """Return a directory holding every runtime jar of the RocketMQ ``version`` Proxy (the
+    gRPC front of 5.x brokers; there is none before 5.0)."""
+    check_published(version)
+    if int(version.partition(".")[0]) < 5:
+        raise UnpublishedVersion(f"RocketMQ {version} has no Proxy (it came with 5.0)")
+    return _resolve(version, "proxy-pom.xml", "proxy-lib", cache_dir, log_name="maven-proxy.log")
+
+
+def _resolve(
+    version: str, pom_name: str, subdir: str, cache_dir: Path | None, *, log_name: str
+) -> Path:
+    """The jars of ``rocketmq_actors/testing/maven/<pom_name>`` for ``version``, resolved once
+    into ``<cache>/rocketmq-<version>/<subdir>``."""
     root = cache_dir or cache_root()
-    target = root / f"rocketmq-{version}" / "lib"
+    target = root / f"rocketmq-{version}" / subdir
     if (target / _COMPLETE).is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -166,10 +184,10 @@ def resolve_server_jars(version: str = DEFAULT_VERSION, cache_dir: Path | None =
         # Maven's own repository is private to this download and removed after it: the user's
         # ~/.m2 is never written, and only the copied jars stay in the cache
         repository = Path(tempfile.mkdtemp(prefix="m2-", dir=target.parent))
-        log_path = target.parent / "maven.log"
+        log_path = target.parent / log_name
         started = time.monotonic()
         log.info("cluster.jars.resolving", version=version, target=str(target))
-        pom = resources.files("rocketmq_actors.testing").joinpath("maven/pom.xml")
+        pom = resources.files("rocketmq_actors.testing").joinpath(f"maven/{pom_name}")
         with resources.as_file(pom) as pom_path, open(log_path, "wb") as out:
             proc = subprocess.run(
                 [
