@@ -19,7 +19,7 @@ help:
 	@echo "                  the FastStream tests on the oldest FastStream we support (oldest-faststream),"
 	@echo "                  and the tests that start Spark in a process of their own, alone (solo)"
 	@echo "make chaos        every chaos scenario (make test runs the fast ones) and the report"
-	@echo "make bench        benchmarks against the Java client (benchmarks/results/compare.*)"
+	@echo "make bench        benchmarks against the Java client and the other Python clients (benchmarks/results/)"
 	@echo "make soak         10 minutes of steady produce + consume: RSS, tasks and fds must stay flat"
 	@echo "make fuzz         a million mutated inputs through every decoder of peer bytes"
 	@echo "make cluster-up   start a local cluster in the background (state in $(STATE))"
@@ -139,6 +139,8 @@ fuzz: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m benchmarks.compare
 	$(PY) -m benchmarks.nullbroker  # both clients against a null broker: the client-bound paths
+	$(PY) -m benchmarks.nullbroker --uvloop  # the same with our side on uvloop
+	$(PY) -m benchmarks.peers  # the other Python clients (pyrocketmq: PYROCKETMQ_SOURCE=checkout)
 	$(PY) -m benchmarks.codec
 	$(PY) -m benchmarks.roundtrip
 	$(PY) -m benchmarks.roundtrip --uvloop --out benchmarks/results/roundtrip-uvloop.json

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import RESULTS
+from .common import RESULTS, last_json
 from .nullbroker import NullBroker
 
 TREE = Path(__file__).resolve().parents[1]
@@ -41,8 +41,7 @@ def _window(base: Path | None, addr: str, seconds: float, concurrency: int) -> d
         capture_output=True, text=True, check=True, timeout=seconds + 120, env=env,
         cwd=base or TREE,
     )  # fmt: skip
-    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return figures
+    return last_json(done.stdout, "abtest")
 
 
 def _pooled(windows: list[dict[str, Any]], seconds: float) -> dict[str, Any]:

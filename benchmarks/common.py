@@ -54,6 +54,17 @@ def machine_ticks() -> tuple[int, int] | None:
     return ticks[3] + ticks[4], sum(ticks)
 
 
+def last_json(stdout: str, program: str) -> dict[str, Any]:
+    """The last JSON line a benchmark program printed (its figures)."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("{"):
+            figures: dict[str, Any] = json.loads(line)
+            if "error" in figures:
+                raise RuntimeError(f"{program}: {figures['error']}")
+            return figures
+    raise RuntimeError(f"{program} printed no figures")
+
+
 def write_results(path: Path, figures: dict[str, Any]) -> dict[str, Any]:
     """Write ``figures`` (with Python version and calibration) to ``path`` and one JSON line to
     stdout; return what was written."""

@@ -29,7 +29,6 @@ and ``compare.png`` (the ratios, for the README).
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import time
@@ -39,7 +38,7 @@ from typing import Any
 import anyio
 
 from . import codec, consumer, paired
-from .common import RESULTS, on_cluster, write_results
+from .common import RESULTS, last_json, on_cluster, write_results
 
 TARGETS = {  # issue 9: the least ratio (higher = better for us) each path must reach
     "a_sync_latency_p50": 1 / 1.2,
@@ -61,8 +60,7 @@ def _python_slow_handler(namesrv: str, topic: str, seconds: float) -> dict[str, 
         capture_output=True, text=True, timeout=600, check=True,
         cwd=Path(__file__).resolve().parents[1],
     )  # fmt: skip
-    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return figures
+    return last_json(done.stdout, "benchmarks.consumer")
 
 
 def _drains(
@@ -78,10 +76,10 @@ def _drains(
                 runs[side].append(anyio.run(consumer.push_drain, namesrv, topic, messages))
             else:
                 runs[side].append(consumer.java_drain(namesrv, topic, messages))
-    return _pooled_drains(runs["ours"]), _pooled_drains(runs["java"])
+    return pooled_drains(runs["ours"]), pooled_drains(runs["java"])
 
 
-def _pooled_drains(drains: list[dict[str, Any]]) -> dict[str, Any]:
+def pooled_drains(drains: list[dict[str, Any]]) -> dict[str, Any]:
     """Messages over time from each drain's first message to its last, summed over the
     drains; the start-up times and every drain's own figures are kept."""
     messages = sum(d["messages"] for d in drains)

@@ -224,6 +224,74 @@ def _null_section(null: dict[str, Any]) -> list[str]:
     return lines
 
 
+PEERS_METHOD = """\
+`python -m benchmarks.peers` runs our client beside the other Python clients of RocketMQ on
+one local broker, same message size and counts: (a) sync sends with one in flight and (b)
+pipelined 1 KiB sends with the same number in flight, in paired windows as above, and (d)
+push-consume drains of one backlog, each a fresh group from the first offset, ABBA order,
+counted from the first message. Each peer is installed into a scratch virtualenv that is
+removed afterwards and driven by `benchmarks/peer_<name>.py` over the stdin protocol of the
+Java side; its code never enters this repository. CPU per message is the client process's
+(every thread). Where a peer cannot run (not installable here, not given), the file says why.
+"""
+
+
+def _peer_section(name: str, peer: dict[str, Any]) -> list[str]:
+    if "skipped" in peer:
+        return [f"**{name}**: not measured: {peer['skipped']}.\n"]
+    sync, piped = peer["produce"]["sync_one_in_flight"], peer["produce"]["pipelined_1k"]
+    ours_d, peer_d = peer["consume"]["ours"], peer["consume"][name]
+
+    def row(path: str, unit: str, rates: tuple[float, float], cpu: tuple[Any, Any],
+            failed: object) -> str:  # fmt: skip
+        ours, theirs = rates
+        ratio = f"{ours / theirs:.2f}" if theirs else "-"
+        return (f"| {path} | {unit} | {ours} | {theirs} | {ratio} | {cpu[0]} / {cpu[1]} | "
+                f"{failed} |")  # fmt: skip
+
+    def cpu(path: dict[str, Any]) -> tuple[Any, Any]:
+        return path["ours"]["client_cpu_us_per_msg"], path[name]["client_cpu_us_per_msg"]
+
+    def failed(path: dict[str, Any]) -> str:
+        errors = path[name].get("errors") or {}
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(errors.items()))
+        return f"{path[name]['failed']}" + (f" ({kinds})" if kinds else "")
+
+    first = ", ".join(str(s) for s in peer_d["first_message_s"])
+    return [
+        f"**{name}** ({peer['client']} at {peer['revision']}, broker {peer['broker']}):\n",
+        "| path | unit | ours | peer | ours / peer | client CPU us/msg, ours / peer |"
+        " peer's failed sends |",
+        "|---|---|---:|---:|---:|---|---|",
+        row("a_sync_one_in_flight", "msgs/s",
+            (sync["ours"]["msgs_per_s"], sync[name]["msgs_per_s"]), cpu(sync), failed(sync)),
+        f"| a_sync_one_in_flight | ms p50 / p99 | {sync['ours']['p50_ms']} / "
+        f"{sync['ours']['p99_ms']} | {sync[name]['p50_ms']} / {sync[name]['p99_ms']} | | | |",
+        row("b_pipelined_1k", "msgs/s",
+            (piped["ours"]["msgs_per_s"], piped[name]["msgs_per_s"]), cpu(piped), failed(piped)),
+        row("d_consume", "msgs/s from the first message",
+            (ours_d["msgs_per_s_from_first"], peer_d["msgs_per_s_from_first"]),
+            (ours_d["client_cpu_us_per_msg"], peer_d["client_cpu_us_per_msg"]), "-"),
+        "",
+        f"The peer's first message came {first} s after its consumer started (ours: "
+        + ", ".join(str(s) for s in ours_d["first_message_s"])
+        + " s).\n",
+    ]  # fmt: skip
+
+
+def _peers_section(peers: dict[str, Any]) -> list[str]:
+    settings = peers["settings"]
+    parts = [
+        "## Against the other Python clients (`peers.json`)\n",
+        PEERS_METHOD,
+        "Settings: " + ", ".join(f"{k} {v}" for k, v in settings.items()) + ".\n",
+    ]
+    for name, peer in peers.items():
+        if isinstance(peer, dict) and ("skipped" in peer or "produce" in peer):
+            parts += _peer_section(name, peer)
+    return parts
+
+
 def performance_md() -> str:
     compare = _load("compare.json".removesuffix(".json"))
     settings = compare["settings"]
@@ -262,6 +330,7 @@ def performance_md() -> str:
             if (RESULTS / "nullbroker-uvloop.json").exists()
             else []
         ),
+        *(_peers_section(_load("peers")) if (RESULTS / "peers.json").exists() else []),
         FINDINGS,
     ]
     for name, title in [

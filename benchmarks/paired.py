@@ -18,7 +18,9 @@ process: the JVM's JIT and GC count for Java) and the share of the machine left 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import shutil
 import subprocess
 import tempfile
 import time
@@ -44,20 +46,23 @@ from .producer import QUEUES, window
 MODES = {"sync": "sync_one_in_flight", "pipelined": "pipelined_1k", "batch": "batch_16x1k"}
 
 
-class _JavaSide:
-    """ProduceWindows.java, driven one window at a time over its stdin."""
+class LineSide:
+    """Another client's process that runs produce windows when asked on its stdin, one line
+    each ("MODE SECONDS" -> one JSON line), after a warm-up ({"ready": true}): the Java client
+    (``benchmarks/java/ProduceWindows.java``) or a Python peer (``benchmarks/peer_*.py``)."""
 
-    def __init__(self, namesrv: str, topic: str, warmup: float, concurrency: int) -> None:
-        from rocketmq_actors.testing.java import java_argv
-
-        # the JVM's home (the Java client's logs) and temporary files, removed at close
-        self._scratch = tempfile.TemporaryDirectory(prefix="rocketmq-actors-java-")
-        argv = java_argv(JAVA_DIR / "ProduceWindows.java", namesrv, topic, warmup, concurrency,
-                         scratch=Path(self._scratch.name), heap_mb=512)  # fmt: skip
-        self._proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True,
-        )  # fmt: skip
+    def __init__(
+        self, name: str, argv: list[str], scratch: Path, env: dict[str, str] | None = None
+    ) -> None:
+        self.name = name
+        self.errors: dict[str, int] = {}  # the failed sends' errors since the last take
+        self._scratch = scratch  # the process's home and temporary files, removed at close
+        self._stderr = scratch / "stderr.log"
+        with open(self._stderr, "wb") as stderr:
+            self._proc = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                cwd=scratch, env=env,
+            )  # fmt: skip
 
     def _reply(self) -> dict[str, Any]:
         assert self._proc.stdout is not None
@@ -65,15 +70,16 @@ class _JavaSide:
             if line.startswith("{"):
                 reply: dict[str, Any] = json.loads(line)
                 if "error" in reply:
-                    raise RuntimeError(f"ProduceWindows.java: {reply['error']}")
+                    raise RuntimeError(f"{self.name}: {reply['error']}")
                 return reply
-        raise RuntimeError(f"ProduceWindows.java exited {self._proc.wait()}")
+        tail = self._stderr.read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"{self.name} exited {self._proc.wait()}; its stderr ends:\n{tail}")
 
     def ready(self) -> None:
         self._reply()
 
     def cpu_s(self) -> float | None:
-        """The JVM's CPU seconds so far (every thread)."""
+        """The process's CPU seconds so far (every thread)."""
         return process_cpu_s(self._proc.pid)
 
     def window(self, mode: str, seconds: float) -> tuple[int, float, list[float], int]:
@@ -82,18 +88,39 @@ class _JavaSide:
         self._proc.stdin.flush()
         reply = self._reply()
         latencies = [us / 1e6 for us in reply["latencies_us"]]
+        for error, count in reply.get("errors", {}).items():
+            self.errors[error] = self.errors.get(error, 0) + count
         return reply["messages"], reply["seconds"], latencies, reply["failed"]
+
+    def take_errors(self) -> dict[str, int]:
+        errors, self.errors = self.errors, {}
+        return errors
 
     def close(self) -> None:
         if self._proc.stdin is not None and not self._proc.stdin.closed:
-            self._proc.stdin.write("quit\n")
-            self._proc.stdin.close()
+            with contextlib.suppress(BrokenPipeError):  # (it may have exited already)
+                self._proc.stdin.write("quit\n")
+                self._proc.stdin.close()
         try:
             self._proc.wait(60)
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
-        self._scratch.cleanup()
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+# (namesrv, topic, warmup seconds, concurrency) -> the other side, started
+SideFactory = Callable[[str, str, float, int], LineSide]
+
+
+def java_side(namesrv: str, topic: str, warmup: float, concurrency: int) -> LineSide:
+    """ProduceWindows.java on the cached RocketMQ jars."""
+    from rocketmq_actors.testing.java import java_argv
+
+    scratch = Path(tempfile.mkdtemp(prefix="rocketmq-actors-java-"))
+    argv = java_argv(JAVA_DIR / "ProduceWindows.java", namesrv, topic, warmup, concurrency,
+                     scratch=scratch, heap_mb=512)  # fmt: skip
+    return LineSide("ProduceWindows.java", argv, scratch)
 
 
 class _Usage:
@@ -176,16 +203,19 @@ async def paired(  # noqa: PLR0917 - positional for anyio.run
     concurrency: int,
     topic: str | None = None,
     modes: tuple[str, ...] = tuple(MODES),
+    other: SideFactory = java_side,
+    other_name: str = "java",
 ) -> dict[str, Any]:
     """``windows`` windows per path and side, alternating sides; pooled and per-window
-    figures of each. Ours and Java's send to the same topic."""
+    figures of each. Ours and the other side (the Java client unless told) send to the same
+    topic; the other side's figures are under ``other_name``."""
     topic = topic or f"bench_paired_{int(time.time())}"
     figures: dict[str, Any] = {}
     async with Producer(namesrv=namesrv, group="bench_paired", max_pending=100_000) as producer:
         await create_topic(producer.instance, topic, queues=QUEUES)
-        java = _JavaSide(namesrv, topic, warmup, concurrency)
+        other_side = other(namesrv, topic, warmup, concurrency)
         try:
-            await anyio.to_thread.run_sync(java.ready)  # its warm-up, alone on the machine
+            await anyio.to_thread.run_sync(other_side.ready)  # its warm-up, alone on the machine
             await window(producer, topic, concurrency, warmup, 1)  # then ours, alone
 
             async def ours(
@@ -201,26 +231,28 @@ async def paired(  # noqa: PLR0917 - positional for anyio.run
                 # more than one short window (without it, Java's first measured batch windows
                 # ran well below its later ones)
                 await ours(mode, warmup)
-                await anyio.to_thread.run_sync(java.window, mode, warmup)
-                pooled = {"ours": _Tally(), "java": _Tally()}
+                await anyio.to_thread.run_sync(other_side.window, mode, warmup)
+                other_side.take_errors()  # (the warm-ups' are not counted)
+                pooled = {"ours": _Tally(), other_name: _Tally()}
                 per_window: list[dict[str, Any]] = []
                 for i in range(windows):
-                    for side in ("ours", "java") if i % 2 == 0 else ("java", "ours"):
+                    for side in ("ours", other_name) if i % 2 == 0 else (other_name, "ours"):
                         if side == "ours":
                             usage = _Usage(time.process_time)
                             got = await ours(mode)
                         else:
-                            usage = _Usage(java.cpu_s)
-                            got = await anyio.to_thread.run_sync(java.window, mode, seconds)
+                            usage = _Usage(other_side.cpu_s)
+                            got = await anyio.to_thread.run_sync(other_side.window, mode, seconds)
                         used = usage.end()
                         pooled[side].add(*got, *used)
                         one = _Tally()
                         one.add(*got, *used)
                         per_window.append({"side": side, **one.summary()})
                 figures[name] = {side: tally.summary() for side, tally in pooled.items()}
+                figures[name][other_name]["errors"] = other_side.take_errors()
                 figures[name]["windows"] = per_window
         finally:
-            await anyio.to_thread.run_sync(java.close)
+            await anyio.to_thread.run_sync(other_side.close)
     return figures
 
 
