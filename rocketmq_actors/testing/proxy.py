@@ -5,7 +5,9 @@ running local cluster: the gRPC endpoint the official 5.x clients speak (and a r
         ...  # a gRPC client on proxy.grpc_addr
 
 Its configuration, logs and home live in a temporary directory removed at exit; a watchdog
-kills the JVM if this process dies, as it does the cluster's.
+kills the JVM if this process dies, as it does the cluster's. Its two ports are chosen free on
+loopback, but the Proxy listens on every interface: its configuration has no bind address
+(``ProxyConfig`` of 5.3.3 names ports only).
 """
 
 from __future__ import annotations
