@@ -29,7 +29,7 @@ from .nullbroker import NullBroker
 TREE = Path(__file__).resolve().parents[1]
 
 
-def _window(base: Path | None, addr: str, seconds: float, concurrency: int) -> dict[str, Any]:
+def window(base: Path | None, addr: str, seconds: float, concurrency: int) -> dict[str, Any]:
     """One window in a fresh process: ``base``'s package (None: this tree's)."""
     env = dict(os.environ)
     # -m puts the working directory first on sys.path: run the "before" side from BASE so
@@ -44,7 +44,7 @@ def _window(base: Path | None, addr: str, seconds: float, concurrency: int) -> d
     return last_json(done.stdout, "abtest")
 
 
-def _pooled(windows: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
+def pooled(windows: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
     messages = sum(w["messages"] for w in windows)
     cpu = sum(w["client_cpu_us_per_msg"] * w["messages"] for w in windows)
     return {
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     with NullBroker() as broker:
         for i in range(args.windows):
             for side in ("before", "after") if i % 2 == 0 else ("after", "before"):
-                got = _window(base if side == "before" else None, broker.addr, args.seconds,
+                got = window(base if side == "before" else None, broker.addr, args.seconds,
                               args.concurrency)  # fmt: skip
                 sides[side].append(got)
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         "path": "b_pipelined_1k (ours only)",
         "taken_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "window_seconds": args.seconds,
-        **{side: _pooled(windows, args.seconds) for side, windows in sides.items()},
+        **{side: pooled(windows, args.seconds) for side, windows in sides.items()},
     })  # fmt: skip
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     return 0

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
+import shutil
+import subprocess
 import sys
 import timeit
 from collections.abc import Callable
@@ -63,6 +66,65 @@ def last_json(stdout: str, program: str) -> dict[str, Any]:
                 raise RuntimeError(f"{program}: {figures['error']}")
             return figures
     raise RuntimeError(f"{program} printed no figures")
+
+
+class LineProcess:
+    """A helper process of a benchmark that answers each line on its stdin with one JSON line
+    (the Java programs of ``benchmarks/java``, the peers' ``benchmarks/peer_*.py``); ``quit``
+    ends it. ``scratch`` is its working directory (its home and temporary files too, as the
+    caller sets them), removed at close; its stderr goes there and ends any error about it."""
+
+    def __init__(
+        self, name: str, argv: list[str], scratch: Path, env: dict[str, str] | None = None
+    ) -> None:
+        self.name = name
+        self._scratch = scratch
+        self._stderr = scratch / "stderr.log"
+        with open(self._stderr, "wb") as stderr:
+            self._proc = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                cwd=scratch, env=env,
+            )  # fmt: skip
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def reply(self) -> dict[str, Any]:
+        """Its next JSON line (other lines are skipped: a client's own log on stdout)."""
+        assert self._proc.stdout is not None
+        while line := self._proc.stdout.readline():
+            if line.startswith("{"):
+                reply: dict[str, Any] = json.loads(line)
+                if "error" in reply:
+                    raise RuntimeError(f"{self.name}: {reply['error']}")
+                return reply
+        tail = self._stderr.read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"{self.name} exited {self._proc.wait()}; its stderr ends:\n{tail}")
+
+    def ask(self, line: str) -> dict[str, Any]:
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(f"{line}\n")
+        self._proc.stdin.flush()
+        return self.reply()
+
+    def cpu_s(self) -> float | None:
+        """The process's CPU seconds so far (every thread)."""
+        return process_cpu_s(self._proc.pid)
+
+    def close(self, timeout: float = 60) -> None:
+        if self._proc.stdin is not None and not self._proc.stdin.closed:
+            with contextlib.suppress(BrokenPipeError):  # (it may have exited already)
+                self._proc.stdin.write("quit\n")
+                self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+        shutil.rmtree(self._scratch, ignore_errors=True)
 
 
 def write_results(path: Path, figures: dict[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -34,7 +33,7 @@ import anyio
 from rocketmq_actors.extras import uvloop_options
 
 from . import consumer, paired
-from .common import JAVA_DIR, RESULTS, process_cpu_s, write_results
+from .common import JAVA_DIR, RESULTS, LineProcess, process_cpu_s, write_results
 
 PATHS = {  # the results' path names: the paired mode, and the issue's target ratio
     "a_sync_one_in_flight": "sync_one_in_flight",
@@ -57,35 +56,23 @@ class NullBroker:
         body_bytes: int = 1024,
     ) -> None:
         self._args = (0, queues, backlog, pull_batch, hold_ms, body_bytes)
-        self._scratch: tempfile.TemporaryDirectory[str] | None = None
-        self._proc: subprocess.Popen[str] | None = None
+        self._proc: LineProcess | None = None
         self.addr = ""
 
     def __enter__(self) -> NullBroker:
         from rocketmq_actors.testing.java import java_argv
 
         # the JVM's home and temporary files, removed at exit
-        self._scratch = tempfile.TemporaryDirectory(prefix="rocketmq-actors-java-")
-        argv = java_argv(JAVA_DIR / "NullBroker.java", *self._args,
-                         scratch=Path(self._scratch.name), heap_mb=512)  # fmt: skip
-        self._proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True,
-        )  # fmt: skip
+        scratch = Path(tempfile.mkdtemp(prefix="rocketmq-actors-java-"))
+        argv = java_argv(JAVA_DIR / "NullBroker.java", *self._args, scratch=scratch,
+                         heap_mb=512)  # fmt: skip
+        self._proc = LineProcess("NullBroker.java", argv, scratch)
         try:
-            self.addr = f"127.0.0.1:{self._reply()['port']}"
+            self.addr = f"127.0.0.1:{self._proc.reply()['port']}"
         except BaseException:
             self.__exit__(None, None, None)
             raise
         return self
-
-    def _reply(self) -> dict[str, Any]:
-        assert self._proc is not None and self._proc.stdout is not None
-        while line := self._proc.stdout.readline():
-            if line.startswith("{"):
-                reply: dict[str, Any] = json.loads(line)
-                return reply
-        raise RuntimeError(f"NullBroker.java exited {self._proc.wait()}")
 
     @property
     def pid(self) -> int | None:
@@ -97,10 +84,8 @@ class NullBroker:
 
     def stats(self) -> dict[str, Any]:
         """Requests served so far by code, and the codes it answered without knowing them."""
-        assert self._proc is not None and self._proc.stdin is not None
-        self._proc.stdin.write("stats\n")
-        self._proc.stdin.flush()
-        return self._reply()
+        assert self._proc is not None
+        return self._proc.ask("stats")
 
     def __exit__(
         self,
@@ -109,21 +94,7 @@ class NullBroker:
         tb: TracebackType | None,
     ) -> None:
         if self._proc is not None:
-            if self._proc.stdin is not None and not self._proc.stdin.closed:
-                try:
-                    self._proc.stdin.write("quit\n")
-                    self._proc.stdin.close()
-                except BrokenPipeError:
-                    pass
-            try:
-                self._proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-            if self._proc.stdout is not None:
-                self._proc.stdout.close()
-        if self._scratch is not None:
-            self._scratch.cleanup()
+            self._proc.close(timeout=30)
 
 
 def _drains(

@@ -18,10 +18,6 @@ process: the JVM's JIT and GC count for Java) and the share of the machine left 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
-import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -35,10 +31,10 @@ from rocketmq_actors.producer import Producer, create_topic
 from .common import (
     JAVA_DIR,
     RESULTS,
+    LineProcess,
     machine_ticks,
     on_cluster,
     percentiles,
-    process_cpu_s,
     write_results,
 )
 from .producer import QUEUES, window
@@ -46,7 +42,7 @@ from .producer import QUEUES, window
 MODES = {"sync": "sync_one_in_flight", "pipelined": "pipelined_1k", "batch": "batch_16x1k"}
 
 
-class LineSide:
+class LineSide(LineProcess):
     """Another client's process that runs produce windows when asked on its stdin, one line
     each ("MODE SECONDS" -> one JSON line), after a warm-up ({"ready": true}): the Java client
     (``benchmarks/java/ProduceWindows.java``) or a Python peer (``benchmarks/peer_*.py``)."""
@@ -54,39 +50,14 @@ class LineSide:
     def __init__(
         self, name: str, argv: list[str], scratch: Path, env: dict[str, str] | None = None
     ) -> None:
-        self.name = name
+        super().__init__(name, argv, scratch, env)
         self.errors: dict[str, int] = {}  # the failed sends' errors since the last take
-        self._scratch = scratch  # the process's home and temporary files, removed at close
-        self._stderr = scratch / "stderr.log"
-        with open(self._stderr, "wb") as stderr:
-            self._proc = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
-                cwd=scratch, env=env,
-            )  # fmt: skip
-
-    def _reply(self) -> dict[str, Any]:
-        assert self._proc.stdout is not None
-        while line := self._proc.stdout.readline():
-            if line.startswith("{"):
-                reply: dict[str, Any] = json.loads(line)
-                if "error" in reply:
-                    raise RuntimeError(f"{self.name}: {reply['error']}")
-                return reply
-        tail = self._stderr.read_text(errors="replace")[-2000:]
-        raise RuntimeError(f"{self.name} exited {self._proc.wait()}; its stderr ends:\n{tail}")
 
     def ready(self) -> None:
-        self._reply()
-
-    def cpu_s(self) -> float | None:
-        """The process's CPU seconds so far (every thread)."""
-        return process_cpu_s(self._proc.pid)
+        self.reply()
 
     def window(self, mode: str, seconds: float) -> tuple[int, float, list[float], int]:
-        assert self._proc.stdin is not None
-        self._proc.stdin.write(f"{mode} {seconds}\n")
-        self._proc.stdin.flush()
-        reply = self._reply()
+        reply = self.ask(f"{mode} {seconds}")
         latencies = [us / 1e6 for us in reply["latencies_us"]]
         for error, count in reply.get("errors", {}).items():
             self.errors[error] = self.errors.get(error, 0) + count
@@ -95,18 +66,6 @@ class LineSide:
     def take_errors(self) -> dict[str, int]:
         errors, self.errors = self.errors, {}
         return errors
-
-    def close(self) -> None:
-        if self._proc.stdin is not None and not self._proc.stdin.closed:
-            with contextlib.suppress(BrokenPipeError):  # (it may have exited already)
-                self._proc.stdin.write("quit\n")
-                self._proc.stdin.close()
-        try:
-            self._proc.wait(60)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
-        shutil.rmtree(self._scratch, ignore_errors=True)
 
 
 # (namesrv, topic, warmup seconds, concurrency) -> the other side, started

@@ -105,12 +105,13 @@ def test_deferred_annotations_let_a_314_module_import_on_older_pythons(tmp_path:
     assert (package / "done.py").read_text() == "from __future__ import annotations\nX = 1\n"
 
 
-def test_a_peer_not_given_is_recorded_as_skipped(
+def test_peers_not_given_are_recorded_as_skipped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("PYROCKETMQ_SOURCE", raising=False)
     out = tmp_path / "peers.json"
-    assert peers.main(["--out", str(out)]) == 0
+    assert peers.main(["--out", str(out), "--skip-rocketmq-python-client"]) == 0
     written = json.loads(out.read_text())
     assert "not on PyPI" in written["pyrocketmq"]["skipped"]
+    assert written["rocketmq_python_client"] == {"skipped": "--skip-rocketmq-python-client"}
     assert "pyrocketmq skipped" in capsys.readouterr().err
