@@ -292,6 +292,59 @@ def _peers_section(peers: dict[str, Any]) -> list[str]:
     return parts
 
 
+COMPILED_METHOD = """\
+`python -m benchmarks.compiled` asks whether compiling the pure, typed `protocol/` package with
+mypyc (optional compiled wheels with a pure-Python fallback, as aiohttp and yarl ship theirs)
+would pay. It compiles each module alone in a scratch copy and imports it, then compiles every
+module that passed and measures that package against the pure one in alternating fresh
+processes: the codec (`benchmarks/codec.py`) and our pipelined path (b) against the null
+broker. The rule set before measuring: compiled wheels are worth their build matrix (a wheel
+per platform and Python, `make test` both ways) only if they save at least a tenth of the
+client's CPU per message on (b).
+"""
+
+COMPILED_THRESHOLD = 0.10
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def _compiled_section(compiled: dict[str, Any]) -> list[str]:
+    modules = compiled["modules"]
+    ok = [name for name, verdict in modules.items() if verdict == "ok"]
+    codec = compiled["codec"]
+    pure, built = compiled["b_pipelined_1k"]["pure"], compiled["b_pipelined_1k"]["compiled"]
+    saved = 1 - built["client_cpu_us_per_msg"] / pure["client_cpu_us_per_msg"]
+    verdict = "met: worth shipping" if saved >= COMPILED_THRESHOLD else "not met: not shipped"
+    return [
+        "## mypyc over `protocol/` (`compiled.json`)\n",
+        COMPILED_METHOD,
+        "Settings: " + ", ".join(f"{k} {v}" for k, v in compiled["settings"].items()) + ".\n",
+        f"Modules that compile and import: {len(ok)} of {len(modules)}"
+        f" ({', '.join(f'`{m}`' for m in ok) or 'none'}). The others:\n",
+        "| module | why not |",
+        "|---|---|",
+        *[f"| `{m}` | {v.replace('|', '/')} |" for m, v in modules.items() if v != "ok"],
+        "",
+        "| figure (median of the runs) | pure | compiled |",
+        "|---|---:|---:|",
+        *[
+            f"| codec `{key}` | {round(_median([r[key] for r in codec['pure']]), 3):g} | "
+            f"{round(_median([r[key] for r in codec['compiled']]), 3):g} |"
+            for key in codec["pure"][0]
+        ],
+        f"| (b) pipelined msgs/s (pooled) | {pure['msgs_per_s']} | {built['msgs_per_s']} |",
+        f"| (b) client CPU us/msg (pooled) | {pure['client_cpu_us_per_msg']} | "
+        f"{built['client_cpu_us_per_msg']} |",
+        "",
+        f"Compiling saved {saved:.1%} of the client's CPU per message on (b); the rule "
+        f"(at least {COMPILED_THRESHOLD:.0%}) is {verdict}.\n",
+    ]
+
+
 def performance_md() -> str:
     compare = _load("compare.json".removesuffix(".json"))
     settings = compare["settings"]
@@ -331,6 +384,7 @@ def performance_md() -> str:
             else []
         ),
         *(_peers_section(_load("peers")) if (RESULTS / "peers.json").exists() else []),
+        *(_compiled_section(_load("compiled")) if (RESULTS / "compiled.json").exists() else []),
         FINDINGS,
     ]
     for name, title in [
