@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,10 @@ def defer_annotations(package: Path) -> int:
     return changed
 
 
+class PeerUnavailable(Exception):
+    """A peer that cannot be measured here; the message says why (it is recorded)."""
+
+
 class ScratchVenv:
     """A virtualenv in a temporary directory, removed at exit; ``python`` is its interpreter."""
 
@@ -69,11 +74,16 @@ class ScratchVenv:
         self.python = str(self.root / "venv" / "bin" / "python")
 
     def install(self, *requirements: str) -> None:
-        subprocess.run(
+        """:class:`PeerUnavailable` (with pip's last words) when pip cannot install them:
+        no registry reachable, a requirement that does not resolve."""
+        done = subprocess.run(
             [self.python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
              *requirements],
-            check=True, stdout=subprocess.DEVNULL,
+            check=False, capture_output=True, text=True,
         )  # fmt: skip
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["?"])[-1]
+            raise PeerUnavailable(f"pip could not install {' '.join(requirements)}: {last}")
 
     def site_packages(self) -> Path:
         done = subprocess.run(
@@ -214,22 +224,29 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     began = time.monotonic()
     peers: dict[str, Any] = {}
-    if args.pyrocketmq_source is None:
-        peers["pyrocketmq"] = {
-            "skipped": "no checkout of tt67wq/pyrocketmq given (--pyrocketmq-source or "
-            "$PYROCKETMQ_SOURCE); it is not on PyPI"
-        }
-        sys.stderr.write(
-            f"benchmarks.peers: pyrocketmq skipped: {peers['pyrocketmq']['skipped']}\n"
-        )
-    else:
-        peers["pyrocketmq"] = bench_pyrocketmq(args.pyrocketmq_source.resolve(), args)
-    if args.skip_rocketmq_python_client:
-        peers["rocketmq_python_client"] = {"skipped": "--skip-rocketmq-python-client"}
-    else:
-        peers["rocketmq_python_client"] = bench_rocketmq_python_client(
-            args.rocketmq_python_client, args
-        )
+
+    def run(name: str, measure: Callable[[], dict[str, Any]]) -> None:
+        try:
+            peers[name] = measure()
+        except PeerUnavailable as exc:
+            peers[name] = {"skipped": str(exc)}
+            sys.stderr.write(f"benchmarks.peers: {name} skipped: {exc}\n")
+
+    def pyrocketmq() -> dict[str, Any]:
+        if args.pyrocketmq_source is None:
+            raise PeerUnavailable(
+                "no checkout of tt67wq/pyrocketmq given (--pyrocketmq-source or "
+                "$PYROCKETMQ_SOURCE); it is not on PyPI"
+            )
+        return bench_pyrocketmq(args.pyrocketmq_source.resolve(), args)
+
+    def python_client() -> dict[str, Any]:
+        if args.skip_rocketmq_python_client:
+            raise PeerUnavailable("--skip-rocketmq-python-client")
+        return bench_rocketmq_python_client(args.rocketmq_python_client, args)
+
+    run("pyrocketmq", pyrocketmq)
+    run("rocketmq_python_client", python_client)
     names = ("windows", "seconds", "warmup", "concurrency", "consume_messages", "drains")
     settings = {key: getattr(args, key) for key in names}
     write_results(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -115,3 +116,18 @@ def test_peers_not_given_are_recorded_as_skipped(
     assert "not on PyPI" in written["pyrocketmq"]["skipped"]
     assert written["rocketmq_python_client"] == {"skipped": "--skip-rocketmq-python-client"}
     assert "pyrocketmq skipped" in capsys.readouterr().err
+
+
+def test_a_peer_pip_cannot_install_is_recorded_as_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("PYROCKETMQ_SOURCE", raising=False)
+    out = tmp_path / "peers.json"
+    missing = tmp_path / "no-such-client"  # a local path: pip fails without the network
+    scratch = Path(tempfile.gettempdir())
+    before = set(scratch.glob("rocketmq-actors-peer-*"))
+    assert peers.main(["--out", str(out), "--rocketmq-python-client", str(missing)]) == 0
+    skipped = json.loads(out.read_text())["rocketmq_python_client"]["skipped"]
+    assert skipped.startswith(f"pip could not install {missing}: ")
+    assert "rocketmq_python_client skipped: pip could not install" in capsys.readouterr().err
+    assert set(scratch.glob("rocketmq-actors-peer-*")) == before  # its virtualenv removed
