@@ -92,11 +92,13 @@ def missing_artifacts(maven_log: str) -> list[str]:
     return [parts[1] for parts in names if len(parts) >= 2 and parts[0] == "org.apache.rocketmq"]
 
 
-def _download_failure(version: str, returncode: int, log_path: Path) -> DownloadFailed:
+def _download_failure(
+    version: str, returncode: int, log_path: Path, artifacts: tuple[str, ...] = SERVER_ARTIFACTS
+) -> DownloadFailed:
     text = log_path.read_text(errors="replace")
     missing = missing_artifacts(text)
     if missing:
-        present = [a for a in SERVER_ARTIFACTS if a not in missing]
+        present = [a for a in artifacts if a not in missing]
         return DownloadFailed(
             f"RocketMQ {version} is not (all) on Maven Central: {', '.join(missing)} could not "
             f"be resolved (resolved: {', '.join(present) or 'none'}). Use {NEWEST_VERSION}, "
@@ -148,20 +150,29 @@ def _maven_env() -> dict[str, str]:
 def resolve_server_jars(version: str = DEFAULT_VERSION, cache_dir: Path | None = None) -> Path:
     """Return a directory holding every runtime jar of the RocketMQ ``version`` servers."""
     check_published(version)
-    return _resolve(version, "pom.xml", "lib", cache_dir, log_name="maven.log")
+    return _resolve(version, "pom.xml", "lib", cache_dir, log_name="maven.log",
+                    artifacts=SERVER_ARTIFACTS)  # fmt: skip
 
 
 def resolve_proxy_jars(version: str = DEFAULT_VERSION, cache_dir: Path | None = None) -> Path:
     """Return a directory holding every runtime jar of the RocketMQ ``version`` Proxy (the
     gRPC front of 5.x brokers; there is none before 5.0)."""
     check_published(version)
-    if int(version.partition(".")[0]) < 5:
-        raise UnpublishedVersion(f"RocketMQ {version} has no Proxy (it came with 5.0)")
-    return _resolve(version, "proxy-pom.xml", "proxy-lib", cache_dir, log_name="maven-proxy.log")
+    major = version.partition(".")[0]
+    if not major.isdigit() or int(major) < 5:
+        raise UnpublishedVersion(f"RocketMQ {version!r} has no Proxy (it came with 5.0)")
+    return _resolve(version, "proxy-pom.xml", "proxy-lib", cache_dir,
+                    log_name="maven-proxy.log", artifacts=("rocketmq-proxy",))  # fmt: skip
 
 
 def _resolve(
-    version: str, pom_name: str, subdir: str, cache_dir: Path | None, *, log_name: str
+    version: str,
+    pom_name: str,
+    subdir: str,
+    cache_dir: Path | None,
+    *,
+    log_name: str,
+    artifacts: tuple[str, ...],
 ) -> Path:
     """The jars of ``rocketmq_actors/testing/maven/<pom_name>`` for ``version``, resolved once
     into ``<cache>/rocketmq-<version>/<subdir>``."""
@@ -212,7 +223,7 @@ def _resolve(
         jars = list(staging.glob("*.jar"))
         if proc.returncode != 0 or not jars:
             shutil.rmtree(staging, ignore_errors=True)
-            raise _download_failure(version, proc.returncode, log_path)
+            raise _download_failure(version, proc.returncode, log_path, artifacts)
         size = _dir_size(staging)
         (staging / _COMPLETE).write_text(f"{len(jars)} jars, {size} bytes\n")
         if target.exists():

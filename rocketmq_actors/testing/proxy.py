@@ -5,9 +5,9 @@ running local cluster: the gRPC endpoint the official 5.x clients speak (and a r
         ...  # a gRPC client on proxy.grpc_addr
 
 Its configuration, logs and home live in a temporary directory removed at exit; a watchdog
-kills the JVM if this process dies, as it does the cluster's. Its two ports are chosen free on
-loopback, but the Proxy listens on every interface: its configuration has no bind address
-(``ProxyConfig`` of 5.3.3 names ports only).
+kills the JVM if this process dies, as it does the cluster's. The Proxy listens on every
+interface (``ProxyConfig`` of 5.3.3 names ports, no bind address), so its two ports are chosen
+free on every interface.
 """
 
 from __future__ import annotations
@@ -26,17 +26,11 @@ from rocketmq_actors.logs import get_logger
 
 from .jars import DEFAULT_VERSION, LauncherError, find_java, resolve_proxy_jars
 from .procs import log_contains, release_watchdog, tail, watch_pid
+from .serverconf import pick_port
 
 __all__ = ["LocalProxy"]
 
 log = get_logger("rocketmq_actors.testing")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _accepts(port: int) -> bool:
@@ -91,7 +85,9 @@ class LocalProxy:
         return self
 
     def _start(self, lib: Path, state: Path) -> None:
-        self.grpc_port, self.remoting_port = _free_port(), _free_port()
+        # free on every interface (the Proxy binds them all), two apart, never the same
+        self.grpc_port = pick_port(set(), (0,))
+        self.remoting_port = pick_port({self.grpc_port}, (0,))
         config = state / "rmq-proxy.json"
         config.write_text(
             json.dumps({

@@ -13,16 +13,18 @@ from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.producer.result import SendStatus
 from rocketmq_actors.query import view_message
+from rocketmq_actors.testing import jars
 from rocketmq_actors.testing.cluster import LocalCluster
 from rocketmq_actors.testing.jars import UnpublishedVersion, resolve_proxy_jars
 from rocketmq_actors.testing.procs import pid_alive
 from rocketmq_actors.testing.proxy import LocalProxy
 
 
-def test_there_is_no_proxy_before_5(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", ["4.9.7", "latest"])
+def test_there_is_no_proxy_before_5(tmp_path: Path, version: str) -> None:
     # refused before Maven runs: nothing is created in the cache
-    with pytest.raises(UnpublishedVersion, match="no Proxy"):
-        resolve_proxy_jars("4.9.7", cache_dir=tmp_path)
+    with pytest.raises(UnpublishedVersion, match="has no Proxy"):
+        resolve_proxy_jars(version, cache_dir=tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -54,3 +56,14 @@ def test_a_proxy_fronts_the_cluster(rocketmq_cluster: LocalCluster, unique_topic
     assert body == b"through the proxy"  # read back from the broker itself, not the Proxy
     assert not pid_alive(pid)
     assert not state_dir.exists()
+
+
+def test_a_proxy_download_failure_names_the_proxy_not_the_servers(tmp_path: Path) -> None:
+    log = tmp_path / "maven-proxy.log"
+    log.write_text(
+        "[ERROR] Failed: The following artifacts could not be resolved: "
+        "org.apache.rocketmq:rocketmq-proxy:jar:5.9.9: Could not find artifact\n"
+    )
+    failure = str(jars._download_failure("5.9.9", 1, log, ("rocketmq-proxy",)))
+    assert "rocketmq-proxy could not be resolved (resolved: none)" in failure
+    assert "rocketmq-namesrv" not in failure
