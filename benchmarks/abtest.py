@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import RESULTS, last_json
+from .common import RESULTS, alternating, last_json
 from .nullbroker import NullBroker
 
 TREE = Path(__file__).resolve().parents[1]
@@ -68,11 +68,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--base: {base} holds no rocketmq_actors package")
     sides: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
     with NullBroker() as broker:
-        for i in range(args.windows):
-            for side in ("before", "after") if i % 2 == 0 else ("after", "before"):
-                got = window(base if side == "before" else None, broker.addr, args.seconds,
-                              args.concurrency)  # fmt: skip
-                sides[side].append(got)
+        for side in alternating(args.windows, "before", "after"):
+            tree = base if side == "before" else TREE
+            got = window(tree if side == "before" else None, broker.addr, args.seconds,
+                         args.concurrency)  # fmt: skip
+            if Path(got.pop("package")).resolve() != tree.resolve():  # (PYTHONPATH shadowing)
+                raise SystemExit(f"the {side} window did not run the package of {tree}")
+            got.pop("framing_compiled")
+            sides[side].append(got)
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     results.setdefault("changes", []).append({
         "change": args.change,

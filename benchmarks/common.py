@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import timeit
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -57,6 +57,13 @@ def machine_ticks() -> tuple[int, int] | None:
     return ticks[3] + ticks[4], sum(ticks)
 
 
+def alternating(rounds: int, first: str, second: str) -> Iterator[str]:
+    """``rounds`` turns of each side, the order flipped every round (A B, B A, A B, ...), so
+    that the machine's slow and fast phases fall on both."""
+    for i in range(rounds):
+        yield from (first, second) if i % 2 == 0 else (second, first)
+
+
 def last_json(stdout: str, program: str) -> dict[str, Any]:
     """The last JSON line a benchmark program printed (its figures)."""
     for line in reversed(stdout.splitlines()):
@@ -80,11 +87,15 @@ class LineProcess:
         self.name = name
         self._scratch = scratch
         self._stderr = scratch / "stderr.log"
-        with open(self._stderr, "wb") as stderr:
-            self._proc = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
-                cwd=scratch, env=env,
-            )  # fmt: skip
+        try:
+            with open(self._stderr, "wb") as stderr:
+                self._proc = subprocess.Popen(
+                    argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                    text=True, cwd=scratch, env=env,
+                )  # fmt: skip
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
 
     @property
     def pid(self) -> int:

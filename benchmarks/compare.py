@@ -32,13 +32,14 @@ import argparse
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 
 from . import codec, consumer, paired
-from .common import RESULTS, last_json, on_cluster, write_results
+from .common import RESULTS, alternating, last_json, on_cluster, write_results
 
 TARGETS = {  # issue 9: the least ratio (higher = better for us) each path must reach
     "a_sync_latency_p50": 1 / 1.2,
@@ -63,20 +64,25 @@ def _python_slow_handler(namesrv: str, topic: str, seconds: float) -> dict[str, 
     return last_json(done.stdout, "benchmarks.consumer")
 
 
-def _drains(
-    namesrv: str, topic: str, messages: int, rounds: int
-) -> tuple[dict[str, Any], dict[str, Any]]:
+def drains(  # noqa: PLR0917
+    namesrv: str,
+    topic: str,
+    messages: int,
+    rounds: int,
+    other: str = "java",
+    drain: Callable[[str, str, int], dict[str, Any]] = consumer.java_drain,
+) -> dict[str, dict[str, Any]]:
     """(d): ``rounds`` drains of ``topic`` per client (each a fresh group from the first
-    offset), taking turns in ABBA order so that neither side always goes first (the first
-    drain after the prefill reads a colder page cache); the pooled figures of each side."""
-    runs: dict[str, list[dict[str, Any]]] = {"ours": [], "java": []}
-    for i in range(rounds):
-        for side in ("ours", "java") if i % 2 == 0 else ("java", "ours"):
-            if side == "ours":
-                runs[side].append(anyio.run(consumer.push_drain, namesrv, topic, messages))
-            else:
-                runs[side].append(consumer.java_drain(namesrv, topic, messages))
-    return pooled_drains(runs["ours"]), pooled_drains(runs["java"])
+    offset), ours and ``other``'s (``drain(namesrv, topic, messages)``), taking turns in ABBA
+    order so that neither side always goes first (the first drain after the prefill reads a
+    colder page cache); the pooled figures of each side."""
+    runs: dict[str, list[dict[str, Any]]] = {"ours": [], other: []}
+    for side in alternating(rounds, "ours", other):
+        if side == "ours":
+            runs[side].append(anyio.run(consumer.push_drain, namesrv, topic, messages))
+        else:
+            runs[side].append(drain(namesrv, topic, messages))
+    return {side: pooled_drains(each) for side, each in runs.items()}
 
 
 def pooled_drains(drains: list[dict[str, Any]]) -> dict[str, Any]:
@@ -84,9 +90,16 @@ def pooled_drains(drains: list[dict[str, Any]]) -> dict[str, Any]:
     drains; the start-up times and every drain's own figures are kept."""
     messages = sum(d["messages"] for d in drains)
     active = sum(d["seconds"] - d["first_message_s"] for d in drains)
+    cpu = [d.get("cpu_s_from_first") for d in drains]
     return {
         "messages": messages,
         "msgs_per_s_from_first": round(messages / active) if active > 0 else 0,
+        # the client's CPU over the same spans (every thread), where each drain reports it
+        "client_cpu_us_per_msg": (
+            round(sum(c for c in cpu if c is not None) / messages * 1e6, 2)
+            if messages and None not in cpu
+            else None
+        ),
         "first_message_s": [d["first_message_s"] for d in drains],
         "drains": drains,
     }
@@ -98,7 +111,8 @@ def measure(namesrv: str, args: argparse.Namespace) -> dict[str, Any]:
                         args.warmup, args.concurrency, f"bench_paired_{stamp}")  # fmt: skip
     backlog = f"bench_consume_{stamp}"
     prefill_s = anyio.run(consumer.prefill, namesrv, backlog, args.messages)
-    ours_consume, java_consume = _drains(namesrv, backlog, args.messages, args.drains)
+    consumed = drains(namesrv, backlog, args.messages, args.drains)
+    ours_consume, java_consume = consumed["ours"], consumed["java"]
     ours_slow = _python_slow_handler(namesrv, backlog, args.slow_seconds)
     java_slow = consumer.java_slow_handler(namesrv, backlog, args.slow_seconds)
     sync, pipelined, batch = (produce[name] for name in paired.MODES.values())

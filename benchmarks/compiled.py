@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .abtest import TREE, pooled, window
-from .common import RESULTS, last_json, write_results
+from .common import RESULTS, alternating, last_json, write_results
 from .nullbroker import NullBroker
 
 PROTOCOL = TREE / "rocketmq_actors" / "protocol"
@@ -99,19 +99,20 @@ def _codec(tree: Path) -> dict[str, Any]:
 
 def codec_pairs(pure: Path, compiled: Path, rounds: int) -> dict[str, list[dict[str, Any]]]:
     runs: dict[str, list[dict[str, Any]]] = {"pure": [], "compiled": []}
-    for i in range(rounds):
-        for side in ("pure", "compiled") if i % 2 == 0 else ("compiled", "pure"):
-            runs[side].append(_codec(pure if side == "pure" else compiled))
+    for side in alternating(rounds, "pure", "compiled"):
+        runs[side].append(_codec(pure if side == "pure" else compiled))
     return runs
 
 
 def pipelined_pairs(compiled: Path, windows: int, seconds: float) -> dict[str, Any]:
     sides: dict[str, list[dict[str, Any]]] = {"pure": [], "compiled": []}
     with NullBroker() as broker:
-        for i in range(windows):
-            for side in ("pure", "compiled") if i % 2 == 0 else ("compiled", "pure"):
-                base = compiled if side == "compiled" else None
-                sides[side].append(window(base, broker.addr, seconds, 256))
+        for side in alternating(windows, "pure", "compiled"):
+            got = window(compiled if side == "compiled" else None, broker.addr, seconds, 256)
+            if got.pop("framing_compiled") != (side == "compiled"):  # (PYTHONPATH shadowing)
+                raise SystemExit(f"the {side} window ran the package of {got.pop('package')}")
+            got.pop("package")
+            sides[side].append(got)
     return {side: pooled(each, seconds) for side, each in sides.items()}
 
 

@@ -33,7 +33,7 @@ import anyio
 from rocketmq_actors.extras import uvloop_options
 
 from . import consumer, paired
-from .common import JAVA_DIR, RESULTS, LineProcess, process_cpu_s, write_results
+from .common import JAVA_DIR, RESULTS, LineProcess, alternating, process_cpu_s, write_results
 
 PATHS = {  # the results' path names: the paired mode, and the issue's target ratio
     "a_sync_one_in_flight": "sync_one_in_flight",
@@ -102,14 +102,13 @@ def _drains(
 ) -> dict[str, dict[str, Any]]:
     """(d): ``rounds`` drains per client, ABBA, each a fresh group and topic; pooled figures."""
     runs: dict[str, list[dict[str, Any]]] = {"ours": [], "java": []}
-    for i in range(rounds):
-        for side in ("ours", "java") if i % 2 == 0 else ("java", "ours"):
-            topic = f"bench_null_consume_{time.time_ns()}"
-            if side == "ours":
-                runs[side].append(anyio.run(consumer.push_drain, namesrv, topic, messages,
-                                            backend_options=uvloop_options(uvloop)))  # fmt: skip
-            else:
-                runs[side].append(consumer.java_drain(namesrv, topic, messages))
+    for side in alternating(rounds, "ours", "java"):
+        topic = f"bench_null_consume_{time.time_ns()}"
+        if side == "ours":
+            runs[side].append(anyio.run(consumer.push_drain, namesrv, topic, messages,
+                                        backend_options=uvloop_options(uvloop)))  # fmt: skip
+        else:
+            runs[side].append(consumer.java_drain(namesrv, topic, messages))
     pooled = {}
     for side, drains in runs.items():
         count = sum(d["messages"] for d in drains)

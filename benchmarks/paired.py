@@ -32,6 +32,7 @@ from .common import (
     JAVA_DIR,
     RESULTS,
     LineProcess,
+    alternating,
     machine_ticks,
     on_cluster,
     percentiles,
@@ -194,19 +195,18 @@ async def paired(  # noqa: PLR0917 - positional for anyio.run
                 other_side.take_errors()  # (the warm-ups' are not counted)
                 pooled = {"ours": _Tally(), other_name: _Tally()}
                 per_window: list[dict[str, Any]] = []
-                for i in range(windows):
-                    for side in ("ours", other_name) if i % 2 == 0 else (other_name, "ours"):
-                        if side == "ours":
-                            usage = _Usage(time.process_time)
-                            got = await ours(mode)
-                        else:
-                            usage = _Usage(other_side.cpu_s)
-                            got = await anyio.to_thread.run_sync(other_side.window, mode, seconds)
-                        used = usage.end()
-                        pooled[side].add(*got, *used)
-                        one = _Tally()
-                        one.add(*got, *used)
-                        per_window.append({"side": side, **one.summary()})
+                for side in alternating(windows, "ours", other_name):
+                    if side == "ours":
+                        usage = _Usage(time.process_time)
+                        got = await ours(mode)
+                    else:
+                        usage = _Usage(other_side.cpu_s)
+                        got = await anyio.to_thread.run_sync(other_side.window, mode, seconds)
+                    used = usage.end()
+                    pooled[side].add(*got, *used)
+                    one = _Tally()
+                    one.add(*got, *used)
+                    per_window.append({"side": side, **one.summary()})
                 figures[name] = {side: tally.summary() for side, tally in pooled.items()}
                 figures[name][other_name]["errors"] = other_side.take_errors()
                 figures[name]["windows"] = per_window

@@ -82,6 +82,7 @@ def summarize(raw: str, top: int = 15) -> dict[str, Any]:
 
 async def _worker(addr: str, seconds: float, concurrency: int) -> dict[str, Any]:
     from rocketmq_actors.producer import Producer
+    from rocketmq_actors.protocol import framing
 
     async with Producer(namesrv=addr, group="bench_profile", max_pending=100_000) as producer:
         topic = "bench_profile"
@@ -93,6 +94,9 @@ async def _worker(addr: str, seconds: float, concurrency: int) -> dict[str, Any]
         "messages": sent,
         "msgs_per_s": round(sent / elapsed),
         "client_cpu_us_per_msg": round(cpu / sent * 1e6, 2) if sent else None,
+        # where the package came from: an A/B of two trees checks it ran the one it meant
+        "package": str(Path(framing.__file__).parents[2]),
+        "framing_compiled": not framing.__file__.endswith(".py"),
     }
 
 
