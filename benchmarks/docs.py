@@ -232,7 +232,10 @@ push-consume drains of one backlog, each a fresh group from the first offset, AB
 counted from the first message. Each peer is installed into a scratch virtualenv that is
 removed afterwards and driven by `benchmarks/peer_<name>.py` over the stdin protocol of the
 Java side; its code never enters this repository. CPU per message is the client process's
-(every thread). Where a peer cannot run (not installable here, not given), the file says why.
+(every thread). Where a peer cannot run (not installable here, not given), the file says why;
+a run that cannot measure a peer keeps its last figures and says so. What bounds each peer,
+read from its code, is given beside its figures: these are its figures as a user gets them,
+not a limit of the language.
 """
 
 
@@ -258,8 +261,16 @@ def _peer_section(name: str, peer: dict[str, Any]) -> list[str]:
         return f"{path[name]['failed']}" + (f" ({kinds})" if kinds else "")
 
     first = ", ".join(str(s) for s in peer_d["first_message_s"])
+    asked = peer["windows"] * peer["window_seconds"]
+    stale = (
+        f" Not re-measured by the last run ({peer['not_remeasured']}): these are the figures of"
+        f" {peer['taken_at']}."
+        if "not_remeasured" in peer
+        else ""
+    )
     return [
-        f"**{name}** ({peer['client']} at {peer['revision']}, broker {peer['broker']}):\n",
+        f"**{name}** ({peer['client']} at {peer['revision']}, broker {peer['broker']}): "
+        f"{peer['limits']}.{stale}\n",
         "| path | unit | ours | peer | ours / peer | client CPU us/msg, ours / peer |"
         " peer's failed sends |",
         "|---|---|---:|---:|---:|---|---|",
@@ -273,6 +284,8 @@ def _peer_section(name: str, peer: dict[str, Any]) -> list[str]:
             (ours_d["msgs_per_s_from_first"], peer_d["msgs_per_s_from_first"]),
             (ours_d["client_cpu_us_per_msg"], peer_d["client_cpu_us_per_msg"]), "-"),
         "",
+        f"Each side's windows of (b) took {piped['ours']['seconds']} s (ours) and "
+        f"{piped[name]['seconds']} s ({name}) for the {asked:g} s asked. "
         f"The peer's first message came {first} s after its consumer started (ours: "
         + ", ".join(str(s) for s in ours_d["first_message_s"])
         + " s).\n",

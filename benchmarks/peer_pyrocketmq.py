@@ -45,24 +45,23 @@ def _reply(figures: dict[str, Any]) -> None:
 
 
 async def _window(producer: Any, topic: str, senders: int, seconds: float) -> dict[str, Any]:
-    # the client's message id counter, a module global raised by every Message made (the
-    # producer makes some per send), is packed as a signed 16-bit number but wraps at 65,535:
-    # from the 32,768th message on, every Message() raises struct.error. One window sends
-    # fewer than that; starting each at 0 keeps the client alive for the whole run (the
-    # consumer's drains, fewer messages each, run in fresh processes)
+    # the client's message id counter, a module global raised by every Message made, is
+    # packed as a signed 16-bit number but wraps at 65,535: from the 32,768th message on,
+    # every Message() raises struct.error. One window makes fewer than that; starting each
+    # at 0 keeps the client alive for the whole run (the consumer's drains, fewer messages
+    # each, run in fresh processes)
     pyrocketmq.model.utils._counter = 0
     latencies: list[int] = []
     sent = failed = 0
     errors: dict[str, int] = {}
     stop = time.monotonic() + seconds
-    message = Message(topic=topic, body=BODY)
 
     async def sender() -> None:
         nonlocal sent, failed
         while time.monotonic() < stop:
             started = time.perf_counter_ns()
-            try:
-                result = await producer.send(message)
+            try:  # a message per send, each with its own id, as ours and Java's make them
+                result = await producer.send(Message(topic=topic, body=BODY))
             except Exception as exc:  # the client's errors have no common base
                 failed += 1
                 errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1

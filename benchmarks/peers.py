@@ -26,6 +26,7 @@ the client process's (every thread).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -38,13 +39,27 @@ from typing import Any
 
 import anyio
 
-from . import consumer, paired
+from . import compare, consumer, paired
 from .common import RESULTS, last_json, write_results
-from .compare import pooled_drains
 
 HERE = Path(__file__).resolve().parent
 PEER_MODES = ("sync", "pipelined")
 PYTHON_CLIENT = "rocketmq-python-client==5.1.2"  # the newest on PyPI when this was written
+#: what bounds each peer, read from its code: a reader of its figures needs it beside them
+LIMITS = {
+    "pyrocketmq": (
+        "its async producer keeps a pool of one connection per broker (`connection_pool_size`"
+        " 1) and holds it for the whole of a request, other senders polling for it every"
+        " 100 ms, so one send is in flight whatever the number of senders: (b) measures that"
+        " pool, and its windows outlast the length asked for (a window ends when its last"
+        " send settles); its sends that wait too long fail with `MessageSendError`"
+    ),
+    "rocketmq_python_client": (
+        "a gRPC client of the RocketMQ 5 Proxy: its figures include the Proxy's hop, and the"
+        " Proxy's JVM shares the machine's cores with both clients (ours speaks remoting to"
+        " the broker)"
+    ),
+}
 
 
 def defer_annotations(package: Path) -> int:
@@ -70,15 +85,22 @@ class ScratchVenv:
 
     def __init__(self, name: str) -> None:
         self.root = Path(tempfile.mkdtemp(prefix=f"rocketmq-actors-peer-{name}-"))
-        subprocess.run([sys.executable, "-m", "venv", str(self.root / "venv")], check=True)
         self.python = str(self.root / "venv" / "bin" / "python")
+        made = subprocess.run(
+            [sys.executable, "-m", "venv", str(self.root / "venv")],
+            check=False, capture_output=True, text=True,
+        )  # fmt: skip
+        if made.returncode != 0:
+            self.close()
+            last = (made.stderr.strip().splitlines() or ["?"])[-1]
+            raise PeerUnavailable(f"no virtualenv for {name}: {last}")
 
     def install(self, *requirements: str) -> None:
         """:class:`PeerUnavailable` (with pip's last words) when pip cannot install them:
         no registry reachable, a requirement that does not resolve."""
         done = subprocess.run(
             [self.python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-             *requirements],
+             "--no-cache-dir", *requirements],  # (nothing left in ~/.cache)
             check=False, capture_output=True, text=True,
         )  # fmt: skip
         if done.returncode != 0:
@@ -132,11 +154,19 @@ class Peer:
             done = subprocess.run(
                 [self.python, self.program, "drain", self.address, topic,
                  f"bench_peer_{self.name}_{time.time_ns()}", str(count)],
-                capture_output=True, text=True, timeout=900, check=True, cwd=scratch, env=env,
+                capture_output=True, text=True, timeout=900, check=False, cwd=scratch, env=env,
             )  # fmt: skip
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-        return last_json(done.stdout, f"peer_{self.name}.py drain")
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"peer_{self.name}.py drain exited {done.returncode}; its stderr ends:\n"
+                f"{done.stderr[-2000:]}"
+            )
+        figures = last_json(done.stdout, f"peer_{self.name}.py drain")
+        if figures["messages"] < count:  # (a drain that ends early has no rate to pool)
+            raise RuntimeError(f"peer_{self.name}.py drained {figures['messages']} of {count}")
+        return figures
 
 
 def measure(peer: Peer, namesrv: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -145,8 +175,9 @@ def measure(peer: Peer, namesrv: str, args: argparse.Namespace) -> dict[str, Any
         paired.paired, namesrv, args.windows, args.seconds, args.warmup, args.concurrency,
         None, PEER_MODES, peer.side, peer.name,
     )  # fmt: skip
-    return {"produce": produce, "consume": drains(peer, namesrv, args.consume_messages,
-                                                  args.drains)}  # fmt: skip
+    consume = drains(peer, namesrv, args.consume_messages, args.drains)
+    return {"windows": args.windows, "window_seconds": args.seconds, "produce": produce,
+            "consume": consume}  # fmt: skip
 
 
 def drains(peer: Peer, namesrv: str, messages: int, rounds: int) -> dict[str, Any]:
@@ -154,21 +185,8 @@ def drains(peer: Peer, namesrv: str, messages: int, rounds: int) -> dict[str, An
     message, with each side's CPU per message over the same span."""
     topic = f"bench_peer_consume_{int(time.time())}"
     anyio.run(consumer.prefill, namesrv, topic, messages)
-    name = peer.name
-    runs: dict[str, list[dict[str, Any]]] = {"ours": [], name: []}
-    for i in range(rounds):
-        for side in ("ours", name) if i % 2 == 0 else (name, "ours"):
-            if side == "ours":
-                runs[side].append(anyio.run(consumer.push_drain, namesrv, topic, messages))
-            else:
-                runs[side].append(peer.drain(topic, messages))
-    result = {}
-    for side, each in runs.items():
-        pooled = pooled_drains(each)
-        cpu = sum(d["cpu_s_from_first"] for d in each)
-        pooled["client_cpu_us_per_msg"] = round(cpu / pooled["messages"] * 1e6, 2)
-        result[side] = pooled
-    return result
+    return compare.drains(namesrv, topic, messages, rounds, peer.name,
+                          lambda _namesrv, topic, count: peer.drain(topic, count))  # fmt: skip
 
 
 def bench_pyrocketmq(source: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -184,7 +202,8 @@ def bench_pyrocketmq(source: Path, args: argparse.Namespace) -> dict[str, Any]:
     finally:
         venv.close()
     return {"client": "tt67wq/pyrocketmq", "revision": _revision(source), "broker": "4.9.7",
-            "modules_with_deferred_annotations": changed, **figures}  # fmt: skip
+            "limits": LIMITS["pyrocketmq"], "modules_with_deferred_annotations": changed,
+            **figures}  # fmt: skip
 
 
 def bench_rocketmq_python_client(requirement: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -203,7 +222,8 @@ def bench_rocketmq_python_client(requirement: str, args: argparse.Namespace) -> 
     finally:
         venv.close()
     broker = "5.3.3 through rocketmq-proxy 5.3.3"
-    return {"client": requirement, "revision": "PyPI", "broker": broker, **figures}
+    return {"client": requirement, "revision": "PyPI", "broker": broker,
+            "limits": LIMITS["rocketmq_python_client"], **figures}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -225,12 +245,21 @@ def main(argv: list[str] | None = None) -> int:
     began = time.monotonic()
     peers: dict[str, Any] = {}
 
+    earlier = json.loads(args.out.read_text()) if args.out.exists() else {}
+
     def run(name: str, measure: Callable[[], dict[str, Any]]) -> None:
         try:
-            peers[name] = measure()
+            peers[name] = {"taken_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                           **measure()}  # fmt: skip
         except PeerUnavailable as exc:
-            peers[name] = {"skipped": str(exc)}
             sys.stderr.write(f"benchmarks.peers: {name} skipped: {exc}\n")
+            before = earlier.get(name, {})
+            # a run that cannot measure a peer keeps the last figures of it, saying so
+            peers[name] = (
+                {**before, "not_remeasured": str(exc)}
+                if "produce" in before
+                else {"skipped": str(exc)}
+            )
 
     def pyrocketmq() -> dict[str, Any]:
         if args.pyrocketmq_source is None:

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from benchmarks import paired, peers
+from benchmarks import consumer, docs, paired, peers
 from benchmarks.nullbroker import NullBroker
 
 # a peer that answers every window with the same made-up figures (its warm-up too)
@@ -131,3 +131,79 @@ def test_a_peer_pip_cannot_install_is_recorded_as_skipped(
     assert skipped.startswith(f"pip could not install {missing}: ")
     assert "rocketmq_python_client skipped: pip could not install" in capsys.readouterr().err
     assert set(scratch.glob("rocketmq-actors-peer-*")) == before  # its virtualenv removed
+
+
+def _drain(messages: int, seconds: float, first_s: float, cpu_s: float) -> dict[str, Any]:
+    return {"messages": messages, "seconds": seconds, "msgs_per_s": round(messages / seconds),
+            "first_message_s": first_s, "cpu_s_from_first": cpu_s}  # fmt: skip
+
+
+def test_drains_take_turns_and_pool_each_sides_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    order: list[str] = []
+
+    async def prefill(namesrv: str, topic: str, count: int) -> float:
+        order.append("prefill")
+        return 0.0
+
+    async def ours(namesrv: str, topic: str, count: int) -> dict[str, Any]:
+        order.append("ours")
+        return _drain(count, 2.0, 1.0, 0.5)  # 1 s from the first message
+
+    class FakePeer(peers.Peer):
+        def drain(self, topic: str, count: int) -> dict[str, Any]:
+            order.append("peer")
+            return _drain(count, 5.0, 1.0, 2.0)  # 4 s from the first message
+
+    monkeypatch.setattr(consumer, "prefill", prefill)
+    monkeypatch.setattr(consumer, "push_drain", ours)
+    pooled = peers.drains(FakePeer("fake", "python", "-"), "ns", 1000, 4)
+    assert order == ["prefill", "ours", "peer", "peer", "ours", "ours", "peer", "peer", "ours"]
+    assert pooled["ours"]["msgs_per_s_from_first"] == 1000
+    assert pooled["fake"]["msgs_per_s_from_first"] == 250
+    assert pooled["ours"]["client_cpu_us_per_msg"] == 500.0
+    assert pooled["fake"]["client_cpu_us_per_msg"] == 2000.0
+
+
+def _measured(**extra: Any) -> dict[str, Any]:
+    def side(rate: int, cpu: float, seconds: float, failed: int = 0) -> dict[str, Any]:
+        return {"msgs_per_s": rate, "client_cpu_us_per_msg": cpu, "seconds": seconds,
+                "p50_ms": 0.2, "p99_ms": 0.9, "failed": failed}  # fmt: skip
+
+    drain = {"msgs_per_s_from_first": 100, "client_cpu_us_per_msg": 9.0, "first_message_s": [1]}
+    return {
+        "client": "a/peer", "revision": "abc", "broker": "4.9.7", "limits": "one connection",
+        "taken_at": "2026-11-26T09:00:00Z", "windows": 4, "window_seconds": 3.0,
+        "produce": {
+            "sync_one_in_flight": {"ours": side(400, 80.0, 12.0),
+                                   "peer": {**side(200, 300.0, 12.0, 3), "errors": {"E": 3}}},
+            "pipelined_1k": {"ours": side(5000, 16.0, 12.0), "peer": side(50, 340.0, 50.0)},
+        },
+        "consume": {"ours": drain, "peer": {**drain, "msgs_per_s_from_first": 10}},
+        **extra,
+    }  # fmt: skip
+
+
+def test_a_peers_figures_come_with_its_limits_and_ratios_ours_over_its() -> None:
+    text = "\n".join(docs._peer_section("peer", _measured()))
+    assert "broker 4.9.7): one connection." in text
+    assert "| a_sync_one_in_flight | msgs/s | 400 | 200 | 2.00 | 80.0 / 300.0 | 3 (E 3) |" in text
+    assert (
+        "| d_consume | msgs/s from the first message | 100 | 10 | 10.00 | 9.0 / 9.0 | - |" in text
+    )
+    assert "took 12.0 s (ours) and 50.0 s (peer) for the 12 s asked" in text
+    assert "Not re-measured" not in text
+    stale = "\n".join(docs._peer_section("peer", _measured(not_remeasured="pip failed")))
+    assert "Not re-measured by the last run (pip failed): these are the figures of 2026" in stale
+
+
+def test_a_run_that_cannot_measure_a_peer_keeps_its_last_figures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PYROCKETMQ_SOURCE", raising=False)
+    out = tmp_path / "peers.json"
+    out.write_text(json.dumps({"pyrocketmq": _measured()}))
+    assert peers.main(["--out", str(out), "--skip-rocketmq-python-client"]) == 0
+    kept = json.loads(out.read_text())["pyrocketmq"]
+    assert kept["produce"] == _measured()["produce"]
+    assert kept["taken_at"] == "2026-11-26T09:00:00Z"
+    assert "not on PyPI" in kept["not_remeasured"]
