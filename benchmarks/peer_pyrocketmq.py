@@ -1,14 +1,15 @@
 """The pure-Python peer tt67wq/pyrocketmq's side of ``benchmarks/peers.py``.
 
 Runs in a scratch virtualenv holding that client (never ours): ``benchmarks/peers.py`` creates
-it and starts this file with its interpreter, as ``benchmarks/paired.py`` starts
+it and starts this module with its interpreter (this tree on ``PYTHONPATH`` for
+``benchmarks.peer_protocol``, which needs nothing else of ours), as ``benchmarks/paired.py`` starts
 ``benchmarks/java/ProduceWindows.java``, and speaks the same line protocol:
 
-    python peer_pyrocketmq.py windows NAMESRV TOPIC WARMUP_SECONDS CONCURRENCY
+    python -m benchmarks.peer_pyrocketmq windows NAMESRV TOPIC WARMUP_SECONDS CONCURRENCY
         after a warm-up of pipelined sends it prints {"ready": true}; then per stdin line
         "sync SECONDS" / "pipelined SECONDS" -> {"mode", "messages", "failed", "seconds",
         "latencies_us"}; "quit" (or end of input) stops the producer.
-    python peer_pyrocketmq.py drain NAMESRV TOPIC GROUP COUNT
+    python -m benchmarks.peer_pyrocketmq drain NAMESRV TOPIC GROUP COUNT
         its push consumer drains COUNT messages of TOPIC from the first offset, then prints
         {"messages", "seconds", "first_message_s", "msgs_per_s_from_first", "cpu_s_from_first"}.
 
@@ -20,8 +21,6 @@ The client's own settings where they differ from the Java client's defaults are 
 from __future__ import annotations
 
 import asyncio
-import json
-import logging
 import sys
 import time
 from typing import Any
@@ -36,12 +35,7 @@ from pyrocketmq.model.consumer import ConsumeFromWhere
 from pyrocketmq.model.message import Message
 from pyrocketmq.producer import create_async_producer
 
-BODY = b"x" * 1024
-
-
-def _reply(figures: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(figures) + "\n")
-    sys.stdout.flush()
+from benchmarks.peer_protocol import BODY, reply, run
 
 
 async def _window(producer: Any, topic: str, senders: int, seconds: float) -> dict[str, Any]:
@@ -83,7 +77,7 @@ async def windows(namesrv: str, topic: str, warmup: float, concurrency: int) -> 
     await producer.start()
     try:
         await _window(producer, topic, concurrency, warmup)
-        _reply({"ready": True})
+        reply({"ready": True})
         loop = asyncio.get_running_loop()
         while line := await loop.run_in_executor(None, sys.stdin.readline):
             words = line.split()
@@ -91,9 +85,9 @@ async def windows(namesrv: str, topic: str, warmup: float, concurrency: int) -> 
                 break
             senders = {"sync": 1, "pipelined": concurrency}.get(words[0])
             if senders is None:
-                _reply({"error": f"unknown mode {words[0]}"})
+                reply({"error": f"unknown mode {words[0]}"})
                 continue
-            _reply({"mode": words[0], **await _window(producer, topic, senders, float(words[1]))})
+            reply({"mode": words[0], **await _window(producer, topic, senders, float(words[1]))})
     finally:
         await producer.shutdown()
 
@@ -125,22 +119,18 @@ async def drain(namesrv: str, topic: str, group: str, count: int) -> None:
     finally:
         await consumer.shutdown()
     elapsed, first_s = end - began, first_at - began
-    _reply({"messages": seen, "seconds": round(elapsed, 2), "msgs_per_s": round(seen / elapsed),
+    reply({"messages": seen, "seconds": round(elapsed, 2), "msgs_per_s": round(seen / elapsed),
             "first_message_s": round(first_s, 2),
             "msgs_per_s_from_first": round(seen / (elapsed - first_s)),
             "cpu_s_from_first": round(end_cpu - first_cpu, 3)})  # fmt: skip
 
 
 def main(argv: list[str]) -> int:
-    logging.disable(logging.CRITICAL)  # the client logs to stdout, which carries the replies
-    if argv[0] == "windows":
-        asyncio.run(windows(argv[1], argv[2], float(argv[3]), int(argv[4])))
-    elif argv[0] == "drain":
-        asyncio.run(drain(argv[1], argv[2], argv[3], int(argv[4])))
-    else:
-        _reply({"error": f"unknown command {argv[0]}"})
-        return 2
-    return 0
+    return run(
+        argv,
+        lambda *args: asyncio.run(windows(*args)),
+        lambda *args: asyncio.run(drain(*args)),
+    )
 
 
 if __name__ == "__main__":

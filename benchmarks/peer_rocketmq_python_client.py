@@ -2,14 +2,15 @@
 PyPI, through a RocketMQ 5 Proxy).
 
 Runs in a scratch virtualenv holding that client (never ours): ``benchmarks/peers.py`` creates
-it and starts this file with its interpreter, over the line protocol of the Java side of
-``benchmarks/paired.py``; ENDPOINT is the Proxy's gRPC address:
+it and starts this module with its interpreter (this tree on ``PYTHONPATH`` for
+``benchmarks.peer_protocol``, which needs nothing else of ours), over the line protocol of the
+Java side of ``benchmarks/paired.py``; ENDPOINT is the Proxy's gRPC address:
 
-    python peer_rocketmq_python_client.py windows ENDPOINT TOPIC WARMUP_SECONDS CONCURRENCY
+    python -m benchmarks.peer_rocketmq_python_client windows ENDPOINT TOPIC WARMUP CONCURRENCY
         after a warm-up of pipelined sends it prints {"ready": true}; then per stdin line
         "sync SECONDS" / "pipelined SECONDS" -> {"mode", "messages", "failed", "errors",
         "seconds", "latencies_us"}; "quit" (or end of input) stops the producer.
-    python peer_rocketmq_python_client.py drain ENDPOINT TOPIC GROUP COUNT
+    python -m benchmarks.peer_rocketmq_python_client drain ENDPOINT TOPIC GROUP COUNT
         its push consumer drains COUNT messages of TOPIC, then prints {"messages", "seconds",
         "first_message_s", "msgs_per_s_from_first", "cpu_s_from_first"}.
 
@@ -19,8 +20,6 @@ in flight with a semaphore, as the Java side does.
 
 from __future__ import annotations
 
-import json
-import logging
 import sys
 import threading
 import time
@@ -37,12 +36,7 @@ from rocketmq import (
     PushConsumer,
 )
 
-BODY = b"x" * 1024
-
-
-def _reply(figures: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(figures) + "\n")
-    sys.stdout.flush()
+from benchmarks.peer_protocol import BODY, reply, run
 
 
 def _message(topic: str) -> Any:
@@ -119,18 +113,18 @@ def windows(endpoint: str, topic: str, warmup: float, concurrency: int) -> None:
     producer.startup()
     try:
         pipelined(producer, topic, warmup, concurrency)
-        _reply({"ready": True})
+        reply({"ready": True})
         while line := sys.stdin.readline():
             words = line.split()
             if not words or words[0] == "quit":
                 break
             if words[0] == "sync":
-                _reply({"mode": "sync", **sync(producer, topic, float(words[1]))})
+                reply({"mode": "sync", **sync(producer, topic, float(words[1]))})
             elif words[0] == "pipelined":
                 figures = pipelined(producer, topic, float(words[1]), concurrency)
-                _reply({"mode": "pipelined", **figures})
+                reply({"mode": "pipelined", **figures})
             else:
-                _reply({"error": f"unknown mode {words[0]}"})
+                reply({"error": f"unknown mode {words[0]}"})
     finally:
         producer.shutdown()
 
@@ -162,25 +156,17 @@ def drain(endpoint: str, topic: str, group: str, count: int) -> None:
     finally:
         consumer.shutdown()
     if not finished:
-        _reply({"error": f"{seen} of {count} messages within 600 s"})
+        reply({"error": f"{seen} of {count} messages within 600 s"})
         return
     elapsed, first_s = end - began, first_at - began
-    _reply({"messages": seen, "seconds": round(elapsed, 2),
+    reply({"messages": seen, "seconds": round(elapsed, 2),
             "msgs_per_s": round(seen / elapsed), "first_message_s": round(first_s, 2),
             "msgs_per_s_from_first": round(seen / (elapsed - first_s)),
             "cpu_s_from_first": round(end_cpu - first_cpu, 3)})  # fmt: skip
 
 
 def main(argv: list[str]) -> int:
-    logging.disable(logging.CRITICAL)  # stdout carries the replies
-    if argv[0] == "windows":
-        windows(argv[1], argv[2], float(argv[3]), int(argv[4]))
-    elif argv[0] == "drain":
-        drain(argv[1], argv[2], argv[3], int(argv[4]))
-    else:
-        _reply({"error": f"unknown command {argv[0]}"})
-        return 2
-    return 0
+    return run(argv, windows, drain)
 
 
 if __name__ == "__main__":

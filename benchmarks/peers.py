@@ -134,16 +134,17 @@ class Peer:
 
     def __init__(self, name: str, python: str, address: str) -> None:
         self.name, self.python, self.address = name, python, address
-        self.program = str(HERE / f"peer_{name}.py")
+        self.program = ["-m", f"benchmarks.peer_{name}"]
 
     def _scratch(self) -> tuple[Path, dict[str, str]]:
         scratch = Path(tempfile.mkdtemp(prefix=f"rocketmq-actors-peer-{self.name}-run-"))
-        return scratch, {**os.environ, "HOME": str(scratch)}
+        # this tree for benchmarks.peer_protocol (the package imports nothing else of ours)
+        return scratch, {**os.environ, "HOME": str(scratch), "PYTHONPATH": str(HERE.parent)}
 
     def side(self, namesrv: str, topic: str, warmup: float, concurrency: int) -> paired.LineSide:
         """A :data:`paired.SideFactory`: the program in ``windows`` mode."""
         scratch, env = self._scratch()
-        argv = [self.python, self.program, "windows", self.address, topic, str(warmup),
+        argv = [self.python, *self.program, "windows", self.address, topic, str(warmup),
                 str(concurrency)]  # fmt: skip
         return paired.LineSide(f"peer_{self.name}.py", argv, scratch, env)
 
@@ -152,7 +153,7 @@ class Peer:
         scratch, env = self._scratch()
         try:
             done = subprocess.run(
-                [self.python, self.program, "drain", self.address, topic,
+                [self.python, *self.program, "drain", self.address, topic,
                  f"bench_peer_{self.name}_{time.time_ns()}", str(count)],
                 capture_output=True, text=True, timeout=900, check=False, cwd=scratch, env=env,
             )  # fmt: skip

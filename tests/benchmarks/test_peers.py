@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from benchmarks import consumer, docs, paired, peers
+from benchmarks import consumer, docs, paired, peer_protocol, peers
 from benchmarks.nullbroker import NullBroker
 
 # a peer that answers every window with the same made-up figures (its warm-up too)
@@ -207,3 +207,14 @@ def test_a_run_that_cannot_measure_a_peer_keeps_its_last_figures(
     assert kept["produce"] == _measured()["produce"]
     assert kept["taken_at"] == "2026-11-26T09:00:00Z"
     assert "not on PyPI" in kept["not_remeasured"]
+
+
+def test_a_peer_program_answers_a_wrong_command_with_an_error_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    calls: list[tuple[object, ...]] = []
+    assert peer_protocol.run(["windows", "a", "t", "1.5", "8"], lambda *a: calls.append(a),
+                             lambda *a: calls.append(a)) == 0  # fmt: skip
+    assert calls == [("a", "t", 1.5, 8)]
+    assert peer_protocol.run(["drian", "a", "t", "g", "5"], print, print) == 2
+    assert json.loads(capsys.readouterr().out)["error"].startswith("usage: windows|drain")
