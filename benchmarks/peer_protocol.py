@@ -23,9 +23,14 @@ def reply(figures: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+def silence_logging() -> None:
+    """A client's log on stdout would interleave the replies: off, for the whole process."""
+    logging.disable(logging.CRITICAL)
+
+
 def run(argv: list[str], windows: Windows, drain: Drain) -> int:
-    """``windows ADDRESS TOPIC WARMUP CONCURRENCY`` or ``drain ADDRESS TOPIC GROUP COUNT``."""
-    logging.disable(logging.CRITICAL)  # a client's log on stdout would interleave the replies
+    """``windows ADDRESS TOPIC WARMUP CONCURRENCY`` or ``drain ADDRESS TOPIC GROUP COUNT``.
+    A program calls :func:`silence_logging` first (never the harness's own process)."""
     if argv[:1] == ["windows"] and len(argv) == 5:
         windows(argv[1], argv[2], float(argv[3]), int(argv[4]))
     elif argv[:1] == ["drain"] and len(argv) == 5:

@@ -35,7 +35,7 @@ from pyrocketmq.model.consumer import ConsumeFromWhere
 from pyrocketmq.model.message import Message
 from pyrocketmq.producer import create_async_producer
 
-from benchmarks.peer_protocol import BODY, reply, run
+from benchmarks.peer_protocol import BODY, reply, run, silence_logging
 
 
 async def _window(producer: Any, topic: str, senders: int, seconds: float) -> dict[str, Any]:
@@ -126,6 +126,7 @@ async def drain(namesrv: str, topic: str, group: str, count: int) -> None:
 
 
 def main(argv: list[str]) -> int:
+    silence_logging()
     return run(
         argv,
         lambda *args: asyncio.run(windows(*args)),

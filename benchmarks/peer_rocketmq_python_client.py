@@ -36,7 +36,7 @@ from rocketmq import (
     PushConsumer,
 )
 
-from benchmarks.peer_protocol import BODY, reply, run
+from benchmarks.peer_protocol import BODY, reply, run, silence_logging
 
 
 def _message(topic: str) -> Any:
@@ -166,6 +166,7 @@ def drain(endpoint: str, topic: str, group: str, count: int) -> None:
 
 
 def main(argv: list[str]) -> int:
+    silence_logging()
     return run(argv, windows, drain)
 
 

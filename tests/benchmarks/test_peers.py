@@ -5,6 +5,7 @@ reported as skipped. (The peers themselves are not installed here: ``make bench`
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import tempfile
@@ -218,3 +219,4 @@ def test_a_peer_program_answers_a_wrong_command_with_an_error_line(
     assert calls == [("a", "t", 1.5, 8)]
     assert peer_protocol.run(["drian", "a", "t", "g", "5"], print, print) == 2
     assert json.loads(capsys.readouterr().out)["error"].startswith("usage: windows|drain")
+    assert not logging.root.manager.disable  # the harness's own logging left as it was
