@@ -358,6 +358,12 @@ def _compiled_section(compiled: dict[str, Any]) -> list[str]:
     ]
 
 
+def _drain_cpu(drain: dict[str, Any]) -> str:
+    """A drain's client CPU per message from its first message ("-" where not recorded)."""
+    cpu = drain.get("cpu_s_from_first")
+    return f"{cpu / drain['messages'] * 1e6:.2f}" if cpu is not None and drain["messages"] else "-"
+
+
 def performance_md() -> str:
     compare = _load("compare.json".removesuffix(".json"))
     settings = compare["settings"]
@@ -381,11 +387,12 @@ def performance_md() -> str:
         *[_windows(name, detail) for name, detail in produce.items()],
         "",
         "Drains of the backlog (d):\n",
-        "| side | drain | messages | seconds | msgs/s | first message s | msgs/s from first |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| side | drain | messages | seconds | msgs/s | first message s | msgs/s from first |"
+        " client CPU us/msg from first |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
         *[
             f"| {side} | {i} | {d['messages']} | {d['seconds']} | {d['msgs_per_s']} | "
-            f"{d['first_message_s']} | {d['msgs_per_s_from_first']} |"
+            f"{d['first_message_s']} | {d['msgs_per_s_from_first']} | {_drain_cpu(d)} |"
             for side in ("ours", "java")
             for i, d in enumerate(compare["detail"][f"{side}_consume"]["drains"], 1)
         ],
