@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 import sys
 from typing import Any
 
@@ -319,12 +320,6 @@ client's CPU per message on (b).
 COMPILED_THRESHOLD = 0.10
 
 
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
 def _compiled_section(compiled: dict[str, Any]) -> list[str]:
     modules = compiled["modules"]
     ok = [name for name, verdict in modules.items() if verdict == "ok"]
@@ -345,8 +340,8 @@ def _compiled_section(compiled: dict[str, Any]) -> list[str]:
         "| figure (median of the runs) | pure | compiled |",
         "|---|---:|---:|",
         *[
-            f"| codec `{key}` | {round(_median([r[key] for r in codec['pure']]), 3):g} | "
-            f"{round(_median([r[key] for r in codec['compiled']]), 3):g} |"
+            f"| codec `{key}` | {round(statistics.median(r[key] for r in codec['pure']), 3):g} | "
+            f"{round(statistics.median(r[key] for r in codec['compiled']), 3):g} |"
             for key in codec["pure"][0]
         ],
         f"| (b) pipelined msgs/s (pooled) | {pure['msgs_per_s']} | {built['msgs_per_s']} |",
