@@ -300,6 +300,10 @@ class Producer(GroupMember):
         """Send and wait for the broker's answer. With ``sharding_key`` (or ``selector`` and
         ``arg``) the queue is chosen by the key: same key, same queue, in order."""
         if self._tracing is None and self.trace is None:
+            if sharding_key is None and selector is None:  # (the hot path: no frame between)
+                prepared = self._prepare(message)
+                self._check_running()
+                return await self.loop.send(prepared, _ROUND_ROBIN, timeout)
             return await self._send_now(message, sharding_key, selector, arg, timeout)
         started = rmq_trace.now_ms()
         if self._tracing is not None:

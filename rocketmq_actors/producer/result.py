@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import overload
 
 import attrs
@@ -34,6 +34,9 @@ _BY_CODE: dict[int, SendStatus] = {
     ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
     ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
 }
+
+#: ``SendStatus.from_code`` without the classmethod's frame (the send path's lookup)
+status_of_code: Callable[[int], SendStatus | None] = _BY_CODE.get
 
 
 @attrs.frozen(kw_only=True)

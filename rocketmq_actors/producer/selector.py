@@ -48,7 +48,8 @@ class LatencyFaultTolerance:
 
     enabled: bool = False
     clock: Callable[[], float] = time.monotonic
-    _available_at: dict[str, float] = attrs.field(factory=dict)
+    #: broker -> when it may be chosen again (empty: none was ever isolated)
+    available_at: dict[str, float] = attrs.field(factory=dict)
 
     def record(self, broker: str, latency_ms: float, *, failed: bool = False) -> None:
         if not self.enabled:
@@ -58,10 +59,10 @@ class LatencyFaultTolerance:
         for step, iso in zip(_LATENCY_STEPS, _ISOLATION, strict=True):
             if latency >= step:
                 isolation = iso
-        self._available_at[broker] = self.clock() + isolation / 1000
+        self.available_at[broker] = self.clock() + isolation / 1000
 
     def available(self, broker: str) -> bool:
-        return self._available_at.get(broker, 0.0) <= self.clock()
+        return self.available_at.get(broker, 0.0) <= self.clock()
 
 
 class RoundRobin:
@@ -75,6 +76,9 @@ class RoundRobin:
 
     def choose(self, queues: Sequence[MessageQueue], avoid: str | None = None) -> MessageQueue:
         count = len(queues)
+        if avoid is None and not self._faults.available_at:  # (nothing to skip: the common case)
+            self._counter += 1
+            return queues[self._counter % count]
         for _ in range(count):
             self._counter += 1
             queue = queues[self._counter % count]

@@ -39,7 +39,7 @@ from rocketmq_actors.runtime.checks import check_timeout
 from rocketmq_actors.runtime.connection import BrokerConnection
 
 from .prepare import Prepared
-from .result import SendResult, SendStatus, new_send_result
+from .result import SendResult, SendStatus, new_send_result, status_of_code
 from .selector import LatencyFaultTolerance, QueueSelector, RoundRobin, select_by_key
 
 __all__ = ["ROUND_ROBIN", "TEMPLATE_TOPIC", "Routing", "SendLoop"]
@@ -54,11 +54,10 @@ _STALE_GUESS = frozenset({ResponseCode.INVALID_PARAMETER, ResponseCode.TOPIC_NOT
 _ROUTE_SUSPECT = (ConnectError, ConnectionLost, RequestTimeout)
 _NOT_MASTER = frozenset({ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.NO_PERMISSION})
 
-# the send path's enum members and classmethod, looked up once: on Python 3.11 an attribute of
+# the send path's enum members, looked up once: on Python 3.11 an attribute of
 # an Enum class costs several times a module global's (benchmarks/abtest.py measured the
 # change: the "changes" entry of benchmarks/results/nullbroker.json)
 _SEND_OK = SendStatus.SEND_OK
-_status_of = SendStatus.from_code
 _SEND_V2 = RequestCode.SEND_MESSAGE_V2
 _SEND_BATCH = RequestCode.SEND_BATCH_MESSAGE
 
@@ -156,6 +155,8 @@ class SendLoop:
         queues = route.publish_queues
         if not queues:
             raise SendFailed(route.topic, [BrokerError("-", 17, "no writable queue in route")])
+        if routing is ROUND_ROBIN:
+            return self._round_robin.choose(queues, avoid)
         if routing.message is not None and routing.sharding_key is not None:
             return select_by_key(queues, routing.message, routing.sharding_key)
         if routing.message is not None and routing.selector is not None:
@@ -229,7 +230,7 @@ class SendLoop:
         try:
             timeout = timeout or self.send_timeout
             deadline = time.monotonic() + timeout
-            ordered = routing.ordered
+            ordered = routing is not ROUND_ROBIN and routing.ordered
             attempts: list[RocketMQError] = []
             avoid: str | None = None
             not_ok: SendResult | None = None  # stored, but not flushed or replicated as asked
@@ -273,14 +274,22 @@ class SendLoop:
                             flag=prepared.flag, batch=batch,
                         )  # fmt: skip
 
-                    addr = self.master(route, queue)
+                    addr = route.master_addr(broker) or self.master(route, queue)
                     conn = self._instance.pool.registry.lookup(addr)
                     if conn is None or not conn.is_open:
                         conn = await self.connect_within(
                             addr, remaining, fail_over=self._elsewhere(route, broker, routing)
                         )
                         remaining = attempt_end - time.monotonic()
-                    reply = await conn.request_encoded(code, encode, remaining, prepared.size)
+                    started_request = conn.start_encoded(code, encode, remaining, prepared.size)
+                    if started_request is None:  # (it must wait for room first)
+                        reply = await conn.request_encoded(code, encode, remaining, prepared.size)
+                    else:
+                        opaque, waiter = started_request
+                        try:
+                            reply = await waiter
+                        finally:
+                            conn.finish(opaque, waiter, prepared.size)
                 except (SendFailed, UnsupportedByBroker) as exc:  # (no master, no 5.x master)
                     raise self._given_up(prepared.user_topic, attempts, exc) from exc
                 except RocketMQError as exc:
@@ -295,7 +304,7 @@ class SendLoop:
                     if not exc.retriable:
                         break
                     continue
-                status = _status_of(reply.code)
+                status = status_of_code(reply.code)
                 if status is None:
                     error = broker_error(addr, reply.code, reply.remark)
                     attempts.append(error)

@@ -17,7 +17,9 @@ that difference is the client's throughput (benchmarks/roundtrip.py). So:
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
+import time
 from collections.abc import Callable, Generator, MutableMapping
 from typing import Any, Protocol
 
@@ -109,7 +111,15 @@ def waiter_factory() -> tuple[Callable[[], Waiter], Clock]:
         loop = asyncio.get_running_loop()  # raises outside asyncio (e.g. on trio)
     except RuntimeError:
         return _EventWaiter, anyio.current_time
-    return loop.create_future, loop.time
+    # asyncio's own loop: its future class and clock called straight, not through the loop's
+    # Python methods (two frames less a request, on a path run once per message:
+    # benchmarks/abtest.py); another loop (uvloop) keeps its own
+    loop_class = type(loop)
+    new: Callable[[], Waiter] = loop.create_future
+    if loop_class.create_future is asyncio.BaseEventLoop.create_future:
+        new = functools.partial(asyncio.Future, loop=loop)
+    clock = time.monotonic if loop_class.time is asyncio.BaseEventLoop.time else loop.time
+    return new, clock
 
 
 async def wait_done(waiter: Waiter) -> None:

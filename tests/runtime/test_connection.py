@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -264,6 +264,84 @@ async def test_in_flight_cap_is_backpressure_not_an_error() -> None:
             assert len(peer.received) == 2  # the other four wait for a slot
             release.set()
         assert done == 6
+
+
+async def test_start_encoded_queues_at_once_or_declines_without_side_effects() -> None:
+    """The send path's half request: queued and its waiter returned when it need not wait;
+    None, with no opaque taken, no frame built and no slot held, when it must (the caller
+    then takes :meth:`request_encoded`, which waits); ``finish`` frees the slot."""
+    release = anyio.Event()
+
+    async def gated(peer: FakePeer, cmd: RemotingCommand) -> None:
+        await release.wait()
+        await peer.reply(cmd, ext_fields={"n": cmd.ext_fields["n"]})
+
+    built: list[int] = []
+
+    def encoder(n: int) -> Callable[[int], bytes]:
+        def encode(opaque: int) -> bytes:
+            built.append(opaque)
+            cmd = _req(n=str(n))
+            cmd.opaque = opaque
+            return cmd.encode()
+
+        return encode
+
+    async with FakeServer(gated) as server, serving(server, max_in_flight=1) as running:
+        conn = running.conn
+        code = RequestCode.GET_MAX_OFFSET
+        first = conn.start_encoded(code, encoder(1), 5.0, 10)
+        assert first is not None and conn.pending == 1 and built == [first[0]]
+        assert conn.start_encoded(code, encoder(2), 5.0, 10) is None  # the one slot is taken
+        assert built == [first[0]] and conn.pending == 1
+        assert conn.statistics()["in_flight_bytes"] == 10
+        release.set()
+        opaque, waiter = first
+        try:
+            reply = await waiter
+        finally:
+            conn.finish(opaque, waiter, 10)
+        assert reply.ext_fields["n"] == "1"
+        assert conn.pending == 0 and conn.statistics()["in_flight_bytes"] == 0
+
+        def broken(opaque: int) -> bytes:
+            raise ProtocolError("frame-too-large", "test")
+
+        with pytest.raises(ProtocolError):
+            conn.start_encoded(code, broken, 5.0, 10)
+        assert conn.pending == 0 and conn.statistics()["in_flight_bytes"] == 0
+        again = conn.start_encoded(code, encoder(3), 5.0, 10)  # the slot was freed
+        assert again is not None
+        try:
+            assert (await again[1]).ext_fields["n"] == "3"
+        finally:
+            conn.finish(again[0], again[1], 10)
+        conn.close()
+        assert conn.start_encoded(code, encoder(4), 5.0, 10) is None
+        assert len(built) == 2
+
+
+async def test_a_cancelled_half_request_frees_its_slot() -> None:
+    async def never(peer: FakePeer, cmd: RemotingCommand) -> None:
+        await anyio.sleep_forever()
+
+    async with FakeServer(never) as server, serving(server, max_in_flight=1) as running:
+        conn = running.conn
+
+        def encode(opaque: int) -> bytes:
+            cmd = _req()
+            cmd.opaque = opaque
+            return cmd.encode()
+
+        started = conn.start_encoded(RequestCode.GET_MAX_OFFSET, encode, 30.0)
+        assert started is not None
+        with anyio.move_on_after(0.05):
+            try:
+                await started[1]
+            finally:
+                conn.finish(*started)
+        assert conn.pending == 0
+        assert conn.start_encoded(RequestCode.GET_MAX_OFFSET, encode, 30.0) is not None
 
 
 async def test_writes_are_coalesced() -> None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 
 import anyio
 
@@ -12,10 +13,42 @@ async def test_asyncio_waiters_are_plain_loop_futures() -> None:
     # a task awaiting exactly an asyncio.Future takes the C fast path (a subclass does not)
     new_waiter, clock = waiter_factory()
     waiter = new_waiter()
+    loop = asyncio.get_running_loop()
     assert type(waiter) is asyncio.Future
-    assert clock == asyncio.get_running_loop().time
+    assert waiter.get_loop() is loop
+    # the stock loop's clock is time.monotonic, called straight (a frame less a request)
+    assert type(loop).time is asyncio.BaseEventLoop.time
+    assert clock is time.monotonic
+    before = loop.time()
+    assert before <= clock() <= loop.time()
     waiter.set_result(7)
     assert await waiter == 7
+
+
+def test_a_loop_with_its_own_clock_and_futures_keeps_them() -> None:
+    # uvloop's clock is its own (cached per iteration): a deadline must be on the loop's time
+    made: list[asyncio.Future[object]] = []
+
+    class Loop(asyncio.SelectorEventLoop):
+        def time(self) -> float:
+            return 1000.0 + super().time()
+
+        def create_future(self) -> asyncio.Future[object]:
+            made.append(super().create_future())
+            return made[-1]
+
+    async def main() -> None:
+        new_waiter, clock = waiter_factory()
+        loop = asyncio.get_running_loop()
+        assert clock == loop.time and clock() >= 1000.0
+        waiter = new_waiter()
+        assert made == [waiter]
+
+    loop = Loop()
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
 
 
 async def test_the_watcher_expires_overdue_entries_and_keeps_the_rest() -> None:
