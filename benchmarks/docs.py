@@ -65,9 +65,13 @@ FINDINGS = """\
   bottleneck, and the table there says how the clients compare per core. On a machine whose
   cores are taken by other work, a client with many threads gets a larger share of the CPU than
   our one-threaded event loop, so throughput ratios there move with the machine's load; the
-  CPU per message moves less. The profile of our pipelined path puts the send loop's own
-  code (`SendLoop.send`) and the transport's write (the `send` system call per flush) far
-  ahead of the rest; what a change moved is measured before/after in the same run.
+  CPU per message moves less. On the pipelined path (b) a send's CPU is spread over the send
+  loop (`SendLoop.send`), the frame's encoding, the event loop's wake-up of the sending task
+  and the response's decoding (the profile above); the Python calls and coroutine frames
+  between a send and its connection were the part we could cut (the `changes` table: what a
+  change moved, before/after in the same run). Our client runs on one event-loop thread, so
+  its rate on (b) is bounded by its CPU per message; the Java client's rate times its CPU per
+  message, both in the table, is more than one core's time, which ours cannot take.
 - Profiling: py-spy's default mode pauses the process for every sample, and a paused thread
   stops on its way out of a system call, so its samples piled up on the send path's most
   frequent call (the `getpid` that CPython 3.11's `asyncio.get_running_loop` makes, or
