@@ -34,6 +34,7 @@ __all__ = [
     "PullResult",
     "PullStatus",
     "Puller",
+    "RawPull",
     "check_subscription",
     "first_offset_at",
     "max_offset",
@@ -41,6 +42,7 @@ __all__ = [
     "offset_for_time",
     "pull_once",
     "pull_or_back_off",
+    "pull_raw",
 ]
 
 log = get_logger("rocketmq_actors.consumer")
@@ -77,6 +79,19 @@ _STATUS: dict[int, PullStatus] = {
 }
 
 
+@attrs.frozen
+class RawPull:
+    """A pull's answer with its records undecoded (``body``: stored-message records, empty
+    unless FOUND)."""
+
+    status: PullStatus
+    next_offset: int
+    min_offset: int
+    max_offset: int
+    body: bytes = b""
+    suggested_broker_id: int = 0
+
+
 async def pull_once(
     instance: ClientInstance,
     group: str,
@@ -93,6 +108,40 @@ async def pull_once(
     """One PULL_MESSAGE (shared by the pull and push consumers), to node ``broker_id`` of the
     queue's broker when it has one (the last pull's suggestion), else as
     :meth:`~rocketmq_actors.cluster.routes.RouteTable.broker_addr` picks."""
+    raw = await pull_raw(
+        instance, group, queue, offset, subscription=subscription, sub_version=sub_version,
+        max_messages=max_messages, wait=wait, request_timeout=request_timeout,
+        broker_id=broker_id,
+    )  # fmt: skip
+    messages: tuple[MessageExt, ...] = ()
+    if raw.status is PullStatus.FOUND:
+        # a record that does not decode comes back marked (decode_error), never as an error
+        # for the whole pull: the consumer sends it on to the DLQ and the queue moves on
+        decoded = decode_records(raw.body, ReceivedMessage, strict=False)
+        offsets = (raw.min_offset, raw.max_offset)
+        for message in decoded:
+            message.broker_name = queue.broker_name
+            message.set_pull_offsets(offsets)
+        messages = tuple(m for m in decoded if subscription.matches(m))
+    return PullResult(raw.status, raw.next_offset, raw.min_offset, raw.max_offset, messages,
+                      raw.suggested_broker_id)  # fmt: skip
+
+
+async def pull_raw(
+    instance: ClientInstance,
+    group: str,
+    queue: MessageQueue,
+    offset: int,
+    *,
+    subscription: Subscription,
+    sub_version: int,
+    max_messages: int,
+    wait: float,
+    request_timeout: float,
+    broker_id: int = 0,
+) -> RawPull:
+    """:func:`pull_once` without decoding the records (nor filtering them by tag on this
+    side: what the broker's filter let through)."""
     addr = await instance.routes.broker_addr(queue, master_only=False, broker_id=broker_id)
     header = PullMessageRequestHeader(
         consumer_group=group,
@@ -117,22 +166,12 @@ async def pull_once(
     if status is None:
         raise broker_error(addr, reply.code, reply.remark)
     response = PullMessageResponseHeader.from_ext(reply.ext_fields)
-    messages: tuple[MessageExt, ...] = ()
-    if status is PullStatus.FOUND:
-        # a record that does not decode comes back marked (decode_error), never as an error
-        # for the whole pull: the consumer sends it on to the DLQ and the queue moves on
-        decoded = decode_records(reply.body, ReceivedMessage, strict=False)
-        offsets = (response.min_offset, response.max_offset)
-        for message in decoded:
-            message.broker_name = queue.broker_name
-            message.set_pull_offsets(offsets)
-        messages = tuple(m for m in decoded if subscription.matches(m))
-    return PullResult(
+    return RawPull(
         status,
         response.next_begin_offset,
         response.min_offset,
         response.max_offset,
-        messages,
+        reply.body if status is PullStatus.FOUND else b"",
         response.suggest_which_broker_id,
     )
 

@@ -58,12 +58,14 @@ from rocketmq_actors.trace import hooks as rmq_trace
 from .brokercalls import (
     PullResult,
     PullStatus,
+    RawPull,
     check_subscription,
     first_offset_at,
     max_offset,
     min_offset,
     offset_for_time,
     pull_once,
+    pull_raw,
 )
 from .fetcher import Fetcher, RecordBuffer, deserialize_taken
 from .message import ReceivedMessage, T, deserialize_record
@@ -427,6 +429,25 @@ class PullConsumer(GroupMember, Generic[T]):
                 deserialize_record(message, self.value_deserializer, self._ns.app(queue))
         self._ns.app_messages(result.messages)
         return result
+
+    async def pull_raw(
+        self, queue: MessageQueue, offset: int, *, max_messages: int = 32
+    ) -> RawPull:
+        """One pull of every message from ``offset`` (no filter, no wait) whose records are left
+        undecoded: for readers that copy them into columns
+        (:func:`~rocketmq_actors.protocol.recordcolumns.decode_plain_columns`, else
+        :func:`~rocketmq_actors.protocol.records.decode_messages`), such as the Spark source.
+        No deserializer is applied and the records carry the topic as stored (namespaced)."""
+        self._check_running()
+        if offset < 0 or max_messages < 1:
+            raise ConfigError("offset >= 0 and max_messages >= 1 are required")
+        queue = self._ns.wire(queue)
+        subscription = await self._subscribe(queue.topic, "*", "TAG")
+        return await pull_raw(
+            self._instance, self.group, queue, offset, subscription=subscription,
+            sub_version=self._sub_version, max_messages=max_messages, wait=0.0,
+            request_timeout=self.request_timeout,
+        )  # fmt: skip
 
     # ---- offsets ----------------------------------------------------------------------
 

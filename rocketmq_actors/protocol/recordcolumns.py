@@ -1,0 +1,152 @@
+"""Stored-message records as columns, for readers that turn records into rows.
+
+:func:`~rocketmq_actors.protocol.records.decode_messages` builds one
+:class:`~rocketmq_actors.protocol.records.MessageExt` per record; a reader that only copies
+fields into columns (the Spark source's Arrow record batches) pays for every object and then
+reads it back field by field. :func:`decode_plain_columns` appends each record's fields to
+the lists of a :class:`RecordColumns` instead, for the common records only: IPv4 hosts, a
+body that is not compressed, no inner batch, framing intact. A body holding any other record
+is left to ``decode_messages`` (which decompresses, expands inner batches and marks what does
+not decode), whose messages :meth:`RecordColumns.add_messages` takes as they are: the columns
+are the same either way (a test holds the two paths equal).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+
+import attrs
+
+from .messages import MessageSysFlag, offset_msg_id
+from .records import MAGIC_V1, MAGIC_V2, MessageExt
+
+__all__ = ["RecordColumns", "decode_plain_columns"]
+
+# the whole fixed part when both hosts are IPv4 (88 bytes, up to and including body length)
+_FIXED_V4 = struct.Struct(">iiiiiqqiq4siq4siiqi")
+_I16 = struct.Struct(">h")
+# what decode_plain_columns leaves to decode_messages
+_NOT_PLAIN = (
+    MessageSysFlag.BORNHOST_V6
+    | MessageSysFlag.STOREHOST_V6
+    | MessageSysFlag.COMPRESSED
+    | MessageSysFlag.NEED_UNWRAP
+)
+
+
+@attrs.define
+class RecordColumns:
+    """What a row reader keeps of each record, one list per field, in record order."""
+
+    queue_ids: list[int] = attrs.Factory(list)
+    queue_offsets: list[int] = attrs.Factory(list)
+    raw_properties: list[bytes] = attrs.Factory(list)
+    bodies: list[bytes] = attrs.Factory(list)
+    born_timestamps: list[int] = attrs.Factory(list)  # ms
+    store_timestamps: list[int] = attrs.Factory(list)  # ms
+    reconsume_times: list[int] = attrs.Factory(list)
+    # for the offset message id of a record without UNIQ_KEY
+    store_ips: list[bytes] = attrs.Factory(list)
+    store_ports: list[int] = attrs.Factory(list)
+    commit_log_offsets: list[int] = attrs.Factory(list)
+
+    def __len__(self) -> int:
+        return len(self.queue_offsets)
+
+    def _lists(self) -> tuple[list[object], ...]:
+        return attrs.astuple(self, recurse=False)
+
+    def extend(self, other: RecordColumns) -> None:
+        """Append ``other``'s rows."""
+        for mine, theirs in zip(self._lists(), other._lists(), strict=True):
+            mine.extend(theirs)
+
+    def truncate(self, rows: int) -> None:
+        """Keep the first ``rows`` rows."""
+        for column in self._lists():
+            del column[rows:]
+
+    def add_messages(self, messages: Iterable[MessageExt]) -> None:
+        """Append decoded messages (the records :func:`decode_plain_columns` leaves)."""
+        for m in messages:
+            self.queue_ids.append(m.queue_id)
+            self.queue_offsets.append(m.queue_offset)
+            self.raw_properties.append(m.raw_properties)
+            self.bodies.append(m.body)
+            self.born_timestamps.append(m.born_timestamp)
+            self.store_timestamps.append(m.store_timestamp)
+            self.reconsume_times.append(m.reconsume_times)
+            self.store_ips.append(m.store_ip)
+            self.store_ports.append(m.store_port)
+            self.commit_log_offsets.append(m.commit_log_offset)
+
+    def offset_msg_id(self, row: int) -> str:
+        """The broker's id of ``row``'s record (store host and commit-log offset)."""
+        return offset_msg_id(
+            self.store_ips[row], self.store_ports[row], self.commit_log_offsets[row]
+        )
+
+
+class _NotPlain(Exception):
+    """A record for decode_messages (never leaves this module)."""
+
+
+def decode_plain_columns(data: bytes, into: RecordColumns) -> bool:
+    """Append the records of ``data`` (a pull body) to ``into`` if every one is plain (see
+    the module docstring) and return True; else return False with ``into`` unchanged, and
+    the caller decodes ``data`` with ``decode_messages``."""
+    fixed, i16 = _FIXED_V4.unpack_from, _I16.unpack_from
+    size = len(data)
+    rows = RecordColumns()
+    qids, qoffs, props, bodies = (
+        rows.queue_ids,
+        rows.queue_offsets,
+        rows.raw_properties,
+        rows.bodies,
+    )
+    born, stored, reconsumes = rows.born_timestamps, rows.store_timestamps, rows.reconsume_times
+    s_ips, s_ports, phys_offsets = rows.store_ips, rows.store_ports, rows.commit_log_offsets
+    pos = 0
+    try:
+        while pos < size:
+            if size - pos < 88:
+                raise _NotPlain
+            (total, magic, _crc, queue_id, _flag, queue_offset, phys, sys_flag, born_ts,
+             _b_ip, _b_port, store_ts, s_ip, s_port, reconsume, _prepared, body_len) = (
+                fixed(data, pos)
+            )  # fmt: skip
+            end = pos + total
+            if sys_flag & _NOT_PLAIN or total < 88 or end > size or body_len < 0:
+                raise _NotPlain
+            p = pos + 88 + body_len
+            if magic == MAGIC_V1 and p < end:
+                topic_len = data[p]
+                p += 1
+            elif magic == MAGIC_V2:
+                (topic_len,) = i16(data, p)  # (past the end: struct.error)
+                p += 2
+            else:
+                raise _NotPlain
+            p += topic_len
+            if topic_len < 0 or p + 2 > end:
+                raise _NotPlain
+            (props_len,) = i16(data, p)
+            p += 2
+            if props_len < 0 or p + props_len > end:
+                raise _NotPlain
+            qids.append(queue_id)
+            qoffs.append(queue_offset)
+            props.append(data[p : p + props_len])
+            bodies.append(data[pos + 88 : pos + 88 + body_len])
+            born.append(born_ts)
+            stored.append(store_ts)
+            reconsumes.append(reconsume)
+            s_ips.append(s_ip)
+            s_ports.append(s_port)
+            phys_offsets.append(phys)
+            pos = end
+    except (_NotPlain, struct.error):  # (struct.error: a read past a short record)
+        return False
+    into.extend(rows)
+    return True
