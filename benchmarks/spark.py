@@ -8,11 +8,17 @@ driver; (b) ``df.write.format("rocketmq")`` from the executors. The DataFrame is
 counted first so that both paths time publishing, not generating rows; the Spark session's
 start is not timed. Then the topic (b) wrote, 8 queues, is read back: (c) by one
 ``PullConsumer`` in one process, pulling every queue in turn (the single-process rate);
-(d) by a Spark batch read, counted; (e) by a streaming query with Trigger.AvailableNow into
-Spark's ``noop`` sink, after one untimed read that starts Spark's Python workers (timed whole,
-and its triggers alone: the rate a long-running query sees); (f) by the source's executor code
-alone (``read_range``, the record batches Spark is given) in this process, without Spark: what
-is left between (f) and (d) is Spark's (the batches' way to the JVM, its rows). (c)-(e) are
+(d) by a Spark batch read, counted, with the source's default partitions (small queue ranges
+packed together, ``minOffsetsPerPartition``); (c) and (d) run in ABBA order (pull, read, read,
+pull: the broker is still indexing what (b) wrote when the first one starts) and each figure
+is the mean of its two runs; (d') the same read with one partition per queue
+(``minOffsetsPerPartition`` 0, as Kafka's source), what packing moves; (e) by a streaming query
+with Trigger.AvailableNow into Spark's ``noop`` sink, after one untimed read that starts
+Spark's Python workers (timed whole, and its triggers alone: the rate a long-running query
+sees); (f) by the source's executor code alone (``read_range``, the record batches Spark is
+given) in this process, without Spark: what is left between (f) and (d) is Spark's (the
+batches' way to the JVM, its rows); (g) what a task costs in Spark's Python data source path
+itself, with a source that yields one row per partition (8 partitions against 1). (c)-(g) are
 measured twice, in the same run: with local[2] (rates also given per Spark core) and, in a
 second Spark session, with local[1]: one executor core, the rate to set beside (c) as issue 25
 asks (the source should reach at least the single-process rate per executor core). On a
@@ -24,13 +30,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
 
 from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.producer import Producer, create_topic
@@ -87,15 +97,72 @@ def _source_alone(namesrv: str, topic: str) -> tuple[int, float]:
     return count, time.perf_counter() - began
 
 
+def _batch_read(spark: SparkSession, source: dict[str, str]) -> tuple[int, float, int]:
+    """One timed batch read, counted: rows, seconds, Spark partitions."""
+    frame = spark.read.format("rocketmq").options(**source).load()
+    began = time.perf_counter()
+    count = frame.count()
+    return count, time.perf_counter() - began, frame.rdd.getNumPartitions()
+
+
+class _Tasks(DataSource):
+    """A source of one row per partition that does nothing else: what Spark's Python data
+    source machinery costs a task, before any row of ours."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "bench_tasks"
+
+    def schema(self) -> str:
+        return "n int"
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _TaskReader(int(self.options.get("partitions", "1")))
+
+
+class _TaskReader(DataSourceReader):
+    def __init__(self, partitions: int) -> None:
+        self.count = partitions
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(i) for i in range(self.count)]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[int]]:
+        yield (int(partition.value),)
+
+
+def _task_overhead(spark: SparkSession, tasks: int = 8, rounds: int = 3) -> dict[str, Any]:
+    """Seconds a task costs in Spark's Python data source path: ``tasks`` one-row partitions
+    against one, on this session's cores (the median of ``rounds``, after one warm-up)."""
+    spark.dataSource.register(_Tasks)
+
+    def timed(partitions: int) -> float:
+        frame = spark.read.format("bench_tasks").option("partitions", str(partitions)).load()
+        began = time.perf_counter()
+        assert frame.count() == partitions
+        return time.perf_counter() - began
+
+    timed(tasks)
+    many = statistics.median(timed(tasks) for _ in range(rounds))
+    one = statistics.median(timed(1) for _ in range(rounds))
+    return {"tasks": tasks, "seconds_many": round(many, 3), "seconds_one": round(one, 3),
+            "ms_per_task": round((many - one) / (tasks - 1) * 1000, 1)}  # fmt: skip
+
+
 def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int, cores: int) -> dict[str, Any]:
-    count, pull_s = _pull_all(namesrv, topic)
     source = {"namesrv": namesrv, "topic": topic, "startingOffsets": "earliest"}
+    per_queue = {**source, "minOffsetsPerPartition": "0"}  # one partition per queue (Kafka's)
     # one untimed read first: Spark starts its Python workers and they import the package
     # (steady-state rates are what a long-running query sees)
     spark.read.format("rocketmq").options(**source).load().count()
-    began = time.perf_counter()
-    batch = spark.read.format("rocketmq").options(**source).load().count()
-    batch_s = time.perf_counter() - began
+    # the single process and Spark's batch read in ABBA order (pull, read, read, pull), so
+    # that the broker's state (still indexing what was just written, then quiet) falls on both
+    count, pull_first = _pull_all(namesrv, topic)
+    batch, read_first, packed_parts = _batch_read(spark, source)
+    _, read_second, _ = _batch_read(spark, source)
+    _, pull_second = _pull_all(namesrv, topic)
+    pull_s, batch_s = (pull_first + pull_second) / 2, (read_first + read_second) / 2
+    unpacked, unpacked_s, queue_parts = _batch_read(spark, per_queue)
     began = time.perf_counter()
     query = (
         spark.readStream.format("rocketmq").options(**source).load().writeStream.format("noop")
@@ -108,28 +175,37 @@ def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int, cores: int)
     # long-running query pays once
     in_triggers_s = sum(p["durationMs"].get("triggerExecution", 0) for p in query.recentProgress)
     # the sink is at-least-once: a retried task may have sent some rows twice
-    assert count == batch == streamed >= rows, (count, batch, streamed, rows)
+    assert count == batch == unpacked == streamed >= rows, (count, batch, unpacked, streamed)
     pull_rate = count / pull_s
     alone, alone_s = _source_alone(namesrv, topic)
     assert alone == count, (alone, count)
 
-    def read(seconds: float) -> dict[str, Any]:
+    def read(seconds: float, partitions: int | None = None) -> dict[str, Any]:
         per_core = count / seconds / cores
         return {"seconds": round(seconds, 2), "msgs_per_s": round(count / seconds),
                 "msgs_per_s_per_core": round(per_core),
-                "per_core_to_one_process": round(per_core / pull_rate, 2)}  # fmt: skip
+                "per_core_to_one_process": round(per_core / pull_rate, 2),
+                **({"partitions": partitions} if partitions is not None else {})}  # fmt: skip
 
     return {
-        "pull_one_process": {"seconds": round(pull_s, 2), "msgs_per_s": round(pull_rate)},
+        "pull_one_process": {
+            "seconds": round(pull_s, 2), "msgs_per_s": round(pull_rate),
+            "seconds_each": [round(pull_first, 2), round(pull_second, 2)],
+        },
         "source_code_without_spark": {
             "seconds": round(alone_s, 2),
             "msgs_per_s": round(count / alone_s),
             "to_one_process": round(count / alone_s / pull_rate, 2),
         },
-        "spark_batch_read": read(batch_s),
+        "spark_batch_read": {
+            **read(batch_s, packed_parts),
+            "seconds_each": [round(read_first, 2), round(read_second, 2)],
+        },
+        "spark_batch_read_one_partition_per_queue": read(unpacked_s, queue_parts),
         "spark_stream_read": read(stream_s),
         "spark_stream_read_in_triggers": read(in_triggers_s / 1000),
-    }
+        "spark_task_overhead": _task_overhead(spark),
+    }  # fmt: skip
 
 
 def _session(master: str) -> SparkSession:

@@ -26,7 +26,16 @@ from rocketmq_actors.protocol.bodies import MessageQueue
 
 from .source_options import EARLIEST, LATEST, QueueSpec, SourceOptions, queue_key
 
-__all__ = ["DataLost", "OffsetPlanner", "Offsets", "QueueRange", "rate_limit", "split"]
+__all__ = [
+    "DataLost",
+    "OffsetPlanner",
+    "Offsets",
+    "PackedRanges",
+    "QueueRange",
+    "pack",
+    "rate_limit",
+    "split",
+]
 
 log = get_logger("rocketmq_actors.spark")
 
@@ -108,6 +117,40 @@ def split(ranges: list[QueueRange], min_partitions: int | None) -> list[QueueRan
             pieces.append(attrs.evolve(r, start=begin, end=end))
             begin = end
     return pieces
+
+
+@attrs.frozen
+class PackedRanges(InputPartition):
+    """One Spark partition of several small queue ranges, read one after another."""
+
+    ranges: tuple[QueueRange, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(r.size for r in self.ranges)
+
+
+def pack(ranges: list[QueueRange], min_offsets: int) -> list[QueueRange | PackedRanges]:
+    """``ranges`` as partitions of at least ``min_offsets`` offsets where they are smaller:
+    small ranges, largest first, are gathered until their partition holds ``min_offsets``
+    (the last may hold fewer); a range that large is a partition of its own. A PySpark Python
+    data source task costs tens of milliseconds before its first row (benchmarks/spark.py,
+    ``task_overhead``): small ranges read faster in fewer tasks. 0: no packing."""
+    if min_offsets <= 0:
+        return list(ranges)
+    alone: list[QueueRange | PackedRanges] = [r for r in ranges if r.size >= min_offsets]
+    small = sorted((r for r in ranges if r.size < min_offsets),
+                   key=lambda r: (-r.size, r.topic, r.broker_name, r.queue_id))  # fmt: skip
+    bins: list[list[QueueRange]] = []
+    held = min_offsets  # (a first range opens a bin)
+    for r in small:
+        if held >= min_offsets:
+            bins.append([])
+            held = 0
+        bins[-1].append(r)
+        held += r.size
+    alone += (b[0] if len(b) == 1 else PackedRanges(tuple(b)) for b in bins)
+    return alone
 
 
 def ranges(start: Mapping[MessageQueue, int], end: Mapping[MessageQueue, int]) -> list[QueueRange]:

@@ -10,6 +10,7 @@ at a time (benchmarks/spark.py measures both read paths).
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -23,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from anyio.abc import ObjectReceiveStream as MemoryObjectReceiveStream
 from anyio.abc import ObjectSendStream
-from anyio.from_thread import start_blocking_portal
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
@@ -39,13 +40,21 @@ from pyspark.sql.types import (
 
 from rocketmq_actors.consumer.pull import PullConsumer, PullStatus
 from rocketmq_actors.protocol.bodies import MessageQueue
-from rocketmq_actors.protocol.messages import RESERVED_PROPERTIES
-from rocketmq_actors.protocol.records import MessageExt
+from rocketmq_actors.protocol.messages import RESERVED_PROPERTIES, Property, decode_properties
+from rocketmq_actors.protocol.recordcolumns import RecordColumns, decode_plain_columns
+from rocketmq_actors.protocol.records import MessageExt, decode_messages
 
 from .offsets import QueueRange, lost
 from .source_options import SourceOptions
 
-__all__ = ["ARROW_SCHEMA", "READ_SCHEMA", "read_range"]
+__all__ = [
+    "ARROW_SCHEMA",
+    "READ_SCHEMA",
+    "columns_batch",
+    "read_range",
+    "read_ranges",
+    "record_batch",
+]
 
 #: the rows the source reads (``DataSource.schema``)
 READ_SCHEMA = StructType([
@@ -68,42 +77,60 @@ STALL_PAUSE = 0.2  # seconds, times the number of stalls so far
 
 
 def record_batch(messages: Sequence[MessageExt]) -> pa.RecordBatch:
-    """``messages`` as one record batch in :data:`ARROW_SCHEMA`. The properties (and the
-    keys, tags and message ids in them) are split by Arrow's compute functions over the whole
-    batch (benchmarks/spark.py: the property columns were half the cost of a row); properties
-    that are not UTF-8 take :func:`_python_property_columns`, message by message."""
-    raw = pa.array([m.raw_properties for m in messages], pa.binary())
+    """``messages`` (of one queue) as one record batch in :data:`ARROW_SCHEMA`."""
+    columns = RecordColumns()
+    columns.add_messages(messages)
+    first = messages[0] if messages else None
+    return columns_batch(columns, first.topic if first else "", first.broker_name if first else "")
+
+
+def columns_batch(columns: RecordColumns, topic: str, broker_name: str) -> pa.RecordBatch:
+    """The records of one queue of ``topic`` on ``broker_name`` as one record batch in
+    :data:`ARROW_SCHEMA`. The properties (and the keys, tags and message ids in them) are
+    split by Arrow's compute functions over the whole batch (benchmarks/spark.py: the
+    property columns were half the cost of a row); properties that are not UTF-8 take
+    :func:`_python_property_columns`, row by row."""
+    rows = len(columns)
+    raw = pa.array(columns.raw_properties, pa.binary())
     try:
-        msg_ids, keys, tags, properties = _arrow_property_columns(raw, messages)
-    except pa.ArrowInvalid:  # not UTF-8: MessageExt.properties marks the message, not fails
-        msg_ids, keys, tags, properties = _python_property_columns(messages)
-    columns = [
-        [m.topic for m in messages],
-        [m.broker_name for m in messages],
-        [m.queue_id for m in messages],
-        [m.queue_offset for m in messages],
+        msg_ids, keys, tags, properties = _arrow_property_columns(raw, columns)
+    except pa.ArrowInvalid:  # not UTF-8: read with replacement characters, never failed
+        msg_ids, keys, tags, properties = _python_property_columns(columns)
+    stamp = ARROW_SCHEMA.field("born_timestamp").type
+    arrays = [
+        pa.array([topic] * rows, pa.string()),
+        pa.array([broker_name] * rows, pa.string()),
+        pa.array(columns.queue_ids, pa.int32()),
+        pa.array(columns.queue_offsets, pa.int64()),
         msg_ids, keys, tags, properties,
-        [m.body for m in messages],
-        [m.born_timestamp * 1000 for m in messages],  # ms -> the schema's microseconds
-        [m.store_timestamp * 1000 for m in messages],
-        [m.reconsume_times for m in messages],
+        pa.array(columns.bodies, pa.binary()),
+        # ms -> the schema's microseconds
+        pc.multiply(pa.array(columns.born_timestamps, pa.int64()), 1000).cast(stamp),
+        pc.multiply(pa.array(columns.store_timestamps, pa.int64()), 1000).cast(stamp),
+        pa.array(columns.reconsume_times, pa.int32()),
     ]  # fmt: skip
     arrays = [
         values.cast(field.type) if isinstance(values, pa.Array) else pa.array(values, field.type)
-        for values, field in zip(columns, ARROW_SCHEMA, strict=True)
+        for values, field in zip(arrays, ARROW_SCHEMA, strict=True)
     ]
     return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
 
 
-def _python_property_columns(messages: Sequence[MessageExt]) -> list[list[Any]]:
-    """Message ids, keys, tags and user properties as :class:`MessageExt` gives them."""
-    return [
-        [m.msg_id for m in messages],
-        [m.keys for m in messages],
-        [m.tags for m in messages],
-        [[(k, v) for k, v in m.properties.items() if k not in RESERVED_PROPERTIES]
-         for m in messages],
-    ]  # fmt: skip
+def _python_property_columns(columns: RecordColumns) -> list[list[Any]]:
+    """Message ids, keys, tags and user properties as :class:`MessageExt` reads them (bytes
+    that are not UTF-8 as replacement characters)."""
+    msg_ids: list[str] = []
+    keys: list[list[str]] = []
+    tags: list[str | None] = []
+    users: list[list[tuple[str, str]]] = []
+    for row, raw in enumerate(columns.raw_properties):
+        props = decode_properties(raw.decode(errors="replace"))
+        msg_ids.append(props.get(Property.UNIQ_KEY) or columns.offset_msg_id(row))
+        words = props.get(Property.KEYS)
+        keys.append(words.split() if words else [])
+        tags.append(props.get(Property.TAGS))
+        users.append([(k, v) for k, v in props.items() if k not in RESERVED_PROPERTIES])
+    return [msg_ids, keys, tags, users]
 
 
 _RESERVED = pa.array(sorted(RESERVED_PROPERTIES), pa.string())
@@ -117,7 +144,7 @@ def _offsets(parents: pa.Array, rows: int) -> pa.Array:
     return pa.array(offsets)
 
 
-def _arrow_property_columns(raw: pa.Array, messages: Sequence[MessageExt]) -> list[Any]:
+def _arrow_property_columns(raw: pa.Array, columns: RecordColumns) -> list[Any]:
     """:func:`_python_property_columns` over the raw properties at once, with the rules of
     :func:`~rocketmq_actors.protocol.messages.decode_properties`: ``name\x01value\x02``
     segments split at the first ``\x01``, an empty name or value dropped, the last of a
@@ -144,11 +171,40 @@ def _arrow_property_columns(raw: pa.Array, messages: Sequence[MessageExt]) -> li
     uniq = pc.map_lookup(every, "UNIQ_KEY", "last")
     msg_ids: pa.Array | list[str] = uniq
     if uniq.null_count:  # no UNIQ_KEY: the offset message id
-        msg_ids = [u or m.offset_msg_id for u, m in zip(uniq.to_pylist(), messages, strict=True)]
+        msg_ids = [u or columns.offset_msg_id(row) for row, u in enumerate(uniq.to_pylist())]
     return [msg_ids, keys, tags, properties]
 
 
-Deliver = Callable[[list[MessageExt]], Awaitable[None]]
+Deliver = Callable[[RecordColumns], Awaitable[None]]
+
+
+def _columns(body: bytes) -> RecordColumns:
+    """The records of one pull body as columns (the common records straight from the
+    bytes, any other body through ``decode_messages``, which marks what does not decode)."""
+    rows = RecordColumns()
+    if not decode_plain_columns(body, rows):
+        rows.add_messages(decode_messages(body, strict=False))
+    return rows
+
+
+async def _pull(
+    pulls: PullConsumer[bytes], options: SourceOptions, queue: MessageQueue, offset: int,
+    count: int, *, unfiltered: bool,
+) -> tuple[PullStatus, int, RecordColumns]:  # fmt: skip
+    """One pull: its status, the next offset and its records as columns. Without a filter the
+    records are never decoded into messages (benchmarks/spark.py)."""
+    rows = RecordColumns()
+    if unfiltered:
+        raw = await pulls.pull_raw(queue, offset, max_messages=count)
+        if raw.status is PullStatus.FOUND:
+            rows = _columns(raw.body)
+        return raw.status, raw.next_offset, rows
+    result = await pulls.pull(
+        queue, offset, max_messages=count, expression=options.expression,
+        expression_type=options.expression_type,
+    )  # fmt: skip
+    rows.add_messages(result.messages)
+    return result.status, result.next_offset, rows
 
 
 async def _pull_span(
@@ -163,21 +219,27 @@ async def _pull_span(
     stalls = 0
     offset = start
     while offset < end:
-        result = await pulls.pull(
-            queue, offset, max_messages=min(options.pull_batch_size, end - offset),
-            expression=options.expression, expression_type=options.expression_type,
-        )  # fmt: skip
-        moved_to = result.next_offset
-        if result.status is PullStatus.FOUND and result.messages:
-            first = result.messages[0].queue_offset
+        status, moved_to, rows = await _pull(
+            pulls,
+            options,
+            queue,
+            offset,
+            min(options.pull_batch_size, end - offset),
+            unfiltered=unfiltered,
+        )
+        if status is PullStatus.FOUND and rows:
+            offsets = rows.queue_offsets  # (ascending)
+            first, last = offsets[0], offsets[-1]
             if unfiltered and first > offset:
                 lost(queue, offset, min(first, end), fail=fail)
-            await deliver([m for m in result.messages if m.queue_offset < end])
-            offset, stalls = max(moved_to, result.messages[-1].queue_offset + 1), 0
+            if last >= end:
+                rows.truncate(bisect.bisect_left(offsets, end))
+            await deliver(rows)
+            offset, stalls = max(moved_to, last + 1), 0
         elif moved_to > offset:
             # no match under a filter is normal; without one, or an offset the broker
             # calls illegal, the offsets skipped were stored and are gone
-            if unfiltered or result.status is PullStatus.OFFSET_ILLEGAL:
+            if unfiltered or status is PullStatus.OFFSET_ILLEGAL:
                 lost(queue, offset, min(moved_to, end), fail=fail)
             offset, stalls = moved_to, 0
         else:  # no progress: the broker's "try again" (a file being removed, a busy store)
@@ -192,7 +254,7 @@ class _Chunk:
     """The messages of one chunk of a range, pulled by a task of their own."""
 
     def __init__(self) -> None:
-        self.messages: list[MessageExt] = []
+        self.rows = RecordColumns()
         self.error: Exception | None = None
         self.done = anyio.Event()
 
@@ -200,8 +262,8 @@ class _Chunk:
         self, pulls: PullConsumer[bytes], options: SourceOptions, queue: MessageQueue,
         span: tuple[int, int],
     ) -> None:  # fmt: skip
-        async def keep(messages: list[MessageExt]) -> None:
-            self.messages += messages
+        async def keep(rows: RecordColumns) -> None:
+            self.rows.extend(rows)
 
         try:
             await _pull_span(pulls, options, queue, span, keep)
@@ -210,18 +272,18 @@ class _Chunk:
         finally:
             self.done.set()
 
-    async def result(self) -> list[MessageExt]:
+    async def result(self) -> RecordColumns:
         await self.done.wait()
         if self.error is not None:
             raise self.error
-        return self.messages
+        return self.rows
 
 
 async def _pull_range(
     pulls: PullConsumer[bytes],
     options: SourceOptions,
     part: QueueRange,
-    send: ObjectSendStream[list[MessageExt]],
+    send: ObjectSendStream[RecordColumns],
 ) -> None:
     """Pull ``[part.start, part.end)`` into ``send``, in offset order.
 
@@ -261,37 +323,50 @@ async def _pull_range(
 
 
 async def _next_batch(
-    receive: MemoryObjectReceiveStream[list[MessageExt]],
+    receive: MemoryObjectReceiveStream[RecordColumns], topic: str, broker_name: str
 ) -> pa.RecordBatch | None:
-    """Up to ``ROWS_PER_BATCH`` pulled messages as one record batch; None at the end. Runs in
+    """Up to ``ROWS_PER_BATCH`` pulled records as one record batch; None at the end. Runs in
     the event loop's thread, beside the pulls: one hand-over to Spark's thread per batch, not
     one per pull (two CPU-bound threads trade the GIL only every switch interval)."""
-    gathered: list[MessageExt] = []
+    gathered = RecordColumns()
     while len(gathered) < ROWS_PER_BATCH:
         try:
-            gathered += await receive.receive()
+            gathered.extend(await receive.receive())
         except anyio.EndOfStream:
             break
-    return record_batch(gathered) if gathered else None
+    return columns_batch(gathered, topic, broker_name) if gathered else None
 
 
 def read_range(options: SourceOptions, part: QueueRange) -> Iterator[pa.RecordBatch]:
     """The messages of one queue range as record batches of up to ``ROWS_PER_BATCH`` rows."""
+    return read_ranges(options, (part,))
+
+
+def read_ranges(options: SourceOptions, parts: Sequence[QueueRange]) -> Iterator[pa.RecordBatch]:
+    """The messages of queue ranges, one range after another, as record batches of up to
+    ``ROWS_PER_BATCH`` rows (one client for them all)."""
     consumer = partial(PullConsumer, namesrv=options.namesrv, group=options.group,
                        namespace=options.namespace, **options.client_options())  # fmt: skip
-    send, receive = anyio.create_memory_object_stream[list[MessageExt]](PULLS_AHEAD)
     with (
         start_blocking_portal("asyncio") as portal,
         portal.wrap_async_context_manager(portal.call(consumer)) as pulls,
     ):
-        pulling = portal.start_task_soon(_pull_range, pulls, options, part, send)
-        try:
-            while (batch := portal.call(_next_batch, receive)) is not None:
-                yield batch
-            pulling.result()  # a DataLost or a pull's error, raised here
-        finally:
-            if not pulling.done():  # Spark stopped reading early (a LIMIT, a failed task)
-                pulling.cancel()
-                with contextlib.suppress(CancelledError):
-                    pulling.result()
-            portal.call(receive.aclose)
+        for part in parts:
+            yield from _read_one(portal, pulls, options, part)
+
+
+def _read_one(
+    portal: BlockingPortal, pulls: PullConsumer[bytes], options: SourceOptions, part: QueueRange
+) -> Iterator[pa.RecordBatch]:
+    send, receive = anyio.create_memory_object_stream[RecordColumns](PULLS_AHEAD)
+    pulling = portal.start_task_soon(_pull_range, pulls, options, part, send)
+    try:
+        while batch := portal.call(_next_batch, receive, part.topic, part.broker_name):
+            yield batch
+        pulling.result()  # a DataLost or a pull's error, raised here
+    finally:
+        if not pulling.done():  # Spark stopped reading early (a LIMIT, a failed task)
+            pulling.cancel()
+            with contextlib.suppress(CancelledError):
+                pulling.result()
+        portal.call(receive.aclose)

@@ -30,8 +30,18 @@ from rocketmq_actors.errors import InternalError
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
 
-from .offsets import OffsetPlanner, Offsets, QueueRange, flat, nest, ranges, split
-from .pulling import read_range
+from .offsets import (
+    OffsetPlanner,
+    Offsets,
+    PackedRanges,
+    QueueRange,
+    flat,
+    nest,
+    pack,
+    ranges,
+    split,
+)
+from .pulling import read_ranges
 from .source_options import SourceOptions
 
 __all__ = ["RocketMQReader", "RocketMQStreamReader"]
@@ -113,29 +123,39 @@ def plan_once(options: SourceOptions, plan: Callable[[OffsetPlanner], Awaitable[
     return anyio.run(run)
 
 
+def partitions_of(options: SourceOptions, planned: list[QueueRange]) -> list[InputPartition]:
+    """The Spark partitions of a plan's ranges: split to ``minPartitions`` when it is given
+    (as Kafka's), else small ranges packed together (``minOffsetsPerPartition``)."""
+    if options.min_partitions is not None:
+        return list(split(planned, options.min_partitions))
+    return list(pack(planned, options.min_offsets_per_partition))
+
+
 def read_partition(options: SourceOptions, partition: InputPartition) -> Iterator[Any]:
     """The rows of one planned partition. A plan with no ranges at all (an empty topic,
     ``startingOffsets`` latest) is read by Spark as one placeholder partition: no rows."""
     if isinstance(partition, QueueRange):
-        return read_range(options, partition)
+        return read_ranges(options, (partition,))
+    if isinstance(partition, PackedRanges):
+        return read_ranges(options, partition.ranges)
     if type(partition) is InputPartition and partition.value is None:
         return iter(())
     raise InternalError(f"the rocketmq source did not plan partition {partition!r}")
 
 
 class RocketMQReader(DataSourceReader):
-    """Batch reads: one Spark partition per queue (or more, ``minPartitions``), from
+    """Batch reads: one Spark partition per queue (small ones packed together, or more with
+    ``minPartitions``), from
     ``startingOffsets`` to ``endingOffsets`` as they are when the read is planned."""
 
     def __init__(self, options: dict[str, str]) -> None:
         self.settings = SourceOptions.parse(options, streaming=False)
 
-    def partitions(self) -> Sequence[QueueRange]:
-        async def plan(planner: OffsetPlanner) -> list[QueueRange]:
+    def partitions(self) -> Sequence[InputPartition]:
+        async def plan(planner: OffsetPlanner) -> list[InputPartition]:
             queues = await planner.queues()
             start = await planner.check_loss(await planner.starting(queues))
-            return split(ranges(start, await planner.ending(queues)),
-                         self.settings.min_partitions)  # fmt: skip
+            return partitions_of(self.settings, ranges(start, await planner.ending(queues)))
 
         return plan_once(self.settings, plan)
 
@@ -194,15 +214,15 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         return nest(self._plan(plan))
 
-    def partitions(self, start: Offsets, end: Offsets) -> Sequence[QueueRange]:
+    def partitions(self, start: Offsets, end: Offsets) -> Sequence[InputPartition]:
         begin, until = flat(start), flat(end)
 
-        async def plan(planner: OffsetPlanner) -> list[QueueRange]:
+        async def plan(planner: OffsetPlanner) -> list[InputPartition]:
             new = [q for q in until if q not in begin]  # found by latestOffset: from the first
             first = {**begin, **await planner.earliest(new)}
             moving = {q: first[q] for q in until if until[q] > first[q]}  # gone queues: not asked
             checked = await planner.check_loss(moving)
-            return split(ranges(checked, until), self.settings.min_partitions)
+            return partitions_of(self.settings, ranges(checked, until))
 
         if begin == until:
             return []

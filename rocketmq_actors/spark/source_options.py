@@ -12,8 +12,10 @@ is refused, as the writer refuses one. docs/spark.md has the table; in short:
 - ``endingOffsets`` (batch only): ``latest`` or JSON per queue (-1 latest).
 - ``failOnDataLoss`` (``true``): offsets deleted by retention before they were read fail the
   query, or (``false``) are logged as ``spark.data_lost`` and skipped.
-- ``maxOffsetsPerTrigger`` (stream only), ``minPartitions``, ``tags`` or ``sql`` (a broker-side
-  filter), ``group``, ``namespace``, ``pullBatchSize``, and the writer's ``tls``,
+- ``maxOffsetsPerTrigger`` (stream only), ``minPartitions``, ``minOffsetsPerPartition``
+  (queue ranges smaller than this share a partition; 0: one partition per queue, as Kafka),
+  ``tags`` or ``sql`` (a broker-side filter), ``group``, ``namespace``, ``pullBatchSize``,
+  and the writer's ``tls``,
   ``tlsInsecure``, ``accessKey``, ``secretKey`` and ``logLevel``.
 """
 
@@ -32,7 +34,19 @@ from rocketmq_actors.protocol.acl import AclCredentials
 
 from .options import OptionError, _bool, _level, _number, tls_context
 
-__all__ = ["EARLIEST", "LATEST", "QueueSpec", "SourceOptions", "queue_key"]
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "MIN_OFFSETS_PER_PARTITION",
+    "QueueSpec",
+    "SourceOptions",
+    "queue_key",
+]
+
+#: the default of ``minOffsetsPerPartition``: a PySpark Python data source task costs tens of
+#: milliseconds before its first row (benchmarks/spark.py, ``task_overhead``), a few percent
+#: of reading this many messages on one core
+MIN_OFFSETS_PER_PARTITION = 100_000
 
 EARLIEST = -2  # as Kafka's JSON offsets
 LATEST = -1
@@ -40,7 +54,8 @@ LATEST = -1
 _KNOWN = {
     "namesrv", "topic", "topics", "topicpattern", "startingoffsets", "endingoffsets",
     "startingtimestamp", "startingoffsetsbytimestamp", "failondataloss",
-    "maxoffsetspertrigger", "minpartitions", "tags", "sql", "group", "namespace",
+    "maxoffsetspertrigger", "minpartitions", "minoffsetsperpartition", "tags", "sql", "group",
+    "namespace",
     "pullbatchsize", "tls", "tlsinsecure", "accesskey", "secretkey", "loglevel",
     "path", "checkpointlocation", "queryname",  # Spark's own, passed along to every source
 }  # fmt: skip
@@ -138,6 +153,7 @@ class SourceOptions:
     fail_on_data_loss: bool
     max_offsets_per_trigger: int | None
     min_partitions: int | None
+    min_offsets_per_partition: int  # 0: no packing
     expression: str
     expression_type: str  # TAG or SQL92
     group: str
@@ -195,6 +211,8 @@ class SourceOptions:
                 lowered, "maxOffsetsPerTrigger", 1, minimum=1),
             min_partitions=None if parts is None else _number(
                 lowered, "minPartitions", 1, minimum=1),
+            min_offsets_per_partition=_number(
+                lowered, "minOffsetsPerPartition", MIN_OFFSETS_PER_PARTITION, minimum=0),
             expression=lowered.get("sql") or lowered.get("tags") or "*",
             expression_type="SQL92" if lowered.get("sql") else "TAG",
             group=group, namespace=lowered.get("namespace") or None,

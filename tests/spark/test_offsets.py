@@ -5,19 +5,26 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.spark.offsets import (
     DataLost,
+    PackedRanges,
     QueueRange,
     flat,
     lost,
     nest,
+    pack,
     ranges,
     rate_limit,
     split,
 )
+from rocketmq_actors.spark.reader import partitions_of
+from rocketmq_actors.spark.source_options import SourceOptions
 
+BASE_OPTIONS = {"namesrv": "127.0.0.1:9876", "topic": "t"}
 A0, A1, B0 = (MessageQueue("t", "broker-a", 0), MessageQueue("t", "broker-a", 1),
               MessageQueue("t", "broker-b", 0))  # fmt: skip
 
@@ -67,6 +74,58 @@ def test_ranges_skip_empty_queues_and_split_to_min_partitions() -> None:
         QueueRange("t", "b", 0, 0, 1),
         QueueRange("t", "b", 0, 1, 2),
     ]  # never an empty piece
+
+
+def _key(r: QueueRange) -> tuple[str, int, int]:
+    return (r.broker_name, r.queue_id, r.start)
+
+
+def _flatten(partitions: list[QueueRange | PackedRanges]) -> list[QueueRange]:
+    return [r for p in partitions for r in (p.ranges if isinstance(p, PackedRanges) else (p,))]
+
+
+def test_small_ranges_share_partitions_and_large_ones_stand_alone() -> None:
+    small = [QueueRange("t", "broker-a", q, 0, 37_500) for q in range(8)]
+    packed = pack(small, 100_000)
+    assert [p.size for p in packed] == [112_500, 112_500, 75_000]  # gathered up to the minimum
+    assert sorted(_flatten(packed), key=_key) == sorted(
+        small, key=_key
+    )  # each range once, none cut
+    large = QueueRange("t", "broker-b", 0, 0, 250_000)
+    mixed = pack([*small[:3], large, *small[3:5]], 100_000)
+    assert mixed[0] == large and all(isinstance(p, PackedRanges) for p in mixed[1:])
+    assert sorted(_flatten(mixed), key=_key) == sorted([*small[:5], large], key=_key)
+    one = pack([QueueRange("t", "broker-a", 0, 0, 10)], 100_000)
+    assert one == [QueueRange("t", "broker-a", 0, 0, 10)]  # a partition of one: the range
+    assert pack(small, 0) == small  # 0: one partition per range, as Kafka
+    assert pack([], 100_000) == []
+
+
+@given(st.lists(st.integers(1, 500), max_size=30), st.integers(1, 800))
+def test_packing_keeps_every_offset_once_and_fills_partitions(sizes: list[int],
+                                                              minimum: int) -> None:  # fmt: skip
+    planned = [QueueRange("t", f"broker-{i % 3}", i, 5, 5 + n) for i, n in enumerate(sizes)]
+    packed = pack(planned, minimum)
+    assert sorted(_flatten(packed), key=_key) == sorted(planned, key=_key)
+    groups = [p for p in packed if isinstance(p, PackedRanges)]
+    assert all(all(r.size < minimum for r in g.ranges) for g in groups)
+    # every packed partition but the last filled has at least the minimum
+    assert (
+        sum(1 for g in groups if g.size < minimum)
+        + sum(1 for p in packed if isinstance(p, QueueRange) and p.size < minimum)
+        <= 1
+    )
+
+
+def test_min_partitions_splits_and_turns_packing_off() -> None:
+    planned = [QueueRange("t", "broker-a", q, 0, 100) for q in range(4)]
+    default = SourceOptions.parse(BASE_OPTIONS, streaming=False)
+    assert default.min_offsets_per_partition == 100_000
+    assert partitions_of(default, planned) == [PackedRanges(tuple(planned))]
+    split_up = SourceOptions.parse({**BASE_OPTIONS, "minPartitions": "8"}, streaming=False)
+    assert len(partitions_of(split_up, planned)) == 8
+    kafka = SourceOptions.parse({**BASE_OPTIONS, "minOffsetsPerPartition": "0"}, streaming=True)
+    assert partitions_of(kafka, planned) == planned
 
 
 def test_lost_offsets_raise_or_warn() -> None:

@@ -3,19 +3,20 @@ gone, retention, read limits; and the executor's pull loop against scripted pull
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from types import SimpleNamespace
+from collections.abc import Iterable, Iterator
 
 import anyio
 import pytest
 
-from rocketmq_actors.consumer.brokercalls import PullResult, PullStatus
+from rocketmq_actors.consumer.brokercalls import PullResult, PullStatus, RawPull
 from rocketmq_actors.errors import BrokerError
 from rocketmq_actors.protocol.bodies import MessageQueue
-from rocketmq_actors.protocol.records import MessageExt
+from rocketmq_actors.protocol.recordcolumns import RecordColumns
+from rocketmq_actors.protocol.records import MessageExt, decode_messages
 from rocketmq_actors.spark import offsets, pulling
 from rocketmq_actors.spark.offsets import DataLost, OffsetPlanner, QueueRange
 from rocketmq_actors.spark.source_options import SourceOptions
+from rocketmq_actors.testing.stored import encode_stored
 
 A0, A1, B0 = (MessageQueue("t", "broker-a", 0), MessageQueue("t", "broker-a", 1),
               MessageQueue("t", "broker-b", 0))  # fmt: skip
@@ -96,8 +97,17 @@ async def test_available_now_caps_at_its_target(cluster: Cluster) -> None:
 
 
 def _messages(first: int, count: int) -> tuple[MessageExt, ...]:
-    # the loop reads queue_offset only
-    return tuple(SimpleNamespace(queue_offset=o) for o in range(first, first + count))  # type: ignore[misc]
+    return tuple(decode_messages(_stored(range(first, first + count))))
+
+
+def _stored(offsets: Iterable[int]) -> bytes:
+    return b"".join(encode_stored(topic="t", body=b"", queue_offset=o) for o in offsets)
+
+
+def _raw(result: PullResult) -> RawPull:
+    """``result`` as a pull without decoding answers it (the loop's way without a filter)."""
+    body = _stored(m.queue_offset for m in result.messages)
+    return RawPull(result.status, result.next_offset, result.min_offset, result.max_offset, body)
 
 
 class Pulls:
@@ -108,6 +118,9 @@ class Pulls:
     async def pull(self, queue: MessageQueue, offset: int, **kwargs: object) -> PullResult:
         self.asked.append(offset)
         return next(self.answers)
+
+    async def pull_raw(self, queue: MessageQueue, offset: int, **kwargs: object) -> RawPull:
+        return _raw(await self.pull(queue, offset, **kwargs))
 
 
 def answer(
@@ -121,10 +134,10 @@ async def _run(
 ) -> tuple[list[int], list[int]]:
     monkeypatch.setattr(pulling, "STALL_PAUSE", 0.0)
     settings = SourceOptions.parse({**BASE, **options}, streaming=True)
-    send, receive = anyio.create_memory_object_stream[list[MessageExt]](100)
+    send, receive = anyio.create_memory_object_stream[RecordColumns](100)
     pulls = Pulls(answers)
     await pulling._pull_range(pulls, settings, part, send)  # type: ignore[arg-type]
-    got = [m.queue_offset async for batch in receive for m in batch]
+    got = [o async for rows in receive for o in rows.queue_offsets]
     return got, pulls.asked
 
 
@@ -221,15 +234,18 @@ class StoredQueue:
         count = min(10, self.stored - offset, int(kwargs["max_messages"]))  # type: ignore[call-overload]
         return answer(FOUND, offset + count, _messages(offset, count))
 
+    async def pull_raw(self, queue: MessageQueue, offset: int, **kwargs: object) -> RawPull:
+        return _raw(await self.pull(queue, offset, **kwargs))
+
 
 async def test_a_range_pulled_in_chunks_at_once_arrives_whole_and_in_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pulls = StoredQueue(300)
     settings = SourceOptions.parse({**BASE, "pullBatchSize": "16"}, streaming=True)
-    send, receive = anyio.create_memory_object_stream[list[MessageExt]](1000)
+    send, receive = anyio.create_memory_object_stream[RecordColumns](1000)
     await pulling._pull_range(pulls, settings, QueueRange("t", "broker-a", 0, 5, 205), send)  # type: ignore[arg-type]
-    got = [m.queue_offset async for batch in receive for m in batch]
+    got = [o async for rows in receive for o in rows.queue_offsets]
     assert got == list(range(5, 205))  # every offset once, in order
     chunk_starts = list(range(5, 205, 16))
     assert set(chunk_starts) <= set(pulls.asked)  # each chunk asked from its own start
@@ -242,8 +258,8 @@ async def test_a_lost_chunk_fails_the_range_with_its_own_error(
 ) -> None:
     pulls = StoredQueue(300, gone=range(37, 40))  # inside the third chunk
     settings = SourceOptions.parse({**BASE, "pullBatchSize": "16"}, streaming=True)
-    send, receive = anyio.create_memory_object_stream[list[MessageExt]](1000)
+    send, receive = anyio.create_memory_object_stream[RecordColumns](1000)
     with pytest.raises(DataLost, match="offsets 37-39"):  # itself, not an exception group
         await pulling._pull_range(pulls, settings, QueueRange("t", "broker-a", 0, 5, 205), send)  # type: ignore[arg-type]
-    got = [m.queue_offset async for batch in receive for m in batch]
+    got = [o async for rows in receive for o in rows.queue_offsets]
     assert got == list(range(5, 37))  # the chunks before it, in order; nothing after it

@@ -8,9 +8,17 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketmq_actors.protocol.messages import encode_properties
-from rocketmq_actors.protocol.records import MessageExt
-from rocketmq_actors.spark.pulling import ARROW_SCHEMA, _python_property_columns, record_batch
+from rocketmq_actors.protocol.messages import RESERVED_PROPERTIES, encode_properties
+from rocketmq_actors.protocol.recordcolumns import RecordColumns
+from rocketmq_actors.protocol.records import MessageExt, decode_messages
+from rocketmq_actors.spark import pulling
+from rocketmq_actors.spark.pulling import (
+    ARROW_SCHEMA,
+    _python_property_columns,
+    columns_batch,
+    record_batch,
+)
+from rocketmq_actors.testing.stored import encode_stored
 
 
 def _message(offset: int, properties: dict[str, str], body: bytes) -> MessageExt:
@@ -64,15 +72,42 @@ def test_arrow_properties_say_what_message_ext_says(messages: list[list[tuple[st
         for i, pairs in enumerate(messages)
     ]
     arrow = record_batch(batch).to_pylist()
-    expected = _python_property_columns(batch)
-    for row, msg_id, keys, tags, properties in zip(arrow, *expected, strict=True):
+    for row, m in zip(arrow, batch, strict=True):
+        assert (row["msg_id"], row["keys"], row["tags"]) == (m.msg_id, m.keys, m.tags)
+        user = {k: v for k, v in m.properties.items() if k not in RESERVED_PROPERTIES}
+        assert dict(row["properties"]) == user  # a repeat: both pairs, last wins
+    # the row-by-row reading (properties that are not UTF-8) says the same
+    columns = RecordColumns()
+    columns.add_messages(batch)
+    by_row = _python_property_columns(columns)
+    for row, msg_id, keys, tags, properties in zip(arrow, *by_row, strict=True):
         assert (row["msg_id"], row["keys"], row["tags"]) == (msg_id, keys, tags)
-        assert dict(row["properties"]) == dict(properties)  # a repeat: both pairs, last wins
+        assert dict(row["properties"]) == dict(properties)
 
 
 def test_properties_that_are_not_utf8_are_read_message_by_message() -> None:
     batch = [_raw(1, b"KEYS\x01k1\x02"), _raw(2, b"TAGS\x01\xff\xfe\x02colour\x01red\x02")]
     rows = record_batch(batch).to_pylist()
     assert rows[0]["keys"] == ["k1"] and rows[1]["properties"] == [("colour", "red")]
-    assert rows[1]["tags"] == "\ufffd\ufffd" and batch[1].decode_error is not None
+    assert rows[1]["tags"] == "\ufffd\ufffd"
     assert rows[1]["msg_id"] == batch[1].offset_msg_id  # no UNIQ_KEY
+
+
+def test_a_pull_body_gives_the_same_rows_with_or_without_messages() -> None:
+    """The source's columns straight from a pull body (plain records), and through
+    decode_messages (a body with a compressed record), give the rows the messages give."""
+    plain = b"".join(
+        encode_stored(topic="t", body=b"b%d" % i, queue_offset=i, commit_log_offset=i,
+                      properties={"KEYS": f"k{i}", "TAGS": "x", "UNIQ_KEY": f"ID{i}", "n": "1"})
+        for i in range(6)
+    )  # fmt: skip
+    mixed = plain + encode_stored(topic="t", body=b"zz" * 50, queue_offset=6, compress=True)
+    for body in (plain, mixed):
+        messages = decode_messages(body)
+        for m in messages:
+            m.broker_name = "broker-a"
+        expected = record_batch(messages)
+        got = columns_batch(pulling._columns(body), "t", "broker-a")
+        assert got.equals(expected)
+        assert got.num_rows == len(messages)
+    assert got.column("body")[6].as_py() == b"zz" * 50  # (inflated, as decode_messages does)

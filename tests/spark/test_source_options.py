@@ -89,3 +89,12 @@ def test_option_errors_are_the_clients_config_errors() -> None:
     # OptionError joins the client's hierarchy on the writer's branch; either way a ValueError
     with pytest.raises((OptionError, ConfigError)):
         SourceOptions.parse({"namesrv": "nohostport", "topic": "t"}, streaming=True)
+
+
+def test_min_offsets_per_partition_is_a_count_and_zero_turns_packing_off() -> None:
+    assert SourceOptions.parse(BASE, streaming=True).min_offsets_per_partition == 100_000
+    given = SourceOptions.parse({**BASE, "MINOFFSETSPERPARTITION": "0"}, streaming=False)
+    assert given.min_offsets_per_partition == 0
+    for bad in ("-1", "lots", "1.5"):
+        with pytest.raises(OptionError, match="minOffsetsPerPartition"):
+            SourceOptions.parse({**BASE, "minOffsetsPerPartition": bad}, streaming=False)
