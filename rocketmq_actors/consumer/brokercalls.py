@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from typing import Protocol
+from typing import NotRequired, Protocol, TypedDict, Unpack
 
 import anyio
 import attrs
@@ -31,6 +31,7 @@ from .subscriptions import Subscription
 
 __all__ = [
     "PullCounter",
+    "PullOptions",
     "PullResult",
     "PullStatus",
     "Puller",
@@ -92,27 +93,28 @@ class RawPull:
     suggested_broker_id: int = 0
 
 
+class PullOptions(TypedDict):
+    """:func:`pull_raw`'s keyword arguments, as :func:`pull_once` passes them on."""
+
+    subscription: Subscription
+    sub_version: int
+    max_messages: int
+    wait: float
+    request_timeout: float
+    broker_id: NotRequired[int]
+
+
 async def pull_once(
     instance: ClientInstance,
     group: str,
     queue: MessageQueue,
     offset: int,
-    *,
-    subscription: Subscription,
-    sub_version: int,
-    max_messages: int,
-    wait: float,
-    request_timeout: float,
-    broker_id: int = 0,
+    **options: Unpack[PullOptions],
 ) -> PullResult:
-    """One PULL_MESSAGE (shared by the pull and push consumers), to node ``broker_id`` of the
-    queue's broker when it has one (the last pull's suggestion), else as
-    :meth:`~rocketmq_actors.cluster.routes.RouteTable.broker_addr` picks."""
-    raw = await pull_raw(
-        instance, group, queue, offset, subscription=subscription, sub_version=sub_version,
-        max_messages=max_messages, wait=wait, request_timeout=request_timeout,
-        broker_id=broker_id,
-    )  # fmt: skip
+    """One PULL_MESSAGE (shared by the pull and push consumers), its records decoded and
+    filtered by the subscription's tags (see :func:`pull_raw` for the arguments)."""
+    raw = await pull_raw(instance, group, queue, offset, **options)
+    subscription = options["subscription"]
     messages: tuple[MessageExt, ...] = ()
     if raw.status is PullStatus.FOUND:
         # a record that does not decode comes back marked (decode_error), never as an error
@@ -140,8 +142,10 @@ async def pull_raw(
     request_timeout: float,
     broker_id: int = 0,
 ) -> RawPull:
-    """:func:`pull_once` without decoding the records (nor filtering them by tag on this
-    side: what the broker's filter let through)."""
+    """One PULL_MESSAGE, to node ``broker_id`` of the queue's broker when it has one (the
+    last pull's suggestion), else as
+    :meth:`~rocketmq_actors.cluster.routes.RouteTable.broker_addr` picks; its records left
+    undecoded (nor filtered by tag on this side: what the broker's filter let through)."""
     addr = await instance.routes.broker_addr(queue, master_only=False, broker_id=broker_id)
     header = PullMessageRequestHeader(
         consumer_group=group,
