@@ -62,7 +62,13 @@ class LatencyFaultTolerance:
         self.available_at[broker] = self.clock() + isolation / 1000
 
     def available(self, broker: str) -> bool:
-        return self.available_at.get(broker, 0.0) <= self.clock()
+        until = self.available_at.get(broker)
+        if until is None:
+            return True
+        if until <= self.clock():  # (served: forgotten, so round robin's fast path returns)
+            del self.available_at[broker]
+            return True
+        return False
 
 
 class RoundRobin:

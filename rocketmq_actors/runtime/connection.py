@@ -281,7 +281,7 @@ class BrokerConnection:
         self._deadlines.track(deadline)
         return opaque, waiter
 
-    def _forget(self, opaque: int, waiter: Waiter, size: int = 0) -> None:
+    def _forget(self, opaque: int, waiter: Waiter, size: int) -> None:
         # The caller may have been cancelled (asyncio then cancels the awaited future too):
         # drop our entry whatever the waiter's state, so a late response finds nothing.
         entry = self._pending.get(opaque)
@@ -357,13 +357,13 @@ class BrokerConnection:
         opaque, waiter = self._new_request_waiter(code, timeout)
         try:
             frame = encode(opaque)
+            if len(self._pending) == 1:
+                wire.write_now(frame)
+            else:
+                wire.write(frame)
         except BaseException:
             self._forget(opaque, waiter, size_hint)
             raise
-        if len(self._pending) == 1:
-            wire.write_now(frame)
-        else:
-            wire.write(frame)
         self.requests_sent += 1
         return opaque, waiter
 

@@ -50,3 +50,16 @@ def test_fault_tolerance_is_off_by_default() -> None:
     faults = LatencyFaultTolerance()
     faults.record("a", 0, failed=True)
     assert faults.available("a")
+
+
+def test_an_isolation_served_is_forgotten() -> None:
+    """An expired isolation is dropped when it is next asked about, so round robin's
+    check-free path (nothing isolated) comes back after a fault."""
+    now = [100.0]
+    faults = LatencyFaultTolerance(enabled=True, clock=lambda: now[0])
+    faults.record("a", 600)  # 2 s out
+    assert not faults.available("a") and set(faults.available_at) == {"a"}
+    now[0] += 2.5
+    assert faults.available("a") and faults.available_at == {}
+    rr = RoundRobin(faults)
+    assert [rr.choose(QUEUES).broker_name for _ in range(9)].count("c") == 1

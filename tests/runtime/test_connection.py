@@ -339,7 +339,7 @@ async def test_a_cancelled_half_request_frees_its_slot() -> None:
             try:
                 await started[1]
             finally:
-                conn.finish(*started)
+                conn.finish(*started, 0)
         assert conn.pending == 0
         assert conn.start_encoded(RequestCode.GET_MAX_OFFSET, encode, 30.0) is not None
 
