@@ -19,13 +19,10 @@ from collections.abc import Iterable
 import attrs
 
 from .messages import MessageSysFlag, offset_msg_id
-from .records import MAGIC_V1, MAGIC_V2, MessageExt
+from .records import _FIXED_V4, _I16, MAGIC_V1, MAGIC_V2, MessageExt
 
 __all__ = ["RecordColumns", "decode_plain_columns"]
 
-# the whole fixed part when both hosts are IPv4 (88 bytes, up to and including body length)
-_FIXED_V4 = struct.Struct(">iiiiiqqiq4siq4siiqi")
-_I16 = struct.Struct(">h")
 # what decode_plain_columns leaves to decode_messages
 _NOT_PLAIN = (
     MessageSysFlag.BORNHOST_V6

@@ -56,8 +56,11 @@ def test_plain_records_become_the_columns_decode_messages_gives(
         assert into == expected
     else:  # left to decode_messages, nothing appended
         assert into == before
-    for row in range(len(into)):  # (the offset message id of a record without UNIQ_KEY)
-        assert into.offset_msg_id(row)
+    if plain:  # the offset message id (a record without UNIQ_KEY) as MessageExt's
+        messages = decode_messages(data)
+        assert [into.offset_msg_id(1 + i) for i in range(len(messages))] == [
+            m.offset_msg_id for m in messages
+        ]
 
 
 def test_broken_framing_is_left_to_decode_messages_without_raising() -> None:
