@@ -31,6 +31,8 @@ __all__ = [
 def register(spark: Any) -> None:
     """Make ``format("rocketmq")`` available on this SparkSession, with Spark's Python
     workers running an interpreter that has this package (:func:`choose_worker_python`:
-    this one on a local master unless ``PYSPARK_PYTHON`` says otherwise)."""
+    this one on a local master unless ``PYSPARK_PYTHON`` says otherwise). Reads pack small
+    queue ranges for the session's default parallelism as it is now (docs/spark.md)."""
     choose_worker_python(spark)  # before register: the registered source carries it
-    spark.dataSource.register(RocketMQDataSource)
+    cores = spark.sparkContext.defaultParallelism
+    spark.dataSource.register(RocketMQDataSource.for_session(cores))

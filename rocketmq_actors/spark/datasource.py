@@ -69,9 +69,20 @@ class RocketMQCommitMessage(WriterCommitMessage):
 
 
 class RocketMQDataSource(DataSource):
+    #: the registering session's default parallelism (:func:`for_session`): how the reads
+    #: pack small queue ranges into partitions; None (this class as it is): no packing
+    cores: int | None = None
+
     @classmethod
     def name(cls) -> str:
         return "rocketmq"
+
+    @classmethod
+    def for_session(cls, cores: int) -> type[RocketMQDataSource]:
+        """This source for a session of ``cores`` default parallelism. The planner runs in a
+        Python process of Spark's own, with no SparkContext to ask; a class made here is
+        pickled whole, so the figure travels with it."""
+        return type(cls.__name__, (cls,), {"cores": cores, "__module__": cls.__module__})
 
     def schema(self) -> StructType:
         return READ_SCHEMA
@@ -83,10 +94,10 @@ class RocketMQDataSource(DataSource):
         return RocketMQStreamWriter(dict(self.options), schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return RocketMQReader(dict(self.options))
+        return RocketMQReader(dict(self.options), self.cores)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return RocketMQStreamReader(dict(self.options))
+        return RocketMQStreamReader(dict(self.options), self.cores)
 
 
 class RocketMQWriter(DataSourceWriter):

@@ -130,27 +130,37 @@ class PackedRanges(InputPartition):
         return sum(r.size for r in self.ranges)
 
 
-def pack(ranges: list[QueueRange], min_offsets: int) -> list[QueueRange | PackedRanges]:
-    """``ranges`` as partitions of at least ``min_offsets`` offsets where they are smaller:
-    small ranges, largest first, are gathered until their partition holds ``min_offsets``
-    (the last may hold fewer); a range that large is a partition of its own. A PySpark Python
-    data source task costs tens of milliseconds before its first row (benchmarks/spark.py,
-    ``task_overhead``): small ranges read faster in fewer tasks. 0: no packing."""
-    if min_offsets <= 0:
+def pack(
+    ranges: list[QueueRange], min_offsets: int, cores: int | None
+) -> list[QueueRange | PackedRanges]:
+    """``ranges`` as Spark partitions, small ones sharing: a PySpark Python data source task
+    costs tens of milliseconds before its first row (benchmarks/spark.py, ``task_overhead``),
+    so ranges of fewer than ``min_offsets`` offsets are read in fewer tasks, as Spark packs
+    small files. A range that large is a partition of its own. The small ones are shared out,
+    largest first, each to the partition holding the fewest offsets so far, among as many
+    partitions as their offsets fill to ``min_offsets``, rounded up to a multiple of
+    ``cores`` (the session's default parallelism: every core gets as many; a cluster of many
+    cores keeps its tasks), at most one per range. No packing when ``min_offsets`` is 0 or
+    ``cores`` is not known."""
+    if min_offsets <= 0 or not cores:
         return list(ranges)
     alone: list[QueueRange | PackedRanges] = [r for r in ranges if r.size >= min_offsets]
-    small = sorted((r for r in ranges if r.size < min_offsets),
-                   key=lambda r: (-r.size, r.topic, r.broker_name, r.queue_id))  # fmt: skip
-    bins: list[list[QueueRange]] = []
-    held = min_offsets  # (a first range opens a bin)
+    small = sorted((r for r in ranges if r.size < min_offsets), key=lambda r: (-r.size, _at(r)))
+    wanted = math.ceil(sum(r.size for r in small) / min_offsets)
+    count = min(math.ceil(wanted / cores) * cores, len(small))  # (0 without small ranges)
+    bins: list[list[QueueRange]] = [[] for _ in range(count)]
+    held = [0] * count
     for r in small:
-        if held >= min_offsets:
-            bins.append([])
-            held = 0
-        bins[-1].append(r)
-        held += r.size
+        fewest = held.index(min(held))  # (the first such: deterministic)
+        bins[fewest].append(r)
+        held[fewest] += r.size
     alone += (b[0] if len(b) == 1 else PackedRanges(tuple(b)) for b in bins)
-    return alone
+    # (in queue order, whatever the order of the plan)
+    return sorted(alone, key=lambda p: _at(p if isinstance(p, QueueRange) else p.ranges[0]))
+
+
+def _at(r: QueueRange) -> tuple[str, str, int, int]:
+    return (r.topic, r.broker_name, r.queue_id, r.start)
 
 
 def ranges(start: Mapping[MessageQueue, int], end: Mapping[MessageQueue, int]) -> list[QueueRange]:

@@ -39,6 +39,7 @@ from pyspark.sql.types import (
 )
 
 from rocketmq_actors.consumer.pull import PullConsumer, PullStatus
+from rocketmq_actors.names import unwrap
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.messages import RESERVED_PROPERTIES, Property, decode_properties
 from rocketmq_actors.protocol.recordcolumns import RecordColumns, decode_plain_columns
@@ -105,8 +106,8 @@ def columns_batch(columns: RecordColumns, topic: str, broker_name: str) -> pa.Re
         msg_ids, keys, tags, properties,
         pa.array(columns.bodies, pa.binary()),
         # ms -> the schema's microseconds
-        pc.multiply(pa.array(columns.born_timestamps, pa.int64()), 1000).cast(stamp),
-        pc.multiply(pa.array(columns.store_timestamps, pa.int64()), 1000).cast(stamp),
+        pc.multiply_checked(pa.array(columns.born_timestamps, pa.int64()), 1000).cast(stamp),
+        pc.multiply_checked(pa.array(columns.store_timestamps, pa.int64()), 1000).cast(stamp),
         pa.array(columns.reconsume_times, pa.int32()),
     ]  # fmt: skip
     arrays = [
@@ -360,8 +361,9 @@ def _read_one(
 ) -> Iterator[pa.RecordBatch]:
     send, receive = anyio.create_memory_object_stream[RecordColumns](PULLS_AHEAD)
     pulling = portal.start_task_soon(_pull_range, pulls, options, part, send)
+    topic = unwrap(options.namespace, part.topic)  # (the plan's names are the wire's)
     try:
-        while batch := portal.call(_next_batch, receive, part.topic, part.broker_name):
+        while (batch := portal.call(_next_batch, receive, topic, part.broker_name)) is not None:
             yield batch
         pulling.result()  # a DataLost or a pull's error, raised here
     finally:

@@ -123,12 +123,15 @@ def plan_once(options: SourceOptions, plan: Callable[[OffsetPlanner], Awaitable[
     return anyio.run(run)
 
 
-def partitions_of(options: SourceOptions, planned: list[QueueRange]) -> list[InputPartition]:
+def partitions_of(
+    options: SourceOptions, planned: list[QueueRange], cores: int | None
+) -> list[InputPartition]:
     """The Spark partitions of a plan's ranges: split to ``minPartitions`` when it is given
-    (as Kafka's), else small ranges packed together (``minOffsetsPerPartition``)."""
+    (as Kafka's), else small ranges packed together (``minOffsetsPerPartition``, for
+    ``cores``: the session's default parallelism, None when not known)."""
     if options.min_partitions is not None:
         return list(split(planned, options.min_partitions))
-    return list(pack(planned, options.min_offsets_per_partition))
+    return list(pack(planned, options.min_offsets_per_partition, cores))
 
 
 def read_partition(options: SourceOptions, partition: InputPartition) -> Iterator[Any]:
@@ -148,14 +151,16 @@ class RocketMQReader(DataSourceReader):
     ``minPartitions``), from
     ``startingOffsets`` to ``endingOffsets`` as they are when the read is planned."""
 
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: dict[str, str], cores: int | None = None) -> None:
         self.settings = SourceOptions.parse(options, streaming=False)
+        self.cores = cores  # the session's default parallelism (packing), None: not known
 
     def partitions(self) -> Sequence[InputPartition]:
         async def plan(planner: OffsetPlanner) -> list[InputPartition]:
             queues = await planner.queues()
             start = await planner.check_loss(await planner.starting(queues))
-            return partitions_of(self.settings, ranges(start, await planner.ending(queues)))
+            planned = ranges(start, await planner.ending(queues))
+            return partitions_of(self.settings, planned, self.cores)
 
         return plan_once(self.settings, plan)
 
@@ -168,13 +173,14 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     Spark's read limit, ``Trigger.AvailableNow``, new queues, brokers and pattern-matched topics
     picked up at every trigger (from their first stored offset)."""
 
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: dict[str, str], cores: int | None = None) -> None:
         self.settings = SourceOptions.parse(options, streaming=True)
+        self.cores = cores  # the session's default parallelism (packing), None: not known
         self._loop: PlannerLoop | None = None  # driver only, opened on first use
         self._target: dict[MessageQueue, int] | None = None  # Trigger.AvailableNow's end
 
     def __getstate__(self) -> dict[str, Any]:  # executors get the options, not the client
-        return {"settings": self.settings, "_loop": None, "_target": None}
+        return {"settings": self.settings, "cores": self.cores, "_loop": None, "_target": None}
 
     def _plan(self, plan: Callable[[OffsetPlanner], Awaitable[T]]) -> T:
         if self._loop is None:
@@ -222,7 +228,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             first = {**begin, **await planner.earliest(new)}
             moving = {q: first[q] for q in until if until[q] > first[q]}  # gone queues: not asked
             checked = await planner.check_loss(moving)
-            return partitions_of(self.settings, ranges(checked, until))
+            return partitions_of(self.settings, ranges(checked, until), self.cores)
 
         if begin == until:
             return []

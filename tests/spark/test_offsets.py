@@ -84,48 +84,55 @@ def _flatten(partitions: list[QueueRange | PackedRanges]) -> list[QueueRange]:
     return [r for p in partitions for r in (p.ranges if isinstance(p, PackedRanges) else (p,))]
 
 
-def test_small_ranges_share_partitions_and_large_ones_stand_alone() -> None:
+def test_small_ranges_share_partitions_a_multiple_of_the_cores() -> None:
     small = [QueueRange("t", "broker-a", q, 0, 37_500) for q in range(8)]
-    packed = pack(small, 100_000)
-    assert [p.size for p in packed] == [112_500, 112_500, 75_000]  # gathered up to the minimum
-    assert sorted(_flatten(packed), key=_key) == sorted(
-        small, key=_key
-    )  # each range once, none cut
+    one_core = pack(small, 100_000, 1)  # 300k offsets fill 3 partitions of 100k
+    assert sorted(p.size for p in one_core) == [75_000, 112_500, 112_500]
+    # each range once, none cut
+    assert sorted(_flatten(one_core), key=_key) == sorted(small, key=_key)
+    two_cores = pack(small, 100_000, 2)  # 3 rounded up to 4: each core gets two
+    assert [p.size for p in two_cores] == [75_000] * 4
+    many = pack(small, 100_000, 16)  # more cores than ranges: one partition per range
+    assert many == small
     large = QueueRange("t", "broker-b", 0, 0, 250_000)
-    mixed = pack([*small[:3], large, *small[3:5]], 100_000)
-    assert mixed[0] == large and all(isinstance(p, PackedRanges) for p in mixed[1:])
+    mixed = pack([*small[:3], large, *small[3:5]], 100_000, 1)
+    assert large in mixed and all(isinstance(p, PackedRanges) for p in mixed if p != large)
     assert sorted(_flatten(mixed), key=_key) == sorted([*small[:5], large], key=_key)
-    one = pack([QueueRange("t", "broker-a", 0, 0, 10)], 100_000)
+    one = pack([QueueRange("t", "broker-a", 0, 0, 10)], 100_000, 1)
     assert one == [QueueRange("t", "broker-a", 0, 0, 10)]  # a partition of one: the range
-    assert pack(small, 0) == small  # 0: one partition per range, as Kafka
-    assert pack([], 100_000) == []
+    assert pack(small, 0, 1) == small  # 0: one partition per range, as Kafka
+    assert pack(small, 100_000, None) == small  # cores not known: no packing
+    assert pack([], 100_000, 1) == []
 
 
-@given(st.lists(st.integers(1, 500), max_size=30), st.integers(1, 800))
-def test_packing_keeps_every_offset_once_and_fills_partitions(sizes: list[int],
-                                                              minimum: int) -> None:  # fmt: skip
+@given(st.lists(st.integers(1, 500), max_size=30), st.integers(1, 800), st.integers(1, 6))
+def test_packing_keeps_every_offset_once_and_shares_evenly(
+    sizes: list[int], minimum: int, cores: int
+) -> None:
     planned = [QueueRange("t", f"broker-{i % 3}", i, 5, 5 + n) for i, n in enumerate(sizes)]
-    packed = pack(planned, minimum)
+    packed = pack(planned, minimum, cores)
     assert sorted(_flatten(packed), key=_key) == sorted(planned, key=_key)
-    groups = [p for p in packed if isinstance(p, PackedRanges)]
-    assert all(all(r.size < minimum for r in g.ranges) for g in groups)
-    # every packed partition but the last filled has at least the minimum
-    assert (
-        sum(1 for g in groups if g.size < minimum)
-        + sum(1 for p in packed if isinstance(p, QueueRange) and p.size < minimum)
-        <= 1
-    )
+    assert packed == pack(list(reversed(planned)), minimum, cores)  # the order does not matter
+    small = [r for r in planned if r.size < minimum]
+    shared = [p for p in packed if not (isinstance(p, QueueRange) and p.size >= minimum)]
+    if small:
+        filled = -(-sum(r.size for r in small) // minimum)  # ceil
+        assert len(shared) == min(-(-filled // cores) * cores, len(small))
+        sizes_shared = [p.size for p in shared]
+        # largest first into the emptiest: no partition exceeds another by more than a range
+        assert max(sizes_shared) - min(sizes_shared) <= max(r.size for r in small)
 
 
 def test_min_partitions_splits_and_turns_packing_off() -> None:
     planned = [QueueRange("t", "broker-a", q, 0, 100) for q in range(4)]
     default = SourceOptions.parse(BASE_OPTIONS, streaming=False)
     assert default.min_offsets_per_partition == 100_000
-    assert partitions_of(default, planned) == [PackedRanges(tuple(planned))]
+    assert partitions_of(default, planned, 1) == [PackedRanges(tuple(planned))]
+    assert partitions_of(default, planned, None) == planned
     split_up = SourceOptions.parse({**BASE_OPTIONS, "minPartitions": "8"}, streaming=False)
-    assert len(partitions_of(split_up, planned)) == 8
+    assert len(partitions_of(split_up, planned, 1)) == 8
     kafka = SourceOptions.parse({**BASE_OPTIONS, "minOffsetsPerPartition": "0"}, streaming=True)
-    assert partitions_of(kafka, planned) == planned
+    assert partitions_of(kafka, planned, 1) == planned
 
 
 def test_lost_offsets_raise_or_warn() -> None:

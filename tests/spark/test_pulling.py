@@ -5,19 +5,24 @@ from __future__ import annotations
 import datetime as dt
 
 import attrs
+from anyio.from_thread import start_blocking_portal
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rocketmq_actors.consumer.brokercalls import PullStatus, RawPull
+from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.messages import RESERVED_PROPERTIES, encode_properties
 from rocketmq_actors.protocol.recordcolumns import RecordColumns
 from rocketmq_actors.protocol.records import MessageExt, decode_messages
 from rocketmq_actors.spark import pulling
+from rocketmq_actors.spark.offsets import QueueRange
 from rocketmq_actors.spark.pulling import (
     ARROW_SCHEMA,
     _python_property_columns,
     columns_batch,
     record_batch,
 )
+from rocketmq_actors.spark.source_options import SourceOptions
 from rocketmq_actors.testing.stored import encode_stored
 
 
@@ -93,21 +98,51 @@ def test_properties_that_are_not_utf8_are_read_message_by_message() -> None:
     assert rows[1]["msg_id"] == batch[1].offset_msg_id  # no UNIQ_KEY
 
 
-def test_a_pull_body_gives_the_same_rows_with_or_without_messages() -> None:
+def _expected_row(m: MessageExt, topic: str, broker: str) -> dict[str, object]:
+    """A message's row read from MessageExt's own fields (not through the source's code)."""
+    utc = dt.UTC
+    return {
+        "topic": topic, "broker_name": broker, "queue_id": m.queue_id,
+        "queue_offset": m.queue_offset, "msg_id": m.msg_id, "keys": m.keys, "tags": m.tags,
+        "properties": [(k, v) for k, v in m.properties.items() if k not in RESERVED_PROPERTIES],
+        "body": m.body,
+        "born_timestamp": dt.datetime.fromtimestamp(m.born_timestamp / 1000, utc),
+        "store_timestamp": dt.datetime.fromtimestamp(m.store_timestamp / 1000, utc),
+        "reconsume_times": m.reconsume_times,
+    }  # fmt: skip
+
+
+def test_a_pull_body_gives_the_rows_its_messages_say() -> None:
     """The source's columns straight from a pull body (plain records), and through
-    decode_messages (a body with a compressed record), give the rows the messages give."""
+    decode_messages (a body with a compressed record or no UNIQ_KEY), give each message's
+    fields."""
     plain = b"".join(
         encode_stored(topic="t", body=b"b%d" % i, queue_offset=i, commit_log_offset=i,
-                      properties={"KEYS": f"k{i}", "TAGS": "x", "UNIQ_KEY": f"ID{i}", "n": "1"})
+                      reconsume_times=i % 3, born_timestamp=1_700_000_000_000 + i,
+                      properties={"KEYS": f"k{i} x", "TAGS": "x", "UNIQ_KEY": f"ID{i}", "n": "1"})
         for i in range(6)
     )  # fmt: skip
     mixed = plain + encode_stored(topic="t", body=b"zz" * 50, queue_offset=6, compress=True)
     for body in (plain, mixed):
-        messages = decode_messages(body)
-        for m in messages:
-            m.broker_name = "broker-a"
-        expected = record_batch(messages)
-        got = columns_batch(pulling._columns(body), "t", "broker-a")
-        assert got.equals(expected)
-        assert got.num_rows == len(messages)
-    assert got.column("body")[6].as_py() == b"zz" * 50  # (inflated, as decode_messages does)
+        rows = columns_batch(pulling._columns(body), "t", "broker-a").to_pylist()
+        assert rows == [_expected_row(m, "t", "broker-a") for m in decode_messages(body)]
+    assert rows[6]["body"] == b"zz" * 50  # (inflated, as decode_messages does)
+    assert rows[6]["msg_id"] == decode_messages(mixed)[6].offset_msg_id  # no UNIQ_KEY
+
+
+def test_the_topic_column_is_the_topic_without_the_namespace() -> None:
+    options = SourceOptions.parse(
+        {"namesrv": "127.0.0.1:9876", "topic": "t", "namespace": "ns"}, streaming=False
+    )
+    part = QueueRange("ns%t", "broker-a", 0, 0, 3)  # (planned with the wire's names)
+
+    class Pulls:
+        async def pull_raw(self, queue: MessageQueue, offset: int, **kwargs: object) -> RawPull:
+            body = b"".join(encode_stored(topic="ns%t", body=b"x", queue_offset=o)
+                            for o in range(offset, 3))  # fmt: skip
+            return RawPull(PullStatus.FOUND, 3, 0, 3, body)
+
+    with start_blocking_portal("asyncio") as portal:
+        batches = list(pulling._read_one(portal, Pulls(), options, part))  # type: ignore[arg-type]
+    rows = [row for batch in batches for row in batch.to_pylist()]
+    assert [(r["topic"], r["queue_offset"]) for r in rows] == [("t", 0), ("t", 1), ("t", 2)]

@@ -101,6 +101,27 @@ def test_data_source_batch_write_then_read(
     assert row.keys == ["k7"] and row.tags == "odd" and row.properties == {"n": "7"}
 
 
+def test_small_queue_ranges_share_partitions_of_the_sessions_cores(
+    spark: SparkSession, rocketmq_namesrv: str, unique_topic: str
+) -> None:
+    """register() carries the session's default parallelism (2 here) to Spark's planner
+    process: 8 small queue ranges are read in 2 partitions, every row once; with
+    minOffsetsPerPartition 0, one partition per queue, as Kafka's source."""
+    assert spark.sparkContext.defaultParallelism == 2
+    _create_topic(rocketmq_namesrv, unique_topic, queues=8)
+    (_rows(spark).write.format("rocketmq").option("namesrv", rocketmq_namesrv)
+        .option("topic", unique_topic).mode("append").save())  # fmt: skip
+    source = {"namesrv": rocketmq_namesrv, "topic": unique_topic}
+    packed = spark.read.format("rocketmq").options(**source).load()
+    per_queue = spark.read.format("rocketmq").options(**source, minOffsetsPerPartition="0").load()
+    queues = per_queue.select("broker_name", "queue_id").distinct().count()
+    assert queues > 2 and per_queue.rdd.getNumPartitions() == queues
+    assert packed.rdd.getNumPartitions() == 2
+    offsets = ["broker_name", "queue_id", "queue_offset"]
+    assert sorted(packed.select(*offsets).collect()) == sorted(per_queue.select(*offsets).collect())
+    assert packed.count() == ROWS
+
+
 def test_a_batch_read_with_nothing_in_range_is_empty(
     spark: SparkSession, rocketmq_namesrv: str, unique_topic: str
 ) -> None:
