@@ -439,7 +439,8 @@ class LocalCluster:
 
     def _watch(self, pid: int) -> None:
         if self.die_with_parent:
-            self._watchdog = watch_pid(self._watchdog, self.state_dir, pid)
+            self._watchdog = watch_pid(self._watchdog, self.state_dir, pid,
+                                       owned=self._owns_state_dir)  # fmt: skip
 
     def _boot_line_seen(self, name: str) -> bool:
         return log_contains(self._log_path(name), self._log_offsets.get(name, 0), b"boot success")

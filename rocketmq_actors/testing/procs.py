@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -60,13 +61,15 @@ def log_contains(path: Path, offset: int, needle: bytes) -> bool:
 
 
 def watch_pid(
-    watchdog: subprocess.Popen[bytes] | None, state_dir: Path, pid: int
+    watchdog: subprocess.Popen[bytes] | None, state_dir: Path, pid: int, *, owned: bool = False
 ) -> subprocess.Popen[bytes]:
     """Hand ``pid`` to the watchdog process (started if ``watchdog`` is None or gone), which
-    SIGKILLs it when this process dies."""
+    SIGKILLs it when this process dies, and then deletes ``state_dir`` if ``owned`` (the
+    launcher created it: nothing of a dead run is left in the temporary directory)."""
     if watchdog is None or watchdog.poll() is not None:
+        argv = [sys.executable, "-m", "rocketmq_actors.testing._watchdog", str(state_dir)]
         watchdog = subprocess.Popen(
-            [sys.executable, "-m", "rocketmq_actors.testing._watchdog", str(state_dir)],
+            [*argv, "--remove", str(state_dir)] if owned else argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             start_new_session=True,
@@ -81,5 +84,9 @@ def release_watchdog(watchdog: subprocess.Popen[bytes] | None) -> None:
     """Once nothing of ours is alive: the watchdog exits doing nothing."""
     if watchdog is not None:
         assert watchdog.stdin is not None
-        watchdog.stdin.close()
+        with contextlib.suppress(BrokenPipeError):  # (a watchdog that is gone: nothing to do)
+            watchdog.stdin.write(b"release\n")
+            watchdog.stdin.flush()
+        with contextlib.suppress(BrokenPipeError):
+            watchdog.stdin.close()
         watchdog.wait()

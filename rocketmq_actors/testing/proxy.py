@@ -107,7 +107,7 @@ class LocalProxy:
                 argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                 cwd=state, start_new_session=True,
             )  # fmt: skip
-        self._watchdog = watch_pid(self._watchdog, state, self._proc.pid)
+        self._watchdog = watch_pid(self._watchdog, state, self._proc.pid, owned=True)
         deadline = time.monotonic() + self.startup_timeout
         while not (
             log_contains(self.log_path, 0, b"rocketmq-proxy startup successfully")

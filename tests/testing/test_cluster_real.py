@@ -149,14 +149,16 @@ def test_cli_start_stop_twice_and_in_parallel(tmp_path: Path) -> None:
                 _cli("cluster", "stop", "--state-dir", str(state_dir))
 
 
-@pytest.mark.once  # (the default version's cluster)
-def test_no_jvm_outlives_a_killed_launcher(tmp_path: Path) -> None:
+def _killed_launcher(state_dir: Path | None) -> tuple[list[int], Path]:
+    """A process that starts a cluster (in ``state_dir``, or in a directory of its own), then
+    is SIGKILLed: no finally, no atexit, only the watchdog can help. Its JVMs' pids and its
+    state directory."""
     script = (
         "import sys\n"
         "from rocketmq_actors.testing.cluster import LocalCluster\n"
-        f"c = LocalCluster(state_dir={str(tmp_path)!r})\n"
+        f"c = LocalCluster(state_dir={str(state_dir) if state_dir else None!r})\n"
         "c.start()\n"
-        "print('PIDS', *(s.pid for s in c.servers.values()), flush=True)\n"
+        "print('PIDS', c.state_dir, *(s.pid for s in c.servers.values()), flush=True)\n"
         "sys.stdin.read()\n"
     )
     proc = subprocess.Popen(
@@ -171,14 +173,33 @@ def test_no_jvm_outlives_a_killed_launcher(tmp_path: Path) -> None:
     while not line.startswith("PIDS"):  # structlog's default output shares stdout
         line = proc.stdout.readline()
         assert line, "the launcher process exited before printing its pids"
-    pids = [int(p) for p in line.split()[1:]]
-    assert len(pids) == 2 and all(pid_alive(p) for p in pids)
-    proc.send_signal(signal.SIGKILL)  # no finally, no atexit: only the watchdog can help
+    _, where, *pids = line.split()
+    assert len(pids) == 2 and all(pid_alive(int(p)) for p in pids)
+    proc.send_signal(signal.SIGKILL)
     proc.wait()
+    return [int(p) for p in pids], Path(where)
+
+
+@pytest.mark.once  # (the default version's cluster)
+def test_no_jvm_outlives_a_killed_launcher(tmp_path: Path) -> None:
+    pids, where = _killed_launcher(tmp_path)
+    assert where == tmp_path.resolve()
     _wait_until(lambda: not any(pid_alive(p) for p in pids), 30, "the JVMs to be killed")
     # nothing of the cluster is left: the watchdog (whose command line also names the state
     # directory) exits right after its kills
     _wait_until(lambda: _processes_of(tmp_path) == [], 10, "the watchdog to exit")
+    assert (tmp_path / "state.json").exists()  # a directory given to it is the caller's
+
+
+@pytest.mark.once  # (the default version's cluster)
+def test_a_killed_launcher_leaves_nothing_in_the_temporary_directory() -> None:
+    """A CI job killed at its time limit: the launcher's own state directory (stores, logs)
+    goes with its JVMs."""
+    pids, where = _killed_launcher(None)
+    assert where.name.startswith("rocketmq-actors-")
+    _wait_until(lambda: not any(pid_alive(p) for p in pids), 30, "the JVMs to be killed")
+    _wait_until(lambda: not where.exists(), 30, "the state directory to be removed")
+    _wait_until(lambda: _processes_of(where) == [], 10, "the watchdog to exit")
 
 
 @pytest.mark.once  # (4.9.7's cluster, whatever the session's)
