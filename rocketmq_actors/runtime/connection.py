@@ -295,61 +295,52 @@ class BrokerConnection:
 
     async def request(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
         """Send ``cmd`` (a new opaque is assigned) and return its response."""
-        size = len(cmd.body)
-        if self._closed is not None or not self._has_capacity(size):
-            await self._wait_for_capacity(size)
-        if self._wire.paused:
-            await self._writable(self._max_unwritten, timeout)
-        self._in_flight += 1
-        self._in_flight_bytes += size
-        opaque, waiter = self._new_request_waiter(cmd.code, timeout)
-        try:
+
+        def encode(opaque: int) -> bytes:
             cmd.opaque = opaque
             if self._credentials is not None:
                 cmd.ext_fields = sign(cmd.ext_fields, cmd.body, self._credentials)
-            self._enqueue(cmd.encode(), len(self._pending) == 1)
-            self.requests_sent += 1
-            result: RemotingCommand = await waiter
-            return result
-        finally:
-            self._forget(opaque, waiter, size)
+            return cmd.encode()
+
+        return await self.request_encoded(cmd.code, encode, timeout, len(cmd.body))
 
     async def request_encoded(
         self, code: int, encode: Callable[[int], bytes], timeout: float, size_hint: int = 0
     ) -> RemotingCommand:
         """Like :meth:`request` for a caller that builds the frame itself from an opaque
         (the producer's pre-rendered send frames; with ACL, the encoder signs them)."""
-        if self._closed is not None or not self._has_capacity(size_hint):
-            await self._wait_for_capacity(size_hint)
-        if self._wire.paused:
-            await self._writable(self._max_unwritten, timeout)
-        self._in_flight += 1
-        self._in_flight_bytes += size_hint
-        opaque, waiter = self._new_request_waiter(code, timeout)
+        while (started := self.start_encoded(code, encode, timeout, size_hint)) is None:
+            await self._until_admitted(size_hint, timeout)
+        opaque, waiter = started
         try:
-            self._enqueue(encode(opaque), len(self._pending) == 1)
-            self.requests_sent += 1
             result: RemotingCommand = await waiter
             return result
         finally:
             self._forget(opaque, waiter, size_hint)
 
+    async def _until_admitted(self, size: int, timeout: float) -> None:
+        """Wait until :meth:`start_encoded` takes a request of ``size`` bytes: a free slot
+        (:class:`ConnectionLost` once the connection is closed), then a peer that reads."""
+        if self._closed is not None or not self._has_capacity(size):
+            await self._wait_for_capacity(size)
+        if self._wire.paused:
+            await self._writable(self._max_unwritten, timeout)
+
     def start_encoded(
         self, code: int, encode: Callable[[int], bytes], timeout: float, size_hint: int = 0
     ) -> tuple[int, Waiter] | None:
-        """The first half of :meth:`request_encoded` for a caller that awaits the response
-        itself (one coroutine frame less on a path that runs once per message): the frame is
-        queued and ``(opaque, waiter)`` returned, or None, with nothing done, when the request
-        would have to wait first (backpressure, or the connection is gone): then call
-        :meth:`request_encoded`. Every started request must be ended with :meth:`finish`."""
+        """Start a request: its frame queued and ``(opaque, waiter)`` returned, or None, with
+        nothing done, when it would have to wait first (no free slot, a peer that stopped
+        reading, or the connection is gone). :meth:`request_encoded` is this and the wait; a
+        caller on a path that runs once per message calls it itself and awaits the waiter
+        (one coroutine frame less). Every started request is ended with :meth:`finish`."""
         wire = self._wire
         in_flight_bytes = self._in_flight_bytes
-        if (  # (_has_capacity and _enqueue's checks, inlined: a call less each)
-            self._closed is not None
-            or wire.closing
-            or wire.paused
+        if (  # (_has_capacity and _writable's checks, inlined: a call less each)
+            self._closed is not None  # (closing implies closed: close() sets it first)
             or self._in_flight >= self._max_in_flight
             or (in_flight_bytes and in_flight_bytes + size_hint > self._max_bytes)
+            or (wire.paused and wire.buffered > self._max_unwritten)
         ):
             return None
         self._in_flight += 1

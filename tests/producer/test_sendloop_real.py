@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable
 from typing import Any
 
@@ -37,16 +38,24 @@ async def test_sends_that_must_wait_for_a_slot_take_the_waiting_path(
         requested: list[int] = []
         start_encoded, request_encoded = conn.start_encoded, conn.request_encoded
 
+        # the send loop's own starts only: request_encoded starts again after its waits
+        waiting = contextvars.ContextVar("waiting", default=False)  # (each send: a task)
+
         def counting_start(*args: Any) -> tuple[int, Any] | None:
             got = start_encoded(*args)
-            (started if got is not None else waited).append(1)
+            if not waiting.get():
+                (started if got is not None else waited).append(1)
             return got
 
         async def counting_request(
             code: int, encode: Callable[[int], bytes], *args: Any
         ) -> RemotingCommand:
             requested.append(code)
-            return await request_encoded(code, encode, *args)
+            token = waiting.set(True)
+            try:
+                return await request_encoded(code, encode, *args)
+            finally:
+                waiting.reset(token)
 
         conn.start_encoded = counting_start  # type: ignore[method-assign,assignment]
         conn.request_encoded = counting_request  # type: ignore[method-assign,assignment]
