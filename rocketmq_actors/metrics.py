@@ -145,10 +145,7 @@ class Metrics:
             hist = self._histograms.get(histogram)
             if hist is None:
                 hist = self._histograms[histogram] = _Histogram()
-            # (_Histogram.observe, inlined: this runs once per send and per handler call)
-            hist.counts[bisect.bisect_left(BUCKETS, value)] += 1
-            hist.count += 1
-            hist.sum += value
+            hist.observe(value)
 
     def value(self, name: str, **labels: Any) -> float:
         """A counter's or gauge's current value (0 if never touched)."""

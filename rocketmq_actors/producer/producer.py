@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import ssl
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AsyncExitStack
 from typing import Any, cast
 
@@ -300,10 +300,6 @@ class Producer(GroupMember):
         """Send and wait for the broker's answer. With ``sharding_key`` (or ``selector`` and
         ``arg``) the queue is chosen by the key: same key, same queue, in order."""
         if self._tracing is None and self.trace is None:
-            if sharding_key is None and selector is None:  # (the hot path: no frame between)
-                prepared = self._prepare(message)
-                self._check_running()
-                return await self.loop.send(prepared, _ROUND_ROBIN, timeout)
             return await self._send_now(message, sharding_key, selector, arg, timeout)
         started = rmq_trace.now_ms()
         if self._tracing is not None:
@@ -320,14 +316,17 @@ class Producer(GroupMember):
             self.trace.pub(message, result, started)
         return result
 
-    async def _send_now(
+    def _send_now(
         self,
         message: Message,
         sharding_key: str | None,
         selector: QueueSelector | None,
         arg: object,
         timeout: float | None,
-    ) -> SendResult:
+    ) -> Coroutine[Any, Any, SendResult]:
+        """The send loop's own coroutine for ``message`` (checked first): awaited by
+        :meth:`send` with no frame of this method between them, on a path that runs once per
+        message (benchmarks/abtest.py)."""
         prepared = self._prepare(message)
         self._check_running()
         routing = (
@@ -335,7 +334,7 @@ class Producer(GroupMember):
             if sharding_key is None and selector is None
             else _Routing(message, sharding_key, selector, arg)
         )
-        return await self._send(prepared, routing, timeout)
+        return self.loop.send(prepared, routing, timeout)
 
     async def send_nowait(
         self,
