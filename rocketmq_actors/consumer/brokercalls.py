@@ -37,6 +37,7 @@ __all__ = [
     "Puller",
     "RawPull",
     "check_subscription",
+    "decode_pull",
     "first_offset_at",
     "max_offset",
     "min_offset",
@@ -113,8 +114,14 @@ async def pull_once(
 ) -> PullResult:
     """One PULL_MESSAGE (shared by the pull and push consumers), its records decoded and
     filtered by the subscription's tags (see :func:`pull_raw` for the arguments)."""
-    raw = await pull_raw(instance, group, queue, offset, **options)
-    subscription = options["subscription"]
+    return decode_pull(
+        await pull_raw(instance, group, queue, offset, **options), queue, options["subscription"]
+    )
+
+
+def decode_pull(raw: RawPull, queue: MessageQueue, subscription: Subscription) -> PullResult:
+    """``raw``'s records decoded (as the broker names ``queue``) and filtered by the
+    subscription's tags."""
     messages: tuple[MessageExt, ...] = ()
     if raw.status is PullStatus.FOUND:
         # a record that does not decode comes back marked (decode_error), never as an error

@@ -60,11 +60,11 @@ from .brokercalls import (
     PullStatus,
     RawPull,
     check_subscription,
+    decode_pull,
     first_offset_at,
     max_offset,
     min_offset,
     offset_for_time,
-    pull_once,
     pull_raw,
 )
 from .fetcher import Fetcher, RecordBuffer, deserialize_taken
@@ -414,16 +414,10 @@ class PullConsumer(GroupMember, Generic[T]):
     ) -> PullResult:
         """One pull of up to ``max_messages`` from ``offset``, outside any assignment; with
         ``wait`` > 0 the broker holds the request up to that long for new messages."""
-        self._check_running()
-        if offset < 0 or max_messages < 1 or wait < 0:
-            raise ConfigError("offset >= 0, max_messages >= 1 and wait >= 0 are required")
-        queue = self._ns.wire(queue)
-        subscription = await self._subscribe(queue.topic, expression, expression_type)
-        result = await pull_once(
-            self._instance, self.group, queue, offset, subscription=subscription,
-            sub_version=self._sub_version, max_messages=max_messages, wait=wait,
-            request_timeout=self.request_timeout,
-        )  # fmt: skip
+        queue, subscription, raw = await self._pull(
+            queue, offset, max_messages, expression, expression_type, wait
+        )
+        result = decode_pull(raw, queue, subscription)
         if self.value_deserializer is not None:  # (raises for the first it rejects)
             for message in result.messages:
                 deserialize_record(message, self.value_deserializer, self._ns.app(queue))
@@ -438,16 +432,24 @@ class PullConsumer(GroupMember, Generic[T]):
         (:func:`~rocketmq_actors.protocol.recordcolumns.decode_plain_columns`, else
         :func:`~rocketmq_actors.protocol.records.decode_messages`), such as the Spark source.
         No deserializer is applied and the records carry the topic as stored (namespaced)."""
+        return (await self._pull(queue, offset, max_messages, "*", "TAG", 0.0))[2]
+
+    async def _pull(  # noqa: PLR0917
+        self, queue: MessageQueue, offset: int, max_messages: int, expression: str,
+        expression_type: str, wait: float,
+    ) -> tuple[MessageQueue, Subscription, RawPull]:  # fmt: skip
+        """A pull by hand: the queue as the broker names it, the subscription and the answer."""
         self._check_running()
-        if offset < 0 or max_messages < 1:
-            raise ConfigError("offset >= 0 and max_messages >= 1 are required")
+        if offset < 0 or max_messages < 1 or wait < 0:
+            raise ConfigError("offset >= 0, max_messages >= 1 and wait >= 0 are required")
         queue = self._ns.wire(queue)
-        subscription = await self._subscribe(queue.topic, "*", "TAG")
-        return await pull_raw(
+        subscription = await self._subscribe(queue.topic, expression, expression_type)
+        raw = await pull_raw(
             self._instance, self.group, queue, offset, subscription=subscription,
-            sub_version=self._sub_version, max_messages=max_messages, wait=0.0,
+            sub_version=self._sub_version, max_messages=max_messages, wait=wait,
             request_timeout=self.request_timeout,
         )  # fmt: skip
+        return queue, subscription, raw
 
     # ---- offsets ----------------------------------------------------------------------
 
