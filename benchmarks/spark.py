@@ -15,7 +15,7 @@ is the mean of its two runs; (d') the same read with one partition per queue
 (``minOffsetsPerPartition`` 0, as Kafka's source), what packing moves; (e) by a streaming query
 with Trigger.AvailableNow into Spark's ``noop`` sink, after one untimed read that starts
 Spark's Python workers (timed whole, and its triggers alone: the rate a long-running query
-sees); (f) by the source's executor code alone (``read_range``, the record batches Spark is
+sees); (f) by the source's executor code alone (``read_ranges``, the record batches Spark is
 given) in this process, without Spark: what is left between (f) and (d) is Spark's (the
 batches' way to the JVM, its rows); (g) what a task costs in Spark's Python data source path
 itself, with a source that yields one row per partition (8 partitions against 1). (c)-(g) are
@@ -46,7 +46,7 @@ from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.producer import Producer, create_topic
 from rocketmq_actors.spark import publish_dataframe, register
 from rocketmq_actors.spark.offsets import QueueRange
-from rocketmq_actors.spark.pulling import read_range
+from rocketmq_actors.spark.pulling import read_ranges
 from rocketmq_actors.spark.source_options import SourceOptions
 
 from .common import RESULTS, on_cluster, write_results
@@ -82,7 +82,7 @@ def _pull_all(namesrv: str, topic: str) -> tuple[int, float]:
 
 
 def _source_alone(namesrv: str, topic: str) -> tuple[int, float]:
-    """Every message of ``topic`` through the source's executor code (``read_range``, the
+    """Every message of ``topic`` through the source's executor code (``read_ranges``, the
     record batches Spark would be given) in this process, queue after queue, without Spark."""
 
     async def plan() -> list[QueueRange]:
@@ -93,7 +93,7 @@ def _source_alone(namesrv: str, topic: str) -> tuple[int, float]:
     parts = anyio.run(plan)
     options = SourceOptions.parse({"namesrv": namesrv, "topic": topic}, streaming=False)
     began = time.perf_counter()
-    count = sum(batch.num_rows for part in parts for batch in read_range(options, part))
+    count = sum(batch.num_rows for part in parts for batch in read_ranges(options, [part]))
     return count, time.perf_counter() - began
 
 

@@ -95,15 +95,15 @@ def decode_plain_columns(data: bytes, into: RecordColumns) -> bool:
     the caller decodes ``data`` with ``decode_messages``."""
     fixed, i16 = _FIXED_V4.unpack_from, _I16.unpack_from
     size = len(data)
-    rows = RecordColumns()
+    had = len(into)
     qids, qoffs, props, bodies = (
-        rows.queue_ids,
-        rows.queue_offsets,
-        rows.raw_properties,
-        rows.bodies,
+        into.queue_ids,
+        into.queue_offsets,
+        into.raw_properties,
+        into.bodies,
     )
-    born, stored, reconsumes = rows.born_timestamps, rows.store_timestamps, rows.reconsume_times
-    s_ips, s_ports, phys_offsets = rows.store_ips, rows.store_ports, rows.commit_log_offsets
+    born, stored, reconsumes = into.born_timestamps, into.store_timestamps, into.reconsume_times
+    s_ips, s_ports, phys_offsets = into.store_ips, into.store_ports, into.commit_log_offsets
     pos = 0
     try:
         while pos < size:
@@ -144,6 +144,6 @@ def decode_plain_columns(data: bytes, into: RecordColumns) -> bool:
             phys_offsets.append(phys)
             pos = end
     except (_NotPlain, struct.error):  # (struct.error: a read past a short record)
+        into.truncate(had)  # (the records before it, taken back)
         return False
-    into.extend(rows)
     return True

@@ -43,7 +43,7 @@ from rocketmq_actors.names import unwrap
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.messages import RESERVED_PROPERTIES, Property, decode_properties
 from rocketmq_actors.protocol.recordcolumns import RecordColumns, decode_plain_columns
-from rocketmq_actors.protocol.records import MessageExt, decode_messages
+from rocketmq_actors.protocol.records import decode_messages
 
 from .offsets import QueueRange, lost
 from .source_options import SourceOptions
@@ -52,9 +52,7 @@ __all__ = [
     "ARROW_SCHEMA",
     "READ_SCHEMA",
     "columns_batch",
-    "read_range",
     "read_ranges",
-    "record_batch",
 ]
 
 #: the rows the source reads (``DataSource.schema``)
@@ -77,14 +75,6 @@ STALL_RETRIES = 5  # pulls that make no progress before the rest of a range coun
 STALL_PAUSE = 0.2  # seconds, times the number of stalls so far
 
 
-def record_batch(messages: Sequence[MessageExt]) -> pa.RecordBatch:
-    """``messages`` (of one queue) as one record batch in :data:`ARROW_SCHEMA`."""
-    columns = RecordColumns()
-    columns.add_messages(messages)
-    first = messages[0] if messages else None
-    return columns_batch(columns, first.topic if first else "", first.broker_name if first else "")
-
-
 def columns_batch(columns: RecordColumns, topic: str, broker_name: str) -> pa.RecordBatch:
     """The records of one queue of ``topic`` on ``broker_name`` as one record batch in
     :data:`ARROW_SCHEMA`. The properties (and the keys, tags and message ids in them) are
@@ -97,22 +87,15 @@ def columns_batch(columns: RecordColumns, topic: str, broker_name: str) -> pa.Re
         msg_ids, keys, tags, properties = _arrow_property_columns(raw, columns)
     except pa.ArrowInvalid:  # not UTF-8: read with replacement characters, never failed
         msg_ids, keys, tags, properties = _python_property_columns(columns)
-    stamp = ARROW_SCHEMA.field("born_timestamp").type
-    arrays = [
-        pa.array([topic] * rows, pa.string()),
-        pa.array([broker_name] * rows, pa.string()),
-        pa.array(columns.queue_ids, pa.int32()),
-        pa.array(columns.queue_offsets, pa.int64()),
-        msg_ids, keys, tags, properties,
-        pa.array(columns.bodies, pa.binary()),
-        # ms -> the schema's microseconds
-        pc.multiply_checked(pa.array(columns.born_timestamps, pa.int64()), 1000).cast(stamp),
-        pc.multiply_checked(pa.array(columns.store_timestamps, pa.int64()), 1000).cast(stamp),
-        pa.array(columns.reconsume_times, pa.int32()),
+    born, stored = (pc.multiply_checked(pa.array(ms, pa.int64()), 1000)  # ms -> microseconds
+                    for ms in (columns.born_timestamps, columns.store_timestamps))  # fmt: skip
+    values = [
+        [topic] * rows, [broker_name] * rows, columns.queue_ids, columns.queue_offsets,
+        msg_ids, keys, tags, properties, columns.bodies, born, stored, columns.reconsume_times,
     ]  # fmt: skip
-    arrays = [
-        values.cast(field.type) if isinstance(values, pa.Array) else pa.array(values, field.type)
-        for values, field in zip(arrays, ARROW_SCHEMA, strict=True)
+    arrays = [  # each column in the schema's type, whatever it was built as
+        column.cast(field.type) if isinstance(column, pa.Array) else pa.array(column, field.type)
+        for column, field in zip(values, ARROW_SCHEMA, strict=True)
     ]
     return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
 
@@ -190,20 +173,18 @@ def _columns(body: bytes) -> RecordColumns:
 
 async def _pull(
     pulls: PullConsumer[bytes], options: SourceOptions, queue: MessageQueue, offset: int,
-    count: int, *, unfiltered: bool,
+    count: int,
 ) -> tuple[PullStatus, int, RecordColumns]:  # fmt: skip
     """One pull: its status, the next offset and its records as columns. Without a filter the
     records are never decoded into messages (benchmarks/spark.py)."""
-    rows = RecordColumns()
-    if unfiltered:
+    if options.unfiltered:
         raw = await pulls.pull_raw(queue, offset, max_messages=count)
-        if raw.status is PullStatus.FOUND:
-            rows = _columns(raw.body)
-        return raw.status, raw.next_offset, rows
+        return raw.status, raw.next_offset, _columns(raw.body)  # (empty unless FOUND)
     result = await pulls.pull(
         queue, offset, max_messages=count, expression=options.expression,
         expression_type=options.expression_type,
     )  # fmt: skip
+    rows = RecordColumns()
     rows.add_messages(result.messages)
     return result.status, result.next_offset, rows
 
@@ -215,18 +196,13 @@ async def _pull_span(
     """Pull offsets ``[start, end)`` (``span``) of ``queue`` into ``deliver``, one pull at a
     time; a range retention deleted is :func:`~.offsets.lost` (an error or a warning)."""
     start, end = span
-    unfiltered = options.expression == "*" and options.expression_type == "TAG"
+    unfiltered = options.unfiltered
     fail = options.fail_on_data_loss
     stalls = 0
     offset = start
     while offset < end:
         status, moved_to, rows = await _pull(
-            pulls,
-            options,
-            queue,
-            offset,
-            min(options.pull_batch_size, end - offset),
-            unfiltered=unfiltered,
+            pulls, options, queue, offset, min(options.pull_batch_size, end - offset)
         )
         if status is PullStatus.FOUND and rows:
             offsets = rows.queue_offsets  # (ascending)
@@ -295,7 +271,7 @@ async def _pull_range(
     filter a pull may skip far past its chunk, so the range is pulled in one span."""
     queue = MessageQueue(part.topic, part.broker_name, part.queue_id)
     async with send:
-        if options.expression != "*" or options.expression_type != "TAG":
+        if not options.unfiltered:
             await _pull_span(pulls, options, queue, (part.start, part.end), send.send)
             return
         pending: deque[_Chunk] = deque()
@@ -336,11 +312,6 @@ async def _next_batch(
         except anyio.EndOfStream:
             break
     return columns_batch(gathered, topic, broker_name) if gathered else None
-
-
-def read_range(options: SourceOptions, part: QueueRange) -> Iterator[pa.RecordBatch]:
-    """The messages of one queue range as record batches of up to ``ROWS_PER_BATCH`` rows."""
-    return read_ranges(options, (part,))
 
 
 def read_ranges(options: SourceOptions, parts: Sequence[QueueRange]) -> Iterator[pa.RecordBatch]:

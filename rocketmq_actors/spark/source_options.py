@@ -222,6 +222,11 @@ class SourceOptions:
             access_key=access_key, secret_key=secret_key,
         )  # fmt: skip
 
+    @property
+    def unfiltered(self) -> bool:
+        """No ``tags`` / ``sql``: every offset of a range is a row (the broker skips none)."""
+        return self.expression == "*" and self.expression_type == "TAG"
+
     def client_options(self) -> dict[str, Any]:
         """Keyword arguments for a ClientInstance / PullConsumer of this source."""
         return {

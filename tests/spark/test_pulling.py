@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import attrs
+import pyarrow as pa
 from anyio.from_thread import start_blocking_portal
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,12 +17,7 @@ from rocketmq_actors.protocol.recordcolumns import RecordColumns
 from rocketmq_actors.protocol.records import MessageExt, decode_messages
 from rocketmq_actors.spark import pulling
 from rocketmq_actors.spark.offsets import QueueRange
-from rocketmq_actors.spark.pulling import (
-    ARROW_SCHEMA,
-    _python_property_columns,
-    columns_batch,
-    record_batch,
-)
+from rocketmq_actors.spark.pulling import ARROW_SCHEMA, _python_property_columns, columns_batch
 from rocketmq_actors.spark.source_options import SourceOptions
 from rocketmq_actors.testing.stored import encode_stored
 
@@ -35,6 +31,13 @@ def _message(offset: int, properties: dict[str, str], body: bytes) -> MessageExt
         reconsume_times=offset % 2, prepared_transaction_offset=0, body_crc=0,
         broker_name="broker-a",
     )  # fmt: skip
+
+
+def record_batch(messages: list[MessageExt]) -> pa.RecordBatch:
+    """``messages`` of queue 3 of "t" on broker-a as the source's record batch."""
+    columns = RecordColumns()
+    columns.add_messages(messages)
+    return columns_batch(columns, "t", "broker-a")
 
 
 def test_every_field_lands_in_its_column_and_reserved_properties_stay_out() -> None:
