@@ -1,12 +1,12 @@
 """Kills a cluster's JVMs when the process that launched them dies.
 
-Run as ``python -m rocketmq_actors.testing._watchdog MARKER [--remove DIR]`` with a pipe on
+Run as ``python -m rocketmq_actors.testing._watchdog MARKER [--remove]`` with a pipe on
 stdin. The launcher writes one pid per line as it starts JVMs, and ``release`` when it has
 stopped them itself. When stdin reaches end-of-file without ``release`` - the launcher
 crashed, was killed, or its CI job timed out - every listed pid still alive whose command
 line contains MARKER (the cluster's state directory, so a reused pid is never hit) gets
-SIGKILL; then, with ``--remove``, DIR (a state directory the launcher created, stores and
-logs in it) is deleted once those processes are gone.
+SIGKILL; then, with ``--remove``, MARKER itself (a state directory the launcher created,
+stores and logs in it) is deleted once those processes are gone.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def _is_ours(pid: int, marker: bytes) -> bool:
 
 def main() -> int:
     marker = sys.argv[1].encode()
-    remove = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--remove" else None
+    remove = "--remove" in sys.argv[2:]
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the launcher's business
     pids: set[int] = set()
     released = False
@@ -45,12 +45,12 @@ def main() -> int:
         if _is_ours(pid, marker):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-    if remove is not None:
+    if remove:
         # (a killed JVM no longer names the directory, a zombie's command line being empty)
         deadline = time.monotonic() + 30
         while any(_is_ours(pid, marker) for pid in pids) and time.monotonic() < deadline:
             time.sleep(0.1)
-        shutil.rmtree(remove, ignore_errors=True)
+        shutil.rmtree(sys.argv[1], ignore_errors=True)
     return 0
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -69,7 +68,7 @@ def watch_pid(
     if watchdog is None or watchdog.poll() is not None:
         argv = [sys.executable, "-m", "rocketmq_actors.testing._watchdog", str(state_dir)]
         watchdog = subprocess.Popen(
-            [*argv, "--remove", str(state_dir)] if owned else argv,
+            [*argv, "--remove"] if owned else argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             start_new_session=True,
@@ -83,10 +82,4 @@ def watch_pid(
 def release_watchdog(watchdog: subprocess.Popen[bytes] | None) -> None:
     """Once nothing of ours is alive: the watchdog exits doing nothing."""
     if watchdog is not None:
-        assert watchdog.stdin is not None
-        with contextlib.suppress(BrokenPipeError):  # (a watchdog that is gone: nothing to do)
-            watchdog.stdin.write(b"release\n")
-            watchdog.stdin.flush()
-        with contextlib.suppress(BrokenPipeError):
-            watchdog.stdin.close()
-        watchdog.wait()
+        watchdog.communicate(b"release\n")  # (a watchdog that is gone: nothing to tell)
