@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from rocketmq_actors.producer.selector import LatencyFaultTolerance, RoundRobin, select_by_key
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.messages import Message
@@ -52,7 +54,7 @@ def test_fault_tolerance_is_off_by_default() -> None:
     assert faults.available("a")
 
 
-def test_an_isolation_served_is_forgotten() -> None:
+def test_an_isolation_served_is_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
     """An expired isolation is dropped when it is next asked about, so round robin's
     check-free path (nothing isolated) comes back after a fault."""
     now = [100.0]
@@ -62,4 +64,9 @@ def test_an_isolation_served_is_forgotten() -> None:
     now[0] += 2.5
     assert faults.available("a") and faults.available_at == {}
     rr = RoundRobin(faults)
+
+    def asked(self: LatencyFaultTolerance, broker: str) -> bool:
+        raise AssertionError("nothing is isolated: round robin asks about no broker")
+
+    monkeypatch.setattr(LatencyFaultTolerance, "available", asked)  # (the check-free path)
     assert [rr.choose(QUEUES).broker_name for _ in range(9)].count("c") == 1
