@@ -285,7 +285,9 @@ async def test_unknown_transaction_is_checked_by_another_instance(
     ) as second:  # fmt: skip
         queue = MessageQueue(unique_topic, "broker-a", 0)
         assert await _visible(second.instance, queue, timeout=30) == [b"tx"]
-        assert checked == [outcome.send.msg_id]
+        # the broker may check again before it has stored the first COMMIT (a check round
+        # every second, seen on 4.9.7 under load): every check is of this message
+        assert checked and set(checked) == {outcome.send.msg_id}
 
 
 async def test_pipelined_sends_with_one_sharding_key_are_stored_in_order(
