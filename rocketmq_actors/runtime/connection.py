@@ -15,7 +15,7 @@ from __future__ import annotations
 import socket
 import ssl
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
 import anyio
 import anyio.abc
@@ -38,7 +38,7 @@ from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.framing import FrameDecoder
 
 from .tree import Node
-from .waiters import Clock, DeadlineWatcher, Pending, Waiter, waiter_factory
+from .waiters import Clock, Completion, DeadlineWatcher, Pending, Waiter, waiter_factory
 from .wire import HIGH_WATER, ConnectionClosedByPeer, StreamWire, Wire, open_wire
 
 __all__ = ["BrokerConnection", "ConnectionClosedByPeer", "connect"]
@@ -268,20 +268,23 @@ class BrokerConnection:
             return
         raise WriteTimeout(self.addr, timeout)
 
-    def _new_request_waiter(self, code: int, timeout: float) -> tuple[int, Waiter]:
-        """Take a slot's opaque and register its waiter (the slot is already held)."""
+    def _new_request_waiter(
+        self, code: int, timeout: float, completion: Completion | None = None
+    ) -> tuple[int, Completion]:
+        """Take a slot's opaque and register its waiter, or ``completion`` when given (the
+        slot is already held)."""
         new_waiter = self._new_waiter
         if new_waiter is None:  # a request may arrive before serve() first runs
             new_waiter, self._clock = waiter_factory()
             self._new_waiter = new_waiter
         opaque = self._take_opaque()
-        waiter = new_waiter()
+        waiter = new_waiter() if completion is None else completion
         deadline = self._clock() + timeout
         self._pending[opaque] = (waiter, deadline, code, timeout)
         self._deadlines.track(deadline)
         return opaque, waiter
 
-    def _forget(self, opaque: int, waiter: Waiter, size: int) -> None:
+    def _forget(self, opaque: int, waiter: Completion, size: int) -> None:
         # The caller may have been cancelled (asyncio then cancels the awaited future too):
         # drop our entry whatever the waiter's state, so a late response finds nothing.
         entry = self._pending.get(opaque)
@@ -326,14 +329,36 @@ class BrokerConnection:
         if self._wire.paused:
             await self._writable(self._max_unwritten, timeout)
 
+    @overload
     def start_encoded(
         self, code: int, encode: Callable[[int], bytes], timeout: float, size_hint: int = 0
-    ) -> tuple[int, Waiter] | None:
+    ) -> tuple[int, Waiter] | None: ...
+
+    @overload
+    def start_encoded(
+        self,
+        code: int,
+        encode: Callable[[int], bytes],
+        timeout: float,
+        size_hint: int,
+        completion: Completion,
+    ) -> tuple[int, Completion] | None: ...
+
+    def start_encoded(
+        self,
+        code: int,
+        encode: Callable[[int], bytes],
+        timeout: float,
+        size_hint: int = 0,
+        completion: Completion | None = None,
+    ) -> tuple[int, Completion] | None:
         """Start a request: its frame queued and ``(opaque, waiter)`` returned, or None, with
         nothing done, when it would have to wait first (no free slot, a peer that stopped
         reading, or the connection is gone). :meth:`request_encoded` is this and the wait; a
         caller on a path that runs once per message calls it itself and awaits the waiter
-        (one coroutine frame less). Every started request is ended with :meth:`finish`."""
+        (one coroutine frame less). With ``completion``, that object is completed instead of
+        a new waiter: from the reader, as the answer arrives (no task to wake, no callback to
+        schedule). Every started request is ended with :meth:`finish`."""
         wire = self._wire
         in_flight_bytes = self._in_flight_bytes
         if (  # (_has_capacity and _writable's checks, inlined: a call less each)
@@ -345,7 +370,7 @@ class BrokerConnection:
             return None
         self._in_flight += 1
         self._in_flight_bytes = in_flight_bytes + size_hint
-        opaque, waiter = self._new_request_waiter(code, timeout)
+        opaque, waiter = self._new_request_waiter(code, timeout, completion)
         try:
             frame = encode(opaque)
             if len(self._pending) == 1:

@@ -10,16 +10,22 @@ __all__ = ["Signal"]
 
 
 class Signal:
-    __slots__ = ("_event",)
+    __slots__ = ("_event", "_waiting")
 
     def __init__(self) -> None:
         self._event = anyio.Event()
+        self._waiting = 0
 
     def set(self) -> None:
-        self._event.set()
+        if self._waiting:  # (nothing to wake otherwise: a call less where it runs per message)
+            self._event.set()
 
     async def wait(self) -> None:
         """Until the next :meth:`set` after this call."""
         if self._event.is_set():
             self._event = anyio.Event()
-        await self._event.wait()
+        self._waiting += 1
+        try:
+            await self._event.wait()
+        finally:
+            self._waiting -= 1

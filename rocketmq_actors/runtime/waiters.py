@@ -25,24 +25,33 @@ from typing import Any, Protocol
 
 import anyio
 
-__all__ = ["Clock", "DeadlineWatcher", "Pending", "Waiter", "wait_done", "waiter_factory"]
+__all__ = [
+    "Clock", "Completion", "DeadlineWatcher", "Pending", "Waiter", "wait_done", "waiter_factory",
+]  # fmt: skip
 
 Clock = Callable[[], float]
 
 
-class Waiter(Protocol):
+class Completion(Protocol):
+    """What a connection completes when a request's answer (or its failure) arrives: a
+    :class:`Waiter`, or an object of the caller's that acts on the outcome there and then,
+    called from the connection's reader (it must not raise)."""
+
     def set_result(self, result: Any) -> None: ...
     def set_exception(self, exc: BaseException) -> None: ...
     def done(self) -> bool: ...
+
+
+class Waiter(Completion, Protocol):
     def cancelled(self) -> bool: ...  # (an asyncio future whose awaiting task was cancelled)
     def exception(self) -> BaseException | None: ...  # (only once done, and not cancelled)
     def result(self) -> Any: ...  # the result, or raise the error (only once done)
     def __await__(self) -> Generator[Any, None, Any]: ...
 
 
-#: A pending request: its waiter, deadline (on the connection's clock), request code and
-#: timeout (the last two for the RequestTimeout error).
-Pending = tuple[Waiter, float, int, float]
+#: A pending request: its waiter (or completion), deadline (on the connection's clock),
+#: request code and timeout (the last two for the RequestTimeout error).
+Pending = tuple[Completion, float, int, float]
 
 
 class _EventWaiter:
