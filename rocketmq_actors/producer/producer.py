@@ -355,11 +355,23 @@ class Producer(GroupMember):
         try:
             prepared = self._prepare(message)
             self._check_running()
-            routing = Routing(message, sharding_key, selector, arg)
+            if timeout is not None:  # (before admission: a typed error, nothing admitted)
+                timeout = check_timeout("timeout", timeout)
+            routing = (
+                _ROUND_ROBIN
+                if sharding_key is None and selector is None
+                else Routing(message, sharding_key, selector, arg)
+            )
+            if self.trace is None:
+                future = self.senders.admit_now(prepared, routing, timeout, span)
+                if future is None:  # (it must wait for room, or for its ordered lane)
+                    future = await self.senders.admit(
+                        prepared, routing, timeout, span, self._check_running
+                    )
+                return cast(SendFuture, future)
             started = rmq_trace.now_ms()
             future = await self.senders.admit(prepared, routing, timeout, span, self._check_running)
-            if self.trace is not None:  # a Pub record when it is answered (message trace)
-                self.trace.watch(future, message, started)
+            self.trace.watch(future, message, started)  # a Pub record when it is answered
             return cast(SendFuture, future)
         except BaseException as exc:
             if span is not None and self._tracing is not None:

@@ -16,7 +16,7 @@ the send's failure, with :class:`~rocketmq_actors.errors.InternalError` if the s
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import attrs
@@ -31,8 +31,10 @@ from rocketmq_actors.runtime.waiters import Waiter, wait_done, waiter_factory
 from rocketmq_actors.runtime.workqueue import WorkQueue
 from rocketmq_actors.tracing import Tracing
 
+from .attempt import FirstAttempt
 from .prepare import Prepared
-from .sendloop import Routing, SendLoop
+from .result import SendResult
+from .sendloop import ROUND_ROBIN, Routing, SendLoop
 
 __all__ = ["SENDERS", "Senders"]
 
@@ -51,6 +53,7 @@ class _Queued:
     previous: Waiter | None
     span: Any = None  # tracing: the send span, ended when the send is
     seq: int = 0  # admission order: flush waits for what was admitted before it
+    first: FirstAttempt | None = None  # started without a task, not SEND_OK: go on from it
 
 
 class Senders:
@@ -74,10 +77,28 @@ class Senders:
         self._changed = Signal()
         self._lanes: dict[MessageQueue, Waiter] = {}  # ordered sends: the last one per queue
         self._admitted = 0
-        self._unresolved: dict[int, Waiter] = {}  # admission seq -> future, until released
+        self._unresolved: dict[int, _Queued] = {}  # admission seq -> item, until released
+        self._new_future: Callable[[], Waiter] | None = None  # (the running loop's, once known)
+        self._on_first_done = self._first_done  # (bound once, not once a message)
         self.outbox: WorkQueue[_Queued] = WorkQueue(max_pending)
 
     # ---- admission --------------------------------------------------------------------
+
+    def admit_now(
+        self, prepared: Prepared, routing: Routing, timeout: float | None, span: Any
+    ) -> Waiter | None:
+        """The message admitted without waiting - its future - when there is room now and it
+        is not ordered (no lane to look up); None, with nothing done: :meth:`admit` it.
+        ``send_nowait``'s common path, without a coroutine."""
+        if (routing is not ROUND_ROBIN and routing.ordered) or not self._has_room(prepared.size):
+            return None
+        item = self._enter(prepared, routing, timeout, span, None)
+        if not self.loop.start_first(prepared, routing, timeout, self._on_first_done, item):
+            try:
+                self.outbox.offer(item)  # (room for every admitted item: it is always taken)
+            except anyio.ClosedResourceError as exc:  # the producer stopped
+                self._refuse(item, exc)
+        return item.future
 
     async def admit(
         self,
@@ -88,38 +109,94 @@ class Senders:
         check_running: Callable[[], None],
     ) -> Waiter:
         """Wait for room, then queue the message; its future is returned at once."""
+        size = prepared.size
+        ordered = routing is not ROUND_ROBIN and routing.ordered
         while True:
-            while not self._has_room(prepared.size):
+            while not self._has_room(size):
                 await self.wait_change()
                 check_running()  # stopped while it waited for room
-            lane = await self._lane_of(prepared.topic, routing) if routing.ordered else None
+            lane = await self._lane_of(prepared.topic, routing) if ordered else None
             check_running()  # stopped during the route lookup
-            if self._has_room(prepared.size):  # (others may have taken it during the lookup)
+            if self._has_room(size):  # (others may have taken it during the lookup)
                 break
-        new_future, _ = waiter_factory()
+        item = self._enter(prepared, routing, timeout, span, lane)
+        if not ordered and self.loop.start_first(
+            prepared, routing, timeout, self._on_first_done, item
+        ):
+            return item.future  # on its way, with no task: the Java client's asynchronous send
+        try:
+            await self.outbox.put(item)
+        except BaseException as exc:  # cancelled, or the producer stopped: never admitted
+            self._refuse(item, exc)
+        return item.future
+
+    def _enter(
+        self,
+        prepared: Prepared,
+        routing: Routing,
+        timeout: float | None,
+        span: Any,
+        lane: MessageQueue | None,
+    ) -> _Queued:
+        """Count the message in (there is room) and make its future and queue item."""
+        new_future = self._new_future
+        if new_future is None:
+            new_future = self._new_future = waiter_factory()[0]
         future = new_future()
         self.pending += 1
         self.pending_bytes += prepared.size
         self._admitted = seq = self._admitted + 1
-        self._unresolved[seq] = future
         previous = None
         if lane is not None:  # ordered: after the previous send to the same queue completed
             previous = self._lanes.get(lane)
             self._lanes[lane] = future
-        item = _Queued(future, prepared, routing, timeout, lane, previous, span, seq)
-        try:
-            await self.outbox.put(item)
-        except BaseException as exc:  # cancelled, or the producer stopped: never admitted
-            item.span = None  # (the caller ends it: it gets the error)
-            self.release(item, written=False)
-            future.exception()  # (retrieved: no one else will read it)
-            if lane is not None and previous is not None and lane not in self._lanes:
-                self._lanes[lane] = previous  # the next ordered send waits for that one again
-            self._changed.set()  # its room is free again
-            if isinstance(exc, anyio.ClosedResourceError):
-                raise ClientClosed(f"{self.name} stopped before the send was admitted") from None
-            raise
-        return future
+        item = self._unresolved[seq] = _Queued(
+            future, prepared, routing, timeout, lane, previous, span, seq
+        )
+        return item
+
+    def _refuse(self, item: _Queued, exc: BaseException) -> NoReturn:
+        """Undo :meth:`_enter` for an item that could not be queued, and raise why."""
+        item.span = None  # (the caller ends it: it gets the error)
+        self.release(item, written=False)
+        item.future.exception()  # (retrieved: no one else will read it)
+        lane, previous = item.lane, item.previous
+        if lane is not None and previous is not None and lane not in self._lanes:
+            self._lanes[lane] = previous  # the next ordered send waits for that one again
+        self._changed.set()  # its room is free again
+        if isinstance(exc, anyio.ClosedResourceError):
+            raise ClientClosed(f"{self.name} stopped before the send was admitted") from None
+        raise exc
+
+    def _first_done(self, item: _Queued, outcome: SendResult | FirstAttempt | Exception) -> None:
+        """The end of a send's first attempt started by ``start_first``: the send's result, or
+        the rest of the send handed to a sender task (retries), or a bug that fails it."""
+        future = item.future
+        if isinstance(outcome, FirstAttempt):
+            item.first = outcome
+            try:
+                if self.outbox.offer(item):  # (room for every admitted item: always taken)
+                    return
+            except anyio.ClosedResourceError:  # the producer stopped: outcome unknown
+                pass
+        elif not future.done():  # (a caller cancelled while awaiting it: nothing to set)
+            if isinstance(outcome, SendResult):
+                future.set_result(outcome)
+            else:
+                future.set_exception(self._failure(item.prepared.user_topic, outcome))
+        self._changed.set()
+        self.release(item, written=True)
+
+    @staticmethod
+    def _failure(topic: str, exc: Exception) -> RocketMQError:
+        """A send's error: a RocketMQError as it is; a bug, as InternalError in SendFailed,
+        logged (it fails this send, never the producer)."""
+        if isinstance(exc, RocketMQError):
+            return exc
+        log.error("producer.send_internal_error", topic=topic, exc_info=exc)
+        internal = InternalError(f"unexpected error in send: {exc!r}")
+        internal.__cause__ = exc
+        return SendFailed(topic, [internal])
 
     def _has_room(self, size: int) -> bool:
         return self.pending < self.max_pending and (
@@ -129,7 +206,7 @@ class Senders:
     def outstanding(self) -> list[Waiter]:
         """The futures of every send admitted and not released yet (what ``flush`` waits
         for)."""
-        return list(self._unresolved.values())
+        return [item.future for item in self._unresolved.values()]
 
     async def _lane_of(self, topic: str, routing: Routing) -> MessageQueue | None:
         """The queue an ordered message goes to."""
@@ -179,29 +256,20 @@ class Senders:
         # resolved only if not done: a caller cancelled while awaiting the future cancels it
         # (asyncio), and that must not fail this sender (nor the other sends)
         try:
-            result = await self.loop.send(prepared, item.routing, item.timeout)
+            result = await self.loop.send(prepared, item.routing, item.timeout, item.first)
             if not future.done():
                 future.set_result(result)
-        except RocketMQError as exc:
+        except Exception as exc:  # a bug too: it fails this send, never the producer
+            error = self._failure(prepared.user_topic, exc)
             if not future.done():
-                future.set_exception(exc)
-        except Exception as exc:  # a bug: it fails this send, never the producer
-            log.error("producer.send_internal_error", topic=prepared.user_topic,
-                      exc_info=exc)  # fmt: skip
-            internal = InternalError(f"unexpected error in send: {exc!r}")
-            internal.__cause__ = exc
-            if not future.done():
-                future.set_exception(SendFailed(prepared.user_topic, [internal]))
+                future.set_exception(error)
         finally:
             self._changed.set()
 
     def release(self, item: _Queued, *, written: bool) -> None:
         """Release an item's admission; fail its future if it is not resolved yet (the
         producer stopped: ``written`` says whether the broker may have the message)."""
-        if not item.future.done():
-            error = ClientClosed(f"{self.name} stopped before the send completed")
-            error.outcome_unknown = written
-            item.future.set_exception(SendFailed(item.prepared.user_topic, [error]))
+        self._fail_stopped(item, written=written)
         self.pending -= 1
         self.pending_bytes -= item.prepared.size
         self._unresolved.pop(item.seq, None)
@@ -210,11 +278,22 @@ class Senders:
         if item.span is not None:
             self._end_span(item)
 
+    def _fail_stopped(self, item: _Queued, *, written: bool) -> None:
+        """Fail an item's future, if it is not resolved yet, because the producer stopped."""
+        if not item.future.done():
+            error = ClientClosed(f"{self.name} stopped before the send completed")
+            error.outcome_unknown = written
+            item.future.set_exception(SendFailed(item.prepared.user_topic, [error]))
+
     def fail_unsent(self) -> None:
-        """Once the sender tasks are gone: fail what they never took (it was never written)."""
+        """Once the sender tasks are gone: fail what they never took (it was never written),
+        and the futures of first attempts still unanswered (written: a shared client
+        instance's connection may stay open, and answer them later; they are released then)."""
         self.outbox.close()
         for item in self.outbox.take_all():
             self.release(item, written=False)
+        for item in list(self._unresolved.values()):
+            self._fail_stopped(item, written=True)
 
     def _end_span(self, item: _Queued) -> None:
         assert self._tracing is not None

@@ -33,11 +33,13 @@ from rocketmq_actors.logs import get_logger
 from rocketmq_actors.metrics import METRICS, SeriesKeys
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
+from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.messages import Message
 from rocketmq_actors.protocol.sendframe import SendFrameEncoder
 from rocketmq_actors.runtime.checks import check_timeout
 from rocketmq_actors.runtime.connection import BrokerConnection
 
+from .attempt import FirstAttempt, FirstDone
 from .prepare import Prepared
 from .result import SendResult, SendStatus, new_send_result, status_of_code
 from .selector import LatencyFaultTolerance, QueueSelector, RoundRobin, select_by_key
@@ -92,7 +94,7 @@ class SendLoop:
         attempt_timeout: float | None = None,
     ) -> None:
         self._instance = instance
-        self._encoder = encoder
+        self.encoder = encoder
         self.send_timeout = send_timeout
         # Kafka's request.timeout.ms beside delivery.timeout.ms: an attempt that outlives it
         # (a silent broker) is given up, outcome unknown, and the send goes on elsewhere -
@@ -222,14 +224,99 @@ class SendLoop:
                 "timer delivery (deliver_at_ms / delay_ms)", addr, version_name(version)
             )
 
-    async def send(self, prepared: Prepared, routing: Routing, timeout: float | None) -> SendResult:
-        """Send with retries, within ``timeout`` (the producer's ``send_timeout`` if None)."""
+    def start_first(
+        self,
+        prepared: Prepared,
+        routing: Routing,
+        timeout: float | None,
+        then: FirstDone,
+        token: object,
+    ) -> bool:
+        """Start a plain round-robin send's first attempt now, with no task: True if it was
+        started (a cached route, an open connection with room, no timer); ``then(token, ...)``
+        is called once, from the connection as the answer (or its failure) arrives, with
+        the :class:`SendResult` of a SEND_OK answer, with the :class:`FirstAttempt` for
+        :meth:`send` to go on from otherwise, or with the exception of a bug. False, with
+        nothing sent: the caller sends with :meth:`send`. ``timeout`` is checked already."""
+        route = self._instance.routes.cached(prepared.topic)
+        if route is None or prepared.timer or prepared.batch_ids or routing.ordered:
+            return False
+        queues = route.publish_queues
+        if not queues:
+            return False
+        queue = self._round_robin.choose(queues, None)
+        addr = route.master_addr(queue.broker_name)
+        if addr is None:
+            return False
+        conn = self._instance.pool.registry.lookup(addr)
+        if conn is None or not conn.is_open:
+            return False
+        started = time.monotonic()
+        deadline = started + (timeout or self.send_timeout)
+        attempt_end = deadline
+        if self.attempt_timeout is not None:
+            attempt_end = min(deadline, started + self.attempt_timeout)
+        born = time.time_ns() // 1_000_000
+        attempt = FirstAttempt(
+            self, prepared, route, queue, addr, conn, started, deadline, born, then, token
+        )
+        if conn.start_encoded(_SEND_V2, attempt.encode, attempt_end - started, prepared.size,
+                              attempt) is None:  # fmt: skip
+            return False
+        self.in_flight += 1
+        return True
+
+    def result_of(
+        self,
+        prepared: Prepared,
+        queue: MessageQueue,
+        addr: str,
+        reply: RemotingCommand,
+        started: float,
+        *,
+        status: SendStatus = _SEND_OK,
+    ) -> SendResult:
+        """The result of a stored send's answer, its latency recorded."""
+        broker = queue.broker_name
+        if self.faults.enabled:
+            self.faults.record(broker, (time.monotonic() - started) * 1000)
+        ext = reply.ext_fields
+        try:  # the hot path: read the fields directly (SendMessageResponseHeader)
+            queue_id = int(ext["queueId"])
+            if queue.queue_id != queue_id or queue.topic != prepared.user_topic:
+                queue = MessageQueue(prepared.user_topic, broker, queue_id)
+            result = new_send_result(
+                status, prepared.msg_id, ext["msgId"], queue, int(ext["queueOffset"]),
+                ext.get("transactionId"), ext.get("MSG_REGION"),
+                ext.get("recallHandle"), ext.get("TRACE_ON") != "false",
+            )  # fmt: skip
+        except (KeyError, ValueError) as exc:
+            METRICS.inc("rocketmq_client_send_total", topic=prepared.user_topic, result="failed")
+            raise SendFailed(
+                prepared.user_topic,
+                [BrokerError(addr, reply.code, f"malformed send response: {exc!r}")],
+            ) from None
+        series = self._ok_series.get(prepared.user_topic) or self._ok_series.add(
+            prepared.user_topic
+        )
+        METRICS.count_and_observe(*series, time.monotonic() - started)
+        return result
+
+    async def send(
+        self,
+        prepared: Prepared,
+        routing: Routing,
+        timeout: float | None,
+        first: FirstAttempt | None = None,
+    ) -> SendResult:
+        """Send with retries, within ``timeout`` (the producer's ``send_timeout`` if None);
+        with ``first``, go on from that attempt (:meth:`start_first`), within its deadline."""
         if timeout is not None:  # (the hot path passes None: the producer's own, checked)
             timeout = check_timeout("timeout", timeout)
         self.in_flight += 1
         try:
             timeout = timeout or self.send_timeout
-            deadline = time.monotonic() + timeout
+            deadline = time.monotonic() + timeout if first is None else first.deadline
             ordered = routing is not ROUND_ROBIN and routing.ordered
             attempts: list[RocketMQError] = []
             avoid: str | None = None
@@ -237,59 +324,78 @@ class SendLoop:
             batch = bool(prepared.batch_ids)
             code = _SEND_BATCH if batch else _SEND_V2
             for _ in range(1 if ordered else 1 + self.retry_times):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                try:
-                    # the hot path: a cached route without even a coroutine
-                    route = self._instance.routes.cached(prepared.topic) or await self.route_within(
-                        prepared.topic, remaining
+                outcome: RemotingCommand | RocketMQError | None = None
+                if first is not None:  # the attempt start_first made: its outcome, as below
+                    route, queue, addr, started = (
+                        first.route,
+                        first.queue,
+                        first.addr,
+                        first.started,
                     )
-                except RocketMQError as exc:
-                    # no route: every NameServer was asked already (and is cooling down);
-                    # asking again at once cannot help (Java fails the send here too)
-                    attempts.append(exc)
-                    break
-                try:
-                    queue = self.choose(route, routing, avoid)
-                except SendFailed as exc:  # (no writable queue in the route)
-                    raise self._given_up(prepared.user_topic, attempts, exc) from exc
+                    outcome, attempt_end, first = first.outcome, deadline, None
+                else:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    try:
+                        # the hot path: a cached route without even a coroutine
+                        route = self._instance.routes.cached(
+                            prepared.topic
+                        ) or await self.route_within(prepared.topic, remaining)
+                    except RocketMQError as exc:
+                        # no route: every NameServer was asked already (and is cooling down);
+                        # asking again at once cannot help (Java fails the send here too)
+                        attempts.append(exc)
+                        break
+                    try:
+                        queue = self.choose(route, routing, avoid)
+                    except SendFailed as exc:  # (no writable queue in the route)
+                        raise self._given_up(prepared.user_topic, attempts, exc) from exc
+                    started = time.monotonic()
+                    attempt_end = deadline
+                    if self.attempt_timeout is not None and not ordered:
+                        attempt_end = min(deadline, started + self.attempt_timeout)
                 broker = queue.broker_name
-                started = time.monotonic()
-                attempt_end = deadline
-                if self.attempt_timeout is not None and not ordered:
-                    attempt_end = min(deadline, started + self.attempt_timeout)
                 remaining = attempt_end - started
                 try:
-                    if prepared.timer:  # (before encode: it may pick another broker's queue)
-                        queue = await self.timer_queue(route, routing, queue, remaining)
-                        broker = queue.broker_name
-                        remaining = attempt_end - time.monotonic()
-                    born = time.time_ns() // 1_000_000
-
-                    def encode(opaque: int, queue: MessageQueue = queue, born: int = born) -> bytes:
-                        return self._encoder.encode(
-                            opaque, prepared.topic, queue.queue_id, prepared.body, born,
-                            prepared.properties, queue.broker_name, sys_flag=prepared.sys_flag,
-                            flag=prepared.flag, batch=batch,
-                        )  # fmt: skip
-
-                    addr = route.master_addr(broker) or self.master(route, queue)
-                    conn = self._instance.pool.registry.lookup(addr)
-                    if conn is None or not conn.is_open:
-                        conn = await self.connect_within(
-                            addr, remaining, fail_over=self._elsewhere(route, broker, routing)
-                        )
-                        remaining = attempt_end - time.monotonic()
-                    started_request = conn.start_encoded(code, encode, remaining, prepared.size)
-                    if started_request is None:  # (it must wait for room first)
-                        reply = await conn.request_encoded(code, encode, remaining, prepared.size)
+                    if outcome is not None:
+                        if isinstance(outcome, RocketMQError):
+                            raise outcome
+                        reply = outcome
                     else:
-                        opaque, waiter = started_request
-                        try:
-                            reply = await waiter
-                        finally:
-                            conn.finish(opaque, waiter, prepared.size)
+                        if prepared.timer:  # (before encode: it may pick another broker's queue)
+                            queue = await self.timer_queue(route, routing, queue, remaining)
+                            broker = queue.broker_name
+                            remaining = attempt_end - time.monotonic()
+                        born = time.time_ns() // 1_000_000
+
+                        def encode(
+                            opaque: int, queue: MessageQueue = queue, born: int = born
+                        ) -> bytes:
+                            return self.encoder.encode(
+                                opaque, prepared.topic, queue.queue_id, prepared.body, born,
+                                prepared.properties, queue.broker_name,
+                                sys_flag=prepared.sys_flag, flag=prepared.flag, batch=batch,
+                            )  # fmt: skip
+
+                        addr = route.master_addr(broker) or self.master(route, queue)
+                        conn = self._instance.pool.registry.lookup(addr)
+                        if conn is None or not conn.is_open:
+                            conn = await self.connect_within(
+                                addr, remaining, fail_over=self._elsewhere(route, broker, routing)
+                            )
+                            remaining = attempt_end - time.monotonic()
+                        started_request = conn.start_encoded(code, encode, remaining, prepared.size)
+                        if started_request is None:  # (it must wait for room first)
+                            reply = await conn.request_encoded(
+                                code, encode, remaining, prepared.size
+                            )
+                        else:
+                            opaque, waiter = started_request
+                            try:
+                                reply = await waiter
+                            finally:
+                                conn.finish(opaque, waiter, prepared.size)
                 except (SendFailed, UnsupportedByBroker) as exc:  # (no master, no 5.x master)
                     raise self._given_up(prepared.user_topic, attempts, exc) from exc
                 except RocketMQError as exc:
@@ -320,30 +426,7 @@ class SendLoop:
                         break
                     avoid = broker
                     continue
-                if self.faults.enabled:
-                    self.faults.record(broker, (time.monotonic() - started) * 1000)
-                ext = reply.ext_fields
-                try:  # the hot path: read the fields directly (SendMessageResponseHeader)
-                    queue_id = int(ext["queueId"])
-                    if queue.queue_id != queue_id or queue.topic != prepared.user_topic:
-                        queue = MessageQueue(prepared.user_topic, broker, queue_id)
-                    result = new_send_result(
-                        status, prepared.msg_id, ext["msgId"], queue, int(ext["queueOffset"]),
-                        ext.get("transactionId"), ext.get("MSG_REGION"),
-                        ext.get("recallHandle"), ext.get("TRACE_ON") != "false",
-                    )  # fmt: skip
-                except (KeyError, ValueError) as exc:
-                    METRICS.inc(
-                        "rocketmq_client_send_total", topic=prepared.user_topic, result="failed"
-                    )
-                    raise SendFailed(
-                        prepared.user_topic,
-                        [BrokerError(addr, reply.code, f"malformed send response: {exc!r}")],
-                    ) from None
-                series = self._ok_series.get(prepared.user_topic) or self._ok_series.add(
-                    prepared.user_topic
-                )
-                METRICS.count_and_observe(*series, time.monotonic() - started)
+                result = self.result_of(prepared, queue, addr, reply, started, status=status)
                 if status is not _SEND_OK and self.retry_not_stored_ok:
                     # Java's retryAnotherBrokerWhenNotStoreOK: stored here, but send it again
                     # elsewhere (a possible duplicate); the last such result if none is OK
@@ -379,7 +462,7 @@ class SendLoop:
             born = time.time_ns() // 1_000_000
 
             def encode(opaque: int) -> bytes:
-                return self._encoder.encode(
+                return self.encoder.encode(
                     opaque, prepared.topic, queue.queue_id, prepared.body, born,
                     prepared.properties, queue.broker_name, sys_flag=prepared.sys_flag,
                     flag=prepared.flag, oneway=True,

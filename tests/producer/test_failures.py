@@ -175,10 +175,10 @@ async def test_an_unexpected_error_in_one_send_fails_it_not_the_producer(
         async with Producer(namesrv=server.addr, group="G", retry_times=0) as producer:
             real_send = producer.loop.send
 
-            async def flaky(prepared: Any, routing: Any, timeout: Any) -> Any:
+            async def flaky(prepared: Any, routing: Any, timeout: Any, first: Any = None) -> Any:
                 if prepared.body == b"bug":
                     raise ZeroDivisionError("a bug somewhere in a send")
-                return await real_send(prepared, routing, timeout)
+                return await real_send(prepared, routing, timeout, first)
 
             monkeypatch.setattr(producer.loop, "send", flaky)
             bad = await producer.send_nowait(Message(topic="T", body=b"bug"))

@@ -1,0 +1,124 @@
+"""A send's first attempt started without a task (``send_nowait``'s path, as the Java client's
+asynchronous send): one object per message in flight, which the connection completes itself
+when the answer arrives (:meth:`BrokerConnection.start_encoded` with a completion: no future,
+no callback scheduled) and which encodes the frame, with no closure (a closure's cells are
+objects the garbage collector counts: benchmarks/nullbroker.py, path b_pipelined_nowait_1k).
+
+When the answer is SEND_OK the send is done here; any other outcome (an error answer, a lost
+connection, a timeout) is handed back to :meth:`SendLoop.send`, which handles it as any
+attempt's and retries, in a sender task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from rocketmq_actors.cluster.routes import TopicRoute
+from rocketmq_actors.errors import ConnectionLost, RocketMQError
+from rocketmq_actors.logs import get_logger
+from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.codes import ResponseCode
+from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.runtime.connection import BrokerConnection
+
+from .prepare import Prepared
+from .result import SendResult
+
+if TYPE_CHECKING:
+    from .sendloop import SendLoop
+
+__all__ = ["FirstAttempt", "FirstDone"]
+
+log = get_logger("rocketmq_actors.producer")
+
+_SUCCESS = ResponseCode.SUCCESS
+
+#: ``then(token, outcome)``: the end of a first attempt - its :class:`SendResult`, the
+#: :class:`FirstAttempt` to go on from, or the exception of a bug
+FirstDone = Callable[[Any, "SendResult | FirstAttempt | Exception"], None]
+
+
+class FirstAttempt:
+    """A first attempt in flight (the connection's completion for it), then, when it did not
+    end in SEND_OK, what :meth:`SendLoop.send` goes on from: its route, queue, master
+    address, start and deadline, and ``outcome`` (the answer or the error)."""
+
+    __slots__ = (
+        "addr", "born", "conn", "deadline", "loop", "opaque", "outcome", "prepared", "queue",
+        "route", "started", "then", "token",
+    )  # fmt: skip
+
+    def __init__(  # noqa: PLR0917 - positional: built once per message
+        self,
+        loop: SendLoop,
+        prepared: Prepared,
+        route: TopicRoute,
+        queue: MessageQueue,
+        addr: str,
+        conn: BrokerConnection,
+        started: float,
+        deadline: float,
+        born: int,
+        then: FirstDone,
+        token: object,
+    ) -> None:
+        self.loop = loop
+        self.prepared = prepared
+        self.route = route
+        self.queue = queue
+        self.addr = addr
+        self.conn = conn
+        self.started = started
+        self.deadline = deadline
+        self.born = born
+        self.then = then
+        self.token = token
+        self.opaque = 0
+        self.outcome: RemotingCommand | RocketMQError | None = None
+
+    def encode(self, opaque: int) -> bytes:
+        """The SEND_MESSAGE_V2 frame, for the connection (which gives the opaque)."""
+        prepared, queue = self.prepared, self.queue
+        self.opaque = opaque
+        return self.loop.encoder.encode(
+            opaque, prepared.topic, queue.queue_id, prepared.body, self.born,
+            prepared.properties, queue.broker_name, sys_flag=prepared.sys_flag,
+            flag=prepared.flag,
+        )  # fmt: skip
+
+    # ---- the connection's completion (called from its reader or its deadline watcher) ----
+
+    def done(self) -> bool:
+        return self.outcome is not None
+
+    def set_result(self, reply: RemotingCommand) -> None:
+        self.outcome = reply
+        outcome: SendResult | FirstAttempt | Exception = self
+        if reply.code == _SUCCESS:
+            try:
+                outcome = self.loop.result_of(
+                    self.prepared, self.queue, self.addr, reply, self.started
+                )
+            except Exception as exc:  # (SendFailed: a malformed answer; else a bug)
+                outcome = exc
+        self._end(outcome)
+
+    def set_exception(self, exc: BaseException) -> None:
+        # (the connection fails a request with ConnectionLost or RequestTimeout)
+        self.outcome = (
+            exc if isinstance(exc, RocketMQError) else ConnectionLost(self.addr, repr(exc))
+        )
+        self._end(self)
+
+    def _end(self, outcome: SendResult | FirstAttempt | Exception) -> None:
+        loop = self.loop
+        self.conn.finish(self.opaque, self, self.prepared.size)
+        loop.in_flight -= 1
+        try:
+            if loop.on_done is not None:
+                loop.on_done()  # a stop is waiting for sends in flight
+            self.then(self.token, outcome)
+        except Exception as exc:  # a bug: never into the connection's reader
+            log.error("producer.send_internal_error", topic=self.prepared.user_topic,
+                      exc_info=exc)  # fmt: skip

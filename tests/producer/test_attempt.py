@@ -1,0 +1,209 @@
+"""``send_nowait``'s first attempt, started without a task (producer/attempt.py), against a
+fake broker whose answers the test scripts (the real broker cannot be told to answer
+SYSTEM_BUSY or to stay silent)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+import pytest
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.errors import (
+    BrokerError,
+    ClientClosed,
+    ConfigError,
+    InternalError,
+    SendFailed,
+)
+from rocketmq_actors.producer import Message, Producer, SendStatus
+from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
+from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
+
+
+class Scripted:
+    """NameServer (any topic: one broker, itself, 2 queues) and that broker: each send is
+    answered with the next code of ``answers`` (SUCCESS once they run out); None: silence."""
+
+    def __init__(self, *answers: int | None) -> None:
+        self.addr = ""
+        self.answers = list(answers)
+        self.sends = 0
+
+    async def __call__(self, peer: FakePeer, cmd: RemotingCommand) -> None:
+        if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
+            await peer.reply(cmd, body=route_body(("fake", self.addr)))
+        elif cmd.code == RequestCode.SEND_MESSAGE_V2:
+            self.sends += 1
+            code = self.answers.pop(0) if self.answers else ResponseCode.SUCCESS
+            if code is None:
+                await anyio.sleep_forever()
+                return
+            queue_id = cmd.ext_fields.get("e", "0")
+            ext = {"msgId": f"AB{self.sends}", "queueId": queue_id, "queueOffset": "7"}
+            await peer.reply(cmd, code, remark="scripted", ext_fields=ext)
+        else:
+            await peer.reply(cmd)
+
+
+class LoopSends:
+    """Counts the sends that went through ``SendLoop.send`` (a sender task), and with what."""
+
+    def __init__(self, producer: Producer, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.firsts: list[Any] = []
+        real = producer.loop.send
+
+        async def spy(prepared: Any, routing: Any, timeout: Any, first: Any = None) -> Any:
+            self.firsts.append(first)
+            return await real(prepared, routing, timeout, first)
+
+        monkeypatch.setattr(producer.loop, "send", spy)
+
+
+async def _known_route(producer: Producer) -> None:
+    """One sync send: the route of T is cached and its connection open."""
+    await producer.send(Message(topic="T", body=b"warm"))
+
+
+async def test_send_nowait_on_a_known_route_needs_no_sender_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = Scripted()
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        async with Producer(namesrv=server.addr, group="G") as producer:
+            await _known_route(producer)
+            spy = LoopSends(producer, monkeypatch)
+            futures = [
+                await producer.send_nowait(Message(topic="T", body=b"%d" % i)) for i in range(50)
+            ]
+            results = [await future for future in futures]
+            assert producer.senders.pending == 0
+            assert producer.loop.in_flight == 0
+    assert spy.firsts == []  # not one went through a sender task
+    assert [r.status for r in results] == [SendStatus.SEND_OK] * 50
+    assert {r.queue.queue_id for r in results} == {0, 1}  # round robin over both queues
+    assert all(r.queue.topic == "T" and r.queue_offset == 7 for r in results)
+    assert len({r.msg_id for r in results}) == 50
+    assert fake.sends == 51
+
+
+async def test_a_busy_first_attempt_is_retried_by_a_sender_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = Scripted(ResponseCode.SUCCESS, ResponseCode.SYSTEM_BUSY)
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        async with Producer(namesrv=server.addr, group="G") as producer:
+            await _known_route(producer)
+            spy = LoopSends(producer, monkeypatch)
+            result = await (await producer.send_nowait(Message(topic="T", body=b"x")))
+    assert result.status is SendStatus.SEND_OK
+    assert fake.sends == 3  # the warm-up, the busy first attempt, its retry
+    (first,) = spy.firsts  # the retry went on from the first attempt's answer
+    assert first is not None and first.outcome.code == ResponseCode.SYSTEM_BUSY
+
+
+async def test_a_refused_first_attempt_fails_once_with_the_brokers_answer() -> None:
+    fake = Scripted(ResponseCode.SUCCESS, ResponseCode.MESSAGE_ILLEGAL)
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        async with Producer(namesrv=server.addr, group="G") as producer:
+            await _known_route(producer)
+            future = await producer.send_nowait(Message(topic="T", body=b"x"))
+            with pytest.raises(SendFailed) as info:
+                await future
+    assert fake.sends == 2  # not retried: the refusal is for good
+    (attempt,) = info.value.attempts
+    assert isinstance(attempt, BrokerError) and attempt.code == ResponseCode.MESSAGE_ILLEGAL
+    assert not info.value.outcome_unknown
+
+
+async def test_a_bug_in_the_first_attempt_fails_that_send_not_the_producer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = Scripted()
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        async with Producer(namesrv=server.addr, group="G") as producer:
+            await _known_route(producer)
+            real = producer.loop.result_of
+
+            def broken(prepared: Any, *args: Any, **kwargs: Any) -> Any:
+                if prepared.body == b"bug":
+                    raise ZeroDivisionError("a bug in a send")
+                return real(prepared, *args, **kwargs)
+
+            monkeypatch.setattr(producer.loop, "result_of", broken)
+            bad = await producer.send_nowait(Message(topic="T", body=b"bug"))
+            good = await producer.send_nowait(Message(topic="T", body=b"fine"))
+            with pytest.raises(SendFailed) as info:
+                await bad
+            assert (await good).status is SendStatus.SEND_OK
+            assert producer.running
+            assert producer.senders.pending == 0
+    (attempt,) = info.value.attempts
+    assert isinstance(attempt, InternalError)
+    assert isinstance(attempt.__cause__, ZeroDivisionError)
+
+
+async def test_a_stop_resolves_first_attempts_a_silent_broker_never_answers() -> None:
+    fake = Scripted(ResponseCode.SUCCESS, *[None] * 20)
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        producer = Producer(namesrv=server.addr, group="G", send_timeout=30.0,
+                            shutdown_timeout=1.0)  # fmt: skip
+        await producer.start()
+        await _known_route(producer)
+        futures = [await producer.send_nowait(Message(topic="T", body=b"x")) for _ in range(20)]
+        assert producer.loop.in_flight == 20  # all started, none in a sender task
+        began = time.monotonic()
+        await producer.stop()
+        took = time.monotonic() - began
+    assert took < 1.0 + 2.0, took  # at the shutdown deadline, not at send_timeout
+    assert all(future.done() for future in futures)
+    for future in futures:
+        with pytest.raises(SendFailed) as info:
+            await future
+        assert info.value.outcome_unknown  # written, never answered
+        assert isinstance(info.value.attempts[-1], ClientClosed)
+
+
+@pytest.mark.parametrize("timeout", [-1.0, 0.0, float("nan"), "3"])
+async def test_a_bad_timeout_is_refused_before_admission(timeout: object) -> None:
+    fake = Scripted()
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        async with Producer(namesrv=server.addr, group="G") as producer:
+            await _known_route(producer)
+            with pytest.raises(ConfigError, match="timeout"):
+                await producer.send_nowait(Message(topic="T", body=b"x"), timeout=timeout)  # type: ignore[arg-type]
+            assert producer.senders.pending == 0
+    assert fake.sends == 1  # the warm-up only
+
+
+async def test_a_stop_on_a_shared_instance_resolves_first_attempts_at_once() -> None:
+    """The instance's connection stays open (another client uses it): the stop itself fails
+    the unanswered first attempts' futures (outcome unknown); their late answers change
+    nothing."""
+    fake = Scripted(ResponseCode.SUCCESS, *[None] * 5)
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        async with ClientInstance(server.addr) as instance:
+            producer = Producer(instance=instance, group="G", send_timeout=30.0,
+                                shutdown_timeout=0.5)  # fmt: skip
+            await producer.start()
+            await _known_route(producer)
+            futures = [await producer.send_nowait(Message(topic="T", body=b"x")) for _ in range(5)]
+            with anyio.fail_after(5):
+                await producer.stop()
+            assert all(future.done() for future in futures)
+            for future in futures:
+                with pytest.raises(SendFailed) as info:
+                    await future
+                assert info.value.outcome_unknown
+                assert isinstance(info.value.attempts[-1], ClientClosed)
+            assert instance.running  # (the shared instance is not the producer's to stop)
