@@ -2,14 +2,17 @@
 
     git archive main rocketmq_actors | tar -x -C BASE
     python -m benchmarks.abtest --base BASE --change "what changed" [--windows 6] [--seconds 3]
+        [--nowait]
 
 ``BASE`` holds the ``rocketmq_actors`` package to compare with (the code before the change);
 this tree's is the code after it. One ``NullBroker.java`` serves both. Each window is a fresh
 process running ``benchmarks.sendprofile``'s worker (a warm-up, then ``--seconds`` of 1 KiB
-sends with ``--concurrency`` in flight), the sides taking turns (before-after, after-before,
-...) so that the machine's phases fall on both. Per side: messages over the summed window time
-and the process's CPU per message (every thread). The pooled figures and every window are
-appended to the ``changes`` entry of ``benchmarks/results/nullbroker.json``.
+sends with ``--concurrency`` in flight: ``await send`` from that many tasks, or with
+``--nowait`` ``send_nowait`` from one task with that many admitted), the sides taking turns
+(before-after, after-before, ...) so that the machine's phases fall on both. Per side:
+messages over the summed window time and the process's CPU per message (every thread). The
+pooled figures and every window are appended to the ``changes`` entry of
+``benchmarks/results/nullbroker.json``.
 """
 
 from __future__ import annotations
@@ -29,7 +32,9 @@ from .nullbroker import NullBroker
 TREE = Path(__file__).resolve().parents[1]
 
 
-def window(base: Path | None, addr: str, seconds: float, concurrency: int) -> dict[str, Any]:
+def window(
+    base: Path | None, addr: str, seconds: float, concurrency: int, *, nowait: bool = False
+) -> dict[str, Any]:
     """One window in a fresh process: ``base``'s package (None: this tree's)."""
     env = dict(os.environ)
     # -m puts the working directory first on sys.path: run the "before" side from BASE so
@@ -37,7 +42,8 @@ def window(base: Path | None, addr: str, seconds: float, concurrency: int) -> di
     env["PYTHONPATH"] = os.pathsep.join([str(base), str(TREE)] if base else [str(TREE)])
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.sendprofile", "--worker", addr,
-         "--seconds", str(seconds), "--concurrency", str(concurrency)],
+         "--seconds", str(seconds), "--concurrency", str(concurrency),
+         *(["--nowait"] if nowait else [])],
         capture_output=True, text=True, check=True, timeout=seconds + 120, env=env,
         cwd=base or TREE,
     )  # fmt: skip
@@ -61,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--windows", type=int, default=6, help="windows per side")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument(
+        "--nowait", action="store_true", help="path b_pipelined_nowait_1k (send_nowait)"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "nullbroker.json")
     args = parser.parse_args(argv)
     base = args.base.resolve()
@@ -71,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         for side in alternating(args.windows, "before", "after"):
             tree = base if side == "before" else TREE
             got = window(tree if side == "before" else None, broker.addr, args.seconds,
-                         args.concurrency)  # fmt: skip
+                         args.concurrency, nowait=args.nowait)  # fmt: skip
             if Path(got.pop("package")).resolve() != tree.resolve():  # (PYTHONPATH shadowing)
                 raise SystemExit(f"the {side} window did not run the package of {tree}")
             got.pop("framing_compiled")
@@ -79,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     results.setdefault("changes", []).append({
         "change": args.change,
-        "path": "b_pipelined_1k (ours only)",
+        "path": f"{'b_pipelined_nowait_1k' if args.nowait else 'b_pipelined_1k'} (ours only)",
         "taken_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "window_seconds": args.seconds,
         **{side: pooled(windows, args.seconds) for side, windows in sides.items()},

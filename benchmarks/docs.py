@@ -72,6 +72,18 @@ FINDINGS = """\
   change moved, before/after in the same run). Our client runs on one event-loop thread, so
   its rate on (b) is bounded by its CPU per message; the Java client's rate times its CPU per
   message, both in the table, is more than one core's time, which ours cannot take.
+- Two ways to pipeline (b): `await send` from as many tasks as sends in flight, and
+  `send_nowait` from one task with `max_pending` as the window, which is how the Java client's
+  pipelined path runs (asynchronous sends with a callback, a semaphore, one thread);
+  `b_pipelined_nowait_1k` is that path, paired with the same Java windows. `send_nowait` once
+  went through the pool of sender tasks (a queue hand-off and a task wake-up per message) and
+  cost more per message than `await send`. Starting the first attempt from the caller's task,
+  completed by the connection's reader as the answer arrives, brought it near `await send`'s
+  CPU per message (the `changes` table). What cost most on the way was not the calls but the
+  garbage collector: every object a message keeps while in flight (a closure's cells each
+  count) is counted towards a collection, and a burst of answers followed by a burst of
+  admissions set off frequent collections of young objects that were all still alive; one
+  object per attempt, encoding and completing as methods, removed most of them.
 - Profiling: py-spy's default mode pauses the process for every sample, and a paused thread
   stops on its way out of a system call, so its samples piled up on the send path's most
   frequent call (the `getpid` that CPython 3.11's `asyncio.get_running_loop` makes, or

@@ -38,9 +38,15 @@ from .common import JAVA_DIR, RESULTS, LineProcess, alternating, process_cpu_s, 
 PATHS = {  # the results' path names: the paired mode, and the issue's target ratio
     "a_sync_one_in_flight": "sync_one_in_flight",
     "b_pipelined_1k": "pipelined_1k",
+    "b_pipelined_nowait_1k": "pipelined_nowait_1k",
     "c_batch_16x1k": "batch_16x1k",
 }
-TARGETS = {"b_pipelined_1k": 1.0, "c_batch_16x1k": 1.0, "d_consume": 1.0}
+TARGETS = {
+    "b_pipelined_1k": 1.0,
+    "b_pipelined_nowait_1k": 1.0,
+    "c_batch_16x1k": 1.0,
+    "d_consume": 1.0,
+}
 
 
 class NullBroker:

@@ -38,9 +38,18 @@ from .common import (
     percentiles,
     write_results,
 )
-from .producer import QUEUES, window
+from .producer import QUEUES, nowait_window, window
 
-MODES = {"sync": "sync_one_in_flight", "pipelined": "pipelined_1k", "batch": "batch_16x1k"}
+MODES = {
+    "sync": "sync_one_in_flight",
+    "pipelined": "pipelined_1k",
+    "nowait": "pipelined_nowait_1k",
+    "batch": "batch_16x1k",
+}
+# what the other side runs for each mode: ours sends pipelined two ways - ``await send`` from
+# CONCURRENCY tasks, and ``send_nowait`` from one task with CONCURRENCY admitted (the Java
+# client's asynchronous send with a callback, from one thread, is its one way)
+OTHER_MODE = {"nowait": "pipelined"}
 
 
 class LineSide(LineProcess):
@@ -58,7 +67,7 @@ class LineSide(LineProcess):
         self.reply()
 
     def window(self, mode: str, seconds: float) -> tuple[int, float, list[float], int]:
-        reply = self.ask(f"{mode} {seconds}")
+        reply = self.ask(f"{OTHER_MODE.get(mode, mode)} {seconds}")
         latencies = [us / 1e6 for us in reply["latencies_us"]]
         for error, count in reply.get("errors", {}).items():
             self.errors[error] = self.errors.get(error, 0) + count
@@ -171,7 +180,10 @@ async def paired(  # noqa: PLR0917 - positional for anyio.run
     topic; the other side's figures are under ``other_name``."""
     topic = topic or f"bench_paired_{int(time.time())}"
     figures: dict[str, Any] = {}
-    async with Producer(namesrv=namesrv, group="bench_paired", max_pending=100_000) as producer:
+    async with (
+        Producer(namesrv=namesrv, group="bench_paired", max_pending=100_000) as producer,
+        Producer(namesrv=namesrv, group="bench_paired_nowait", max_pending=concurrency) as nowait,
+    ):
         await create_topic(producer.instance, topic, queues=QUEUES)
         other_side = other(namesrv, topic, warmup, concurrency)
         try:
@@ -181,6 +193,8 @@ async def paired(  # noqa: PLR0917 - positional for anyio.run
             async def ours(
                 mode: str, length: float = seconds
             ) -> tuple[int, float, list[float], int]:
+                if mode == "nowait":
+                    return await nowait_window(nowait, topic, length)
                 senders, batch = {"sync": (1, 1), "pipelined": (concurrency, 1),
                                   "batch": (max(1, concurrency // 16), 16)}[mode]  # fmt: skip
                 return (*await window(producer, topic, senders, length, batch), 0)

@@ -11,6 +11,7 @@ local cluster. ``benchmarks.paired`` runs these windows against the Java client'
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import anyio
 
 from rocketmq_actors.extras import uvloop_options
-from rocketmq_actors.producer import Message, Producer, create_topic
+from rocketmq_actors.producer import Message, Producer, SendFuture, create_topic
 
 from .common import RESULTS, on_cluster, percentiles, write_results
 
@@ -51,6 +52,34 @@ async def window(producer: Producer, topic: str, concurrency: int, seconds: floa
         for _ in range(concurrency):
             tg.start_soon(worker)
     return sent, time.perf_counter() - began, latencies
+
+
+async def nowait_window(
+    producer: Producer, topic: str, seconds: float
+) -> tuple[int, float, list[float], int]:
+    """``send_nowait`` from one task for ``seconds``, as the Java client's asynchronous send
+    with a callback from one thread: the producer's ``max_pending`` is the window (admission
+    waits for room as Java's semaphore does) and each future's callback takes its latency.
+    Messages sent, elapsed seconds (until the last settled), every send's latency, failures."""
+    latencies: list[float] = []
+    failed = 0
+    message = Message(topic=topic, body=BODY)
+    perf_counter = time.perf_counter
+
+    def settled(future: SendFuture, started: float) -> None:
+        nonlocal failed
+        latencies.append(perf_counter() - started)
+        if future.cancelled() or future.exception() is not None:
+            failed += 1
+
+    stop = time.monotonic() + seconds
+    began = perf_counter()
+    while time.monotonic() < stop:
+        started = perf_counter()
+        future = await producer.send_nowait(message)
+        future.add_done_callback(functools.partial(settled, started=started))
+    await producer.flush()
+    return len(latencies) - failed, perf_counter() - began, latencies, failed
 
 
 async def _run(producer: Producer, topic: str, concurrency: int, seconds: float,

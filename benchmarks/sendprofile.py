@@ -32,7 +32,7 @@ import anyio
 
 from .common import RESULTS
 from .nullbroker import NullBroker
-from .producer import window
+from .producer import nowait_window, window
 
 FRAME = re.compile(r"^(?P<function>.*) \((?P<file>[^()]*?)(?::\d+)?\)$")
 
@@ -80,15 +80,23 @@ def summarize(raw: str, top: int = 15) -> dict[str, Any]:
     return {"samples": total, "top": ranked(self_counts), "inclusive_ours": ranked(ours)}
 
 
-async def _worker(addr: str, seconds: float, concurrency: int) -> dict[str, Any]:
+async def _worker(addr: str, seconds: float, concurrency: int, nowait: bool) -> dict[str, Any]:
     from rocketmq_actors.producer import Producer
     from rocketmq_actors.protocol import framing
 
-    async with Producer(namesrv=addr, group="bench_profile", max_pending=100_000) as producer:
-        topic = "bench_profile"
-        await window(producer, topic, concurrency, 2.0, 1)  # warm: route, connection
+    async def run(producer: Producer, length: float) -> tuple[int, float]:
+        if nowait:  # path b_pipelined_nowait_1k: the producer's max_pending is the window
+            sent, elapsed, _, _ = await nowait_window(producer, topic, length)
+        else:
+            sent, elapsed, _ = await window(producer, topic, concurrency, length, 1)
+        return sent, elapsed
+
+    topic = "bench_profile"
+    max_pending = concurrency if nowait else 100_000
+    async with Producer(namesrv=addr, group="bench_profile", max_pending=max_pending) as producer:
+        await run(producer, 2.0)  # warm: route, connection
         cpu = time.process_time()  # this process, every thread
-        sent, elapsed, _ = await window(producer, topic, concurrency, seconds, 1)
+        sent, elapsed = await run(producer, seconds)
         cpu = time.process_time() - cpu
     return {
         "messages": sent,
@@ -106,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rate", type=int, default=250, help="samples per second")
     parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--nowait", action="store_true",
+                        help="send_nowait from one task, --concurrency admitted")  # fmt: skip
     parser.add_argument("--worker", metavar="ADDR", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=RESULTS / "nullbroker.json")
     parser.add_argument("--keep-raw", type=Path, help="also copy py-spy's raw stacks here")
@@ -114,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="pause the process per sample (py-spy's default)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.worker:  # the profiled child
-        figures = anyio.run(_worker, args.worker, args.seconds, args.concurrency)
+        figures = anyio.run(_worker, args.worker, args.seconds, args.concurrency, args.nowait)
         sys.stdout.write(json.dumps(figures) + "\n")
         return 0
     if not args.py_spy:
@@ -127,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
              *([] if args.blocking or args.native else ["--nonblocking"]),
              "--output", str(raw), "--", sys.executable, "-m", "benchmarks.sendprofile",
              "--worker", broker.addr, "--seconds", str(args.seconds),
-             "--concurrency", str(args.concurrency)],
+             "--concurrency", str(args.concurrency), *(["--nowait"] if args.nowait else [])],
             capture_output=True, text=True, check=True, timeout=args.seconds + 120,
             cwd=Path(__file__).resolve().parents[1],
         )  # fmt: skip
