@@ -5,6 +5,8 @@ SYSTEM_BUSY or to stay silent)."""
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -68,21 +70,28 @@ async def _known_route(producer: Producer) -> None:
     await producer.send(Message(topic="T", body=b"warm"))
 
 
-async def test_send_nowait_on_a_known_route_needs_no_sender_task(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    fake = Scripted()
+@asynccontextmanager
+async def _ready(fake: Scripted) -> AsyncIterator[Producer]:
+    """A producer against ``fake``, the route of T known (:func:`_known_route`)."""
     async with FakeServer(fake) as server:
         fake.addr = server.addr
         async with Producer(namesrv=server.addr, group="G") as producer:
             await _known_route(producer)
-            spy = LoopSends(producer, monkeypatch)
-            futures = [
-                await producer.send_nowait(Message(topic="T", body=b"%d" % i)) for i in range(50)
-            ]
-            results = [await future for future in futures]
-            assert producer.senders.pending == 0
-            assert producer.loop.in_flight == 0
+            yield producer
+
+
+async def test_send_nowait_on_a_known_route_needs_no_sender_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = Scripted()
+    async with _ready(fake) as producer:
+        spy = LoopSends(producer, monkeypatch)
+        futures = [
+            await producer.send_nowait(Message(topic="T", body=b"%d" % i)) for i in range(50)
+        ]
+        results = [await future for future in futures]
+        assert producer.senders.pending == 0
+        assert producer.loop.in_flight == 0
     assert spy.firsts == []  # not one went through a sender task
     assert [r.status for r in results] == [SendStatus.SEND_OK] * 50
     assert {r.queue.queue_id for r in results} == {0, 1}  # round robin over both queues
@@ -95,12 +104,9 @@ async def test_a_busy_first_attempt_is_retried_by_a_sender_task(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     fake = Scripted(ResponseCode.SUCCESS, ResponseCode.SYSTEM_BUSY)
-    async with FakeServer(fake) as server:
-        fake.addr = server.addr
-        async with Producer(namesrv=server.addr, group="G") as producer:
-            await _known_route(producer)
-            spy = LoopSends(producer, monkeypatch)
-            result = await (await producer.send_nowait(Message(topic="T", body=b"x")))
+    async with _ready(fake) as producer:
+        spy = LoopSends(producer, monkeypatch)
+        result = await (await producer.send_nowait(Message(topic="T", body=b"x")))
     assert result.status is SendStatus.SEND_OK
     assert fake.sends == 3  # the warm-up, the busy first attempt, its retry
     (first,) = spy.firsts  # the retry went on from the first attempt's answer
@@ -109,13 +115,10 @@ async def test_a_busy_first_attempt_is_retried_by_a_sender_task(
 
 async def test_a_refused_first_attempt_fails_once_with_the_brokers_answer() -> None:
     fake = Scripted(ResponseCode.SUCCESS, ResponseCode.MESSAGE_ILLEGAL)
-    async with FakeServer(fake) as server:
-        fake.addr = server.addr
-        async with Producer(namesrv=server.addr, group="G") as producer:
-            await _known_route(producer)
-            future = await producer.send_nowait(Message(topic="T", body=b"x"))
-            with pytest.raises(SendFailed) as info:
-                await future
+    async with _ready(fake) as producer:
+        future = await producer.send_nowait(Message(topic="T", body=b"x"))
+        with pytest.raises(SendFailed) as info:
+            await future
     assert fake.sends == 2  # not retried: the refusal is for good
     (attempt,) = info.value.attempts
     assert isinstance(attempt, BrokerError) and attempt.code == ResponseCode.MESSAGE_ILLEGAL
@@ -126,25 +129,22 @@ async def test_a_bug_in_the_first_attempt_fails_that_send_not_the_producer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     fake = Scripted()
-    async with FakeServer(fake) as server:
-        fake.addr = server.addr
-        async with Producer(namesrv=server.addr, group="G") as producer:
-            await _known_route(producer)
-            real = producer.loop.result_of
+    async with _ready(fake) as producer:
+        real = producer.loop.result_of
 
-            def broken(prepared: Any, *args: Any, **kwargs: Any) -> Any:
-                if prepared.body == b"bug":
-                    raise ZeroDivisionError("a bug in a send")
-                return real(prepared, *args, **kwargs)
+        def broken(prepared: Any, *args: Any, **kwargs: Any) -> Any:
+            if prepared.body == b"bug":
+                raise ZeroDivisionError("a bug in a send")
+            return real(prepared, *args, **kwargs)
 
-            monkeypatch.setattr(producer.loop, "result_of", broken)
-            bad = await producer.send_nowait(Message(topic="T", body=b"bug"))
-            good = await producer.send_nowait(Message(topic="T", body=b"fine"))
-            with pytest.raises(SendFailed) as info:
-                await bad
-            assert (await good).status is SendStatus.SEND_OK
-            assert producer.running
-            assert producer.senders.pending == 0
+        monkeypatch.setattr(producer.loop, "result_of", broken)
+        bad = await producer.send_nowait(Message(topic="T", body=b"bug"))
+        good = await producer.send_nowait(Message(topic="T", body=b"fine"))
+        with pytest.raises(SendFailed) as info:
+            await bad
+        assert (await good).status is SendStatus.SEND_OK
+        assert producer.running
+        assert producer.senders.pending == 0
     (attempt,) = info.value.attempts
     assert isinstance(attempt, InternalError)
     assert isinstance(attempt.__cause__, ZeroDivisionError)
@@ -175,20 +175,16 @@ async def test_a_stop_resolves_first_attempts_a_silent_broker_never_answers() ->
 @pytest.mark.parametrize("timeout", [-1.0, 0.0, float("nan"), "3"])
 async def test_a_bad_timeout_is_refused_before_admission(timeout: object) -> None:
     fake = Scripted()
-    async with FakeServer(fake) as server:
-        fake.addr = server.addr
-        async with Producer(namesrv=server.addr, group="G") as producer:
-            await _known_route(producer)
-            with pytest.raises(ConfigError, match="timeout"):
-                await producer.send_nowait(Message(topic="T", body=b"x"), timeout=timeout)  # type: ignore[arg-type]
-            assert producer.senders.pending == 0
+    async with _ready(fake) as producer:
+        with pytest.raises(ConfigError, match="timeout"):
+            await producer.send_nowait(Message(topic="T", body=b"x"), timeout=timeout)  # type: ignore[arg-type]
+        assert producer.senders.pending == 0
     assert fake.sends == 1  # the warm-up only
 
 
 async def test_a_stop_on_a_shared_instance_resolves_first_attempts_at_once() -> None:
-    """The instance's connection stays open (another client uses it): the stop itself fails
-    the unanswered first attempts' futures (outcome unknown); their late answers change
-    nothing."""
+    """The instance's connection stays open (another client may use it), so no connection
+    loss ends the first attempts: the stop itself fails their futures (outcome unknown)."""
     fake = Scripted(ResponseCode.SUCCESS, *[None] * 5)
     async with FakeServer(fake) as server:
         fake.addr = server.addr
