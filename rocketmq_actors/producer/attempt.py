@@ -23,7 +23,7 @@ from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.runtime.connection import BrokerConnection
 
 from .prepare import Prepared
-from .result import SendResult
+from .result import SendResult, status_of_code
 
 if TYPE_CHECKING:
     from .sendloop import SendLoop
@@ -106,10 +106,23 @@ class FirstAttempt:
 
     def set_exception(self, exc: BaseException) -> None:
         # (the connection fails a request with ConnectionLost or RequestTimeout)
-        self.outcome = (
-            exc if isinstance(exc, RocketMQError) else ConnectionLost(self.addr, repr(exc))
-        )
+        error = exc if isinstance(exc, RocketMQError) else ConnectionLost(self.addr, repr(exc))
+        self.outcome = error
+        try:  # at once: the next first attempts avoid the broker (the retry comes later)
+            self.loop.attempt_failed(self.prepared.topic, self.queue.broker_name, error)
+        except Exception as bug:  # never into the connection's reader
+            log.error("producer.send_internal_error", topic=self.prepared.user_topic,
+                      exc_info=bug)  # fmt: skip
         self._end(self)
+
+    @property
+    def may_be_stored(self) -> bool:
+        """Whether the broker may have stored the message: an answer saying it was stored
+        (not flushed or replicated as asked), or a failure whose outcome is unknown."""
+        outcome = self.outcome
+        if isinstance(outcome, RocketMQError):
+            return outcome.outcome_unknown
+        return outcome is not None and status_of_code(outcome.code) is not None
 
     def _end(self, outcome: SendResult | FirstAttempt | Exception) -> None:
         loop = self.loop

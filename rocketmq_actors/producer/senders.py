@@ -95,9 +95,11 @@ class Senders:
         item = self._enter(prepared, routing, timeout, span, None)
         if not self.loop.start_first(prepared, routing, timeout, self._on_first_done, item):
             try:
-                self.outbox.offer(item)  # (room for every admitted item: it is always taken)
+                placed = self.outbox.offer(item)
             except anyio.ClosedResourceError as exc:  # the producer stopped
                 self._refuse(item, exc)
+            if not placed:  # (room for every admitted item: it is always taken)
+                self._refuse(item, InternalError("the senders' queue had no room"))
         return item.future
 
     async def admit(
@@ -171,21 +173,26 @@ class Senders:
     def _first_done(self, item: _Queued, outcome: SendResult | FirstAttempt | Exception) -> None:
         """The end of a send's first attempt started by ``start_first``: the send's result, or
         the rest of the send handed to a sender task (retries), or a bug that fails it."""
-        future = item.future
         if isinstance(outcome, FirstAttempt):
             item.first = outcome
             try:
                 if self.outbox.offer(item):  # (room for every admitted item: always taken)
                     return
-            except anyio.ClosedResourceError:  # the producer stopped: outcome unknown
+            except anyio.ClosedResourceError:  # the producer stopped: release() fails it
                 pass
-        elif not future.done():  # (a caller cancelled while awaiting it: nothing to set)
-            if isinstance(outcome, SendResult):
-                future.set_result(outcome)
-            else:
-                future.set_exception(self._failure(item.prepared.user_topic, outcome))
-        self._changed.set()
-        self.release(item, written=True)
+            self._changed.set()
+            self.release(item, written=outcome.may_be_stored)
+            return
+        future = item.future
+        try:
+            if not future.done():  # (a caller cancelled while awaiting it: nothing to set)
+                if isinstance(outcome, SendResult):
+                    future.set_result(outcome)
+                else:
+                    future.set_exception(self._failure(item.prepared.user_topic, outcome))
+        finally:  # (an event-backed future runs its callbacks in set_*: they may raise)
+            self._changed.set()
+            self.release(item, written=True)
 
     @staticmethod
     def _failure(topic: str, exc: Exception) -> RocketMQError:
@@ -290,8 +297,8 @@ class Senders:
         and the futures of first attempts still unanswered (written: a shared client
         instance's connection may stay open, and answer them later; they are released then)."""
         self.outbox.close()
-        for item in self.outbox.take_all():
-            self.release(item, written=False)
+        for item in self.outbox.take_all():  # (a first attempt's outcome may have been written)
+            self.release(item, written=item.first is not None and item.first.may_be_stored)
         for item in list(self._unresolved.values()):
             self._fail_stopped(item, written=True)
 

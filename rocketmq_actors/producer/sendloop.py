@@ -239,17 +239,16 @@ class SendLoop:
         :meth:`send` to go on from otherwise, or with the exception of a bug. False, with
         nothing sent: the caller sends with :meth:`send`. ``timeout`` is checked already."""
         route = self._instance.routes.cached(prepared.topic)
-        if route is None or prepared.timer or prepared.batch_ids or routing.ordered:
-            return False
-        queues = route.publish_queues
-        if not queues:
+        if (
+            route is None or prepared.timer or prepared.batch_ids or routing.ordered
+            or not (queues := route.publish_queues)
+        ):  # fmt: skip
             return False
         queue = self._round_robin.choose(queues, None)
         addr = route.master_addr(queue.broker_name)
-        if addr is None:
+        if addr is None or (conn := self._instance.pool.registry.lookup(addr)) is None:
             return False
-        conn = self._instance.pool.registry.lookup(addr)
-        if conn is None or not conn.is_open:
+        if not conn.is_open:
             return False
         started = time.monotonic()
         deadline = started + (timeout or self.send_timeout)
@@ -260,11 +259,22 @@ class SendLoop:
         attempt = FirstAttempt(
             self, prepared, route, queue, addr, conn, started, deadline, born, then, token
         )
-        if conn.start_encoded(_SEND_V2, attempt.encode, attempt_end - started, prepared.size,
-                              attempt) is None:  # fmt: skip
+        try:
+            if conn.start_encoded(_SEND_V2, attempt.encode, attempt_end - started,
+                                  prepared.size, attempt) is None:  # fmt: skip
+                return False
+        except Exception:  # (the frame could not be built: the send loop reports it)
             return False
         self.in_flight += 1
         return True
+
+    def attempt_failed(self, topic: str, broker: str, exc: RocketMQError) -> None:
+        """An attempt on ``broker`` failed without an answer: the broker is avoided a while
+        (latency fault tolerance), and the route looked up again if it may name a master
+        that is gone."""
+        self.faults.record(broker, 0, failed=True)
+        if isinstance(exc, _ROUTE_SUSPECT):
+            self._instance.routes.mark_stale(topic)
 
     def result_of(
         self,
@@ -399,9 +409,8 @@ class SendLoop:
                 except (SendFailed, UnsupportedByBroker) as exc:  # (no master, no 5.x master)
                     raise self._given_up(prepared.user_topic, attempts, exc) from exc
                 except RocketMQError as exc:
-                    self.faults.record(broker, 0, failed=True)
-                    if isinstance(exc, _ROUTE_SUSPECT):
-                        self._instance.routes.mark_stale(prepared.topic)
+                    if outcome is None:  # (a first attempt's was recorded as it ended)
+                        self.attempt_failed(prepared.topic, broker, exc)
                     attempts.append(exc)
                     avoid = broker
                     METRICS.inc("rocketmq_client_send_retries_total", topic=prepared.user_topic)

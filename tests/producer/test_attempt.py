@@ -18,11 +18,13 @@ from rocketmq_actors.errors import (
     ClientClosed,
     ConfigError,
     InternalError,
+    RequestTimeout,
     SendFailed,
 )
 from rocketmq_actors.producer import Message, Producer, SendStatus
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
 
 
@@ -92,6 +94,10 @@ async def test_send_nowait_on_a_known_route_needs_no_sender_task(
         results = [await future for future in futures]
         assert producer.senders.pending == 0
         assert producer.loop.in_flight == 0
+        conn = producer.instance.pool.registry.lookup(fake.addr)
+        assert conn is not None
+        stats = conn.statistics()  # every slot and its bytes given back, once
+        assert (stats["pending"], stats["in_flight_bytes"]) == (0, 0)
     assert spy.firsts == []  # not one went through a sender task
     assert [r.status for r in results] == [SendStatus.SEND_OK] * 50
     assert {r.queue.queue_id for r in results} == {0, 1}  # round robin over both queues
@@ -113,12 +119,17 @@ async def test_a_busy_first_attempt_is_retried_by_a_sender_task(
     assert first is not None and first.outcome.code == ResponseCode.SYSTEM_BUSY
 
 
-async def test_a_refused_first_attempt_fails_once_with_the_brokers_answer() -> None:
+async def test_a_refused_first_attempt_fails_once_with_the_brokers_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     fake = Scripted(ResponseCode.SUCCESS, ResponseCode.MESSAGE_ILLEGAL)
     async with _ready(fake) as producer:
+        spy = LoopSends(producer, monkeypatch)
         future = await producer.send_nowait(Message(topic="T", body=b"x"))
         with pytest.raises(SendFailed) as info:
             await future
+    (first,) = spy.firsts  # the send loop handled the first attempt's answer
+    assert first is not None and first.outcome.code == ResponseCode.MESSAGE_ILLEGAL
     assert fake.sends == 2  # not retried: the refusal is for good
     (attempt,) = info.value.attempts
     assert isinstance(attempt, BrokerError) and attempt.code == ResponseCode.MESSAGE_ILLEGAL
@@ -130,6 +141,7 @@ async def test_a_bug_in_the_first_attempt_fails_that_send_not_the_producer(
 ) -> None:
     fake = Scripted()
     async with _ready(fake) as producer:
+        spy = LoopSends(producer, monkeypatch)
         real = producer.loop.result_of
 
         def broken(prepared: Any, *args: Any, **kwargs: Any) -> Any:
@@ -145,6 +157,7 @@ async def test_a_bug_in_the_first_attempt_fails_that_send_not_the_producer(
         assert (await good).status is SendStatus.SEND_OK
         assert producer.running
         assert producer.senders.pending == 0
+    assert spy.firsts == []  # both ended on the first attempt's own path
     (attempt,) = info.value.attempts
     assert isinstance(attempt, InternalError)
     assert isinstance(attempt.__cause__, ZeroDivisionError)
@@ -203,3 +216,99 @@ async def test_a_stop_on_a_shared_instance_resolves_first_attempts_at_once() -> 
                 assert info.value.outcome_unknown
                 assert isinstance(info.value.attempts[-1], ClientClosed)
             assert instance.running  # (the shared instance is not the producer's to stop)
+
+
+async def test_a_silent_first_attempt_is_retried_within_the_sends_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = Scripted(ResponseCode.SUCCESS, None)  # the first attempt is never answered
+    stale: list[str] = []
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        async with Producer(namesrv=server.addr, group="G", attempt_timeout=0.3) as producer:
+            await _known_route(producer)
+            monkeypatch.setattr(producer.instance.routes, "mark_stale", stale.append)
+            real, seen = producer.loop.send, []
+
+            async def spy(prepared: Any, routing: Any, timeout: Any, first: Any = None) -> Any:
+                seen.append((first, list(stale)))
+                return await real(prepared, routing, timeout, first)
+
+            monkeypatch.setattr(producer.loop, "send", spy)
+            result = await (await producer.send_nowait(Message(topic="T", body=b"x")))
+    assert result.status is SendStatus.SEND_OK
+    assert fake.sends == 3  # the warm-up, the silent first attempt, its retry
+    ((first, stale_then),) = seen
+    assert isinstance(first.outcome, RequestTimeout)
+    # recorded as the attempt timed out, before a sender took the retry, and not again there
+    assert stale_then == stale == ["T"]
+
+
+async def test_a_frame_that_cannot_be_built_fails_its_send_and_frees_its_room(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = Scripted()
+    async with _ready(fake) as producer:
+        real = producer.loop.encoder
+
+        class Encoder:
+            def encode(self, opaque: int, topic: str, queue_id: int, body: Any, *args: Any,
+                       **kwargs: Any) -> bytes:  # fmt: skip
+                if body == b"bad":
+                    raise ProtocolError("frame-too-large", "scripted")
+                return real.encode(opaque, topic, queue_id, body, *args, **kwargs)
+
+        monkeypatch.setattr(producer.loop, "encoder", Encoder())
+        bad = await producer.send_nowait(Message(topic="T", body=b"bad"))
+        with pytest.raises(SendFailed):
+            await bad
+        with anyio.fail_after(5):
+            flushed = await producer.flush()
+        assert (flushed.failed, producer.senders.pending, producer.senders.pending_bytes) == (
+            0, 0, 0,
+        )  # fmt: skip
+        assert (await (await producer.send_nowait(Message(topic="T", body=b"ok")))).msg_id
+    assert fake.sends == 2  # the warm-up and the good one: the bad frame was never written
+
+
+async def test_a_stop_says_a_timed_out_first_attempt_may_be_stored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """First attempts that timed out wait in the senders' queue for a task (one here, kept
+    busy): a stop fails them with an unknown outcome, since the broker may have them."""
+    monkeypatch.setattr("rocketmq_actors.producer.senders.SENDERS", 1)
+    fake = Scripted(ResponseCode.SUCCESS, *[None] * 4)
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        producer = Producer(namesrv=server.addr, group="G", attempt_timeout=0.2,
+                            shutdown_timeout=0.5, max_pending=4)  # fmt: skip
+        await producer.start()
+        await _known_route(producer)
+        busy = anyio.Event()
+
+        async def stuck(*args: Any) -> Any:
+            busy.set()
+            await anyio.sleep_forever()
+
+        monkeypatch.setattr(producer.loop, "send", stuck)
+        outbox, offered = producer.senders.outbox, anyio.Event()
+        offer = outbox.offer
+
+        def counted(item: Any) -> bool:
+            placed = offer(item)
+            if len(outbox) == 3:
+                offered.set()
+            return placed
+
+        monkeypatch.setattr(outbox, "offer", counted)
+        futures = [await producer.send_nowait(Message(topic="T", body=b"x")) for _ in range(4)]
+        with anyio.fail_after(5):
+            await busy.wait()  # one timed out and is held by the only sender ...
+            await offered.wait()  # ... and the other three wait in the queue
+            await producer.stop()
+    errors = []
+    for future in futures:
+        with pytest.raises(SendFailed) as info:
+            await future
+        errors.append(info.value)
+    assert [e.outcome_unknown for e in errors] == [True] * 4
