@@ -35,7 +35,8 @@ Clock = Callable[[], float]
 class Completion(Protocol):
     """What a connection completes when a request's answer (or its failure) arrives: a
     :class:`Waiter`, or an object of the caller's that acts on the outcome there and then,
-    called from the connection's reader (it must not raise)."""
+    called from the connection's reader, deadline watcher or close. It must not raise, and
+    must not start a request on the connection itself (it may schedule one)."""
 
     def set_result(self, result: Any) -> None: ...
     def set_exception(self, exc: BaseException) -> None: ...
