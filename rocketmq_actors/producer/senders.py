@@ -1,8 +1,12 @@
 """The senders actor: what ``send_nowait`` admits, sent by a pool of tasks.
 
 At most ``max_pending`` messages (and ``max_pending_bytes``) are admitted at once; past that,
-admission waits (backpressure). Admitted messages go on a work queue served by a fixed pool of
-sender tasks (a task per message costs more than the send itself). Ordered messages (a
+admission waits (backpressure). A plain message's first attempt starts at once from the
+caller's task when its route and connection are ready (``SendLoop.start_first``: the Java
+client's asynchronous send), and a SEND_OK answer resolves its future from the connection.
+The rest goes on a work queue served by a fixed pool of sender tasks (a task per message costs
+more than the send itself): route lookups, connections, retries, ordered messages. Ordered
+messages (a
 sharding key or a selector) form a lane per queue: each waits for the one before it, because a
 broker stores one connection's concurrent sends to a queue in any order (5.x runs several send
 threads) - as the Java client's synchronous ordered send does.
