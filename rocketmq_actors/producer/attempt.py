@@ -11,6 +11,7 @@ attempt's and retries, in a sender task.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +46,7 @@ class FirstAttempt:
     address, start and deadline, and ``outcome`` (the answer or the error)."""
 
     __slots__ = (
-        "addr", "born", "conn", "deadline", "loop", "opaque", "outcome", "prepared", "queue",
+        "addr", "conn", "deadline", "loop", "opaque", "outcome", "prepared", "queue",
         "route", "started", "then", "token",
     )  # fmt: skip
 
@@ -59,7 +60,6 @@ class FirstAttempt:
         conn: BrokerConnection,
         started: float,
         deadline: float,
-        born: int,
         then: FirstDone,
         token: object,
     ) -> None:
@@ -71,7 +71,6 @@ class FirstAttempt:
         self.conn = conn
         self.started = started
         self.deadline = deadline
-        self.born = born
         self.then = then
         self.token = token
         self.opaque = 0
@@ -81,8 +80,9 @@ class FirstAttempt:
         """The SEND_MESSAGE_V2 frame, for the connection (which gives the opaque)."""
         prepared, queue = self.prepared, self.queue
         self.opaque = opaque
+        born = time.time_ns() // 1_000_000  # (called once, as the request starts)
         return self.loop.encoder.encode(
-            opaque, prepared.topic, queue.queue_id, prepared.body, self.born,
+            opaque, prepared.topic, queue.queue_id, prepared.body, born,
             prepared.properties, queue.broker_name, sys_flag=prepared.sys_flag,
             flag=prepared.flag,
         )  # fmt: skip

@@ -362,16 +362,15 @@ class Producer(GroupMember):
                 if sharding_key is None and selector is None
                 else Routing(message, sharding_key, selector, arg)
             )
-            if self.trace is None:
-                future = self.senders.admit_now(prepared, routing, timeout, span)
-                if future is None:  # (it must wait for room, or for its ordered lane)
-                    future = await self.senders.admit(
-                        prepared, routing, timeout, span, self._check_running
-                    )
-                return cast(SendFuture, future)
-            started = rmq_trace.now_ms()
-            future = await self.senders.admit(prepared, routing, timeout, span, self._check_running)
-            self.trace.watch(future, message, started)  # a Pub record when it is answered
+            trace = self.trace
+            started = 0 if trace is None else rmq_trace.now_ms()
+            future = self.senders.admit_now(prepared, routing, timeout, span)
+            if future is None:  # (it must wait for room, or for its ordered lane)
+                future = await self.senders.admit(
+                    prepared, routing, timeout, span, self._check_running
+                )
+            if trace is not None:  # a Pub record when it is answered (message trace)
+                trace.watch(future, message, started)
             return cast(SendFuture, future)
         except BaseException as exc:
             if span is not None and self._tracing is not None:

@@ -97,7 +97,7 @@ class Senders:
         if (routing is not ROUND_ROBIN and routing.ordered) or not self._has_room(prepared.size):
             return None
         item = self._enter(prepared, routing, timeout, span, None)
-        if not self.loop.start_first(prepared, routing, timeout, self._on_first_done, item):
+        if not self.loop.start_first(prepared, timeout, self._on_first_done, item):
             try:
                 placed = self.outbox.offer(item)
             except anyio.ClosedResourceError as exc:  # the producer stopped
@@ -126,9 +126,7 @@ class Senders:
             if self._has_room(size):  # (others may have taken it during the lookup)
                 break
         item = self._enter(prepared, routing, timeout, span, lane)
-        if not ordered and self.loop.start_first(
-            prepared, routing, timeout, self._on_first_done, item
-        ):
+        if not ordered and self.loop.start_first(prepared, timeout, self._on_first_done, item):
             return item.future  # on its way, with no task: the Java client's asynchronous send
         try:
             await self.outbox.put(item)

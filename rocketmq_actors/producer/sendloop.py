@@ -225,22 +225,18 @@ class SendLoop:
             )
 
     def start_first(
-        self,
-        prepared: Prepared,
-        routing: Routing,
-        timeout: float | None,
-        then: FirstDone,
-        token: object,
+        self, prepared: Prepared, timeout: float | None, then: FirstDone, token: object
     ) -> bool:
-        """Start a plain round-robin send's first attempt now, with no task: True if it was
-        started (a cached route, an open connection with room, no timer); ``then(token, ...)``
-        is called once, from the connection as the answer (or its failure) arrives, with
-        the :class:`SendResult` of a SEND_OK answer, with the :class:`FirstAttempt` for
-        :meth:`send` to go on from otherwise, or with the exception of a bug. False, with
-        nothing sent: the caller sends with :meth:`send`. ``timeout`` is checked already."""
+        """Start the first attempt of a send without a key or selector (the caller checks)
+        now, with no task: True if it was started (a cached route, an open connection with
+        room, no timer). ``then(token, ...)`` is then called once, from the connection as
+        the answer (or its failure) arrives, with the :class:`SendResult` of a SEND_OK
+        answer, with the :class:`FirstAttempt` for :meth:`send` to go on from otherwise, or
+        with the exception of a bug. False, with nothing sent: the caller sends with
+        :meth:`send`. ``timeout`` is checked already."""
         route = self._instance.routes.cached(prepared.topic)
         if (
-            route is None or prepared.timer or prepared.batch_ids or routing.ordered
+            route is None or prepared.timer or prepared.batch_ids
             or not (queues := route.publish_queues)
         ):  # fmt: skip
             return False
@@ -255,9 +251,8 @@ class SendLoop:
         attempt_end = deadline
         if self.attempt_timeout is not None:
             attempt_end = min(deadline, started + self.attempt_timeout)
-        born = time.time_ns() // 1_000_000
         attempt = FirstAttempt(
-            self, prepared, route, queue, addr, conn, started, deadline, born, then, token
+            self, prepared, route, queue, addr, conn, started, deadline, then, token
         )
         try:
             if conn.start_encoded(_SEND_V2, attempt.encode, attempt_end - started,
