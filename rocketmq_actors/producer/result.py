@@ -23,10 +23,6 @@ class SendStatus(enum.Enum):
     FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
     SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
 
-    @classmethod
-    def from_code(cls, code: int) -> SendStatus | None:
-        return _BY_CODE.get(code)
-
 
 _BY_CODE: dict[int, SendStatus] = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,
@@ -35,7 +31,8 @@ _BY_CODE: dict[int, SendStatus] = {
     ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
 }
 
-#: ``SendStatus.from_code`` without the classmethod's frame (the send path's lookup)
+#: the status of a send answer's code; None: not stored (a dict's own ``get``, no frame of
+#: ours on the send path)
 status_of_code: Callable[[int], SendStatus | None] = _BY_CODE.get
 
 

@@ -48,7 +48,7 @@ class LatencyFaultTolerance:
 
     enabled: bool = False
     clock: Callable[[], float] = time.monotonic
-    #: broker -> when it may be chosen again (empty: none was ever isolated)
+    #: broker -> when it may be chosen again (empty: none is isolated)
     available_at: dict[str, float] = attrs.field(factory=dict)
 
     def record(self, broker: str, latency_ms: float, *, failed: bool = False) -> None:
@@ -59,7 +59,10 @@ class LatencyFaultTolerance:
         for step, iso in zip(_LATENCY_STEPS, _ISOLATION, strict=True):
             if latency >= step:
                 isolation = iso
-        self.available_at[broker] = self.clock() + isolation / 1000
+        if isolation:
+            self.available_at[broker] = self.clock() + isolation / 1000
+        else:  # fast enough: not isolated (an earlier isolation ends), nothing to keep
+            self.available_at.pop(broker, None)
 
     def available(self, broker: str) -> bool:
         until = self.available_at.get(broker)

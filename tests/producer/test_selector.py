@@ -48,6 +48,18 @@ def test_latency_fault_tolerance_isolates_slow_and_failed_brokers() -> None:
     assert faults.available("a") and not faults.available("b")
 
 
+def test_a_fast_answer_keeps_nothing_and_ends_an_isolation() -> None:
+    """A latency below every step isolates nothing: nothing is kept, so round robin keeps
+    its check-free path while fault tolerance is on; and the broker is available at once."""
+    now = [100.0]
+    faults = LatencyFaultTolerance(enabled=True, clock=lambda: now[0])
+    faults.record("a", 40)
+    assert faults.available_at == {}
+    faults.record("b", 600)  # 2 s out ...
+    faults.record("b", 40)  # ... until an answer in time
+    assert faults.available_at == {} and faults.available("b")
+
+
 def test_fault_tolerance_is_off_by_default() -> None:
     faults = LatencyFaultTolerance()
     faults.record("a", 0, failed=True)
