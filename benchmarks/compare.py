@@ -117,8 +117,7 @@ def measure(namesrv: str, args: argparse.Namespace) -> dict[str, Any]:
     ours_slow = _python_slow_handler(namesrv, backlog, args.slow_seconds)
     java_slow = consumer.java_slow_handler(namesrv, backlog, args.slow_seconds)
     sync, pipelined, nowait, batch = (
-        produce[name]
-        for name in ("sync_one_in_flight", "pipelined_1k", "pipelined_nowait_1k", "batch_16x1k")
+        produce[paired.MODES[mode]] for mode in ("sync", "pipelined", "nowait", "batch")
     )
 
     def row(unit: str, ours: float, java: float) -> dict[str, Any]:

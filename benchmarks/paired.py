@@ -21,6 +21,7 @@ import argparse
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -180,10 +181,15 @@ async def paired(  # noqa: PLR0917 - positional for anyio.run
     topic; the other side's figures are under ``other_name``."""
     topic = topic or f"bench_paired_{int(time.time())}"
     figures: dict[str, Any] = {}
-    async with (
-        Producer(namesrv=namesrv, group="bench_paired", max_pending=100_000) as producer,
-        Producer(namesrv=namesrv, group="bench_paired_nowait", max_pending=concurrency) as nowait,
-    ):
+    async with AsyncExitStack() as stack:
+        producer = await stack.enter_async_context(
+            Producer(namesrv=namesrv, group="bench_paired", max_pending=100_000)
+        )
+        nowait = producer  # (replaced below when the mode runs: send_nowait's window)
+        if "nowait" in modes:
+            nowait = await stack.enter_async_context(
+                Producer(namesrv=namesrv, group="bench_paired_nowait", max_pending=concurrency)
+            )
         await create_topic(producer.instance, topic, queues=QUEUES)
         other_side = other(namesrv, topic, warmup, concurrency)
         try:

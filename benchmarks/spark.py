@@ -83,7 +83,8 @@ def _pull_all(namesrv: str, topic: str) -> tuple[int, float]:
 
 def _source_alone(namesrv: str, topic: str) -> tuple[int, float]:
     """Every message of ``topic`` through the source's executor code (``read_ranges``, the
-    record batches Spark would be given) in this process, queue after queue, without Spark."""
+    record batches Spark would be given) in this process, queue after queue with one client
+    (as the single-process pull), without Spark."""
 
     async def plan() -> list[QueueRange]:
         async with PullConsumer(namesrv=namesrv, group="bench_spark_alone") as consumer:
@@ -93,16 +94,20 @@ def _source_alone(namesrv: str, topic: str) -> tuple[int, float]:
     parts = anyio.run(plan)
     options = SourceOptions.parse({"namesrv": namesrv, "topic": topic}, streaming=False)
     began = time.perf_counter()
-    count = sum(batch.num_rows for part in parts for batch in read_ranges(options, [part]))
+    count = sum(batch.num_rows for batch in read_ranges(options, parts))
     return count, time.perf_counter() - began
 
 
-def _batch_read(spark: SparkSession, source: dict[str, str]) -> tuple[int, float, int]:
-    """One timed batch read, counted: rows, seconds, Spark partitions."""
+def _batch_read(
+    spark: SparkSession, source: dict[str, str], *, partitions: bool = False
+) -> tuple[int, float, int | None]:
+    """One timed batch read, counted: rows, seconds and, when asked, Spark's partitions (the
+    read planned again: the source asks the broker for offsets)."""
     frame = spark.read.format("rocketmq").options(**source).load()
     began = time.perf_counter()
     count = frame.count()
-    return count, time.perf_counter() - began, frame.rdd.getNumPartitions()
+    seconds = time.perf_counter() - began
+    return count, seconds, frame.rdd.getNumPartitions() if partitions else None
 
 
 class _Tasks(DataSource):
@@ -158,11 +163,11 @@ def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int, cores: int)
     # the single process and Spark's batch read in ABBA order (pull, read, read, pull), so
     # that the broker's state (still indexing what was just written, then quiet) falls on both
     count, pull_first = _pull_all(namesrv, topic)
-    batch, read_first, packed_parts = _batch_read(spark, source)
+    batch, read_first, packed_parts = _batch_read(spark, source, partitions=True)
     _, read_second, _ = _batch_read(spark, source)
     _, pull_second = _pull_all(namesrv, topic)
     pull_s, batch_s = (pull_first + pull_second) / 2, (read_first + read_second) / 2
-    unpacked, unpacked_s, queue_parts = _batch_read(spark, per_queue)
+    unpacked, unpacked_s, queue_parts = _batch_read(spark, per_queue, partitions=True)
     began = time.perf_counter()
     query = (
         spark.readStream.format("rocketmq").options(**source).load().writeStream.format("noop")
