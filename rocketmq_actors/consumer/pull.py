@@ -429,8 +429,8 @@ class PullConsumer(GroupMember, Generic[T]):
     ) -> RawPull:
         """One pull of every message from ``offset`` (no filter, no wait) whose records are left
         undecoded: for readers that copy them into columns
-        (:func:`~rocketmq_actors.protocol.recordcolumns.decode_plain_columns`, else
-        :func:`~rocketmq_actors.protocol.records.decode_messages`), such as the Spark source.
+        (:func:`~rocketmq_actors.protocol.recordcolumns.decode_columns`), such as the Spark
+        source.
         No deserializer is applied and the records carry the topic as stored (namespaced)."""
         return (await self._pull(queue, offset, max_messages, "*", "TAG", 0.0))[2]
 

@@ -3,12 +3,12 @@
 :func:`~rocketmq_actors.protocol.records.decode_messages` builds one
 :class:`~rocketmq_actors.protocol.records.MessageExt` per record; a reader that only copies
 fields into columns (the Spark source's Arrow record batches) pays for every object and then
-reads it back field by field. :func:`decode_plain_columns` appends each record's fields to
-the lists of a :class:`RecordColumns` instead, for the common records only: IPv4 hosts, a
-body that is not compressed, no inner batch, framing intact. A body holding any other record
-is left to ``decode_messages`` (which decompresses, expands inner batches and marks what does
-not decode), whose messages :meth:`RecordColumns.add_messages` takes as they are: the columns
-are the same either way (a test holds the two paths equal).
+reads it back field by field. :func:`decode_columns` appends each common record's fields to
+the lists of a :class:`RecordColumns` instead: IPv4 hosts, a body that is not compressed, no
+inner batch. Any other record is decoded by ``decode_messages`` (which decompresses, expands
+inner batches and marks what does not decode), and so is the rest of a body whose framing
+breaks; :meth:`RecordColumns.add_messages` takes those messages as they are. The columns are
+the same either way (a test holds the two paths equal).
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from collections.abc import Iterable
 import attrs
 
 from .messages import MessageSysFlag, offset_msg_id
-from .records import _FIXED_V4, _I16, MAGIC_V1, MAGIC_V2, MessageExt
+from .records import _FIXED_V4, _I16, MAGIC_V1, MAGIC_V2, MessageExt, decode_messages
 
-__all__ = ["RecordColumns", "decode_plain_columns"]
+__all__ = ["RecordColumns", "decode_columns"]
 
-# what decode_plain_columns leaves to decode_messages
+# what decode_columns leaves to decode_messages
 _NOT_PLAIN = (
     MessageSysFlag.BORNHOST_V6
     | MessageSysFlag.STOREHOST_V6
@@ -65,7 +65,7 @@ class RecordColumns:
             del column[rows:]
 
     def add_messages(self, messages: Iterable[MessageExt]) -> None:
-        """Append decoded messages (the records :func:`decode_plain_columns` leaves)."""
+        """Append decoded messages (the records :func:`decode_columns` leaves)."""
         for m in messages:
             self.queue_ids.append(m.queue_id)
             self.queue_offsets.append(m.queue_offset)
@@ -85,17 +85,14 @@ class RecordColumns:
         )
 
 
-class _NotPlain(Exception):
-    """A record for decode_messages (never leaves this module)."""
-
-
-def decode_plain_columns(data: bytes, into: RecordColumns) -> bool:
-    """Append the records of ``data`` (a pull body) to ``into`` if every one is plain (see
-    the module docstring) and return True; else return False with ``into`` unchanged, and
-    the caller decodes ``data`` with ``decode_messages``."""
+def decode_columns(data: bytes) -> RecordColumns:
+    """The records of ``data`` (a pull body) as columns: a plain record (see the module
+    docstring) straight from the bytes, any other through ``decode_messages`` (its own bytes
+    alone: the plain ones around it keep the fast way), and from broken framing on, the rest
+    of the body through ``decode_messages``, which marks what does not decode."""
+    into = RecordColumns()
     fixed, i16 = _FIXED_V4.unpack_from, _I16.unpack_from
     size = len(data)
-    had = len(into)
     qids, qoffs, props, bodies = (
         into.queue_ids,
         into.queue_offsets,
@@ -108,14 +105,18 @@ def decode_plain_columns(data: bytes, into: RecordColumns) -> bool:
     try:
         while pos < size:
             if size - pos < 88:
-                raise _NotPlain
+                break
             (total, magic, _crc, queue_id, _flag, queue_offset, phys, sys_flag, born_ts,
              _b_ip, _b_port, store_ts, s_ip, s_port, reconsume, _prepared, body_len) = (
                 fixed(data, pos)
             )  # fmt: skip
             end = pos + total
-            if sys_flag & _NOT_PLAIN or total < 88 or end > size or body_len < 0:
-                raise _NotPlain
+            if total < 88 or end > size or body_len < 0:
+                break
+            if sys_flag & _NOT_PLAIN:  # (a record whose framing holds: alone)
+                into.add_messages(decode_messages(data[pos:end], strict=False))
+                pos = end
+                continue
             p = pos + 88 + body_len
             if magic == MAGIC_V1 and p < end:
                 topic_len = data[p]
@@ -124,14 +125,14 @@ def decode_plain_columns(data: bytes, into: RecordColumns) -> bool:
                 (topic_len,) = i16(data, p)  # (past the end: struct.error)
                 p += 2
             else:
-                raise _NotPlain
+                break
             p += topic_len
             if topic_len < 0 or p + 2 > end:
-                raise _NotPlain
+                break
             (props_len,) = i16(data, p)
             p += 2
             if props_len < 0 or p + props_len > end:
-                raise _NotPlain
+                break
             qids.append(queue_id)
             qoffs.append(queue_offset)
             props.append(data[p : p + props_len])
@@ -143,7 +144,8 @@ def decode_plain_columns(data: bytes, into: RecordColumns) -> bool:
             s_ports.append(s_port)
             phys_offsets.append(phys)
             pos = end
-    except (_NotPlain, struct.error):  # (struct.error: a read past a short record)
-        into.truncate(had)  # (the records before it, taken back)
-        return False
-    return True
+    except struct.error:  # (a read past a short record)
+        pass
+    if pos < size:  # broken framing from here: decode_messages says what it can
+        into.add_messages(decode_messages(data[pos:], strict=False))
+    return into

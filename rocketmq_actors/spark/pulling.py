@@ -42,8 +42,7 @@ from rocketmq_actors.consumer.pull import PullConsumer, PullStatus
 from rocketmq_actors.names import unwrap
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.messages import RESERVED_PROPERTIES, Property, decode_properties
-from rocketmq_actors.protocol.recordcolumns import RecordColumns, decode_plain_columns
-from rocketmq_actors.protocol.records import decode_messages
+from rocketmq_actors.protocol.recordcolumns import RecordColumns, decode_columns
 
 from .offsets import QueueRange, lost
 from .source_options import SourceOptions
@@ -162,15 +161,6 @@ def _arrow_property_columns(raw: pa.Array, columns: RecordColumns) -> list[Any]:
 Deliver = Callable[[RecordColumns], Awaitable[None]]
 
 
-def _columns(body: bytes) -> RecordColumns:
-    """The records of one pull body as columns (the common records straight from the
-    bytes, any other body through ``decode_messages``, which marks what does not decode)."""
-    rows = RecordColumns()
-    if not decode_plain_columns(body, rows):
-        rows.add_messages(decode_messages(body, strict=False))
-    return rows
-
-
 async def _pull(
     pulls: PullConsumer[bytes], options: SourceOptions, queue: MessageQueue, offset: int,
     count: int,
@@ -179,7 +169,7 @@ async def _pull(
     records are never decoded into messages (benchmarks/spark.py)."""
     if options.unfiltered:
         raw = await pulls.pull_raw(queue, offset, max_messages=count)
-        return raw.status, raw.next_offset, _columns(raw.body)  # (empty unless FOUND)
+        return raw.status, raw.next_offset, decode_columns(raw.body)  # (empty unless FOUND)
     result = await pulls.pull(
         queue, offset, max_messages=count, expression=options.expression,
         expression_type=options.expression_type,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from rocketmq_actors.consumer.brokercalls import PullStatus, RawPull
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.messages import RESERVED_PROPERTIES, encode_properties
-from rocketmq_actors.protocol.recordcolumns import RecordColumns
+from rocketmq_actors.protocol.recordcolumns import RecordColumns, decode_columns
 from rocketmq_actors.protocol.records import MessageExt, decode_messages
 from rocketmq_actors.spark import pulling
 from rocketmq_actors.spark.offsets import QueueRange
@@ -127,7 +127,7 @@ def test_a_pull_body_gives_the_rows_its_messages_say() -> None:
     )  # fmt: skip
     mixed = plain + encode_stored(topic="t", body=b"zz" * 50, queue_offset=6, compress=True)
     for body in (plain, mixed):
-        rows = columns_batch(pulling._columns(body), "t", "broker-a").to_pylist()
+        rows = columns_batch(decode_columns(body), "t", "broker-a").to_pylist()
         assert rows == [_expected_row(m, "t", "broker-a") for m in decode_messages(body)]
     assert rows[6]["body"] == b"zz" * 50  # (inflated, as decode_messages does)
     assert rows[6]["msg_id"] == decode_messages(mixed)[6].offset_msg_id  # no UNIQ_KEY
