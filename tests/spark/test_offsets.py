@@ -123,6 +123,14 @@ def test_packing_keeps_every_offset_once_and_shares_evenly(
         assert max(sizes_shared) - min(sizes_shared) <= max(r.size for r in small)
 
 
+def test_the_largest_small_ranges_are_shared_out_first() -> None:
+    """Queue order would give 12 and 8 offsets (3, 3, 4, 5, 5 each to the emptiest of two);
+    largest first gives 9 and 11."""
+    planned = [QueueRange("t", "broker-a", q, 0, size) for q, size in enumerate([3, 3, 4, 5, 5])]
+    packed = pack(planned, 10, 1)
+    assert sorted(p.size for p in packed) == [9, 11]
+
+
 def test_min_partitions_splits_and_turns_packing_off() -> None:
     planned = [QueueRange("t", "broker-a", q, 0, 100) for q in range(4)]
     default = SourceOptions.parse(BASE_OPTIONS, streaming=False)
