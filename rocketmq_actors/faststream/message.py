@@ -20,7 +20,7 @@ from faststream.message import StreamMessage, decode_message
 
 from rocketmq_actors.consumer.message import ReceivedMessage
 from rocketmq_actors.consumer.settlement import Delay
-from rocketmq_actors.protocol.messages import RESERVED_PROPERTIES
+from rocketmq_actors.protocol.messages import user_properties
 
 __all__ = [
     "CONTENT_TYPE",
@@ -38,7 +38,7 @@ REPLY_TO = "reply_to"
 
 def user_headers(properties: dict[str, str]) -> dict[str, str]:
     """The user properties of a message: its properties less the ones the client manages."""
-    return {k: v for k, v in properties.items() if k not in RESERVED_PROPERTIES}
+    return user_properties(properties)
 
 
 class RocketMQMessage(StreamMessage[ReceivedMessage[Any]]):

@@ -32,7 +32,9 @@ __all__ = [
     "encode_properties",
     "host_addr",
     "java_string_hash",
+    "keys_of",
     "offset_msg_id",
+    "user_properties",
 ]
 
 #: The broker's and Java client's default ``maxMessageSize`` (4 MiB).
@@ -152,6 +154,17 @@ def decode_properties(text: str) -> dict[str, str]:
         if sep and name and value:
             out[name] = value
     return out
+
+
+def keys_of(props: Mapping[str, str]) -> list[str]:
+    """A stored message's keys: its ``KEYS`` property split on whitespace."""
+    raw = props.get(Property.KEYS)
+    return raw.split() if raw else []
+
+
+def user_properties(props: Mapping[str, str]) -> dict[str, str]:
+    """A message's properties less the ones the client manages (:data:`RESERVED_PROPERTIES`)."""
+    return {k: v for k, v in props.items() if k not in RESERVED_PROPERTIES}
 
 
 def java_string_hash(text: str) -> int:

@@ -19,7 +19,14 @@ import attrs
 
 from . import compression
 from .errors import ProtocolError
-from .messages import MessageSysFlag, Property, decode_properties, host_addr, offset_msg_id
+from .messages import (
+    MessageSysFlag,
+    Property,
+    decode_properties,
+    host_addr,
+    keys_of,
+    offset_msg_id,
+)
 
 __all__ = ["MAGIC_V1", "MAGIC_V2", "MessageExt", "decode_messages", "decode_records"]
 
@@ -128,8 +135,7 @@ class MessageExt:
 
     @property
     def keys(self) -> list[str]:
-        raw = self.properties.get(Property.KEYS)
-        return raw.split() if raw else []
+        return keys_of(self.properties)
 
     @property
     def transaction_id(self) -> str | None:

@@ -41,7 +41,13 @@ from pyspark.sql.types import (
 from rocketmq_actors.consumer.pull import PullConsumer, PullStatus
 from rocketmq_actors.names import unwrap
 from rocketmq_actors.protocol.bodies import MessageQueue
-from rocketmq_actors.protocol.messages import RESERVED_PROPERTIES, Property, decode_properties
+from rocketmq_actors.protocol.messages import (
+    RESERVED_PROPERTIES,
+    Property,
+    decode_properties,
+    keys_of,
+    user_properties,
+)
 from rocketmq_actors.protocol.recordcolumns import RecordColumns, decode_columns
 
 from .offsets import QueueRange, lost
@@ -109,10 +115,9 @@ def _python_property_columns(columns: RecordColumns) -> list[list[Any]]:
     for row, raw in enumerate(columns.raw_properties):
         props = decode_properties(raw.decode(errors="replace"))
         msg_ids.append(props.get(Property.UNIQ_KEY) or columns.offset_msg_id(row))
-        words = props.get(Property.KEYS)
-        keys.append(words.split() if words else [])
+        keys.append(keys_of(props))
         tags.append(props.get(Property.TAGS))
-        users.append([(k, v) for k, v in props.items() if k not in RESERVED_PROPERTIES])
+        users.append(list(user_properties(props).items()))
     return [msg_ids, keys, tags, users]
 
 
