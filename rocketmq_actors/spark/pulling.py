@@ -95,7 +95,8 @@ def columns_batch(columns: RecordColumns, topic: str, broker_name: str) -> pa.Re
     born, stored = (pc.multiply_checked(pa.array(ms, pa.int64()), 1000)  # ms -> microseconds
                     for ms in (columns.born_timestamps, columns.store_timestamps))  # fmt: skip
     values = [
-        [topic] * rows, [broker_name] * rows, columns.queue_ids, columns.queue_offsets,
+        pa.repeat(topic, rows), pa.repeat(broker_name, rows), columns.queue_ids,
+        columns.queue_offsets,
         msg_ids, keys, tags, properties, columns.bodies, born, stored, columns.reconsume_times,
     ]  # fmt: skip
     arrays = [  # each column in the schema's type, whatever it was built as
