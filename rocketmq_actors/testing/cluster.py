@@ -33,7 +33,15 @@ from rocketmq_actors.logs import get_logger
 
 from . import probe
 from .jars import LauncherError, check_published, find_java, resolve_server_jars
-from .procs import log_contains, pid_alive, pid_is_ours, release_watchdog, tail, watch_pid
+from .procs import (
+    log_contains,
+    pid_alive,
+    pid_is_ours,
+    release_watchdog,
+    tail,
+    wait_stopped,
+    watch_pid,
+)
 from .readiness import BrokerReadiness, namesrv_answers
 from .serverconf import (
     BrokerProcessInfo,
@@ -260,9 +268,12 @@ class LocalCluster:
         log.info("cluster.broker.killed", name=name)
 
     def pause_broker(self, name: str) -> None:
-        """``SIGSTOP`` one broker: its sockets stay open, nothing answers (a GC pause, a hung
-        host). :meth:`resume_broker` continues it."""
+        """``SIGSTOP`` one broker and wait until it has stopped: its sockets stay open,
+        nothing answers (a GC pause, a hung host). :meth:`resume_broker` continues it."""
         self._signal(name, signal.SIGSTOP)
+        pid = self.broker(name).pid
+        if pid is not None and not wait_stopped(pid):
+            raise LauncherError(f"broker {name} did not stop after SIGSTOP")
         log.info("cluster.broker.paused", name=name)
 
     def resume_broker(self, name: str) -> None:

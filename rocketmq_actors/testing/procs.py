@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "pid_is_ours",
     "release_watchdog",
     "tail",
+    "wait_stopped",
     "watch_pid",
 ]
 
@@ -30,6 +32,26 @@ def pid_alive(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[-1].split()[0] != "Z"
     except OSError:
         return True
+
+
+def wait_stopped(pid: int, timeout: float = 10.0) -> bool:
+    """Wait until every thread of ``pid`` is stopped (``SIGSTOP`` takes effect as each thread
+    next runs: a JVM may answer a request or two after the signal was sent): True once all
+    are, False at ``timeout`` or where ``/proc`` cannot say."""
+    deadline = time.monotonic() + timeout
+    tasks = Path(f"/proc/{pid}/task")
+    while time.monotonic() < deadline:
+        try:
+            states = [
+                (task / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+                for task in tasks.iterdir()
+            ]
+        except OSError:  # gone, or no /proc
+            return False
+        if states and all(state in ("T", "t") for state in states):
+            return True
+        time.sleep(0.01)  # (polling the kernel's state: nothing to wait on instead)
+    return False
 
 
 def pid_is_ours(pid: int, marker: str) -> bool:
