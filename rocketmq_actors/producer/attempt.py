@@ -21,6 +21,7 @@ from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.protocol.sendframe import SendFrameEncoder
 from rocketmq_actors.runtime.connection import BrokerConnection
 
 from .prepare import Prepared
@@ -29,25 +30,52 @@ from .result import SendResult, status_of_code
 if TYPE_CHECKING:
     from .sendloop import SendLoop
 
-__all__ = ["FirstAttempt", "FirstDone"]
+__all__ = ["AttemptFrame", "FirstAttempt", "FirstDone"]
 
 log = get_logger("rocketmq_actors.producer")
 
-_SUCCESS = ResponseCode.SUCCESS
+_SUCCESS = int(ResponseCode.SUCCESS)  # (a plain int: the cheapest comparison)
 
 #: ``then(token, outcome)``: the end of a first attempt - its :class:`SendResult`, the
 #: :class:`FirstAttempt` to go on from, or the exception of a bug
 FirstDone = Callable[[Any, "SendResult | FirstAttempt | Exception"], None]
 
 
-class FirstAttempt:
+class AttemptFrame:
+    """The frame of one attempt: its :meth:`encode` is what the connection calls, with the
+    opaque, as the request starts (a bound method of one small object: a closure would
+    make cells of the send loop's locals, each an object, and every read of them slower)."""
+
+    __slots__ = ("batch", "encoder", "opaque", "prepared", "queue")
+
+    def __init__(
+        self, encoder: SendFrameEncoder, prepared: Prepared, queue: MessageQueue, batch: bool
+    ) -> None:
+        self.encoder = encoder
+        self.prepared = prepared
+        self.queue = queue
+        self.batch = batch
+        self.opaque = 0
+
+    def encode(self, opaque: int) -> bytes:
+        """The SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) frame; born now."""
+        prepared, queue = self.prepared, self.queue
+        self.opaque = opaque
+        born = time.time_ns() // 1_000_000  # (called once, as the request starts)
+        return self.encoder.encode(
+            opaque, prepared.topic, queue.queue_id, prepared.body, born,
+            prepared.properties, queue.broker_name, sys_flag=prepared.sys_flag,
+            flag=prepared.flag, batch=self.batch,
+        )  # fmt: skip
+
+
+class FirstAttempt(AttemptFrame):
     """A first attempt in flight (the connection's completion for it), then, when it did not
     end in SEND_OK, what :meth:`SendLoop.send` goes on from: its route, queue, master
     address, start and deadline, and ``outcome`` (the answer or the error)."""
 
     __slots__ = (
-        "addr", "conn", "deadline", "loop", "opaque", "outcome", "prepared", "queue",
-        "route", "started", "then", "token",
+        "addr", "conn", "deadline", "loop", "outcome", "route", "started", "then", "token",
     )  # fmt: skip
 
     def __init__(  # noqa: PLR0917 - positional: built once per message
@@ -64,28 +92,19 @@ class FirstAttempt:
         token: object,
     ) -> None:
         self.loop = loop
+        self.encoder = loop.encoder
         self.prepared = prepared
-        self.route = route
         self.queue = queue
+        self.batch = False
+        self.opaque = 0
+        self.route = route
         self.addr = addr
         self.conn = conn
         self.started = started
         self.deadline = deadline
         self.then = then
         self.token = token
-        self.opaque = 0
         self.outcome: RemotingCommand | RocketMQError | None = None
-
-    def encode(self, opaque: int) -> bytes:
-        """The SEND_MESSAGE_V2 frame, for the connection (which gives the opaque)."""
-        prepared, queue = self.prepared, self.queue
-        self.opaque = opaque
-        born = time.time_ns() // 1_000_000  # (called once, as the request starts)
-        return self.loop.encoder.encode(
-            opaque, prepared.topic, queue.queue_id, prepared.body, born,
-            prepared.properties, queue.broker_name, sys_flag=prepared.sys_flag,
-            flag=prepared.flag,
-        )  # fmt: skip
 
     # ---- the connection's completion (called from its reader or its deadline watcher) ----
 

@@ -185,8 +185,8 @@ def prepare(
         msg_id = ids.next_id()
         topic = msg.topic
         return Prepared(
-            wrap(namespace, topic), topic, body, f"{_UNIQ_PREFIX}{msg_id}\x02", msg_id,
-            sys_flag, msg.flag,
+            topic if namespace is None else wrap(namespace, topic), topic, body,
+            f"{_UNIQ_PREFIX}{msg_id}\x02", msg_id, sys_flag, msg.flag,
         )  # fmt: skip
     _validate(msg, max_size)
     props = msg.wire_properties()

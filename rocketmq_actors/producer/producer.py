@@ -274,7 +274,9 @@ class Producer(GroupMember):
 
     # ---- sending ------------------------------------------------------------------------
 
-    def _prepare(self, message: Message, **kwargs: Any) -> Prepared:
+    def _prepare(
+        self, message: Message, extra: dict[str, str] | None = None, sys_flag: int = 0
+    ) -> Prepared:
         if self.value_serializer is not None:
             message = serialize(check_message(message), self.value_serializer)
         return prepare(
@@ -285,7 +287,8 @@ class Producer(GroupMember):
             compress_threshold=self.compress_threshold,
             compress_level=self.compress_level,
             compress_type=self.compress_type,
-            **kwargs,
+            extra=extra,
+            sys_flag=sys_flag,
         )
 
     async def send(

@@ -39,7 +39,7 @@ from rocketmq_actors.protocol.sendframe import SendFrameEncoder
 from rocketmq_actors.runtime.checks import check_timeout
 from rocketmq_actors.runtime.connection import BrokerConnection
 
-from .attempt import FirstAttempt, FirstDone
+from .attempt import AttemptFrame, FirstAttempt, FirstDone
 from .prepare import Prepared
 from .result import SendResult, SendStatus, new_send_result, status_of_code
 from .selector import LatencyFaultTolerance, QueueSelector, RoundRobin, select_by_key
@@ -60,6 +60,7 @@ _NOT_MASTER = frozenset({ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.NO_PER
 # an Enum class costs several times a module global's (benchmarks/abtest.py measured the
 # change: the "changes" entry of benchmarks/results/nullbroker.json)
 _SEND_OK = SendStatus.SEND_OK
+_SUCCESS = int(ResponseCode.SUCCESS)  # (a plain int: the cheapest comparison)
 _SEND_V2 = RequestCode.SEND_MESSAGE_V2
 _SEND_BATCH = RequestCode.SEND_BATCH_MESSAGE
 
@@ -353,7 +354,11 @@ class SendLoop:
                         attempts.append(exc)
                         break
                     try:
-                        queue = self.choose(route, routing, avoid)
+                        queue = (
+                            self._round_robin.choose(queues, avoid)
+                            if routing is ROUND_ROBIN and (queues := route.publish_queues)
+                            else self.choose(route, routing, avoid)
+                        )  # (round robin with queues, the hot path: a call less)
                     except SendFailed as exc:  # (no writable queue in the route)
                         raise self._given_up(prepared.user_topic, attempts, exc) from exc
                     started = time.monotonic()
@@ -372,17 +377,7 @@ class SendLoop:
                             queue = await self.timer_queue(route, routing, queue, remaining)
                             broker = queue.broker_name
                             remaining = attempt_end - time.monotonic()
-                        born = time.time_ns() // 1_000_000
-
-                        def encode(
-                            opaque: int, queue: MessageQueue = queue, born: int = born
-                        ) -> bytes:
-                            return self.encoder.encode(
-                                opaque, prepared.topic, queue.queue_id, prepared.body, born,
-                                prepared.properties, queue.broker_name,
-                                sys_flag=prepared.sys_flag, flag=prepared.flag, batch=batch,
-                            )  # fmt: skip
-
+                        encode = AttemptFrame(self.encoder, prepared, queue, batch).encode
                         addr = route.master_addr(broker) or self.master(route, queue)
                         conn = self._instance.pool.registry.lookup(addr)
                         if conn is None or not conn.is_open:
@@ -414,7 +409,8 @@ class SendLoop:
                     if not exc.retriable:
                         break
                     continue
-                status = status_of_code(reply.code)
+                code_of_reply = reply.code
+                status = _SEND_OK if code_of_reply == _SUCCESS else status_of_code(code_of_reply)
                 if status is None:
                     error = broker_error(addr, reply.code, reply.remark)
                     attempts.append(error)

@@ -268,22 +268,6 @@ class BrokerConnection:
             return
         raise WriteTimeout(self.addr, timeout)
 
-    def _new_request_waiter(
-        self, code: int, timeout: float, completion: Completion | None = None
-    ) -> tuple[int, Completion]:
-        """Take a slot's opaque and register its waiter, or ``completion`` when given (the
-        slot is already held)."""
-        new_waiter = self._new_waiter
-        if new_waiter is None:  # a request may arrive before serve() first runs
-            new_waiter, self._clock = waiter_factory()
-            self._new_waiter = new_waiter
-        opaque = self._take_opaque()
-        waiter = new_waiter() if completion is None else completion
-        deadline = self._clock() + timeout
-        self._pending[opaque] = (waiter, deadline, code, timeout)
-        self._deadlines.track(deadline)
-        return opaque, waiter
-
     def _forget(self, opaque: int, waiter: Completion, size: int) -> None:
         # The caller may have been cancelled (asyncio then cancels the awaited future too):
         # drop our entry whatever the waiter's state, so a late response finds nothing.
@@ -370,7 +354,18 @@ class BrokerConnection:
             return None
         self._in_flight += 1
         self._in_flight_bytes = in_flight_bytes + size_hint
-        opaque, waiter = self._new_request_waiter(code, timeout, completion)
+        # (_new_request_waiter inlined: a call less a request)
+        new_waiter = self._new_waiter
+        if new_waiter is None:  # a request may arrive before serve() first runs
+            new_waiter, self._clock = waiter_factory()
+            self._new_waiter = new_waiter
+        opaque = self._next_opaque
+        self._next_opaque = (opaque + 1) & 0x7FFFFFFF
+        waiter = new_waiter() if completion is None else completion
+        deadline = self._clock() + timeout
+        self._pending[opaque] = (waiter, deadline, code, timeout)
+        if deadline < self._deadlines.next:
+            self._deadlines.track(deadline)
         try:
             frame = encode(opaque)
             if len(self._pending) == 1:

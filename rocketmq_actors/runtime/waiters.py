@@ -159,13 +159,14 @@ class DeadlineWatcher:
     ) -> None:
         self._pending = pending
         self._expire = expire
-        self._next = math.inf
+        # the earliest deadline it sleeps towards (callers read it first: a call less)
+        self.next = math.inf
         self._wake = anyio.Event()
         self.scans = 0
 
     def track(self, deadline: float) -> None:
-        if deadline < self._next:
-            self._next = deadline
+        if deadline < self.next:
+            self.next = deadline
             self._wake.set()
 
     def rebind(self, pending: MutableMapping[int, Pending]) -> None:
@@ -174,7 +175,7 @@ class DeadlineWatcher:
     async def run(self) -> None:
         while True:
             now = anyio.current_time()
-            if now >= self._next:
+            if now >= self.next:
                 self.scans += 1
                 earliest = math.inf
                 for key, entry in list(self._pending.items()):
@@ -184,11 +185,11 @@ class DeadlineWatcher:
                         self._expire(key, entry)
                     elif deadline < earliest:
                         earliest = deadline
-                self._next = earliest
+                self.next = earliest
             if self._wake.is_set():
                 self._wake = anyio.Event()
-            if self._next == math.inf:
+            if self.next == math.inf:
                 await self._wake.wait()
             else:
-                with anyio.move_on_after(max(self._next - anyio.current_time(), 0.0)):
+                with anyio.move_on_after(max(self.next - anyio.current_time(), 0.0)):
                     await self._wake.wait()
