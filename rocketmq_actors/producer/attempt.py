@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rocketmq_actors.cluster.routes import TopicRoute
 from rocketmq_actors.errors import ConnectionLost, RocketMQError
@@ -36,9 +36,9 @@ log = get_logger("rocketmq_actors.producer")
 
 _SUCCESS = int(ResponseCode.SUCCESS)  # (a plain int: the cheapest comparison)
 
-#: ``then(token, outcome)``: the end of a first attempt - its :class:`SendResult`, the
-#: :class:`FirstAttempt` to go on from, or the exception of a bug
-FirstDone = Callable[[Any, "SendResult | FirstAttempt | Exception"], None]
+#: ``then(attempt, outcome)``: the end of a first attempt - its :class:`SendResult`, None when
+#: :meth:`SendLoop.send` is to go on from the attempt (its ``outcome``), or the exception of a bug
+FirstDone = Callable[["FirstAttempt", "SendResult | Exception | None"], None]
 
 
 class AttemptFrame:
@@ -72,38 +72,26 @@ class AttemptFrame:
 class FirstAttempt(AttemptFrame):
     """A first attempt in flight (the connection's completion for it), then, when it did not
     end in SEND_OK, what :meth:`SendLoop.send` goes on from: its route, queue, master
-    address, start and deadline, and ``outcome`` (the answer or the error)."""
+    address, start and deadline (set by :meth:`SendLoop.start_first`), and ``outcome`` (the
+    answer or the error). The senders' queue item is one (one object a message in flight:
+    each is one more for the garbage collector to count and scan, benchmarks/nullbroker.py,
+    path b_pipelined_nowait_1k)."""
 
-    __slots__ = (
-        "addr", "conn", "deadline", "loop", "outcome", "route", "started", "then", "token",
-    )  # fmt: skip
+    __slots__ = ("addr", "conn", "deadline", "loop", "outcome", "route", "started", "then")
 
-    def __init__(  # noqa: PLR0917 - positional: built once per message
-        self,
-        loop: SendLoop,
-        prepared: Prepared,
-        route: TopicRoute,
-        queue: MessageQueue,
-        addr: str,
-        conn: BrokerConnection,
-        started: float,
-        deadline: float,
-        then: FirstDone,
-        token: object,
-    ) -> None:
+    route: TopicRoute
+    addr: str
+    conn: BrokerConnection
+    started: float
+    deadline: float
+
+    def __init__(self, loop: SendLoop, prepared: Prepared, then: FirstDone) -> None:
         self.loop = loop
         self.encoder = loop.encoder
         self.prepared = prepared
-        self.queue = queue
         self.batch = False
         self.opaque = 0
-        self.route = route
-        self.addr = addr
-        self.conn = conn
-        self.started = started
-        self.deadline = deadline
         self.then = then
-        self.token = token
         self.outcome: RemotingCommand | RocketMQError | None = None
 
     # ---- the connection's completion (called from its reader or its deadline watcher) ----
@@ -113,7 +101,7 @@ class FirstAttempt(AttemptFrame):
 
     def set_result(self, reply: RemotingCommand) -> None:
         self.outcome = reply
-        outcome: SendResult | FirstAttempt | Exception = self
+        outcome: SendResult | Exception | None = None
         if reply.code == _SUCCESS:
             try:
                 outcome = self.loop.result_of(
@@ -132,7 +120,7 @@ class FirstAttempt(AttemptFrame):
         except Exception as bug:  # never into the connection's reader
             log.error("producer.send_internal_error", topic=self.prepared.user_topic,
                       exc_info=bug)  # fmt: skip
-        self._end(self)
+        self._end(None)
 
     @property
     def may_be_stored(self) -> bool:
@@ -143,14 +131,14 @@ class FirstAttempt(AttemptFrame):
             return outcome.outcome_unknown
         return outcome is not None and status_of_code(outcome.code) is not None
 
-    def _end(self, outcome: SendResult | FirstAttempt | Exception) -> None:
+    def _end(self, outcome: SendResult | Exception | None) -> None:
         loop = self.loop
         self.conn.finish(self.opaque, self, self.prepared.size)
         loop.in_flight -= 1
         try:
             if loop.on_done is not None:
                 loop.on_done()  # a stop is waiting for sends in flight
-            self.then(self.token, outcome)
+            self.then(self, outcome)
         except Exception as exc:  # a bug: never into the connection's reader
             log.error("producer.send_internal_error", topic=self.prepared.user_topic,
                       exc_info=exc)  # fmt: skip

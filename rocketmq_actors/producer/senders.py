@@ -23,7 +23,6 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 import anyio
-import attrs
 from anyio.abc import TaskStatus
 
 from rocketmq_actors.errors import ClientClosed, InternalError, RocketMQError, SendFailed
@@ -35,7 +34,7 @@ from rocketmq_actors.runtime.waiters import Waiter, wait_done, waiter_factory
 from rocketmq_actors.runtime.workqueue import WorkQueue
 from rocketmq_actors.tracing import Tracing
 
-from .attempt import FirstAttempt
+from .attempt import FirstAttempt, FirstDone
 from .prepare import Prepared
 from .result import SendResult
 from .sendloop import ROUND_ROBIN, Routing, SendLoop
@@ -47,17 +46,41 @@ log = get_logger("rocketmq_actors.producer")
 SENDERS = 256  # sender tasks (fewer if max_pending is lower)
 
 
-@attrs.define(slots=True)
-class _Queued:
-    future: Waiter
-    prepared: Prepared
-    routing: Routing
-    timeout: float | None
-    lane: MessageQueue | None
-    previous: Waiter | None
-    span: Any = None  # tracing: the send span, ended when the send is
-    seq: int = 0  # admission order: flush waits for what was admitted before it
-    first: FirstAttempt | None = None  # started without a task, not SEND_OK: go on from it
+class _Queued(FirstAttempt):
+    """An admitted message: its future, how it is routed, and (a plain message's) its first
+    attempt itself - one object a message in flight."""
+
+    __slots__ = ("first", "future", "lane", "previous", "routing", "seq", "span", "timeout")
+
+    def __init__(  # noqa: PLR0917 - positional: built once per message
+        self,
+        senders: Senders,
+        future: Waiter,
+        prepared: Prepared,
+        routing: Routing,
+        timeout: float | None,
+        lane: MessageQueue | None,
+        previous: Waiter | None,
+        span: Any,
+        seq: int,
+    ) -> None:
+        # (FirstAttempt's fields set here, not by its __init__: a call less a message)
+        loop = senders.loop
+        self.loop = loop
+        self.encoder = loop.encoder
+        self.prepared = prepared
+        self.batch = False
+        self.opaque = 0
+        self.then = senders.on_first_done
+        self.outcome = None
+        self.future = future
+        self.routing = routing
+        self.timeout = timeout
+        self.lane = lane
+        self.previous = previous  # ordered: the send before it to the same queue
+        self.span = span  # tracing: the send span, ended when the send is
+        self.seq = seq  # admission order: flush waits for what was admitted before it
+        self.first = False  # its first attempt started without a task, not SEND_OK: go on
 
 
 class Senders:
@@ -83,7 +106,9 @@ class Senders:
         self._admitted = 0
         self._unresolved: dict[int, _Queued] = {}  # admission seq -> item, until released
         self._new_future: Callable[[], Waiter] | None = None  # (the running loop's, once known)
-        self._on_first_done = self._first_done  # (bound once, not once a message)
+        # the end of a first attempt (bound once, not once a message); the attempts it is
+        # given are this actor's own items
+        self.on_first_done: FirstDone = self._first_done  # type: ignore[assignment]
         self.outbox: WorkQueue[_Queued] = WorkQueue(max_pending)
 
     # ---- admission --------------------------------------------------------------------
@@ -97,7 +122,7 @@ class Senders:
         if (routing is not ROUND_ROBIN and routing.ordered) or not self._has_room(prepared.size):
             return None
         item = self._enter(prepared, routing, timeout, span, None)
-        if not self.loop.start_first(prepared, timeout, self._on_first_done, item):
+        if not self.loop.start_first(item, timeout):
             try:
                 placed = self.outbox.offer(item)
             except anyio.ClosedResourceError as exc:  # the producer stopped
@@ -126,7 +151,7 @@ class Senders:
             if self._has_room(size):  # (others may have taken it during the lookup)
                 break
         item = self._enter(prepared, routing, timeout, span, lane)
-        if not ordered and self.loop.start_first(prepared, timeout, self._on_first_done, item):
+        if not ordered and self.loop.start_first(item, timeout):
             return item.future  # on its way, with no task: the Java client's asynchronous send
         try:
             await self.outbox.put(item)
@@ -155,7 +180,7 @@ class Senders:
             previous = self._lanes.get(lane)
             self._lanes[lane] = future
         item = self._unresolved[seq] = _Queued(
-            future, prepared, routing, timeout, lane, previous, span, seq
+            self, future, prepared, routing, timeout, lane, previous, span, seq
         )
         return item
 
@@ -172,18 +197,18 @@ class Senders:
             raise ClientClosed(f"{self.name} stopped before the send was admitted") from None
         raise exc
 
-    def _first_done(self, item: _Queued, outcome: SendResult | FirstAttempt | Exception) -> None:
+    def _first_done(self, item: _Queued, outcome: SendResult | Exception | None) -> None:
         """The end of a send's first attempt started by ``start_first``: the send's result, or
-        the rest of the send handed to a sender task (retries), or a bug that fails it."""
-        if isinstance(outcome, FirstAttempt):
-            item.first = outcome
+        (None) the rest of the send handed to a sender task (retries), or a bug that fails it."""
+        if outcome is None:
+            item.first = True
             try:
                 if self.outbox.offer(item):  # (room for every admitted item: always taken)
                     return
             except anyio.ClosedResourceError:  # the producer stopped: release() fails it
                 pass
             self._changed.set()
-            self.release(item, written=outcome.may_be_stored)
+            self.release(item, written=item.may_be_stored)
             return
         future = item.future
         try:
@@ -265,7 +290,9 @@ class Senders:
         # resolved only if not done: a caller cancelled while awaiting the future cancels it
         # (asyncio), and that must not fail this sender (nor the other sends)
         try:
-            result = await self.loop.send(prepared, item.routing, item.timeout, item.first)
+            result = await self.loop.send(
+                prepared, item.routing, item.timeout, item if item.first else None
+            )
             if not future.done():
                 future.set_result(result)
         except Exception as exc:  # a bug too: it fails this send, never the producer
@@ -300,7 +327,7 @@ class Senders:
         instance's connection may stay open, and answer them later; they are released then)."""
         self.outbox.close()
         for item in self.outbox.take_all():  # (a first attempt's outcome may have been written)
-            self.release(item, written=item.first is not None and item.first.may_be_stored)
+            self.release(item, written=item.first and item.may_be_stored)
         for item in list(self._unresolved.values()):
             self._fail_stopped(item, written=True)
 

@@ -39,7 +39,7 @@ from rocketmq_actors.protocol.sendframe import SendFrameEncoder
 from rocketmq_actors.runtime.checks import check_timeout
 from rocketmq_actors.runtime.connection import BrokerConnection
 
-from .attempt import AttemptFrame, FirstAttempt, FirstDone
+from .attempt import AttemptFrame, FirstAttempt
 from .prepare import Prepared
 from .result import SendResult, SendStatus, new_send_result, status_of_code
 from .selector import LatencyFaultTolerance, QueueSelector, RoundRobin, select_by_key
@@ -225,16 +225,15 @@ class SendLoop:
                 "timer delivery (deliver_at_ms / delay_ms)", addr, version_name(version)
             )
 
-    def start_first(
-        self, prepared: Prepared, timeout: float | None, then: FirstDone, token: object
-    ) -> bool:
+    def start_first(self, attempt: FirstAttempt, timeout: float | None) -> bool:
         """Start the first attempt of a send without a key or selector (the caller checks)
         now, with no task: True if it was started (a cached route, an open connection with
-        room, no timer). ``then(token, ...)`` is then called once, from the connection as
-        the answer (or its failure) arrives, with the :class:`SendResult` of a SEND_OK
-        answer, with the :class:`FirstAttempt` for :meth:`send` to go on from otherwise, or
-        with the exception of a bug. False, with nothing sent: the caller sends with
-        :meth:`send`. ``timeout`` is checked already."""
+        room, no timer). ``attempt.then(attempt, ...)`` is then called once, from the
+        connection as the answer (or its failure) arrives, with the :class:`SendResult` of a
+        SEND_OK answer, with None when :meth:`send` is to go on from the attempt, or with the
+        exception of a bug. False, with nothing sent: the caller sends with :meth:`send`.
+        ``timeout`` is checked already."""
+        prepared = attempt.prepared
         route = self._instance.routes.cached(prepared.topic)
         if (
             route is None or prepared.timer or prepared.batch_ids
@@ -252,9 +251,8 @@ class SendLoop:
         attempt_end = deadline
         if self.attempt_timeout is not None:
             attempt_end = min(deadline, started + self.attempt_timeout)
-        attempt = FirstAttempt(
-            self, prepared, route, queue, addr, conn, started, deadline, then, token
-        )
+        attempt.route, attempt.queue, attempt.addr, attempt.conn = route, queue, addr, conn
+        attempt.started, attempt.deadline = started, deadline
         try:
             if conn.start_encoded(_SEND_V2, attempt.encode, attempt_end - started,
                                   prepared.size, attempt) is None:  # fmt: skip
