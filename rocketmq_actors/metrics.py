@@ -145,7 +145,10 @@ class Metrics:
             hist = self._histograms.get(histogram)
             if hist is None:
                 hist = self._histograms[histogram] = _Histogram()
-            hist.observe(value)
+            # (_Histogram.observe inlined: a call less a send)
+            hist.counts[bisect.bisect_left(BUCKETS, value)] += 1
+            hist.count += 1
+            hist.sum += value
 
     def value(self, name: str, **labels: Any) -> float:
         """A counter's or gauge's current value (0 if never touched)."""

@@ -149,10 +149,9 @@ class Prepared:
     flag: int = 0
     batch_ids: Sequence[str] = ()
     timer: bool = False  # 5.x timer delivery: the broker's version is checked before sending
-
-    @property
-    def size(self) -> int:
-        return len(self.body)
+    #: the body's length, read several times a send (admission, the connection's in-flight
+    #: bytes): a field, not a property computing it each time
+    size: int = attrs.field(default=attrs.Factory(lambda self: len(self.body), takes_self=True))
 
 
 def prepare(
@@ -186,7 +185,7 @@ def prepare(
         topic = msg.topic
         return Prepared(
             topic if namespace is None else wrap(namespace, topic), topic, body,
-            f"{_UNIQ_PREFIX}{msg_id}\x02", msg_id, sys_flag, msg.flag,
+            f"{_UNIQ_PREFIX}{msg_id}\x02", msg_id, sys_flag, msg.flag, (), False, len(body),
         )  # fmt: skip
     _validate(msg, max_size)
     props = msg.wire_properties()

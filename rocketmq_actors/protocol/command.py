@@ -290,10 +290,15 @@ def _command_from_json(obj: Any, body: bytes) -> RemotingCommand:
     if obj.__class__ is not dict:
         raise ProtocolError("bad-header-json", "header is not a JSON object")
     get: Callable[..., Any] = obj.get
-    code = get("code")
-    opaque = get("opaque", 0)
-    flag = get("flag", 0)
-    version = get("version", 0)
+    try:  # every field a Java peer writes (subscripts: no call each)
+        code, opaque, flag, version = obj["code"], obj["opaque"], obj["flag"], obj["version"]
+    except KeyError:
+        code, opaque, flag, version = (
+            get("code"),
+            get("opaque", 0),
+            get("flag", 0),
+            get("version", 0),
+        )
     # exact class checks: bool is an int subclass and must not pass for one
     if not (code.__class__ is opaque.__class__ is flag.__class__ is version.__class__ is int):
         for key, value in (("code", code), ("opaque", opaque), ("flag", flag),
