@@ -32,6 +32,7 @@ import asyncio
 import contextvars
 import enum
 import math
+import threading
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -82,7 +83,13 @@ _inside: contextvars.ContextVar[Lifecycle | None] = contextvars.ContextVar(
     "rocketmq_actors_inside", default=None
 )
 
-_current_loop = asyncio._get_running_loop  # the running loop or None, without raising
+# the thread a check runs in: on CPython 3.11 asking asyncio for the running loop makes a
+# getpid system call each time, which the send path's check (once a send) need not make
+_thread_id = threading.get_ident
+
+
+def _never() -> bool:
+    return False
 
 
 def running_loop() -> asyncio.AbstractEventLoop:
@@ -112,6 +119,8 @@ class Lifecycle:
         self.on_error = on_error
         self._state = State.NEW
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0  # the loop's thread, and its is_running, once launched
+        self._loop_running: Callable[[], bool] = _never
         self._host: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None  # resolved when started (or not)
         self._done: asyncio.Future[None] | None = None  # resolved when the host has ended
@@ -170,7 +179,11 @@ class Lifecycle:
     def _check_running(self) -> None:
         """Raise unless the client is running and this is its event loop (cheap: the send
         path calls it)."""
-        if self._state is not _RUNNING or _current_loop() is not self._loop:
+        # (this thread runs our loop: only one loop runs in a thread at a time)
+        if (
+            self._state is not _RUNNING or _thread_id() != self._loop_thread
+            or not self._loop_running()
+        ):  # fmt: skip
             self._raise_not_running()
 
     def _raise_not_running(self) -> None:
@@ -233,6 +246,8 @@ class Lifecycle:
 
     def _launch(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
+        self._loop_thread = _thread_id()  # (launched from a task of the loop: its thread)
+        self._loop_running = loop.is_running
         self._state = State.STARTING
         self._ready = loop.create_future()
         self._done = loop.create_future()

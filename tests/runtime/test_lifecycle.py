@@ -179,6 +179,32 @@ def test_a_second_event_loop_gets_a_typed_error() -> None:
     assert all(isinstance(e, WrongEventLoop) for e in errors), errors
 
 
+def test_a_later_loop_in_the_same_thread_gets_a_typed_error() -> None:
+    """The send path's check is by thread and by its loop running: a client left running on
+    a loop that was stopped, used from a later loop of the same thread, is refused too."""
+    actor = _Actor()
+    first = asyncio.new_event_loop()
+    try:
+        first.run_until_complete(actor.start())
+        assert actor.state is State.RUNNING
+
+        async def from_later_loop() -> None:
+            with pytest.raises(WrongEventLoop):
+                actor._check_running()
+
+        asyncio.run(from_later_loop())
+        with pytest.raises(WrongEventLoop):  # no loop running in this thread now
+            actor._check_running()
+
+        async def from_its_loop() -> None:
+            actor._check_running()  # its own loop, running again: allowed
+
+        first.run_until_complete(from_its_loop())
+        first.run_until_complete(actor.stop())
+    finally:
+        first.close()
+
+
 async def test_the_body_exception_leaves_unchanged_with_its_cause() -> None:
     cause = OSError("root cause")
     actor = _Actor()
