@@ -83,13 +83,20 @@ FINDINGS = """\
   garbage collector: every object a message keeps while in flight (a closure's cells each
   count) is counted towards a collection, and a burst of answers followed by a burst of
   admissions set off frequent collections of young objects that were all still alive; one
-  object per attempt, encoding and completing as methods, removed most of them.
+  object per attempt, encoding and completing as methods, removed most of them. Making the
+  senders' queue item the first attempt itself (one object a message in flight, not two)
+  took the next large step (the `changes` table): counted with `gc.callbacks` in an
+  experiment, young-generation and full collections became several times rarer. `await send`
+  does not have this cost: each sending task frees its last message's objects before it makes
+  the next one's, so the collector's count stays low and collections are rare.
 - Profiling: py-spy's default mode pauses the process for every sample, and a paused thread
   stops on its way out of a system call, so its samples piled up on the send path's most
   frequent call (the `getpid` that CPython 3.11's `asyncio.get_running_loop` makes, or
   `send`), differently from run to run; `benchmarks/sendprofile.py` samples with
-  `--nonblocking`. The `getpid` is real (`Lifecycle._check_running` makes one per send), but
-  a check without it moved nothing beyond the windows' spread (the `changes` table).
+  `--nonblocking`. The `getpid` is real: `Lifecycle._check_running` made one per send. A
+  check without it first moved nothing beyond the windows' spread; measured again once the
+  windows' spread was narrower, it moved the CPU per message by more than that spread, and it
+  is kept (the `changes` table; `strace -c` counts the `getpid` calls before and after).
 - The codec figures (e) are measured before the cluster starts: measured while a broker's JVM
   and its mapped store were being torn down, they came out slower than in a quiet standalone
   run.
