@@ -24,7 +24,8 @@ too).
 | ``rocketmq_client_trace_records_total`` (counter) | group, result (sent, failed) | trace records |
 | ``rocketmq_client_trace_dropped_total`` (counter) | group | trace records dropped: queue full |
 
-Updating a metric is a cached key, a lock and a dictionary update (benchmarks/producer.py and
+Updating a metric is a cached key, a lock and a dictionary update; on the send and consume
+paths, a lock and the cached series objects themselves (benchmarks/producer.py and
 benchmarks/consumer.py run with metrics on); nothing is exported unless asked.
 """
 
@@ -32,12 +33,13 @@ from __future__ import annotations
 
 import bisect
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from rocketmq_actors.extras import require
 
-__all__ = ["METRICS", "Metrics", "SeriesKeys"]
+__all__ = ["METRICS", "Metrics", "Series", "SeriesCache"]
 
 Key = tuple[str, tuple[tuple[str, str], ...]]
 
@@ -71,37 +73,59 @@ class _Histogram:
         self.sum += value
 
 
-class SeriesKeys:
-    """The canonical keys of a hot path's series, per topic, built once by ``build``.
+class _Counter:
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0.0
+
+
+#: a counter and a histogram a hot path updates together (:meth:`Metrics.count_and_observe`)
+Series = tuple[_Counter, _Histogram]
+
+
+class SeriesCache:
+    """A hot path's series per topic, the registry's objects themselves, built once by
+    ``build`` (the series' keys): an update then looks nothing up (hashing a series' key, a
+    nested tuple, costs more than the update: benchmarks/nullbroker.py, path b).
 
     The lookup is the dictionary's own ``get`` (no Python call on the hot path)::
 
-        series = keys.get(topic) or keys.add(topic)
+        series = cache.get(topic) or cache.add(topic)
 
-    A client of many topics stays bounded: the cache is emptied at 1024 topics.
+    A client of many topics stays bounded: the cache is emptied at 1024 topics, and by
+    :meth:`Metrics.reset`.
     """
 
-    __slots__ = ("_build", "_keys", "get")
+    __slots__ = ("__weakref__", "_build", "_metrics", "_series", "get")
 
-    def __init__(self, build: Callable[[str], tuple[Key, Key]]) -> None:
+    def __init__(
+        self, build: Callable[[str], tuple[Key, Key]], metrics: Metrics | None = None
+    ) -> None:
         self._build = build
-        self._keys: dict[str, tuple[Key, Key]] = {}
-        self.get = self._keys.get
+        self._metrics = METRICS if metrics is None else metrics
+        self._series: dict[str, Series] = {}
+        self.get = self._series.get
+        self._metrics.caches.add(self)
 
-    def add(self, topic: str) -> tuple[Key, Key]:
-        if len(self._keys) >= 1024:
-            self._keys.clear()
-        keys = self._keys[topic] = self._build(topic)
-        return keys
+    def add(self, topic: str) -> Series:
+        if len(self._series) >= 1024:
+            self._series.clear()
+        series = self._series[topic] = self._metrics.series(*self._build(topic))
+        return series
+
+    def clear(self) -> None:
+        self._series.clear()
 
 
 class Metrics:
     def __init__(self) -> None:
-        self._counters: dict[Key, float] = {}
+        self._counters: dict[Key, _Counter] = {}
         self._gauges: dict[Key, float] = {}
         self._histograms: dict[Key, _Histogram] = {}
         self._keys: dict[tuple[Any, ...], Key] = {}
         self._lock = threading.Lock()  # producers in portal threads share the registry
+        self.caches: weakref.WeakSet[SeriesCache] = weakref.WeakSet()  # emptied by reset()
 
     def _key(self, name: str, labels: dict[str, Any]) -> Key:
         # a call site passes its labels in one order: cache the canonical key by that order
@@ -116,7 +140,10 @@ class Metrics:
     def inc(self, name: str, value: float = 1.0, **labels: Any) -> None:
         key = self._key(name, labels)
         with self._lock:
-            self._counters[key] = self._counters.get(key, 0.0) + value
+            counter = self._counters.get(key)
+            if counter is None:
+                counter = self._counters[key] = _Counter()
+            counter.value += value
 
     def set(self, name: str, value: float, **labels: Any) -> None:
         key = self._key(name, labels)
@@ -135,16 +162,24 @@ class Metrics:
         """The canonical key of a series, for :meth:`count_and_observe` on a hot path."""
         return self._key(name, labels)
 
-    def count_and_observe(
-        self, counter: Key, histogram: Key, value: float, amount: float = 1.0
-    ) -> None:
-        """Add ``amount`` to ``counter`` and ``value`` to ``histogram`` under one lock (per send
-        or handler call: two keyword-label calls cost measurably more in benchmarks/producer.py)."""
+    def series(self, counter: Key, histogram: Key) -> Series:
+        """The registry's counter and histogram of these keys (made if new), for a hot path
+        to update with :meth:`count_and_observe` (through a :class:`SeriesCache`)."""
         with self._lock:
-            self._counters[counter] = self._counters.get(counter, 0.0) + amount
+            count = self._counters.get(counter)
+            if count is None:
+                count = self._counters[counter] = _Counter()
             hist = self._histograms.get(histogram)
             if hist is None:
                 hist = self._histograms[histogram] = _Histogram()
+        return count, hist
+
+    def count_and_observe(self, series: Series, value: float, amount: float = 1.0) -> None:
+        """Add ``amount`` to the series' counter and ``value`` to its histogram under one lock
+        (per send or handler call)."""
+        counter, hist = series
+        with self._lock:
+            counter.value += amount
             # (_Histogram.observe inlined: a call less a send)
             hist.counts[bisect.bisect_left(BUCKETS, value)] += 1
             hist.count += 1
@@ -154,7 +189,8 @@ class Metrics:
         """A counter's or gauge's current value (0 if never touched)."""
         key = self._key(name, labels)
         with self._lock:
-            return self._counters.get(key, self._gauges.get(key, 0.0))
+            counter = self._counters.get(key)
+            return counter.value if counter is not None else self._gauges.get(key, 0.0)
 
     def count(self, name: str, **labels: Any) -> int:
         """How many values a histogram has seen."""
@@ -167,7 +203,8 @@ class Metrics:
         ``{"labels": {...}, "count": n, "sum": s}`` for histograms."""
         out: dict[str, list[dict[str, Any]]] = {}
         with self._lock:
-            for (name, labels), value in [*self._counters.items(), *self._gauges.items()]:
+            counters = [(key, counter.value) for key, counter in self._counters.items()]
+            for (name, labels), value in [*counters, *self._gauges.items()]:
                 out.setdefault(name, []).append({"labels": dict(labels), "value": value})
             for (name, labels), h in self._histograms.items():
                 out.setdefault(name, []).append(
@@ -199,6 +236,8 @@ class Metrics:
             self._counters.clear()
             self._gauges.clear()
             self._histograms.clear()
+            for cache in list(self.caches):  # (their series are no longer the registry's)
+                cache.clear()
 
     def prometheus_collector(self) -> Any:
         """A ``prometheus_client`` collector reading this registry at scrape time
@@ -216,7 +255,7 @@ class Metrics:
         class _Collector(Collector):
             def collect(self) -> Iterator[Any]:
                 with metrics._lock:
-                    counters = dict(metrics._counters)
+                    counters = {k: c.value for k, c in metrics._counters.items()}
                     gauges = dict(metrics._gauges)
                     histograms = {
                         k: (list(h.counts), h.sum) for k, h in metrics._histograms.items()

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 import rocketmq_actors
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
-from rocketmq_actors.metrics import _HELP, METRICS, Key, Metrics, SeriesKeys
+from rocketmq_actors.metrics import _HELP, METRICS, Key, Metrics, SeriesCache
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
 
@@ -53,51 +53,76 @@ def test_every_metric_name_is_prefixed_and_documented() -> None:
     assert set(documented) == expected
 
 
-def test_the_hot_path_records_through_keys_as_the_keyword_calls_do() -> None:
+def test_the_hot_path_records_into_the_series_the_keyword_calls_read() -> None:
     metrics = Metrics()
-    ok = metrics.key("rocketmq_client_send_total", topic="t", result="ok")
-    seconds = metrics.key("rocketmq_client_send_seconds", topic="t")
+    series = metrics.series(
+        metrics.key("rocketmq_client_send_total", topic="t", result="ok"),
+        metrics.key("rocketmq_client_send_seconds", topic="t"),
+    )
     metrics.inc(
         "rocketmq_client_send_total", result="ok", topic="t"
     )  # other label order, same series
-    metrics.count_and_observe(ok, seconds, 0.003)
-    metrics.count_and_observe(ok, seconds, 2.0)
+    metrics.count_and_observe(series, 0.003)
+    metrics.count_and_observe(series, 2.0)
     assert metrics.value("rocketmq_client_send_total", topic="t", result="ok") == 3
     assert metrics.count("rocketmq_client_send_seconds", topic="t") == 2
-    (series,) = metrics.snapshot()["rocketmq_client_send_seconds"]
-    assert series["labels"] == {"topic": "t"}
-    assert series["sum"] == pytest.approx(2.003)
+    (hist,) = metrics.snapshot()["rocketmq_client_send_seconds"]
+    assert hist["labels"] == {"topic": "t"}
+    assert hist["sum"] == pytest.approx(2.003)
+    (total,) = metrics.snapshot()["rocketmq_client_send_total"]
+    assert total == {"labels": {"result": "ok", "topic": "t"}, "value": 3}
 
 
 def test_a_handler_call_counts_its_messages_and_observes_once() -> None:
     metrics = Metrics()
-    ok = metrics.key("rocketmq_client_consume_total", group="g", topic="t", result="ok")
-    seconds = metrics.key("rocketmq_client_consume_seconds", group="g", topic="t")
-    metrics.count_and_observe(ok, seconds, 0.002, 16)  # one call of a batch handler
-    metrics.count_and_observe(ok, seconds, 0.001)
+    series = metrics.series(
+        metrics.key("rocketmq_client_consume_total", group="g", topic="t", result="ok"),
+        metrics.key("rocketmq_client_consume_seconds", group="g", topic="t"),
+    )
+    metrics.count_and_observe(series, 0.002, 16)  # one call of a batch handler
+    metrics.count_and_observe(series, 0.001)
     assert metrics.value("rocketmq_client_consume_total", group="g", topic="t", result="ok") == 17
     assert metrics.count("rocketmq_client_consume_seconds", group="g", topic="t") == 2
 
 
-def test_series_keys_build_once_per_topic_and_stay_bounded() -> None:
+def _send_keys(metrics: Metrics, topic: str) -> tuple[Key, Key]:
+    return (metrics.key("rocketmq_client_send_total", topic=topic, result="ok"),
+            metrics.key("rocketmq_client_send_seconds", topic=topic))  # fmt: skip
+
+
+def test_series_cache_builds_once_per_topic_and_stays_bounded() -> None:
+    metrics = Metrics()
     built: list[str] = []
 
     def build(topic: str) -> tuple[Key, Key]:
         built.append(topic)
-        return (METRICS.key("rocketmq_client_send_total", topic=topic, result="ok"),
-                METRICS.key("rocketmq_client_send_seconds", topic=topic))  # fmt: skip
+        return _send_keys(metrics, topic)
 
-    keys = SeriesKeys(build)
-    assert keys.get("a") is None
-    first = keys.add("a")
-    assert keys.get("a") is first and first[0] == ("rocketmq_client_send_total",
-                                                    (("result", "ok"), ("topic", "a")))  # fmt: skip
+    cache = SeriesCache(build, metrics)
+    assert cache.get("a") is None
+    first = cache.add("a")
+    assert cache.get("a") is first
+    metrics.count_and_observe(first, 0.001)
+    assert metrics.value("rocketmq_client_send_total", topic="a", result="ok") == 1
     for i in range(1023):
-        keys.add(f"t{i}")
-    assert keys.get("a") is first  # 1024 topics held
-    keys.add("one-more")  # the 1025th empties the cache first
-    assert keys.get("a") is None and keys.get("one-more") is not None
+        cache.add(f"t{i}")
+    assert cache.get("a") is first  # 1024 topics held
+    cache.add("one-more")  # the 1025th empties the cache first
+    assert cache.get("a") is None and cache.get("one-more") is not None
     assert built.count("a") == 1
+    assert cache.add("a") == first  # built again: the registry's same objects
+
+
+def test_a_reset_empties_the_caches_so_later_updates_are_counted() -> None:
+    metrics = Metrics()
+    cache = SeriesCache(lambda topic: _send_keys(metrics, topic), metrics)
+    metrics.count_and_observe(cache.get("t") or cache.add("t"), 0.001)
+    metrics.reset()
+    assert metrics.snapshot() == {}
+    assert cache.get("t") is None  # (its series were the registry's before the reset)
+    metrics.count_and_observe(cache.get("t") or cache.add("t"), 0.002)
+    assert metrics.value("rocketmq_client_send_total", topic="t", result="ok") == 1
+    assert metrics.count("rocketmq_client_send_seconds", topic="t") == 1
 
 
 @pytest.mark.integration

@@ -26,7 +26,7 @@ from typing import Any, cast
 import anyio
 
 from rocketmq_actors.logs import get_logger
-from rocketmq_actors.metrics import METRICS, SeriesKeys
+from rocketmq_actors.metrics import METRICS, SeriesCache
 from rocketmq_actors.names import unwrap
 from rocketmq_actors.protocol.messages import Property
 from rocketmq_actors.protocol.records import MessageExt
@@ -92,7 +92,7 @@ class Dispatcher:
         self.in_flight = 0
         self._idle = anyio.Event()
         self._failure_log = FailureLog()
-        self._ok_series = SeriesKeys(  # topic -> (messages consumed, handler seconds)
+        self._ok_series = SeriesCache(  # topic -> (messages consumed, handler seconds)
             lambda topic: (
                 METRICS.key("rocketmq_client_consume_total", group=group, topic=topic, result="ok"),
                 METRICS.key("rocketmq_client_consume_seconds", group=group, topic=topic),
@@ -204,7 +204,7 @@ class Dispatcher:
             self.consumed += acked
             topic = messages[0].topic
             series = self._ok_series.get(topic) or self._ok_series.add(topic)
-            METRICS.count_and_observe(*series, time.monotonic() - began, acked)
+            METRICS.count_and_observe(series, time.monotonic() - began, acked)
         return acked
 
     def _count_failed(self, messages: Sequence[MessageExt], count: int | None = None) -> None:

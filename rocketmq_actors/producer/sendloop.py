@@ -30,7 +30,7 @@ from rocketmq_actors.errors import (
     broker_error,
 )
 from rocketmq_actors.logs import get_logger
-from rocketmq_actors.metrics import METRICS, SeriesKeys
+from rocketmq_actors.metrics import METRICS, SeriesCache
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
@@ -107,7 +107,7 @@ class SendLoop:
         self._round_robin = RoundRobin(faults)
         self.in_flight = 0  # sends under way (a stop waits for them)
         self.on_done: Callable[[], None] | None = None  # told when one ends (while stopping)
-        self._ok_series = SeriesKeys(  # topic -> (sends ok, send seconds)
+        self._ok_series = SeriesCache(  # topic -> (sends ok, send seconds)
             lambda topic: (
                 METRICS.key("rocketmq_client_send_total", topic=topic, result="ok"),
                 METRICS.key("rocketmq_client_send_seconds", topic=topic),
@@ -303,7 +303,7 @@ class SendLoop:
         series = self._ok_series.get(prepared.user_topic) or self._ok_series.add(
             prepared.user_topic
         )
-        METRICS.count_and_observe(*series, time.monotonic() - started)
+        METRICS.count_and_observe(series, time.monotonic() - started)
         return result
 
     async def send(
