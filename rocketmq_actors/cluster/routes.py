@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import anyio
 import attrs
@@ -122,6 +122,9 @@ class RouteTable:
         self.namesrv = namesrv
         self.refresh_interval = refresh_interval
         self._routes: dict[str, TopicRoute] = {}
+        #: ``cached(topic)``: the cached route, or None (the dictionary's own ``get``: no frame
+        #: of ours on the send path)
+        self.cached: Callable[[str], TopicRoute | None] = self._routes.get
         self._locks: dict[str, anyio.Lock] = {}
         self._fetched: dict[str, float] = {}  # topic -> time.monotonic() of its last lookup
         self._stale: set[str] = set()  # topics to fetch before the next interval
@@ -134,9 +137,6 @@ class RouteTable:
         while the NameServers are down grows old), None if it is not known."""
         fetched = self._fetched.get(topic)
         return None if fetched is None else time.monotonic() - fetched
-
-    def cached(self, topic: str) -> TopicRoute | None:
-        return self._routes.get(topic)
 
     def topics(self) -> list[str]:
         return list(self._routes)

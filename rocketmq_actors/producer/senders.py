@@ -20,7 +20,7 @@ the send's failure, with :class:`~rocketmq_actors.errors.InternalError` if the s
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import anyio
 from anyio.abc import TaskStatus
@@ -213,13 +213,21 @@ class Senders:
         future = item.future
         try:
             if not future.done():  # (a caller cancelled while awaiting it: nothing to set)
-                if isinstance(outcome, SendResult):
+                if outcome.__class__ is SendResult:
                     future.set_result(outcome)
                 else:
-                    future.set_exception(self._failure(item.prepared.user_topic, outcome))
+                    future.set_exception(
+                        self._failure(item.prepared.user_topic, cast(Exception, outcome))
+                    )
         finally:  # (an event-backed future runs its callbacks in set_*: they may raise)
             self._changed.set()
-            self.release(item, written=True)
+            if item.lane is None and item.span is None and future.done():
+                # release() for the common case, inlined: once a message on this path
+                self.pending -= 1
+                self.pending_bytes -= item.prepared.size
+                self._unresolved.pop(item.seq, None)
+            else:
+                self.release(item, written=True)
 
     @staticmethod
     def _failure(topic: str, exc: Exception) -> RocketMQError:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Generic, TypeVar
 
 import anyio
@@ -19,6 +19,9 @@ class Registry(Generic[K, V]):
 
     def __init__(self) -> None:
         self._entries: dict[K, V] = {}
+        #: ``lookup(key)``: the value, or None (the dictionary's own ``get``: no frame of ours
+        #: on the send path)
+        self.lookup: Callable[[K], V | None] = self._entries.get
         self._locks: dict[K, anyio.Lock] = {}
 
     def __len__(self) -> int:
@@ -26,9 +29,6 @@ class Registry(Generic[K, V]):
 
     def __iter__(self) -> Iterator[K]:
         return iter(list(self._entries))
-
-    def lookup(self, key: K) -> V | None:
-        return self._entries.get(key)
 
     def register(self, key: K, value: V) -> None:
         if key in self._entries:
