@@ -32,11 +32,12 @@ import asyncio
 import contextvars
 import enum
 import math
+import os
 import threading
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import anyio
 import anyio.lowlevel
@@ -83,13 +84,21 @@ _inside: contextvars.ContextVar[Lifecycle | None] = contextvars.ContextVar(
     "rocketmq_actors_inside", default=None
 )
 
-# the thread a check runs in: on CPython 3.11 asking asyncio for the running loop makes a
-# getpid system call each time, which the send path's check (once a send) need not make
+# the running check (once a send): on CPython 3.11 asking asyncio for the running loop makes a
+# getpid system call each time. An asyncio loop says which thread runs it (``_thread_id``,
+# None while stopped): compared with this thread's, the check is exact without it; other
+# loops (uvloop) are asked as before.
 _thread_id = threading.get_ident
+_current_loop = asyncio._get_running_loop  # the running loop or None, without raising
+_forks = 0  # forks this process is a child of: a client belongs to the process that started it
 
 
-def _never() -> bool:
-    return False
+def _count_fork() -> None:
+    global _forks  # noqa: PLW0603 - one counter for the process
+    _forks += 1
+
+
+os.register_at_fork(after_in_child=_count_fork)
 
 
 def running_loop() -> asyncio.AbstractEventLoop:
@@ -119,8 +128,8 @@ class Lifecycle:
         self.on_error = on_error
         self._state = State.NEW
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_thread = 0  # the loop's thread, and its is_running, once launched
-        self._loop_running: Callable[[], bool] = _never
+        self._owner: Any = None  # the loop, if it says which thread runs it (asyncio's)
+        self._forks = _forks  # the process it was started in
         self._host: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None  # resolved when started (or not)
         self._done: asyncio.Future[None] | None = None  # resolved when the host has ended
@@ -179,16 +188,22 @@ class Lifecycle:
     def _check_running(self) -> None:
         """Raise unless the client is running and this is its event loop (cheap: the send
         path calls it)."""
-        # (this thread runs our loop: only one loop runs in a thread at a time)
+        owner = self._owner
         if (
-            self._state is not _RUNNING or _thread_id() != self._loop_thread
-            or not self._loop_running()
+            self._state is not _RUNNING or _forks != self._forks
+            or (_thread_id() != owner._thread_id if owner is not None
+                else _current_loop() is not self._loop)
         ):  # fmt: skip
             self._raise_not_running()
 
     def _raise_not_running(self) -> None:
         name = self._describe()
         state = self._state
+        if _forks != self._forks and state is not State.NEW:
+            raise WrongEventLoop(
+                f"{name} was started by the process this one was forked from; its loop, tasks "
+                "and connections belong to that process: start a client in this one"
+            )
         if state is State.RUNNING or state is State.STARTING:
             self._check_loop(running_loop())
         if state is State.NEW:
@@ -246,8 +261,8 @@ class Lifecycle:
 
     def _launch(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._loop_thread = _thread_id()  # (launched from a task of the loop: its thread)
-        self._loop_running = loop.is_running
+        self._owner = loop if isinstance(getattr(loop, "_thread_id", None), int) else None
+        self._forks = _forks
         self._state = State.STARTING
         self._ready = loop.create_future()
         self._done = loop.create_future()

@@ -205,6 +205,64 @@ def test_a_later_loop_in_the_same_thread_gets_a_typed_error() -> None:
         first.close()
 
 
+def test_a_loop_moved_to_another_thread_is_followed() -> None:
+    """The check asks which thread runs the client's loop now: a loop moved to another
+    thread after the start is the client's there, and this thread's later loop is refused."""
+    actor = _Actor()
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(actor.start())
+    mover = threading.Thread(target=loop.run_forever)
+    mover.start()
+    try:
+
+        async def from_this_thread() -> None:
+            with pytest.raises(WrongEventLoop):
+                actor._check_running()
+
+        asyncio.run(from_this_thread())
+
+        async def on_its_loop() -> str:
+            actor._check_running()  # (no error: its own loop, in the other thread)
+            return await actor.call()
+
+        assert asyncio.run_coroutine_threadsafe(on_its_loop(), loop).result(10) == "ok"
+        asyncio.run_coroutine_threadsafe(actor.stop(), loop).result(10)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        mover.join(10)
+        loop.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+def test_a_forked_child_gets_a_typed_error() -> None:
+    """A child forked while a client runs must not write on its parent's connections."""
+    actor = _Actor()
+
+    async def main() -> None:
+        await actor.start()
+        pid = os.fork()
+        if pid == 0:  # the child: exit 0 only if the client refuses it
+            code = 1
+            try:
+
+                async def from_child() -> None:
+                    actor._check_running()
+
+                asyncio.run(from_child())
+            except WrongEventLoop:
+                code = 0
+            except BaseException:
+                code = 2
+            finally:
+                os._exit(code)
+        _, status = await anyio.to_thread.run_sync(os.waitpid, pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        actor._check_running()  # the parent goes on
+        await actor.stop()
+
+    asyncio.run(main())
+
+
 async def test_the_body_exception_leaves_unchanged_with_its_cause() -> None:
     cause = OSError("root cause")
     actor = _Actor()
