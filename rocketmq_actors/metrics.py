@@ -106,13 +106,12 @@ class SeriesCache:
         self._metrics = METRICS if metrics is None else metrics
         self._series: dict[str, Series] = {}
         self.get = self._series.get
-        self._metrics.caches.add(self)
+        self._metrics.watch(self)
 
     def add(self, topic: str) -> Series:
-        if len(self._series) >= 1024:
-            self._series.clear()
-        series = self._series[topic] = self._metrics.series(*self._build(topic))
-        return series
+        keys = self._build(topic)
+        # (looked up and kept under the registry's lock: a reset cannot fall in between)
+        return self._metrics.series(*keys, cache=(self._series, topic))
 
     def clear(self) -> None:
         self._series.clear()
@@ -162,9 +161,12 @@ class Metrics:
         """The canonical key of a series, for :meth:`count_and_observe` on a hot path."""
         return self._key(name, labels)
 
-    def series(self, counter: Key, histogram: Key) -> Series:
+    def series(
+        self, counter: Key, histogram: Key, *, cache: tuple[dict[str, Series], str] | None = None
+    ) -> Series:
         """The registry's counter and histogram of these keys (made if new), for a hot path
-        to update with :meth:`count_and_observe` (through a :class:`SeriesCache`)."""
+        to update with :meth:`count_and_observe`; ``cache``: also kept in that dictionary
+        under that topic (a :class:`SeriesCache`'s: emptied at 1024 topics)."""
         with self._lock:
             count = self._counters.get(counter)
             if count is None:
@@ -172,7 +174,18 @@ class Metrics:
             hist = self._histograms.get(histogram)
             if hist is None:
                 hist = self._histograms[histogram] = _Histogram()
-        return count, hist
+            series = (count, hist)
+            if cache is not None:
+                cached, topic = cache
+                if len(cached) >= 1024:
+                    cached.clear()
+                cached[topic] = series
+        return series
+
+    def watch(self, cache: SeriesCache) -> None:
+        """Empty ``cache`` at each :meth:`reset` (its series are the registry's objects)."""
+        with self._lock:
+            self.caches.add(cache)
 
     def count_and_observe(self, series: Series, value: float, amount: float = 1.0) -> None:
         """Add ``amount`` to the series' counter and ``value`` to its histogram under one lock

@@ -12,7 +12,6 @@ attempt's and retries, in a sender task.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rocketmq_actors.cluster.routes import TopicRoute
@@ -30,15 +29,11 @@ from .result import SendResult, status_of_code
 if TYPE_CHECKING:
     from .sendloop import SendLoop
 
-__all__ = ["AttemptFrame", "FirstAttempt", "FirstDone"]
+__all__ = ["AttemptFrame", "FirstAttempt"]
 
 log = get_logger("rocketmq_actors.producer")
 
 _SUCCESS = int(ResponseCode.SUCCESS)  # (a plain int: the cheapest comparison)
-
-#: ``then(attempt, outcome)``: the end of a first attempt - its :class:`SendResult`, None when
-#: :meth:`SendLoop.send` is to go on from the attempt (its ``outcome``), or the exception of a bug
-FirstDone = Callable[["FirstAttempt", "SendResult | Exception | None"], None]
 
 
 class AttemptFrame:
@@ -75,24 +70,27 @@ class FirstAttempt(AttemptFrame):
     address, start and deadline (set by :meth:`SendLoop.start_first`), and ``outcome`` (the
     answer or the error). The senders' queue item is one (one object a message in flight:
     each is one more for the garbage collector to count and scan, benchmarks/nullbroker.py,
-    path b_pipelined_nowait_1k)."""
+    path b_pipelined_nowait_1k).
 
-    __slots__ = ("addr", "conn", "deadline", "loop", "outcome", "route", "started", "then")
+    Abstract: a subclass sets ``loop``, ``encoder``, ``prepared``, ``batch`` (False),
+    ``opaque`` and ``outcome`` (None) as it is built (no call to an ``__init__`` of ours: it
+    is built once a message), and implements :meth:`first_done`."""
 
-    route: TopicRoute
+    __slots__ = ("addr", "conn", "deadline", "loop", "outcome", "route", "started")
+
+    loop: SendLoop
+    outcome: RemotingCommand | RocketMQError | None
+    route: TopicRoute  # (this and the rest: set by SendLoop.start_first)
     addr: str
     conn: BrokerConnection
     started: float
     deadline: float
 
-    def __init__(self, loop: SendLoop, prepared: Prepared, then: FirstDone) -> None:
-        self.loop = loop
-        self.encoder = loop.encoder
-        self.prepared = prepared
-        self.batch = False
-        self.opaque = 0
-        self.then = then
-        self.outcome: RemotingCommand | RocketMQError | None = None
+    def first_done(self, outcome: SendResult | Exception | None) -> None:
+        """The end of the attempt, from the connection: its :class:`SendResult`, None when
+        :meth:`SendLoop.send` is to go on from the attempt (its ``outcome``), or the
+        exception of a bug."""
+        raise NotImplementedError
 
     # ---- the connection's completion (called from its reader or its deadline watcher) ----
 
@@ -138,7 +136,7 @@ class FirstAttempt(AttemptFrame):
         try:
             if loop.on_done is not None:
                 loop.on_done()  # a stop is waiting for sends in flight
-            self.then(self, outcome)
+            self.first_done(outcome)
         except Exception as exc:  # a bug: never into the connection's reader
             log.error("producer.send_internal_error", topic=self.prepared.user_topic,
                       exc_info=exc)  # fmt: skip

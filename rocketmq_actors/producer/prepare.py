@@ -150,7 +150,8 @@ class Prepared:
     batch_ids: Sequence[str] = ()
     timer: bool = False  # 5.x timer delivery: the broker's version is checked before sending
     #: the body's length, read several times a send (admission, the connection's in-flight
-    #: bytes): a field, not a property computing it each time
+    #: bytes): a field, not a property computing it each time (a copy with another body,
+    #: ``attrs.evolve``, must give its size too)
     size: int = attrs.field(default=attrs.Factory(lambda self: len(self.body), takes_self=True))
 
 

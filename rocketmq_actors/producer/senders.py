@@ -34,7 +34,7 @@ from rocketmq_actors.runtime.waiters import Waiter, wait_done, waiter_factory
 from rocketmq_actors.runtime.workqueue import WorkQueue
 from rocketmq_actors.tracing import Tracing
 
-from .attempt import FirstAttempt, FirstDone
+from .attempt import FirstAttempt
 from .prepare import Prepared
 from .result import SendResult
 from .sendloop import ROUND_ROBIN, Routing, SendLoop
@@ -50,7 +50,9 @@ class _Queued(FirstAttempt):
     """An admitted message: its future, how it is routed, and (a plain message's) its first
     attempt itself - one object a message in flight."""
 
-    __slots__ = ("first", "future", "lane", "previous", "routing", "seq", "span", "timeout")
+    __slots__ = (
+        "first", "future", "lane", "previous", "routing", "senders", "seq", "span", "timeout",
+    )  # fmt: skip
 
     def __init__(  # noqa: PLR0917 - positional: built once per message
         self,
@@ -64,15 +66,15 @@ class _Queued(FirstAttempt):
         span: Any,
         seq: int,
     ) -> None:
-        # (FirstAttempt's fields set here, not by its __init__: a call less a message)
+        # (FirstAttempt's fields: it has no __init__ to call, a call less a message)
         loop = senders.loop
         self.loop = loop
         self.encoder = loop.encoder
         self.prepared = prepared
         self.batch = False
         self.opaque = 0
-        self.then = senders.on_first_done
         self.outcome = None
+        self.senders = senders
         self.future = future
         self.routing = routing
         self.timeout = timeout
@@ -81,6 +83,9 @@ class _Queued(FirstAttempt):
         self.span = span  # tracing: the send span, ended when the send is
         self.seq = seq  # admission order: flush waits for what was admitted before it
         self.first = False  # its first attempt started without a task, not SEND_OK: go on
+
+    def first_done(self, outcome: SendResult | Exception | None) -> None:
+        self.senders._first_done(self, outcome)
 
 
 class Senders:
@@ -106,9 +111,6 @@ class Senders:
         self._admitted = 0
         self._unresolved: dict[int, _Queued] = {}  # admission seq -> item, until released
         self._new_future: Callable[[], Waiter] | None = None  # (the running loop's, once known)
-        # the end of a first attempt (bound once, not once a message); the attempts it is
-        # given are this actor's own items
-        self.on_first_done: FirstDone = self._first_done  # type: ignore[assignment]
         self.outbox: WorkQueue[_Queued] = WorkQueue(max_pending)
 
     # ---- admission --------------------------------------------------------------------

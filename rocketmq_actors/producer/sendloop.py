@@ -228,7 +228,7 @@ class SendLoop:
     def start_first(self, attempt: FirstAttempt, timeout: float | None) -> bool:
         """Start the first attempt of a send without a key or selector (the caller checks)
         now, with no task: True if it was started (a cached route, an open connection with
-        room, no timer). ``attempt.then(attempt, ...)`` is then called once, from the
+        room, no timer). ``attempt.first_done(...)`` is then called once, from the
         connection as the answer (or its failure) arrives, with the :class:`SendResult` of a
         SEND_OK answer, with None when :meth:`send` is to go on from the attempt, or with the
         exception of a bug. False, with nothing sent: the caller sends with :meth:`send`.

@@ -312,3 +312,22 @@ async def test_a_stop_says_a_timed_out_first_attempt_may_be_stored(
             await future
         errors.append(info.value)
     assert [e.outcome_unknown for e in errors] == [True] * 4
+
+
+def test_a_queue_item_sets_every_field_of_its_attempt_but_what_start_first_sets() -> None:
+    """The senders' queue item is its first attempt and sets the attempt's fields itself (no
+    __init__ call a message): a field added to the attempt must be set there too."""
+    from types import SimpleNamespace
+
+    from rocketmq_actors.producer.prepare import Prepared
+    from rocketmq_actors.producer.senders import _Queued
+    from rocketmq_actors.producer.sendloop import ROUND_ROBIN
+
+    senders: Any = SimpleNamespace(loop=SimpleNamespace(encoder=object()))
+    prepared = Prepared("t", "t", b"x", "", "id")
+    future: Any = None
+    item = _Queued(senders, future, prepared, ROUND_ROBIN, None, None, None, None, 1)
+    slots = {name for cls in type(item).__mro__ for name in getattr(cls, "__slots__", ())}
+    unset = {name for name in slots if not hasattr(item, name)}
+    assert unset == {"route", "queue", "addr", "conn", "started", "deadline"}
+    assert item.outcome is None and not item.first and item.senders is senders
