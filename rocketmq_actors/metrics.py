@@ -158,7 +158,8 @@ class Metrics:
             histogram.observe(value)
 
     def key(self, name: str, **labels: Any) -> Key:
-        """The canonical key of a series, for :meth:`count_and_observe` on a hot path."""
+        """The canonical key of a series (a :class:`SeriesCache` builds a hot path's series
+        from them)."""
         return self._key(name, labels)
 
     def series(
@@ -193,10 +194,7 @@ class Metrics:
         counter, hist = series
         with self._lock:
             counter.value += amount
-            # (_Histogram.observe inlined: a call less a send)
-            hist.counts[bisect.bisect_left(BUCKETS, value)] += 1
-            hist.count += 1
-            hist.sum += value
+            hist.observe(value)
 
     def value(self, name: str, **labels: Any) -> float:
         """A counter's or gauge's current value (0 if never touched)."""

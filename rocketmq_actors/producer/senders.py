@@ -6,10 +6,9 @@ caller's task when its route and connection are ready (``SendLoop.start_first``:
 client's asynchronous send), and a SEND_OK answer resolves its future from the connection.
 The rest goes on a work queue served by a fixed pool of sender tasks (a task per message costs
 more than the send itself): route lookups, connections, retries, ordered messages. Ordered
-messages (a
-sharding key or a selector) form a lane per queue: each waits for the one before it, because a
-broker stores one connection's concurrent sends to a queue in any order (5.x runs several send
-threads) - as the Java client's synchronous ordered send does.
+messages (a sharding key or a selector) form a lane per queue: each waits for the one before
+it, because a broker stores one connection's concurrent sends to a queue in any order (5.x
+runs several send threads) - as the Java client's synchronous ordered send does.
 
 Every admitted message's future is resolved, whatever happens: with the broker's answer, with
 the send's failure, with :class:`~rocketmq_actors.errors.InternalError` if the send hit a bug
@@ -223,13 +222,7 @@ class Senders:
                     )
         finally:  # (an event-backed future runs its callbacks in set_*: they may raise)
             self._changed.set()
-            if item.lane is None and item.span is None and future.done():
-                # release() for the common case, inlined: once a message on this path
-                self.pending -= 1
-                self.pending_bytes -= item.prepared.size
-                self._unresolved.pop(item.seq, None)
-            else:
-                self.release(item, written=True)
+            self.release(item, written=True)
 
     @staticmethod
     def _failure(topic: str, exc: Exception) -> RocketMQError:
@@ -315,7 +308,8 @@ class Senders:
     def release(self, item: _Queued, *, written: bool) -> None:
         """Release an item's admission; fail its future if it is not resolved yet (the
         producer stopped: ``written`` says whether the broker may have the message)."""
-        self._fail_stopped(item, written=written)
+        if not item.future.done():  # (resolved, the common case: no call)
+            self._fail_stopped(item, written=written)
         self.pending -= 1
         self.pending_bytes -= item.prepared.size
         self._unresolved.pop(item.seq, None)

@@ -60,7 +60,6 @@ _NOT_MASTER = frozenset({ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.NO_PER
 # an Enum class costs several times a module global's (benchmarks/abtest.py measured the
 # change: the "changes" entry of benchmarks/results/nullbroker.json)
 _SEND_OK = SendStatus.SEND_OK
-_SUCCESS = int(ResponseCode.SUCCESS)  # (a plain int: the cheapest comparison)
 _SEND_V2 = RequestCode.SEND_MESSAGE_V2
 _SEND_BATCH = RequestCode.SEND_BATCH_MESSAGE
 
@@ -352,11 +351,7 @@ class SendLoop:
                         attempts.append(exc)
                         break
                     try:
-                        queue = (
-                            self._round_robin.choose(queues, avoid)
-                            if routing is ROUND_ROBIN and (queues := route.publish_queues)
-                            else self.choose(route, routing, avoid)
-                        )  # (round robin with queues, the hot path: a call less)
+                        queue = self.choose(route, routing, avoid)
                     except SendFailed as exc:  # (no writable queue in the route)
                         raise self._given_up(prepared.user_topic, attempts, exc) from exc
                     started = time.monotonic()
@@ -407,8 +402,7 @@ class SendLoop:
                     if not exc.retriable:
                         break
                     continue
-                code_of_reply = reply.code
-                status = _SEND_OK if code_of_reply == _SUCCESS else status_of_code(code_of_reply)
+                status = status_of_code(reply.code)
                 if status is None:
                     error = broker_error(addr, reply.code, reply.remark)
                     attempts.append(error)

@@ -354,18 +354,15 @@ class BrokerConnection:
             return None
         self._in_flight += 1
         self._in_flight_bytes = in_flight_bytes + size_hint
-        # (_new_request_waiter inlined: a call less a request)
         new_waiter = self._new_waiter
         if new_waiter is None:  # a request may arrive before serve() first runs
             new_waiter, self._clock = waiter_factory()
             self._new_waiter = new_waiter
-        opaque = self._next_opaque
-        self._next_opaque = (opaque + 1) & 0x7FFFFFFF
+        opaque = self._take_opaque()
         waiter = new_waiter() if completion is None else completion
         deadline = self._clock() + timeout
         self._pending[opaque] = (waiter, deadline, code, timeout)
-        if deadline < self._deadlines.next:
-            self._deadlines.track(deadline)
+        self._deadlines.track(deadline)
         try:
             frame = encode(opaque)
             if len(self._pending) == 1:

@@ -159,14 +159,13 @@ class DeadlineWatcher:
     ) -> None:
         self._pending = pending
         self._expire = expire
-        # the earliest deadline it sleeps towards (callers read it first: a call less)
-        self.next = math.inf
+        self._next = math.inf
         self._wake = anyio.Event()
         self.scans = 0
 
     def track(self, deadline: float) -> None:
-        if deadline < self.next:
-            self.next = deadline
+        if deadline < self._next:
+            self._next = deadline
             self._wake.set()
 
     def rebind(self, pending: MutableMapping[int, Pending]) -> None:
@@ -175,7 +174,7 @@ class DeadlineWatcher:
     async def run(self) -> None:
         while True:
             now = anyio.current_time()
-            if now >= self.next:
+            if now >= self._next:
                 self.scans += 1
                 earliest = math.inf
                 for key, entry in list(self._pending.items()):
@@ -185,11 +184,11 @@ class DeadlineWatcher:
                         self._expire(key, entry)
                     elif deadline < earliest:
                         earliest = deadline
-                self.next = earliest
+                self._next = earliest
             if self._wake.is_set():
                 self._wake = anyio.Event()
-            if self.next == math.inf:
+            if self._next == math.inf:
                 await self._wake.wait()
             else:
-                with anyio.move_on_after(max(self.next - anyio.current_time(), 0.0)):
+                with anyio.move_on_after(max(self._next - anyio.current_time(), 0.0)):
                     await self._wake.wait()
