@@ -5,25 +5,28 @@
 A DataFrame of ``--rows`` rows (a 256-byte body, a key and a tag per row) in ``--partitions``
 partitions, Spark in local mode with 2 worker threads: (a) ``publish_dataframe`` from the
 driver; (b) ``df.write.format("rocketmq")`` from the executors. The DataFrame is cached and
-counted first so that both paths time publishing, not generating rows; the Spark session's
-start is not timed. Then the topic (b) wrote, 8 queues, is read back: (c) by one
-``PullConsumer`` in one process, pulling every queue in turn (the single-process rate);
-(d) by a Spark batch read, counted, with the source's default partitions (small queue ranges
-packed together, ``minOffsetsPerPartition``); (c) and (d) run in ABBA order (pull, read, read,
-pull: the broker is still indexing what (b) wrote when the first one starts) and each figure
-is the mean of its two runs; (d') the same read with one partition per queue
-(``minOffsetsPerPartition`` 0, as Kafka's source), what packing moves; (e) by a streaming query
-with Trigger.AvailableNow into Spark's ``noop`` sink, after one untimed read that starts
-Spark's Python workers (timed whole, and its triggers alone: the rate a long-running query
-sees); (f) by the source's executor code alone (``read_ranges``, the record batches Spark is
-given) in this process, without Spark: what is left between (f) and (d) is Spark's (the
+counted first so that both paths time publishing, not generating rows; the Spark session's start
+is not timed. Then the topic (b) wrote, 8 queues, is read back: (c) by one ``PullConsumer`` in
+one process, pulling every queue in turn (the single-process rate); (d) by a Spark batch read,
+counted, with the source's default partitions (small queue ranges packed together,
+``minOffsetsPerPartition``); (c) and (d) run in ABBA order (pull, read, read, pull: the broker
+is still indexing what (b) wrote when the first one starts) and each figure is the mean of its
+two runs; (d') the same read with one partition per queue (``minOffsetsPerPartition`` 0, as
+Kafka's source), what packing moves; (d'') the batch read into Spark's ``noop`` sink, the
+streaming query's sink (``count()`` needs no column, the sink iterates every row): (d'') and (e)
+ask Spark for the same work; (e) by a streaming query with Trigger.AvailableNow into Spark's
+``noop`` sink, after one untimed read that starts Spark's Python workers (timed whole, and its
+triggers alone: the rate a long-running query sees; the triggers' time by phase, as Spark
+reports it); (f) by the source's executor code alone (``read_ranges``, the record batches Spark
+is given) in this process, without Spark: what is left between (f) and (d) is Spark's (the
 batches' way to the JVM, its rows); (g) what a task costs in Spark's Python data source path
-itself, with a source that yields one row per partition (8 partitions against 1). (c)-(g) are
-measured twice, in the same run: with local[2] (rates also given per Spark core) and, in a
-second Spark session, with local[1]: one executor core, the rate to set beside (c) as issue 25
-asks (the source should reach at least the single-process rate per executor core). On a
-2-core machine local[2] shares its cores with the broker, so its per-core figures understate a
-core's rate. Starts its own local RocketMQ cluster.
+itself, with a source that yields one row per partition (8 partitions against 1); (h) on one
+core, the batch read with ``minOffsetsPerPartition`` at 100000 and at its default, alternated
+(what fewer, larger tasks save). (c)-(g) are measured twice, in the same run: with local[2]
+(rates also given per Spark core) and, in a second Spark session, with local[1]: one executor
+core, the rate to set beside (c) as issue 25 asks (the source should reach at least the
+single-process rate per executor core). On a 2-core machine local[2] shares its cores with the
+broker, so its per-core figures understate a core's rate. Starts its own local RocketMQ cluster.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from rocketmq_actors.producer import Producer, create_topic
 from rocketmq_actors.spark import publish_dataframe, register
 from rocketmq_actors.spark.offsets import QueueRange
 from rocketmq_actors.spark.pulling import read_ranges
-from rocketmq_actors.spark.source_options import SourceOptions
+from rocketmq_actors.spark.source_options import MIN_OFFSETS_PER_PARTITION, SourceOptions
 
 from .common import RESULTS, on_cluster, write_results
 
@@ -110,6 +113,34 @@ def _batch_read(
     return count, seconds, frame.rdd.getNumPartitions() if partitions else None
 
 
+def _packing(spark: SparkSession, source: dict[str, str], rounds: int = 4) -> dict[str, Any]:
+    """The batch read with two ``minOffsetsPerPartition`` values, alternated (ABBA), median
+    seconds each: what fewer, larger tasks save (the default's reason, source_options.py)."""
+    sizes = ("100000", str(MIN_OFFSETS_PER_PARTITION))
+    seconds: dict[str, list[float]] = {size: [] for size in sizes}
+    parts: dict[str, int | None] = {}
+    for r in range(rounds):
+        for size in sizes if r % 2 == 0 else sizes[::-1]:
+            _, took, count = _batch_read(spark, {**source, "minOffsetsPerPartition": size},
+                                         partitions=size not in parts)  # fmt: skip
+            parts.setdefault(size, count)
+            seconds[size].append(round(took, 3))
+    return {
+        size: {"partitions": parts[size], "seconds_each": seconds[size],
+               "seconds_median": round(statistics.median(seconds[size]), 3)}
+        for size in sizes
+    }  # fmt: skip
+
+
+def _batch_into_noop(spark: SparkSession, source: dict[str, str]) -> float:
+    """One timed batch read into Spark's ``noop`` sink, the streaming query's sink: every row
+    is made and iterated, where ``count()`` needs none of its columns."""
+    frame = spark.read.format("rocketmq").options(**source).load()
+    began = time.perf_counter()
+    frame.write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - began
+
+
 class _Tasks(DataSource):
     """A source of one row per partition that does nothing else: what Spark's Python data
     source machinery costs a task, before any row of ours."""
@@ -168,6 +199,7 @@ def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int, cores: int)
     _, pull_second = _pull_all(namesrv, topic)
     pull_s, batch_s = (pull_first + pull_second) / 2, (read_first + read_second) / 2
     unpacked, unpacked_s, queue_parts = _batch_read(spark, per_queue, partitions=True)
+    noop_s = _batch_into_noop(spark, source)
     began = time.perf_counter()
     query = (
         spark.readStream.format("rocketmq").options(**source).load().writeStream.format("noop")
@@ -179,6 +211,11 @@ def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int, cores: int)
     # the triggers alone, without the query's start (checkpoint, planner client), which a
     # long-running query pays once
     in_triggers_s = sum(p["durationMs"].get("triggerExecution", 0) for p in query.recentProgress)
+    phases: dict[str, int] = {}  # where a trigger's time went, summed over the triggers
+    for progress in query.recentProgress:
+        for phase, ms in progress["durationMs"].items():
+            if phase != "triggerExecution":
+                phases[phase] = phases.get(phase, 0) + ms
     # the sink is at-least-once: a retried task may have sent some rows twice
     assert count == batch == unpacked == streamed >= rows, (count, batch, unpacked, streamed)
     pull_rate = count / pull_s
@@ -207,9 +244,16 @@ def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int, cores: int)
             "seconds_each": [round(read_first, 2), round(read_second, 2)],
         },
         "spark_batch_read_one_partition_per_queue": read(unpacked_s, queue_parts),
+        "spark_batch_read_into_noop": read(noop_s),
         "spark_stream_read": read(stream_s),
-        "spark_stream_read_in_triggers": read(in_triggers_s / 1000),
+        "spark_stream_read_in_triggers": {
+            **read(in_triggers_s / 1000),
+            "triggers": len(query.recentProgress),
+            "ms_by_phase": dict(sorted(phases.items())),
+        },
         "spark_task_overhead": _task_overhead(spark),
+        **({"spark_batch_read_by_min_offsets_per_partition": _packing(spark, source)}
+           if cores == 1 else {}),
     }  # fmt: skip
 
 

@@ -134,7 +134,7 @@ def test_the_largest_small_ranges_are_shared_out_first() -> None:
 def test_min_partitions_splits_and_turns_packing_off() -> None:
     planned = [QueueRange("t", "broker-a", q, 0, 100) for q in range(4)]
     default = SourceOptions.parse(BASE_OPTIONS, streaming=False)
-    assert default.min_offsets_per_partition == 100_000
+    assert default.min_offsets_per_partition == 300_000
     assert partitions_of(default, planned, 1) == [PackedRanges(tuple(planned))]
     assert partitions_of(default, planned, None) == planned
     split_up = SourceOptions.parse({**BASE_OPTIONS, "minPartitions": "8"}, streaming=False)

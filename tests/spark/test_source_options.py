@@ -92,7 +92,7 @@ def test_option_errors_are_the_clients_config_errors() -> None:
 
 
 def test_min_offsets_per_partition_is_a_count_and_zero_turns_packing_off() -> None:
-    assert SourceOptions.parse(BASE, streaming=True).min_offsets_per_partition == 100_000
+    assert SourceOptions.parse(BASE, streaming=True).min_offsets_per_partition == 300_000
     given = SourceOptions.parse({**BASE, "MINOFFSETSPERPARTITION": "0"}, streaming=False)
     assert given.min_offsets_per_partition == 0
     for bad in ("-1", "lots", "1.5"):
