@@ -15,16 +15,16 @@ two runs; (d') the same read with one partition per queue (``minOffsetsPerPartit
 Kafka's source), what packing moves; (d'') the batch read into Spark's ``noop`` sink, the
 streaming query's sink (``count()`` needs no column, the sink iterates every row): (d'') and (e)
 ask Spark for the same work; (e) by a streaming query with Trigger.AvailableNow into Spark's
-``noop`` sink, after one untimed read that starts Spark's Python workers (timed whole, and its
-triggers alone: the rate a long-running query sees; the triggers' time by phase, as Spark
-reports it); (f) by the source's executor code alone (``read_ranges``, the record batches Spark
-is given) in this process, without Spark: what is left between (f) and (d) is Spark's (the
-batches' way to the JVM, its rows); (g) what a task costs in Spark's Python data source path
-itself, with a source that yields one row per partition (8 partitions against 1); (h) on one
-core, the batch read with ``minOffsetsPerPartition`` at 100000 and at its default, alternated
-(what fewer, larger tasks save). (c)-(g) are measured twice, in the same run: with local[2]
-(rates also given per Spark core) and, in a second Spark session, with local[1]: one executor
-core, the rate to set beside (c) as issue 25 asks (the source should reach at least the
+``noop`` sink, after one untimed read that starts Spark's Python workers, twice (the mean; timed
+whole, and its triggers alone: the rate a long-running query sees; the triggers' time by phase,
+as Spark reports it); (f) by the source's executor code alone (``read_ranges``, the record
+batches Spark is given) in this process, without Spark: what is left between (f) and (d) is
+Spark's (the batches' way to the JVM, its rows); (g) what a task costs in Spark's Python data
+source path itself, with a source that yields one row per partition (8 partitions against 1);
+(h) on one core, the batch read with ``minOffsetsPerPartition`` at 100000 and at its default,
+alternated (what fewer, larger tasks save). (c)-(g) are measured twice, in the same run: with
+local[2] (rates also given per Spark core) and, in a second Spark session, with local[1]: one
+executor core, the rate to set beside (c) as issue 25 asks (the source should reach at least the
 single-process rate per executor core). On a 2-core machine local[2] shares its cores with the
 broker, so its per-core figures understate a core's rate. Starts its own local RocketMQ cluster.
 """
@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import attrs
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -111,6 +112,40 @@ def _batch_read(
     count = frame.count()
     seconds = time.perf_counter() - began
     return count, seconds, frame.rdd.getNumPartitions() if partitions else None
+
+
+@attrs.frozen
+class _StreamRun:
+    """One streaming query: ``in_triggers_s`` leaves out the query's start (checkpoint,
+    planner client), which a long-running query pays once."""
+
+    rows: int
+    seconds: float  # the whole query, from its start
+    in_triggers_s: float
+    triggers: int
+    ms_by_phase: dict[str, int]  # where the triggers' time went, as Spark reports it
+
+
+def _stream_read(spark: SparkSession, source: dict[str, str]) -> _StreamRun:
+    """One streaming query, Trigger.AvailableNow, into the ``noop`` sink (a new checkpoint)."""
+    began = time.perf_counter()
+    query = (
+        spark.readStream.format("rocketmq").options(**source).load().writeStream.format("noop")
+        .trigger(availableNow=True).start()
+    )  # fmt: skip
+    query.awaitTermination()
+    seconds = time.perf_counter() - began
+    progress = query.recentProgress
+    phases: dict[str, int] = {}
+    for each in progress:
+        for phase, ms in each["durationMs"].items():
+            if phase != "triggerExecution":
+                phases[phase] = phases.get(phase, 0) + ms
+    return _StreamRun(
+        rows=sum(p["numInputRows"] for p in progress), seconds=seconds,
+        in_triggers_s=sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000,
+        triggers=len(progress), ms_by_phase=dict(sorted(phases.items())),
+    )  # fmt: skip
 
 
 def _packing(spark: SparkSession, source: dict[str, str], rounds: int = 4) -> dict[str, Any]:
@@ -200,24 +235,13 @@ def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int, cores: int)
     pull_s, batch_s = (pull_first + pull_second) / 2, (read_first + read_second) / 2
     unpacked, unpacked_s, queue_parts = _batch_read(spark, per_queue, partitions=True)
     noop_s = _batch_into_noop(spark, source)
-    began = time.perf_counter()
-    query = (
-        spark.readStream.format("rocketmq").options(**source).load().writeStream.format("noop")
-        .trigger(availableNow=True).start()
-    )  # fmt: skip
-    query.awaitTermination()
-    stream_s = time.perf_counter() - began
-    streamed = sum(p["numInputRows"] for p in query.recentProgress)
-    # the triggers alone, without the query's start (checkpoint, planner client), which a
-    # long-running query pays once
-    in_triggers_s = sum(p["durationMs"].get("triggerExecution", 0) for p in query.recentProgress)
-    phases: dict[str, int] = {}  # where a trigger's time went, summed over the triggers
-    for progress in query.recentProgress:
-        for phase, ms in progress["durationMs"].items():
-            if phase != "triggerExecution":
-                phases[phase] = phases.get(phase, 0) + ms
+    streams = [_stream_read(spark, source) for _ in range(2)]
+    streamed = streams[0].rows
+    stream_s = statistics.mean(run.seconds for run in streams)
+    in_triggers_s = statistics.mean(run.in_triggers_s for run in streams)
     # the sink is at-least-once: a retried task may have sent some rows twice
     assert count == batch == unpacked == streamed >= rows, (count, batch, unpacked, streamed)
+    assert all(run.rows == count for run in streams), [run.rows for run in streams]
     pull_rate = count / pull_s
     alone, alone_s = _source_alone(namesrv, topic)
     assert alone == count, (alone, count)
@@ -245,11 +269,14 @@ def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int, cores: int)
         },
         "spark_batch_read_one_partition_per_queue": read(unpacked_s, queue_parts),
         "spark_batch_read_into_noop": read(noop_s),
-        "spark_stream_read": read(stream_s),
+        "spark_stream_read": {
+            **read(stream_s), "seconds_each": [round(run.seconds, 2) for run in streams],
+        },
         "spark_stream_read_in_triggers": {
-            **read(in_triggers_s / 1000),
-            "triggers": len(query.recentProgress),
-            "ms_by_phase": dict(sorted(phases.items())),
+            **read(in_triggers_s),
+            "seconds_each": [round(run.in_triggers_s, 2) for run in streams],
+            "triggers": streams[0].triggers,
+            "ms_by_phase": streams[0].ms_by_phase,
         },
         "spark_task_overhead": _task_overhead(spark),
         **({"spark_batch_read_by_min_offsets_per_partition": _packing(spark, source)}
