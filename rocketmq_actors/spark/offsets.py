@@ -134,7 +134,7 @@ def pack(
     ranges: list[QueueRange], min_offsets: int, cores: int | None
 ) -> list[QueueRange | PackedRanges]:
     """``ranges`` as Spark partitions, small ones sharing: a PySpark Python data source task
-    costs tens of milliseconds before its first row (benchmarks/spark.py, ``task_overhead``),
+    costs tens of milliseconds before its first row (benchmarks/spark.py, ``spark_task_overhead``),
     so ranges of fewer than ``min_offsets`` offsets are read in fewer tasks, as Spark packs
     small files. A range that large is a partition of its own. The small ones are shared out,
     largest first, each to the partition holding the fewest offsets so far, among as many

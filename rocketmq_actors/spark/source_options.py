@@ -44,9 +44,9 @@ __all__ = [
 ]
 
 #: the default of ``minOffsetsPerPartition``: a PySpark Python data source task costs tens of
-#: milliseconds before its first row (benchmarks/spark.py, ``task_overhead``), a few percent
-#: of reading this many messages on one core (the same benchmark reads a backlog with this
-#: value and with a third of it, alternated: ``by_min_offsets_per_partition``)
+#: milliseconds before its first row (benchmarks/spark.py, ``spark_task_overhead``), a few
+#: percent of reading this many messages on one core (the same benchmark reads a backlog with
+#: this value and with 100000, alternated: ``spark_batch_read_by_min_offsets_per_partition``)
 MIN_OFFSETS_PER_PARTITION = 300_000
 
 EARLIEST = -2  # as Kafka's JSON offsets
