@@ -7,6 +7,7 @@ import sys
 import textwrap
 from functools import partial
 
+import anyio
 import pytest
 
 from rocketmq_actors.blocking import BlockingProducer
@@ -37,9 +38,17 @@ async def test_works_inside_a_running_event_loop_like_a_notebook(
         producer.send(Message(topic=unique_topic, body=b"late"))
     queue = MessageQueue(unique_topic, first.queue.broker_name, first.queue.queue_id)
     async with PullConsumer(namesrv=rocketmq_namesrv, group=unique_group) as reader:
+        queues = await reader.queues(unique_topic)
+        # a stored message reaches its consume queue asynchronously (the broker's
+        # ReputMessageService; on a loaded 4.9 broker this lags the send's reply)
+        with anyio.fail_after(30):
+            while True:
+                if sum([await reader.max_offset(q) for q in queues]) >= 301:
+                    break
+                await anyio.sleep(0.05)
         assert await reader.max_offset(queue) >= 1
         ordered: list[bytes] = []
-        for q in await reader.queues(unique_topic):  # one sharding key: one queue, in order
+        for q in queues:  # one sharding key: one queue, in order
             offset = 0
             while True:
                 result = await reader.pull(q, offset, max_messages=64)
