@@ -14,7 +14,8 @@ the same either way (a test holds the two paths equal).
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from itertools import chain
 
 import attrs
 
@@ -54,10 +55,13 @@ class RecordColumns:
     def _lists(self) -> tuple[list[object], ...]:
         return attrs.astuple(self, recurse=False)
 
-    def extend(self, other: RecordColumns) -> None:
-        """Append ``other``'s rows."""
-        for mine, theirs in zip(self._lists(), other._lists(), strict=True):
-            mine.extend(theirs)
+    @classmethod
+    def joined(cls, parts: Sequence[RecordColumns]) -> RecordColumns:
+        """The rows of ``parts``, one after another, each column built in one pass."""
+        if len(parts) == 1:
+            return parts[0]
+        columns = zip(*(part._lists() for part in parts), strict=True)
+        return cls(*(list(chain.from_iterable(column)) for column in columns))
 
     def truncate(self, rows: int) -> None:
         """Keep the first ``rows`` rows."""

@@ -74,8 +74,9 @@ READ_SCHEMA = StructType([
 ARROW_SCHEMA: pa.Schema = to_arrow_schema(READ_SCHEMA, timezone="UTC")
 
 ROWS_PER_BATCH = 4096  # Spark's default spark.sql.execution.arrow.maxRecordsPerBatch is 10000
-PULLS_AHEAD = 4  # pulled batches waiting for Spark's thread
+PULLS_AHEAD = 4  # pulled chunks waiting for Spark's thread
 PULLS_IN_FLIGHT = 4  # chunks of one range pulled at once
+CHUNK_PULLS = 16  # pulls' worth of offsets in a chunk, at most (see _chunk_size)
 STALL_RETRIES = 5  # pulls that make no progress before the rest of a range counts as lost
 STALL_PAUSE = 0.2  # seconds, times the number of stalls so far
 
@@ -227,7 +228,7 @@ class _Chunk:
     """The messages of one chunk of a range, pulled by a task of their own."""
 
     def __init__(self) -> None:
-        self.rows = RecordColumns()
+        self.parts: list[RecordColumns] = []  # (a pull's rows each)
         self.error: Exception | None = None
         self.done = anyio.Event()
 
@@ -236,7 +237,7 @@ class _Chunk:
         span: tuple[int, int],
     ) -> None:  # fmt: skip
         async def keep(rows: RecordColumns) -> None:
-            self.rows.extend(rows)
+            self.parts.append(rows)
 
         try:
             await _pull_span(pulls, options, queue, span, keep)
@@ -245,30 +246,44 @@ class _Chunk:
         finally:
             self.done.set()
 
-    async def result(self) -> RecordColumns:
+    async def result(self) -> list[RecordColumns]:
         await self.done.wait()
         if self.error is not None:
             raise self.error
-        return self.rows
+        return self.parts
+
+
+def _chunk_size(pull_batch_size: int, offsets: int) -> int:
+    """Offsets in each chunk of a range of ``offsets``: ``CHUNK_PULLS`` pulls' worth, or
+    fewer pulls' worth when the range is too short for ``PULLS_IN_FLIGHT`` chunks of that
+    size (a chunk's task and its hand-over cost this process more than a pull when a chunk is
+    one pull: benchmarks/spark.py, ``source_code_by_chunk_pulls``)."""
+    pulls = -(-offsets // (pull_batch_size * PULLS_IN_FLIGHT))  # (rounded up)
+    return pull_batch_size * max(1, min(CHUNK_PULLS, pulls))
 
 
 async def _pull_range(
     pulls: PullConsumer[bytes],
     options: SourceOptions,
     part: QueueRange,
-    send: ObjectSendStream[RecordColumns],
+    send: ObjectSendStream[list[RecordColumns]],
 ) -> None:
     """Pull ``[part.start, part.end)`` into ``send``, in offset order.
 
-    Without a filter, queue offsets are consecutive, so the range is cut into chunks of
-    ``pullBatchSize`` offsets and up to ``PULLS_IN_FLIGHT`` chunks are pulled at once: the
-    broker reads the next ones while this process decodes the last (one pull at a time left
-    this process waiting on the broker about half the time: benchmarks/spark.py). Under a
-    filter a pull may skip far past its chunk, so the range is pulled in one span."""
+    Without a filter, queue offsets are consecutive, so the range is cut into chunks
+    (:func:`_chunk_size`) and up to ``PULLS_IN_FLIGHT`` chunks are pulled at once, each by a
+    task pulling one pull after another: the broker reads the next ones while this process
+    decodes the last (one pull at a time left this process waiting on the broker about half
+    the time: benchmarks/spark.py). Under a filter a pull may skip far past its chunk, so the
+    range is pulled in one span."""
     queue = MessageQueue(part.topic, part.broker_name, part.queue_id)
     async with send:
         if not options.unfiltered:
-            await _pull_span(pulls, options, queue, (part.start, part.end), send.send)
+
+            async def deliver(rows: RecordColumns) -> None:
+                await send.send([rows])
+
+            await _pull_span(pulls, options, queue, (part.start, part.end), deliver)
             return
         pending: deque[_Chunk] = deque()
 
@@ -281,9 +296,10 @@ async def _pull_range(
 
         error: Exception | None = None
         async with anyio.create_task_group() as tg:
-            for begin in range(part.start, part.end, options.pull_batch_size):
+            size = _chunk_size(options.pull_batch_size, part.end - part.start)
+            for begin in range(part.start, part.end, size):
                 chunk = _Chunk()
-                span = (begin, min(begin + options.pull_batch_size, part.end))
+                span = (begin, min(begin + size, part.end))
                 tg.start_soon(chunk.fill, pulls, options, queue, span)
                 pending.append(chunk)
                 if len(pending) >= PULLS_IN_FLIGHT and (error := await send_first()):
@@ -296,18 +312,21 @@ async def _pull_range(
 
 
 async def _next_batch(
-    receive: MemoryObjectReceiveStream[RecordColumns], topic: str, broker_name: str
+    receive: MemoryObjectReceiveStream[list[RecordColumns]], topic: str, broker_name: str
 ) -> pa.RecordBatch | None:
     """Up to ``ROWS_PER_BATCH`` pulled records as one record batch; None at the end. Runs in
     the event loop's thread, beside the pulls: one hand-over to Spark's thread per batch, not
     one per pull (two CPU-bound threads trade the GIL only every switch interval)."""
-    gathered = RecordColumns()
-    while len(gathered) < ROWS_PER_BATCH:
+    gathered: list[RecordColumns] = []
+    rows = 0
+    while rows < ROWS_PER_BATCH:
         try:
-            gathered.extend(await receive.receive())
+            parts = await receive.receive()
         except anyio.EndOfStream:
             break
-    return columns_batch(gathered, topic, broker_name) if gathered else None
+        gathered += parts
+        rows += sum(map(len, parts))
+    return columns_batch(RecordColumns.joined(gathered), topic, broker_name) if rows else None
 
 
 def read_ranges(options: SourceOptions, parts: Sequence[QueueRange]) -> Iterator[pa.RecordBatch]:
@@ -326,7 +345,7 @@ def read_ranges(options: SourceOptions, parts: Sequence[QueueRange]) -> Iterator
 def _read_one(
     portal: BlockingPortal, pulls: PullConsumer[bytes], options: SourceOptions, part: QueueRange
 ) -> Iterator[pa.RecordBatch]:
-    send, receive = anyio.create_memory_object_stream[RecordColumns](PULLS_AHEAD)
+    send, receive = anyio.create_memory_object_stream[list[RecordColumns]](PULLS_AHEAD)
     pulling = portal.start_task_soon(_pull_range, pulls, options, part, send)
     topic = unwrap(options.namespace, part.topic)  # (the plan's names are the wire's)
     try:

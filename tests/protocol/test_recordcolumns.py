@@ -97,11 +97,15 @@ def test_broken_framing_gives_what_decode_messages_gives() -> None:
         assert columns.bodies[0] == b"kept"
 
 
-def test_columns_extend_and_truncate_row_for_row() -> None:
-    data = b"".join(_record(i, "plain", b"%d" % i, {}, i, 0) for i in range(5))
-    columns = decode_columns(data)
-    columns.extend(decode_columns(data))
-    assert len(columns) == 10 and columns.bodies[5] == b"0"
+def test_columns_joined_and_truncated_row_for_row() -> None:
+    records = [_record(i, "plain", b"%d" % i, {}, i, 0) for i in range(5)]
+    first = decode_columns(b"".join(records))
+    assert RecordColumns.joined([first]) is first
+    four = decode_columns(b"".join(records[:4]))
+    columns = RecordColumns.joined([first, RecordColumns(), four, first])
+    assert len(columns) == 14 and columns.bodies[5] == b"0" and columns.bodies[9] == b"0"
+    assert columns.queue_offsets == first.queue_offsets + four.queue_offsets + first.queue_offsets
+    assert len(first) == 5  # (its parts are left as they were)
     columns.truncate(3)
     assert len(columns) == 3
     assert all(len(getattr(columns, a.name)) == 3 for a in attrs.fields(RecordColumns))

@@ -134,10 +134,10 @@ async def _run(
 ) -> tuple[list[int], list[int]]:
     monkeypatch.setattr(pulling, "STALL_PAUSE", 0.0)
     settings = SourceOptions.parse({**BASE, **options}, streaming=True)
-    send, receive = anyio.create_memory_object_stream[RecordColumns](100)
+    send, receive = anyio.create_memory_object_stream[list[RecordColumns]](100)
     pulls = Pulls(answers)
     await pulling._pull_range(pulls, settings, part, send)  # type: ignore[arg-type]
-    got = [o async for rows in receive for o in rows.queue_offsets]
+    got = [o async for parts in receive for rows in parts for o in rows.queue_offsets]
     return got, pulls.asked
 
 
@@ -243,23 +243,34 @@ async def test_a_range_pulled_in_chunks_at_once_arrives_whole_and_in_order(
 ) -> None:
     pulls = StoredQueue(300)
     settings = SourceOptions.parse({**BASE, "pullBatchSize": "16"}, streaming=True)
-    send, receive = anyio.create_memory_object_stream[RecordColumns](1000)
+    send, receive = anyio.create_memory_object_stream[list[RecordColumns]](1000)
     await pulling._pull_range(pulls, settings, QueueRange("t", "broker-a", 0, 5, 205), send)  # type: ignore[arg-type]
-    got = [o async for rows in receive for o in rows.queue_offsets]
+    got = [o async for parts in receive for rows in parts for o in rows.queue_offsets]
     assert got == list(range(5, 205))  # every offset once, in order
-    chunk_starts = list(range(5, 205, 16))
+    chunk_starts = list(range(5, 205, 64))  # 200 offsets: 4 chunks of 4 pulls' worth
     assert set(chunk_starts) <= set(pulls.asked)  # each chunk asked from its own start
-    assert len(pulls.asked) > len(chunk_starts)  # (10 a pull: a chunk of 16 takes two)
+    assert {5 + 16, 5 + 32} & set(pulls.asked) == set()  # (10 a pull: from 5, 15, 25...)
+    assert len(pulls.asked) == 7 * 3 + 1  # 64, 64, 64 and 8 offsets, 10 a pull
     assert pulls.most_in_flight == pulling.PULLS_IN_FLIGHT  # chunks pulled at once
+
+
+def test_a_chunk_is_sixteen_pulls_worth_unless_the_range_is_short() -> None:
+    assert pulling._chunk_size(64, 37_500) == 64 * pulling.CHUNK_PULLS
+    assert pulling._chunk_size(64, 64 * 4 * 16) == 64 * 16
+    assert pulling._chunk_size(64, 64 * 4 * 16 + 1) == 64 * 16
+    assert pulling._chunk_size(64, 64 * 4 * 3) == 64 * 3  # still 4 chunks at once
+    assert pulling._chunk_size(64, 64 * 4 * 3 - 1) == 64 * 3
+    assert pulling._chunk_size(64, 100) == 64
+    assert pulling._chunk_size(64, 1) == 64
 
 
 async def test_a_lost_chunk_fails_the_range_with_its_own_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    pulls = StoredQueue(300, gone=range(37, 40))  # inside the third chunk
+    pulls = StoredQueue(300, gone=range(79, 82))  # inside the second chunk
     settings = SourceOptions.parse({**BASE, "pullBatchSize": "16"}, streaming=True)
-    send, receive = anyio.create_memory_object_stream[RecordColumns](1000)
-    with pytest.raises(DataLost, match="offsets 37-39"):  # itself, not an exception group
+    send, receive = anyio.create_memory_object_stream[list[RecordColumns]](1000)
+    with pytest.raises(DataLost, match="offsets 79-81"):  # itself, not an exception group
         await pulling._pull_range(pulls, settings, QueueRange("t", "broker-a", 0, 5, 205), send)  # type: ignore[arg-type]
-    got = [o async for rows in receive for o in rows.queue_offsets]
-    assert got == list(range(5, 37))  # the chunks before it, in order; nothing after it
+    got = [o async for parts in receive for rows in parts for o in rows.queue_offsets]
+    assert got == list(range(5, 69))  # the chunk before it, in order; nothing after it
