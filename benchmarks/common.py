@@ -47,6 +47,28 @@ def process_cpu_s(pid: int | None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def process_tree(root: int) -> dict[int, str]:
+    """``root`` and every process under it, with its command name (Linux ``/proc``; empty
+    where it cannot be read)."""
+    parents: dict[int, tuple[int, str]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    head, tail = fh.read().rsplit(")", 1)
+            except OSError:  # (gone meanwhile)
+                continue
+            parents[int(entry)] = (int(tail.split()[1]), head.split("(", 1)[1])
+    found = {root: parents[root][1]} if root in parents else {}
+    grown = True
+    while grown:
+        grown = False
+        for pid, (parent, name) in parents.items():
+            if parent in found and pid not in found:
+                found[pid], grown = name, True
+    return found
+
+
 def machine_ticks() -> tuple[int, int] | None:
     """(idle + iowait, total) clock ticks of the whole machine so far; None off Linux."""
     try:

@@ -22,11 +22,15 @@ record batches Spark is given) in this process, without Spark: what is left betw
 is Spark's (the batches' way to the JVM, its rows); (g) what a task costs in Spark's Python data
 source path itself, with a source that yields one row per partition (8 partitions against 1);
 (h) on one core, the batch read with ``minOffsetsPerPartition`` at 100000 and at its default,
-alternated (what fewer, larger tasks save). (c)-(g) are measured twice, in the same run: with
-local[2] (rates also given per Spark core) and, in a second Spark session, with local[1]: one
-executor core, the rate to set beside (c) as issue 25 asks (the source should reach at least the
-single-process rate per executor core). On a 2-core machine local[2] shares its cores with the
-broker, so its per-core figures understate a core's rate. Starts its own local RocketMQ cluster.
+alternated (what fewer, larger tasks save); (i) on one core, (f) with chunks of one pull's worth
+of offsets and of the default, alternated (what longer chunks save this process). (c), (d),
+(d'') and (f) also give the CPU spent per message by each process: this one, the Spark JVM and
+Spark's Python workers (where a read's time goes: waiting on the broker, or a process busy).
+(c)-(g) are measured twice, in the same run: with local[2] (rates also given per Spark core)
+and, in a second Spark session, with local[1]: one executor core, the rate to set beside (c) as
+issue 25 asks (the source should reach at least the single-process rate per executor core). On
+a 2-core machine local[2] shares its cores with the broker, so its per-core figures understate
+a core's rate. Starts its own local RocketMQ cluster.
 """
 
 from __future__ import annotations
@@ -35,9 +39,9 @@ import argparse
 import os
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import attrs
@@ -48,12 +52,14 @@ from pyspark.sql.types import StructType
 
 from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.producer import Producer, create_topic
-from rocketmq_actors.spark import publish_dataframe, register
+from rocketmq_actors.spark import publish_dataframe, pulling, register
 from rocketmq_actors.spark.offsets import QueueRange
 from rocketmq_actors.spark.pulling import read_ranges
 from rocketmq_actors.spark.source_options import MIN_OFFSETS_PER_PARTITION, SourceOptions
 
-from .common import RESULTS, on_cluster, write_results
+from .common import RESULTS, on_cluster, process_cpu_s, process_tree, write_results
+
+T = TypeVar("T")
 
 
 def _topic(namesrv: str, name: str) -> str:
@@ -85,10 +91,11 @@ def _pull_all(namesrv: str, topic: str) -> tuple[int, float]:
     return anyio.run(run)
 
 
-def _source_alone(namesrv: str, topic: str) -> tuple[int, float]:
+def _source_alone(namesrv: str, topic: str) -> tuple[int, float, float]:
     """Every message of ``topic`` through the source's executor code (``read_ranges``, the
     record batches Spark would be given) in this process, queue after queue with one client
-    (as the single-process pull), without Spark."""
+    (as the single-process pull), without Spark: messages, seconds and this process's CPU
+    seconds."""
 
     async def plan() -> list[QueueRange]:
         async with PullConsumer(namesrv=namesrv, group="bench_spark_alone") as consumer:
@@ -97,9 +104,9 @@ def _source_alone(namesrv: str, topic: str) -> tuple[int, float]:
 
     parts = anyio.run(plan)
     options = SourceOptions.parse({"namesrv": namesrv, "topic": topic}, streaming=False)
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), time.process_time()
     count = sum(batch.num_rows for batch in read_ranges(options, parts))
-    return count, time.perf_counter() - began
+    return count, time.perf_counter() - began, time.process_time() - cpu
 
 
 def _batch_read(
@@ -171,6 +178,34 @@ def _packing(
     }  # fmt: skip
 
 
+def _chunking(namesrv: str, topic: str, rows: int, rounds: int = 4) -> dict[str, Any]:
+    """The source's executor code alone with chunks of one pull's worth of offsets and of
+    ``CHUNK_PULLS`` pulls' worth, alternated (ABBA): the medians of msgs/s and of this
+    process's CPU per message (the default's reason, ``pulling._chunk_size``)."""
+    default = pulling.CHUNK_PULLS
+    assert rounds % 2 == 0 and default != 1
+    sizes = (1, default)
+    rates: dict[int, list[int]] = {size: [] for size in sizes}
+    cpu: dict[int, list[float]] = {size: [] for size in sizes}
+    try:
+        for r in range(rounds):
+            for size in sizes if r % 2 == 0 else sizes[::-1]:
+                pulling.CHUNK_PULLS = size
+                read, seconds, cpu_s = _source_alone(namesrv, topic)
+                assert read == rows, (size, read, rows)
+                rates[size].append(round(read / seconds))
+                cpu[size].append(round(cpu_s / read * 1e6, 2))
+    finally:
+        pulling.CHUNK_PULLS = default
+    return {
+        str(size): {"msgs_per_s_each": rates[size],
+                    "msgs_per_s_median": round(statistics.median(rates[size])),
+                    "cpu_us_per_msg_each": cpu[size],
+                    "cpu_us_per_msg_median": round(statistics.median(cpu[size]), 2)}
+        for size in sizes
+    }  # fmt: skip
+
+
 def _batch_into_noop(spark: SparkSession, source: dict[str, str]) -> float:
     """One timed batch read into Spark's ``noop`` sink, the streaming query's sink: every row
     is made and iterated, where ``count()`` needs none of its columns."""
@@ -224,6 +259,41 @@ def _task_overhead(spark: SparkSession, tasks: int = 8, rounds: int = 3) -> dict
             "ms_per_task": round((many - one) / (tasks - 1) * 1000, 1)}  # fmt: skip
 
 
+class _Cpu:
+    """CPU seconds that processes spend on timed reads, by read and by process: this one (the
+    single process, the source's code alone), the Spark JVM (driver and executor in local
+    mode) and Spark's Python workers (the source's executor code). A worker that exits during
+    a read takes its CPU with it (Spark keeps them: ``spark.python.worker.reuse``)."""
+
+    GROUPS = ("this_process", "spark_jvm", "python_workers")
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._jvm: int = spark.sparkContext._gateway.proc.pid  # type: ignore[union-attr]
+        self.spent: dict[str, dict[str, float]] = {}
+
+    def _now(self) -> dict[int, tuple[str, float]]:
+        mine = os.getpid()
+        found = {mine: "this_process"} | {
+            pid: "spark_jvm" if name == "java" else "python_workers"
+            for pid, name in process_tree(self._jvm).items()
+        }
+        return {pid: (group, process_cpu_s(pid) or 0.0) for pid, group in found.items()}
+
+    def run(self, read: str, timed: Callable[[], T]) -> T:
+        """``timed()``, its processes' CPU added to ``read``'s."""
+        before = self._now()
+        result = timed()
+        spent = self.spent.setdefault(read, dict.fromkeys(self.GROUPS, 0.0))
+        for pid, (group, seconds) in self._now().items():
+            spent[group] += seconds - before.get(pid, (group, 0.0))[1]
+        return result
+
+    def per_message(self, read: str, messages: int) -> dict[str, float]:
+        """``read``'s CPU in microseconds per message, by process."""
+        return {group: round(seconds / messages * 1e6, 2)
+                for group, seconds in self.spent[read].items()}  # fmt: skip
+
+
 def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int, cores: int) -> dict[str, Any]:
     source = {"namesrv": namesrv, "topic": topic, "startingOffsets": "earliest"}
     per_queue = {**source, "minOffsetsPerPartition": "0"}  # one partition per queue (Kafka's)
@@ -232,13 +302,15 @@ def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int, cores: int)
     spark.read.format("rocketmq").options(**source).load().count()
     # the single process and Spark's batch read in ABBA order (pull, read, read, pull), so
     # that the broker's state (still indexing what was just written, then quiet) falls on both
-    count, pull_first = _pull_all(namesrv, topic)
-    batch, read_first, packed_parts = _batch_read(spark, source, partitions=True)
-    _, read_second, _ = _batch_read(spark, source)
-    _, pull_second = _pull_all(namesrv, topic)
+    cpu = _Cpu(spark)
+    count, pull_first = cpu.run("pull", lambda: _pull_all(namesrv, topic))
+    batch, read_first, _ = cpu.run("batch", lambda: _batch_read(spark, source))
+    _, read_second, _ = cpu.run("batch", lambda: _batch_read(spark, source))
+    _, pull_second = cpu.run("pull", lambda: _pull_all(namesrv, topic))
     pull_s, batch_s = (pull_first + pull_second) / 2, (read_first + read_second) / 2
+    packed_parts = spark.read.format("rocketmq").options(**source).load().rdd.getNumPartitions()
     unpacked, unpacked_s, queue_parts = _batch_read(spark, per_queue, partitions=True)
-    noop_s = _batch_into_noop(spark, source)
+    noop_s = cpu.run("noop", lambda: _batch_into_noop(spark, source))
     streams = [_stream_read(spark, source) for _ in range(2)]
     stream_s = statistics.mean(run.seconds for run in streams)
     in_triggers_s = statistics.mean(run.in_triggers_s for run in streams)
@@ -246,7 +318,7 @@ def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int, cores: int)
     assert count == batch == unpacked >= rows, (count, batch, unpacked)
     assert all(run.rows == count for run in streams), [run.rows for run in streams]
     pull_rate = count / pull_s
-    alone, alone_s = _source_alone(namesrv, topic)
+    alone, alone_s, _ = cpu.run("alone", lambda: _source_alone(namesrv, topic))
     assert alone == count, (alone, count)
 
     def read(seconds: float, partitions: int | None = None) -> dict[str, Any]:
@@ -260,18 +332,23 @@ def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int, cores: int)
         "pull_one_process": {
             "seconds": round(pull_s, 2), "msgs_per_s": round(pull_rate),
             "seconds_each": [round(pull_first, 2), round(pull_second, 2)],
+            "cpu_us_per_msg": cpu.per_message("pull", 2 * count),
         },
         "source_code_without_spark": {
             "seconds": round(alone_s, 2),
             "msgs_per_s": round(count / alone_s),
             "to_one_process": round(count / alone_s / pull_rate, 2),
+            "cpu_us_per_msg": cpu.per_message("alone", count),
         },
         "spark_batch_read": {
             **read(batch_s, packed_parts),
             "seconds_each": [round(read_first, 2), round(read_second, 2)],
+            "cpu_us_per_msg": cpu.per_message("batch", 2 * count),
         },
         "spark_batch_read_one_partition_per_queue": read(unpacked_s, queue_parts),
-        "spark_batch_read_into_noop": read(noop_s),
+        "spark_batch_read_into_noop": {
+            **read(noop_s), "cpu_us_per_msg": cpu.per_message("noop", count),
+        },
         "spark_stream_read": {
             **read(stream_s), "seconds_each": [round(run.seconds, 2) for run in streams],
         },
@@ -282,7 +359,8 @@ def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int, cores: int)
             "ms_by_phase_each": [run.ms_by_phase for run in streams],
         },
         "spark_task_overhead": _task_overhead(spark),
-        **({"spark_batch_read_by_min_offsets_per_partition": _packing(spark, source, count)}
+        **({"spark_batch_read_by_min_offsets_per_partition": _packing(spark, source, count),
+            "source_code_by_chunk_pulls": _chunking(namesrv, topic, count)}
            if cores == 1 else {}),
     }  # fmt: skip
 
