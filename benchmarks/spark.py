@@ -23,9 +23,10 @@ is Spark's (the batches' way to the JVM, its rows); (g) what a task costs in Spa
 source path itself, with a source that yields one row per partition (8 partitions against 1);
 (h) on one core, the batch read with ``minOffsetsPerPartition`` at 100000 and at its default,
 alternated (what fewer, larger tasks save); (i) on one core, (f) with chunks of one pull's worth
-of offsets and of the default, alternated (what longer chunks save this process). (c), (d),
-(d'') and (f) also give the CPU spent per message by each process: this one, the Spark JVM and
-Spark's Python workers (where a read's time goes: waiting on the broker, or a process busy).
+of offsets and of the default, alternated (what longer chunks save this process). (c), (d) and
+(d'') also give the CPU spent per message by each process: this one, the Spark JVM and Spark's
+Python workers, and (f) this process's (where a read's time goes: waiting on the broker, or a
+process busy).
 (c)-(g) are measured twice, in the same run: with local[2] (rates also given per Spark core)
 and, in a second Spark session, with local[1]: one executor core, the rate to set beside (c) as
 issue 25 asks (the source should reach at least the single-process rate per executor core). On
@@ -260,10 +261,12 @@ def _task_overhead(spark: SparkSession, tasks: int = 8, rounds: int = 3) -> dict
 
 
 class _Cpu:
-    """CPU seconds that processes spend on timed reads, by read and by process: this one (the
-    single process, the source's code alone), the Spark JVM (driver and executor in local
-    mode) and Spark's Python workers (the source's executor code). A worker that exits during
-    a read takes its CPU with it (Spark keeps them: ``spark.python.worker.reuse``)."""
+    """CPU seconds that processes spend on reads, by read and by process: this one (the single
+    process), the Spark JVM (driver and executor in local mode) and Spark's Python workers
+    (every other process under the JVM: the source's executor code, the planner). A read is
+    counted whole, its planning included. A process that exits during a read takes its CPU
+    with it (Spark keeps its workers: ``spark.python.worker.reuse``), and one that cannot be
+    read is left out of that sample."""
 
     GROUPS = ("this_process", "spark_jvm", "python_workers")
 
@@ -277,14 +280,15 @@ class _Cpu:
             pid: "spark_jvm" if name == "java" else "python_workers"
             for pid, name in process_tree(self._jvm).items()
         }
-        return {pid: (group, process_cpu_s(pid) or 0.0) for pid, group in found.items()}
+        seconds = {pid: process_cpu_s(pid) for pid in found}
+        return {pid: (found[pid], cpu) for pid, cpu in seconds.items() if cpu is not None}
 
     def run(self, read: str, timed: Callable[[], T]) -> T:
         """``timed()``, its processes' CPU added to ``read``'s."""
         before = self._now()
         result = timed()
         spent = self.spent.setdefault(read, dict.fromkeys(self.GROUPS, 0.0))
-        for pid, (group, seconds) in self._now().items():
+        for pid, (group, seconds) in self._now().items():  # (a new process: all of its CPU)
             spent[group] += seconds - before.get(pid, (group, 0.0))[1]
         return result
 
@@ -318,7 +322,7 @@ def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int, cores: int)
     assert count == batch == unpacked >= rows, (count, batch, unpacked)
     assert all(run.rows == count for run in streams), [run.rows for run in streams]
     pull_rate = count / pull_s
-    alone, alone_s, _ = cpu.run("alone", lambda: _source_alone(namesrv, topic))
+    alone, alone_s, alone_cpu_s = _source_alone(namesrv, topic)
     assert alone == count, (alone, count)
 
     def read(seconds: float, partitions: int | None = None) -> dict[str, Any]:
@@ -338,7 +342,7 @@ def _reads(spark: SparkSession, namesrv: str, topic: str, rows: int, cores: int)
             "seconds": round(alone_s, 2),
             "msgs_per_s": round(count / alone_s),
             "to_one_process": round(count / alone_s / pull_rate, 2),
-            "cpu_us_per_msg": cpu.per_message("alone", count),
+            "cpu_us_per_msg": {"this_process": round(alone_cpu_s / count * 1e6, 2)},
         },
         "spark_batch_read": {
             **read(batch_s, packed_parts),

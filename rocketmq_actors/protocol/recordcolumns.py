@@ -57,7 +57,8 @@ class RecordColumns:
 
     @classmethod
     def joined(cls, parts: Sequence[RecordColumns]) -> RecordColumns:
-        """The rows of ``parts``, one after another, each column built in one pass."""
+        """The rows of ``parts``, one after another, each column built in one pass; a single
+        part is returned itself (not a copy)."""
         if len(parts) == 1:
             return parts[0]
         columns = zip(*(part._lists() for part in parts), strict=True)

@@ -74,7 +74,7 @@ READ_SCHEMA = StructType([
 ARROW_SCHEMA: pa.Schema = to_arrow_schema(READ_SCHEMA, timezone="UTC")
 
 ROWS_PER_BATCH = 4096  # Spark's default spark.sql.execution.arrow.maxRecordsPerBatch is 10000
-PULLS_AHEAD = 4  # pulled chunks waiting for Spark's thread
+CHUNKS_AHEAD = 4  # pulled chunks waiting to be made into the next record batch
 PULLS_IN_FLIGHT = 4  # chunks of one range pulled at once
 CHUNK_PULLS = 16  # pulls' worth of offsets in a chunk, at most (see _chunk_size)
 STALL_RETRIES = 5  # pulls that make no progress before the rest of a range counts as lost
@@ -254,12 +254,16 @@ class _Chunk:
 
 
 def _chunk_size(pull_batch_size: int, offsets: int) -> int:
-    """Offsets in each chunk of a range of ``offsets``: ``CHUNK_PULLS`` pulls' worth, or
-    fewer pulls' worth when the range is too short for ``PULLS_IN_FLIGHT`` chunks of that
-    size (a chunk's task and its hand-over cost this process more than a pull when a chunk is
-    one pull: benchmarks/spark.py, ``source_code_by_chunk_pulls``)."""
+    """Offsets in each chunk of a range of ``offsets``: ``CHUNK_PULLS`` pulls' worth, fewer
+    when the chunks pulled at once would hold more than a record batch (a large
+    ``pullBatchSize``: what a task reads ahead stays bounded), and fewer when the range is too
+    short for ``PULLS_IN_FLIGHT`` chunks of that size (it is still pulled by several at once).
+    Longer chunks cost this process less CPU per message than chunks of one pull
+    (benchmarks/spark.py, ``source_code_by_chunk_pulls``: the source's code alone, both
+    ways, alternated)."""
+    most = min(CHUNK_PULLS, ROWS_PER_BATCH // (pull_batch_size * PULLS_IN_FLIGHT))
     pulls = -(-offsets // (pull_batch_size * PULLS_IN_FLIGHT))  # (rounded up)
-    return pull_batch_size * max(1, min(CHUNK_PULLS, pulls))
+    return pull_batch_size * max(1, min(most, pulls))
 
 
 async def _pull_range(
@@ -273,8 +277,8 @@ async def _pull_range(
     Without a filter, queue offsets are consecutive, so the range is cut into chunks
     (:func:`_chunk_size`) and up to ``PULLS_IN_FLIGHT`` chunks are pulled at once, each by a
     task pulling one pull after another: the broker reads the next ones while this process
-    decodes the last (one pull at a time left this process waiting on the broker about half
-    the time: benchmarks/spark.py). Under a filter a pull may skip far past its chunk, so the
+    decodes the last (one pull at a time left this process waiting on the broker:
+    benchmarks/spark.py). Under a filter a pull may skip far past its chunk, so the
     range is pulled in one span."""
     queue = MessageQueue(part.topic, part.broker_name, part.queue_id)
     async with send:
@@ -314,9 +318,10 @@ async def _pull_range(
 async def _next_batch(
     receive: MemoryObjectReceiveStream[list[RecordColumns]], topic: str, broker_name: str
 ) -> pa.RecordBatch | None:
-    """Up to ``ROWS_PER_BATCH`` pulled records as one record batch; None at the end. Runs in
-    the event loop's thread, beside the pulls: one hand-over to Spark's thread per batch, not
-    one per pull (two CPU-bound threads trade the GIL only every switch interval)."""
+    """``ROWS_PER_BATCH`` pulled records or more (whole chunks: up to a chunk more; fewer at
+    the end of a range) as one record batch; None at the end. Runs in the event loop's
+    thread, beside the pulls: one hand-over to Spark's thread per batch, not one per pull
+    (two CPU-bound threads trade the GIL only every switch interval)."""
     gathered: list[RecordColumns] = []
     rows = 0
     while rows < ROWS_PER_BATCH:
@@ -330,8 +335,10 @@ async def _next_batch(
 
 
 def read_ranges(options: SourceOptions, parts: Sequence[QueueRange]) -> Iterator[pa.RecordBatch]:
-    """The messages of queue ranges, one range after another, as record batches of up to
-    ``ROWS_PER_BATCH`` rows (one client for them all)."""
+    """The messages of queue ranges, one range after another, as record batches of about
+    ``ROWS_PER_BATCH`` rows (:func:`_next_batch`; one client for them all). A range's task
+    reads ahead of Spark by at most ``PULLS_IN_FLIGHT`` chunks being pulled and
+    ``CHUNKS_AHEAD`` pulled, besides the batch being made."""
     consumer = partial(PullConsumer, namesrv=options.namesrv, group=options.group,
                        namespace=options.namespace, **options.client_options())  # fmt: skip
     with (
@@ -345,7 +352,7 @@ def read_ranges(options: SourceOptions, parts: Sequence[QueueRange]) -> Iterator
 def _read_one(
     portal: BlockingPortal, pulls: PullConsumer[bytes], options: SourceOptions, part: QueueRange
 ) -> Iterator[pa.RecordBatch]:
-    send, receive = anyio.create_memory_object_stream[list[RecordColumns]](PULLS_AHEAD)
+    send, receive = anyio.create_memory_object_stream[list[RecordColumns]](CHUNKS_AHEAD)
     pulling = portal.start_task_soon(_pull_range, pulls, options, part, send)
     topic = unwrap(options.namespace, part.topic)  # (the plan's names are the wire's)
     try:

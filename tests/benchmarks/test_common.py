@@ -6,7 +6,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from benchmarks.common import process_cpu_s, process_tree
+
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc (Linux only)")
 
 
 def test_process_tree_has_the_root_and_its_children_by_name() -> None:

@@ -105,7 +105,7 @@ def test_columns_joined_and_truncated_row_for_row() -> None:
     columns = RecordColumns.joined([first, RecordColumns(), four, first])
     assert len(columns) == 14 and columns.bodies[5] == b"0" and columns.bodies[9] == b"0"
     assert columns.queue_offsets == first.queue_offsets + four.queue_offsets + first.queue_offsets
-    assert len(first) == 5  # (its parts are left as they were)
     columns.truncate(3)
     assert len(columns) == 3
+    assert len(first) == len(four) + 1 == 5  # (its parts are left as they were)
     assert all(len(getattr(columns, a.name)) == 3 for a in attrs.fields(RecordColumns))

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 import anyio
+import anyio.lowlevel
 import pytest
+from anyio.from_thread import start_blocking_portal
 
 from rocketmq_actors.consumer.brokercalls import PullResult, PullStatus, RawPull
 from rocketmq_actors.errors import BrokerError
@@ -274,3 +276,41 @@ async def test_a_lost_chunk_fails_the_range_with_its_own_error(
         await pulling._pull_range(pulls, settings, QueueRange("t", "broker-a", 0, 5, 205), send)  # type: ignore[arg-type]
     got = [o async for parts in receive for rows in parts for o in rows.queue_offsets]
     assert got == list(range(5, 69))  # the chunk before it, in order; nothing after it
+
+
+def _columns(first: int, count: int) -> RecordColumns:
+    columns = RecordColumns()
+    columns.add_messages(_messages(first, count))
+    return columns
+
+
+async def test_a_record_batch_gathers_whole_chunks_and_their_parts_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pulling, "ROWS_PER_BATCH", 5)
+    send, receive = anyio.create_memory_object_stream[list[RecordColumns]](10)
+    async with send:
+        for chunk in ([_columns(0, 2), _columns(2, 2)], [_columns(4, 3)], [], [_columns(7, 2)]):
+            await send.send(chunk)
+    batches = []
+    while (batch := await pulling._next_batch(receive, "t", "broker-a")) is not None:
+        batches.append(batch.column("queue_offset").to_pylist())
+    assert batches == [list(range(7)), [7, 8]]  # 5 rows or more, whole chunks, then the rest
+
+
+def test_a_range_stops_pulling_when_spark_stops_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pulling, "ROWS_PER_BATCH", 64)
+    pulls = StoredQueue(100_000)
+    settings = SourceOptions.parse({**BASE, "pullBatchSize": "16"}, streaming=False)
+    with start_blocking_portal() as portal:
+        reading = pulling._read_one(
+            portal, pulls, settings, QueueRange("t", "broker-a", 0, 0, 100_000)
+        )  # type: ignore[arg-type]
+        first = next(reading)
+        assert first.column("queue_offset").to_pylist()[:3] == [0, 1, 2]
+        reading.close()  # (a LIMIT reached)
+        asked = len(pulls.asked)
+        assert pulls.in_flight == 0  # every pull's task ended, none left running
+        assert asked < 100  # it stopped near the first batch, not at the range's end
+        portal.call(anyio.lowlevel.checkpoint)
+    assert len(pulls.asked) == asked
