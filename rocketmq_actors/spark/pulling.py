@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
 from concurrent.futures import CancelledError
 from functools import partial
 from typing import Any
@@ -351,7 +351,7 @@ def read_ranges(options: SourceOptions, parts: Sequence[QueueRange]) -> Iterator
 
 def _read_one(
     portal: BlockingPortal, pulls: PullConsumer[bytes], options: SourceOptions, part: QueueRange
-) -> Iterator[pa.RecordBatch]:
+) -> Generator[pa.RecordBatch, None, None]:
     send, receive = anyio.create_memory_object_stream[list[RecordColumns]](CHUNKS_AHEAD)
     pulling = portal.start_task_soon(_pull_range, pulls, options, part, send)
     topic = unwrap(options.namespace, part.topic)  # (the plan's names are the wire's)

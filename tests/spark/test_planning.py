@@ -303,9 +303,8 @@ def test_a_range_stops_pulling_when_spark_stops_reading(monkeypatch: pytest.Monk
     pulls = StoredQueue(100_000)
     settings = SourceOptions.parse({**BASE, "pullBatchSize": "16"}, streaming=False)
     with start_blocking_portal() as portal:
-        reading = pulling._read_one(
-            portal, pulls, settings, QueueRange("t", "broker-a", 0, 0, 100_000)
-        )  # type: ignore[arg-type]
+        part = QueueRange("t", "broker-a", 0, 0, 100_000)
+        reading = pulling._read_one(portal, pulls, settings, part)  # type: ignore[arg-type]
         first = next(reading)
         assert first.column("queue_offset").to_pylist()[:3] == [0, 1, 2]
         reading.close()  # (a LIMIT reached)
