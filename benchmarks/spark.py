@@ -58,7 +58,14 @@ from rocketmq_actors.spark.offsets import QueueRange
 from rocketmq_actors.spark.pulling import read_ranges
 from rocketmq_actors.spark.source_options import MIN_OFFSETS_PER_PARTITION, SourceOptions
 
-from .common import RESULTS, on_cluster, process_cpu_s, process_tree, write_results
+from .common import (
+    RESULTS,
+    alternating,
+    on_cluster,
+    process_cpu_s,
+    process_tree,
+    write_results,
+)
 
 T = TypeVar("T")
 
@@ -165,13 +172,12 @@ def _packing(
     sizes = ("100000", str(MIN_OFFSETS_PER_PARTITION))
     seconds: dict[str, list[float]] = {size: [] for size in sizes}
     parts: dict[str, int | None] = {}
-    for r in range(rounds):
-        for size in sizes if r % 2 == 0 else sizes[::-1]:
-            read, took, planned = _batch_read(spark, {**source, "minOffsetsPerPartition": size},
-                                              partitions=size not in parts)  # fmt: skip
-            assert read == rows, (size, read, rows)
-            parts.setdefault(size, planned)
-            seconds[size].append(round(took, 3))
+    for size in alternating(rounds, *sizes):
+        read, took, planned = _batch_read(spark, {**source, "minOffsetsPerPartition": size},
+                                          partitions=size not in parts)  # fmt: skip
+        assert read == rows, (size, read, rows)
+        parts.setdefault(size, planned)
+        seconds[size].append(round(took, 3))
     return {
         size: {"partitions": parts[size], "seconds_each": seconds[size],
                "seconds_median": round(statistics.median(seconds[size]), 3)}
@@ -185,21 +191,20 @@ def _chunking(namesrv: str, topic: str, rows: int, rounds: int = 4) -> dict[str,
     process's CPU per message (the default's reason, ``pulling._chunk_size``)."""
     default = pulling.CHUNK_PULLS
     assert rounds % 2 == 0 and default != 1
-    sizes = (1, default)
-    rates: dict[int, list[int]] = {size: [] for size in sizes}
-    cpu: dict[int, list[float]] = {size: [] for size in sizes}
+    sizes = ("1", str(default))
+    rates: dict[str, list[int]] = {size: [] for size in sizes}
+    cpu: dict[str, list[float]] = {size: [] for size in sizes}
     try:
-        for r in range(rounds):
-            for size in sizes if r % 2 == 0 else sizes[::-1]:
-                pulling.CHUNK_PULLS = size
-                read, seconds, cpu_s = _source_alone(namesrv, topic)
-                assert read == rows, (size, read, rows)
-                rates[size].append(round(read / seconds))
-                cpu[size].append(round(cpu_s / read * 1e6, 2))
+        for size in alternating(rounds, *sizes):
+            pulling.CHUNK_PULLS = int(size)
+            read, seconds, cpu_s = _source_alone(namesrv, topic)
+            assert read == rows, (size, read, rows)
+            rates[size].append(round(read / seconds))
+            cpu[size].append(round(cpu_s / read * 1e6, 2))
     finally:
         pulling.CHUNK_PULLS = default
     return {
-        str(size): {"msgs_per_s_each": rates[size],
+        size: {"msgs_per_s_each": rates[size],
                     "msgs_per_s_median": round(statistics.median(rates[size])),
                     "cpu_us_per_msg_each": cpu[size],
                     "cpu_us_per_msg_median": round(statistics.median(cpu[size]), 2)}

@@ -7,7 +7,6 @@ import sys
 import textwrap
 from functools import partial
 
-import anyio
 import pytest
 
 from rocketmq_actors.blocking import BlockingProducer
@@ -15,6 +14,7 @@ from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.errors import ClientClosed, InvalidMessage
 from rocketmq_actors.producer import Message, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
+from tests.broker_state import until
 
 pytestmark = pytest.mark.integration
 
@@ -39,13 +39,11 @@ async def test_works_inside_a_running_event_loop_like_a_notebook(
     queue = MessageQueue(unique_topic, first.queue.broker_name, first.queue.queue_id)
     async with PullConsumer(namesrv=rocketmq_namesrv, group=unique_group) as reader:
         queues = await reader.queues(unique_topic)
-        # a stored message reaches its consume queue asynchronously (the broker's
-        # ReputMessageService; on a loaded 4.9 broker this lags the send's reply)
-        with anyio.fail_after(30):
-            while True:
-                if sum([await reader.max_offset(q) for q in queues]) >= 301:
-                    break
-                await anyio.sleep(0.05)
+
+        async def stored() -> int:  # (on a loaded 4.9 broker the consume queue lags the reply)
+            return sum([await reader.max_offset(q) for q in queues])
+
+        await until(stored, lambda count: count >= 301)
         assert await reader.max_offset(queue) >= 1
         ordered: list[bytes] = []
         for q in queues:  # one sharding key: one queue, in order

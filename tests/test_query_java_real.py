@@ -18,8 +18,7 @@ from rocketmq_actors import query
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.testing.jars import find_java, resolve_server_jars
 from rocketmq_actors.testing.java import java_scratch
-
-from .test_query_real import until
+from tests.broker_state import until
 
 pytestmark = pytest.mark.integration
 

@@ -3,29 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
 
-import anyio
 import pytest
 
 from rocketmq_actors import query
 from rocketmq_actors.producer import Message, Producer, create_topic
+from tests.broker_state import until
 
 pytestmark = pytest.mark.integration
-
-T = TypeVar("T")
-
-
-async def until(fetch: Callable[[], Awaitable[T]], done: Callable[[T], bool]) -> T:
-    """``fetch()`` again until ``done`` holds: the broker indexes keys asynchronously
-    (IndexService runs after the commit log is dispatched). Bounded at 30 s."""
-    with anyio.fail_after(30):
-        while True:
-            value = await fetch()
-            if done(value):
-                return value
-            await anyio.sleep(0.2)
 
 
 async def test_query_by_key_and_unique_key_and_view_by_offset_id(

@@ -256,7 +256,7 @@ async def test_a_range_pulled_in_chunks_at_once_arrives_whole_and_in_order(
     assert pulls.most_in_flight == pulling.PULLS_IN_FLIGHT  # chunks pulled at once
 
 
-def test_a_chunk_is_sixteen_pulls_worth_unless_the_range_is_short() -> None:
+def test_a_chunk_is_sixteen_pulls_worth_unless_the_range_or_the_batch_is_short() -> None:
     assert pulling._chunk_size(64, 37_500) == 64 * pulling.CHUNK_PULLS
     assert pulling._chunk_size(64, 64 * 4 * 16) == 64 * 16
     assert pulling._chunk_size(64, 64 * 4 * 16 + 1) == 64 * 16
@@ -264,6 +264,10 @@ def test_a_chunk_is_sixteen_pulls_worth_unless_the_range_is_short() -> None:
     assert pulling._chunk_size(64, 64 * 4 * 3 - 1) == 64 * 3
     assert pulling._chunk_size(64, 100) == 64
     assert pulling._chunk_size(64, 1) == 64
+    # a large pullBatchSize: the chunks pulled at once hold at most a record batch's rows
+    assert pulling._chunk_size(256, 10**6) == 256 * 4
+    assert pulling._chunk_size(1000, 10**6) == 1000
+    assert pulling._chunk_size(5000, 10**6) == 5000  # (one pull's worth, whatever its size)
 
 
 async def test_a_lost_chunk_fails_the_range_with_its_own_error(

@@ -30,10 +30,10 @@ from rocketmq_actors.protocol.trace import (
     decode_records,
 )
 from rocketmq_actors.testing.cluster import LocalCluster
+from tests.broker_state import until
 
 from ..cli._run import ok_json
 from ..test_query_java_real import mqadmin
-from ..test_query_real import until
 
 pytestmark = pytest.mark.integration
 
