@@ -59,14 +59,15 @@ async def nowait_window(
 ) -> tuple[int, float, list[float], int]:
     """``send_nowait`` from one task for ``seconds``, as the Java client's asynchronous send
     with a callback from one thread: the producer's ``max_pending`` is the window (admission
-    waits for room as Java's semaphore does) and each future's callback takes its latency.
-    Messages sent, elapsed seconds (until the last settled), every send's latency, failures."""
+    waits for room as Java's semaphore does) and each send's ``callback`` (Java's
+    ``SendCallback``) takes its latency. Messages sent, elapsed seconds (until the last
+    settled), every send's latency, failures."""
     latencies: list[float] = []
     failed = 0
     message = Message(topic=topic, body=BODY)
     perf_counter = time.perf_counter
 
-    def settled(future: SendFuture, started: float) -> None:
+    def settled(started: float, future: SendFuture) -> None:
         nonlocal failed
         latencies.append(perf_counter() - started)
         if future.cancelled() or future.exception() is not None:
@@ -76,8 +77,7 @@ async def nowait_window(
     began = perf_counter()
     while time.monotonic() < stop:
         started = perf_counter()
-        future = await producer.send_nowait(message)
-        future.add_done_callback(functools.partial(settled, started=started))
+        await producer.send_nowait(message, callback=functools.partial(settled, started))
     await producer.flush()
     return len(latencies) - failed, perf_counter() - began, latencies, failed
 

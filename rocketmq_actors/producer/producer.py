@@ -347,11 +347,12 @@ class Producer(GroupMember):
         selector: QueueSelector | None = None,
         arg: object = None,
         timeout: float | None = None,
+        callback: Callable[[SendFuture], object] | None = None,
     ) -> SendFuture:
         """Admit the message (waiting while ``max_pending`` sends or ``max_pending_bytes`` are
         in flight), then return a future of its :class:`SendResult` without waiting for the
         broker: ``await`` it, or check ``done()`` and ``result()``; :meth:`flush` waits for
-        all of them."""
+        all of them. ``callback(future)`` is called once as the send ends (``SendCallback``)."""
         span = None
         if self._tracing is not None:
             span, message = self._start_span(message, sharding_key, selector)
@@ -367,10 +368,10 @@ class Producer(GroupMember):
             )
             trace = self.trace
             started = 0 if trace is None else rmq_trace.now_ms()
-            future = self.senders.admit_now(prepared, routing, timeout, span)
+            future = self.senders.admit_now(prepared, routing, timeout, span, callback)
             if future is None:  # (it must wait for room, or for its ordered lane)
                 future = await self.senders.admit(
-                    prepared, routing, timeout, span, self._check_running
+                    prepared, routing, timeout, span, self._check_running, callback=callback
                 )
             if trace is not None:  # a Pub record when it is answered (message trace)
                 trace.watch(future, message, started)

@@ -24,10 +24,17 @@ from typing import Any, NoReturn, cast
 import anyio
 from anyio.abc import TaskStatus
 
-from rocketmq_actors.errors import ClientClosed, InternalError, RocketMQError, SendFailed
+from rocketmq_actors.errors import (
+    ClientClosed,
+    ConfigError,
+    InternalError,
+    RocketMQError,
+    SendFailed,
+)
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.runtime.signal import Signal
+from rocketmq_actors.runtime.soon import Call, CallBatch
 from rocketmq_actors.runtime.tree import Node
 from rocketmq_actors.runtime.waiters import Waiter, wait_done, waiter_factory
 from rocketmq_actors.runtime.workqueue import WorkQueue
@@ -50,7 +57,8 @@ class _Queued(FirstAttempt):
     attempt itself - one object a message in flight."""
 
     __slots__ = (
-        "first", "future", "lane", "previous", "routing", "senders", "seq", "span", "timeout",
+        "callback", "first", "future", "lane", "previous", "routing", "senders", "seq", "span",
+        "timeout",
     )  # fmt: skip
 
     def __init__(  # noqa: PLR0917 - positional: built once per message
@@ -64,6 +72,7 @@ class _Queued(FirstAttempt):
         previous: Waiter | None,
         span: Any,
         seq: int,
+        callback: Call | None = None,
     ) -> None:
         # (FirstAttempt's fields: it has no __init__ to call, a call less a message)
         loop = senders.loop
@@ -82,6 +91,7 @@ class _Queued(FirstAttempt):
         self.span = span  # tracing: the send span, ended when the send is
         self.seq = seq  # admission order: flush waits for what was admitted before it
         self.first = False  # its first attempt started without a task, not SEND_OK: go on
+        self.callback = callback  # send_nowait's: called with the future once, as it ends
 
     def first_done(self, outcome: SendResult | Exception | None) -> None:
         self.senders._first_done(self, outcome)
@@ -110,19 +120,28 @@ class Senders:
         self._admitted = 0
         self._unresolved: dict[int, _Queued] = {}  # admission seq -> item, until released
         self._new_future: Callable[[], Waiter] | None = None  # (the running loop's, once known)
+        self._callbacks = CallBatch(self._callback_failed)
         self.outbox: WorkQueue[_Queued] = WorkQueue(max_pending)
 
     # ---- admission --------------------------------------------------------------------
 
     def admit_now(
-        self, prepared: Prepared, routing: Routing, timeout: float | None, span: Any
+        self,
+        prepared: Prepared,
+        routing: Routing,
+        timeout: float | None,
+        span: Any,
+        callback: Call | None = None,
     ) -> Waiter | None:
         """The message admitted without waiting - its future - when there is room now and it
         is not ordered (no lane to look up); None, with nothing done: :meth:`admit` it.
-        ``send_nowait``'s common path, without a coroutine."""
+        ``send_nowait``'s common path, without a coroutine. A ``callback`` that cannot be
+        called is a :class:`ConfigError`, before anything is done."""
+        if callback is not None and not callable(callback):
+            raise ConfigError(f"callback must be callable, not {type(callback).__name__}")
         if (routing is not ROUND_ROBIN and routing.ordered) or not self._has_room(prepared.size):
             return None
-        item = self._enter(prepared, routing, timeout, span, None)
+        item = self._enter(prepared, routing, timeout, span, None, callback)
         if not self.loop.start_first(item, timeout):
             try:
                 placed = self.outbox.offer(item)
@@ -139,6 +158,8 @@ class Senders:
         timeout: float | None,
         span: Any,
         check_running: Callable[[], None],
+        *,
+        callback: Call | None = None,
     ) -> Waiter:
         """Wait for room, then queue the message; its future is returned at once."""
         size = prepared.size
@@ -151,7 +172,7 @@ class Senders:
             check_running()  # stopped during the route lookup
             if self._has_room(size):  # (others may have taken it during the lookup)
                 break
-        item = self._enter(prepared, routing, timeout, span, lane)
+        item = self._enter(prepared, routing, timeout, span, lane, callback)
         if not ordered and self.loop.start_first(item, timeout):
             return item.future  # on its way, with no task: the Java client's asynchronous send
         try:
@@ -160,13 +181,14 @@ class Senders:
             self._refuse(item, exc)
         return item.future
 
-    def _enter(
+    def _enter(  # noqa: PLR0917 - positional: once per message
         self,
         prepared: Prepared,
         routing: Routing,
         timeout: float | None,
         span: Any,
         lane: MessageQueue | None,
+        callback: Call | None,
     ) -> _Queued:
         """Count the message in (there is room) and make its future and queue item."""
         new_future = self._new_future
@@ -181,13 +203,13 @@ class Senders:
             previous = self._lanes.get(lane)
             self._lanes[lane] = future
         item = self._unresolved[seq] = _Queued(
-            self, future, prepared, routing, timeout, lane, previous, span, seq
+            self, future, prepared, routing, timeout, lane, previous, span, seq, callback
         )
         return item
 
     def _refuse(self, item: _Queued, exc: BaseException) -> NoReturn:
         """Undo :meth:`_enter` for an item that could not be queued, and raise why."""
-        item.span = None  # (the caller ends it: it gets the error)
+        item.span = item.callback = None  # (the caller gets the error)
         self.release(item, written=False)
         item.future.exception()  # (retrieved: no one else will read it)
         lane, previous = item.lane, item.previous
@@ -317,6 +339,20 @@ class Senders:
             del self._lanes[item.lane]
         if item.span is not None:
             self._end_span(item)
+        callback = item.callback
+        if callback is not None:  # (_call_back, inlined: once per message)
+            item.callback = None
+            self._callbacks.add(callback, item.future)
+
+    def _call_back(self, item: _Queued) -> None:
+        """Queue the call of the send's callback with its future (once: it is then cleared)."""
+        callback, item.callback = item.callback, None
+        if callback is not None:
+            self._callbacks.add(callback, item.future)
+
+    @staticmethod
+    def _callback_failed(callback: Call, exc: Exception) -> None:
+        log.error("producer.send_callback_error", callback=repr(callback), exc_info=exc)
 
     def _fail_stopped(self, item: _Queued, *, written: bool) -> None:
         """Fail an item's future, if it is not resolved yet, because the producer stopped."""
@@ -324,6 +360,7 @@ class Senders:
             error = ClientClosed(f"{self.name} stopped before the send completed")
             error.outcome_unknown = written
             item.future.set_exception(SendFailed(item.prepared.user_topic, [error]))
+            self._call_back(item)  # (a first attempt's may be released later)
 
     def fail_unsent(self) -> None:
         """Once the sender tasks are gone: fail what they never took (it was never written),

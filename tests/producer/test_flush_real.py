@@ -80,6 +80,36 @@ async def test_flush_counts_failures_and_a_timeout_leaves_pending(
         assert all(f.done() and f.exception() is None for f in pending)
 
 
+async def test_send_callbacks_are_called_once_each_as_javas_send_callback(
+    rocketmq_namesrv: str, unique_group: str, unique_topic: str
+) -> None:
+    ended: list[SendFuture] = []
+    all_ended = anyio.Event()
+
+    def callback(future: SendFuture) -> None:
+        ended.append(future)
+        if len(ended) == 300:
+            all_ended.set()
+
+    async with Producer(namesrv=rocketmq_namesrv, group=unique_group, max_pending=64) as producer:
+        futures = [
+            await producer.send_nowait(
+                Message(topic=unique_topic, body=b"m%d" % i),
+                sharding_key="k" if i % 10 == 0 else None,  # (some through the sender tasks)
+                callback=callback,
+            )
+            for i in range(300)
+        ]
+        with anyio.fail_after(30):
+            await all_ended.wait()
+        assert sorted(map(id, ended)) == sorted(map(id, futures))
+        results = [future.result() for future in ended]
+        assert all(result.status is SendStatus.SEND_OK for result in results)
+        assert len({result.msg_id for result in results}) == 300
+        await producer.flush()
+        assert len(ended) == 300
+
+
 async def test_value_serializer_round_trip(
     rocketmq_namesrv: str, unique_group: str, unique_topic: str
 ) -> None:

@@ -1,0 +1,152 @@
+"""send_nowait's ``callback`` (the Java client's SendCallback): called once with the send's
+future as the send ends, whatever the end, against a fake broker that answers sends only when
+the test lets it (the real broker cannot be held; tests/producer/test_flush_real.py has the
+real one)."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from structlog.testing import capture_logs
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.errors import ClientClosed, ConfigError, SendFailed
+from rocketmq_actors.producer import Message, Producer, SendFuture
+from rocketmq_actors.producer.sendloop import ROUND_ROBIN
+from rocketmq_actors.testing.fakeserver import FakeServer
+
+from .test_send_nowait_cancel import GatedCluster
+
+
+class Calls:
+    """The futures callbacks were called with, and a wait for ``count`` of them."""
+
+    def __init__(self) -> None:
+        self.futures: list[SendFuture] = []
+        self._changed = anyio.Event()
+
+    def __call__(self, future: SendFuture) -> None:
+        assert future.done()  # (the send has ended when its callback is called)
+        self.futures.append(future)
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def until(self, count: int) -> None:
+        with anyio.fail_after(10):
+            while len(self.futures) < count:
+                await self._changed.wait()
+
+
+async def test_each_callback_is_called_once_with_its_future_when_its_send_ends() -> None:
+    fake = GatedCluster()
+    fake.routes_open.set()
+    calls = Calls()
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        async with Producer(namesrv=server.addr, group="G", send_timeout=10) as producer:
+            plain = [
+                await producer.send_nowait(Message(topic="T", body=b"p%d" % i), callback=calls)
+                for i in range(5)
+            ]
+            ordered = [  # (through the sender tasks: the ordered lane)
+                await producer.send_nowait(
+                    Message(topic="T", body=b"o%d" % i), sharding_key="k", callback=calls
+                )
+                for i in range(2)
+            ]
+            with anyio.fail_after(5):
+                await fake.wait_sends(6)  # the plain five and the first ordered one
+            await anyio.wait_all_tasks_blocked()
+            assert calls.futures == []  # none has ended
+            fake.sends_open.set()
+            await calls.until(7)
+            assert sorted(map(id, calls.futures)) == sorted(map(id, plain + ordered))
+            assert all(f.result().offset_msg_id == "AB" for f in calls.futures)
+            await producer.flush()
+            await producer.send(Message(topic="T", body=b"after"))
+            await anyio.wait_all_tasks_blocked()
+            assert len(calls.futures) == 7  # once each, and not for a plain send
+
+
+async def test_a_stop_calls_back_every_send_it_fails_at_once() -> None:
+    """On a shared client instance the connection stays open (another client may use it), so
+    no connection loss ends the unanswered sends: the stop's own failure of their futures
+    calls back, not a later answer."""
+    fake = GatedCluster()
+    fake.routes_open.set()
+    fake.sends_open.set()  # for the first send (the route known, the connection open)
+    calls = Calls()
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        async with ClientInstance(server.addr) as instance:
+            producer = Producer(instance=instance, group="G", send_timeout=30.0,
+                                shutdown_timeout=0.5)  # fmt: skip
+            await producer.start()
+            await producer.send(Message(topic="T", body=b"warm"))
+            fake.sends_open = anyio.Event()  # the next sends are never answered
+            futures = [
+                await producer.send_nowait(Message(topic="T", body=b"s%d" % i), callback=calls)
+                for i in range(3)
+            ]
+            with anyio.fail_after(5):
+                await fake.wait_sends(4)  # (the first attempts, from send_nowait)
+                await producer.stop()
+            await calls.until(3)
+            assert sorted(map(id, calls.futures)) == sorted(map(id, futures))
+            for future in calls.futures:
+                error = future.exception()
+                assert isinstance(error, SendFailed) and error.outcome_unknown
+            fake.sends_open.set()  # the answers arrive now and release the sends
+            with anyio.fail_after(5):
+                while producer.senders.pending:
+                    await producer.senders.wait_change()
+            await anyio.wait_all_tasks_blocked()
+            assert len(calls.futures) == 3  # nothing called back twice
+
+
+async def test_a_raising_callback_is_logged_and_fails_no_send() -> None:
+    fake = GatedCluster()
+    fake.routes_open.set()
+    fake.sends_open.set()
+    calls = Calls()
+
+    def bad(future: SendFuture) -> None:
+        calls(future)
+        raise RuntimeError("callback bug")
+
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        async with Producer(namesrv=server.addr, group="G") as producer:
+            with capture_logs() as logs:
+                first = await producer.send_nowait(Message(topic="T", body=b"a"), callback=bad)
+                second = await producer.send_nowait(Message(topic="T", body=b"b"), callback=calls)
+                await calls.until(2)
+            assert calls.futures == [first, second]
+            assert (await first).offset_msg_id == (await second).offset_msg_id == "AB"
+            errors = [e for e in logs if e["event"] == "producer.send_callback_error"]
+            assert len(errors) == 1 and errors[0]["log_level"] == "error"
+            assert str(errors[0]["exc_info"]) == "callback bug"
+            assert (await producer.send(Message(topic="T", body=b"c"))).offset_msg_id == "AB"
+
+
+async def test_a_callback_that_is_not_callable_is_refused_before_admission() -> None:
+    fake = GatedCluster()
+    fake.routes_open.set()
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        async with Producer(namesrv=server.addr, group="G") as producer:
+            with pytest.raises(ConfigError, match="callback must be callable, not int"):
+                await producer.send_nowait(Message(topic="T", body=b"x"), callback=42)  # type: ignore[arg-type]
+            assert producer.senders.pending == 0 and fake.sends == 0
+
+
+async def test_a_refused_admission_never_calls_back() -> None:
+    producer = Producer(namesrv="127.0.0.1:1")  # never started: its senders alone
+    senders = producer.senders
+    prepared = producer._prepare(Message(topic="T", body=b"x"))
+    senders.fail_unsent()  # what the producer's stop does once the sender tasks are gone
+    calls = Calls()
+    with pytest.raises(ClientClosed):
+        await senders.admit(prepared, ROUND_ROBIN, None, None, lambda: None, callback=calls)
+    await anyio.wait_all_tasks_blocked()
+    assert calls.futures == []  # the caller got the error: the callback is not told again
