@@ -20,11 +20,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import time
+from collections.abc import Callable, Hashable
 from typing import Any, TextIO
 
 import structlog
 
-__all__ = ["Logger", "configure_logging", "get_logger"]
+__all__ = ["FailureLog", "Logger", "configure_logging", "get_logger"]
 
 ROOT = "rocketmq_actors"
 logging.getLogger(ROOT).addHandler(logging.NullHandler())
@@ -141,3 +143,29 @@ def configure_logging(
         logger_factory=structlog.PrintLoggerFactory(stream or _StderrAtWriteTime()),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
+
+
+class FailureLog:
+    """Rate-limits a log line per key: the first failure of a key is logged, later ones within
+    ``interval`` seconds are counted, and the next line logged for that key carries the count."""
+
+    def __init__(self, interval: float = 10.0, *, clock: Callable[[], float] = time.monotonic):
+        self.interval = interval
+        self._clock = clock
+        self._last: dict[Hashable, float] = {}
+        self._suppressed: dict[Hashable, int] = {}
+
+    def admit(self, key: Hashable) -> int | None:
+        """The number of lines suppressed since the last one, if a line may be logged now;
+        None if this one is suppressed."""
+        now = self._clock()
+        last = self._last.get(key)
+        if last is not None and now - last < self.interval:
+            self._suppressed[key] = self._suppressed.get(key, 0) + 1
+            return None
+        self._last[key] = now
+        if len(self._last) > 4096:  # queues come and go: forget the oldest
+            oldest = min(self._last, key=self._last.__getitem__)
+            del self._last[oldest]
+            self._suppressed.pop(oldest, None)
+        return self._suppressed.pop(key, 0)

@@ -25,7 +25,7 @@ from typing import Any, cast
 
 import anyio
 
-from rocketmq_actors.logs import get_logger
+from rocketmq_actors.logs import FailureLog, get_logger
 from rocketmq_actors.metrics import METRICS, SeriesCache
 from rocketmq_actors.names import unwrap
 from rocketmq_actors.protocol.messages import Property
@@ -35,7 +35,7 @@ from rocketmq_actors.trace.hooks import ConsumeTrace
 from rocketmq_actors.tracing import Tracing
 
 from .delivery import Abandoned, Deliveries
-from .handlers import FailureLog, as_async_handler, describe
+from .handlers import as_async_handler, describe
 from .message import ReceivedMessage, received
 from .settlement import Outcome, Settlement
 

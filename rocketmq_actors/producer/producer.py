@@ -174,9 +174,8 @@ class Producer(GroupMember):
             retry_not_stored_ok=retry_another_broker_when_not_store_ok,
         )  # fmt: skip
         # message trace (RMQ_SYS_TRACE_TOPIC records, as the Java client's): rocketmq_actors.trace
-        self.trace = rmq_trace.for_producer(
-            self._instance, self.group, namespace, trace, trace_topic
-        )
+        self.trace = rmq_trace.for_producer(self._instance, self.group, namespace, trace,
+                                            trace_topic)  # fmt: skip
         self.senders = Senders(
             self.loop, name=self._describe(), max_pending=max_pending,
             max_pending_bytes=max_pending_bytes, tracing=self._tracing,

@@ -31,7 +31,7 @@ from rocketmq_actors.errors import (
     RocketMQError,
     SendFailed,
 )
-from rocketmq_actors.logs import get_logger
+from rocketmq_actors.logs import FailureLog, get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.runtime.signal import Signal
 from rocketmq_actors.runtime.soon import Call, CallBatch
@@ -121,6 +121,7 @@ class Senders:
         self._unresolved: dict[int, _Queued] = {}  # admission seq -> item, until released
         self._new_future: Callable[[], Waiter] | None = None  # (the running loop's, once known)
         self._callbacks = CallBatch(self._callback_failed)
+        self._callback_errors = FailureLog()
         self.outbox: WorkQueue[_Queued] = WorkQueue(max_pending)
 
     # ---- admission --------------------------------------------------------------------
@@ -337,12 +338,12 @@ class Senders:
         self._unresolved.pop(item.seq, None)
         if item.lane is not None and self._lanes.get(item.lane) is item.future:
             del self._lanes[item.lane]
-        if item.span is not None:
-            self._end_span(item)
         callback = item.callback
         if callback is not None:  # (_call_back, inlined: once per message)
             item.callback = None
             self._callbacks.add(callback, item.future)
+        if item.span is not None:
+            self._end_span(item)
 
     def _call_back(self, item: _Queued) -> None:
         """Queue the call of the send's callback with its future (once: it is then cleared)."""
@@ -350,9 +351,13 @@ class Senders:
         if callback is not None:
             self._callbacks.add(callback, item.future)
 
-    @staticmethod
-    def _callback_failed(callback: Call, exc: Exception) -> None:
-        log.error("producer.send_callback_error", callback=repr(callback), exc_info=exc)
+    def _callback_failed(self, callback: Call, exc: BaseException) -> None:
+        """A send's callback raised: logged, at most a line per callback per interval."""
+        name = getattr(callback, "__qualname__", None) or type(callback).__qualname__
+        suppressed = self._callback_errors.admit(name)
+        if suppressed is not None:
+            log.error("producer.send_callback_error", producer=self.name, callback=name,
+                      error=repr(exc), suppressed=suppressed, exc_info=exc)  # fmt: skip
 
     def _fail_stopped(self, item: _Queued, *, written: bool) -> None:
         """Fail an item's future, if it is not resolved yet, because the producer stopped."""

@@ -3,8 +3,7 @@
 asyncio runs each done callback of each future from a handle of its own (``call_soon``): a
 handle made, queued and run per call, on a path where one chunk of answers ends many requests.
 A :class:`CallBatch` queues ``fn(arg)`` and runs every call queued before its turn from one
-loop callback, in order. Outside asyncio (another anyio backend) it calls at once, as that
-backend's waiters run their callbacks when they are set.
+loop callback, in order.
 """
 
 from __future__ import annotations
@@ -13,52 +12,49 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["CallBatch"]
+__all__ = ["Call", "CallBatch"]
 
 Call = Callable[[Any], object]
 
 
-def _call_now(fn: Callable[[], object]) -> None:
-    fn()
-
-
 class CallBatch:
-    """``add(fn, arg)`` calls ``fn(arg)`` soon. A call that raises an ``Exception`` is
-    reported to ``on_error(fn, exc)`` and the others go on; a ``BaseException`` (a
-    ``KeyboardInterrupt``) propagates, and the calls after it run on the next turn."""
+    """``add(fn, arg)`` calls ``fn(arg)`` soon, on the running asyncio loop. A call that
+    raises is reported to ``on_error(fn, exc)`` and the others go on, as asyncio's handles
+    do (a ``CancelledError`` included); a ``KeyboardInterrupt`` or ``SystemExit`` propagates,
+    and the calls after it run first on the next turn."""
 
     __slots__ = ("_call_soon", "_calls", "_on_error")
 
-    def __init__(self, on_error: Callable[[Call, Exception], None]) -> None:
+    def __init__(self, on_error: Callable[[Call, BaseException], None]) -> None:
         self._calls: list[tuple[Call, Any]] = []
         self._call_soon: Callable[[Callable[[], object]], object] | None = None
         self._on_error = on_error
 
     def add(self, fn: Call, arg: Any) -> None:
+        """Queue ``fn(arg)``; :class:`RuntimeError`, with nothing queued, if no asyncio loop
+        runs in this thread (or it is closed)."""
         calls = self._calls
+        if not calls:  # the first since the last run: schedule one (before queueing: if that
+            self._schedule()  # fails, nothing is left queued that no run would take)
         calls.append((fn, arg))
-        if len(calls) == 1:  # the first since the last run: schedule one
-            call_soon = self._call_soon
-            if call_soon is None:  # (the running loop's, once known)
-                try:
-                    call_soon = asyncio.get_running_loop().call_soon
-                except RuntimeError:  # not asyncio
-                    call_soon = _call_now
-                self._call_soon = call_soon
-            call_soon(self._run)
+
+    def _schedule(self) -> None:
+        call_soon = self._call_soon
+        if call_soon is None:  # (the running loop's, once known)
+            call_soon = self._call_soon = asyncio.get_running_loop().call_soon
+        call_soon(self._run)
 
     def _run(self) -> None:
         calls, self._calls = self._calls, []
-        done = 0
-        try:
-            for fn, arg in calls:
-                done += 1
-                try:
-                    fn(arg)
-                except Exception as exc:
-                    self._on_error(fn, exc)
-        finally:
-            if done < len(calls):  # a BaseException: the rest run next time
-                rest = calls[done:]
-                for fn, arg in rest:
-                    self.add(fn, arg)
+        for index, (fn, arg) in enumerate(calls):
+            try:
+                fn(arg)
+            except (KeyboardInterrupt, SystemExit):
+                rest = calls[index + 1 :]
+                if rest:  # first on the next turn, before what was queued since
+                    if not self._calls:
+                        self._schedule()
+                    self._calls[:0] = rest
+                raise
+            except BaseException as exc:  # (as asyncio's Handle._run: CancelledError too)
+                self._on_error(fn, exc)

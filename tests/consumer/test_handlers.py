@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from rocketmq_actors.consumer.handlers import FailureLog, as_async_handler
+from rocketmq_actors.consumer.handlers import as_async_handler
 from rocketmq_actors.consumer.push import PushConsumer
 from rocketmq_actors.errors import ConfigError, RocketMQError
+from rocketmq_actors.logs import FailureLog
 from rocketmq_actors.protocol.records import MessageExt
 
 

@@ -23,10 +23,11 @@ class Calls:
 
     def __init__(self) -> None:
         self.futures: list[SendFuture] = []
-        self._changed = anyio.Event()
+        self.done_when_called: list[bool] = []  # (asserted by the tests: not in here, where
+        self._changed = anyio.Event()  # an AssertionError would only be logged)
 
     def __call__(self, future: SendFuture) -> None:
-        assert future.done()  # (the send has ended when its callback is called)
+        self.done_when_called.append(future.done())
         self.futures.append(future)
         self._changed.set()
         self._changed = anyio.Event()
@@ -61,6 +62,7 @@ async def test_each_callback_is_called_once_with_its_future_when_its_send_ends()
             fake.sends_open.set()
             await calls.until(7)
             assert sorted(map(id, calls.futures)) == sorted(map(id, plain + ordered))
+            assert all(calls.done_when_called)
             assert all(f.result().offset_msg_id == "AB" for f in calls.futures)
             await producer.flush()
             await producer.send(Message(topic="T", body=b"after"))
@@ -93,6 +95,7 @@ async def test_a_stop_calls_back_every_send_it_fails_at_once() -> None:
                 await producer.stop()
             await calls.until(3)
             assert sorted(map(id, calls.futures)) == sorted(map(id, futures))
+            assert all(calls.done_when_called)
             for future in calls.futures:
                 error = future.exception()
                 assert isinstance(error, SendFailed) and error.outcome_unknown
@@ -104,7 +107,7 @@ async def test_a_stop_calls_back_every_send_it_fails_at_once() -> None:
             assert len(calls.futures) == 3  # nothing called back twice
 
 
-async def test_a_raising_callback_is_logged_and_fails_no_send() -> None:
+async def test_a_raising_callback_is_logged_once_an_interval_and_fails_no_send() -> None:
     fake = GatedCluster()
     fake.routes_open.set()
     fake.sends_open.set()
@@ -118,15 +121,52 @@ async def test_a_raising_callback_is_logged_and_fails_no_send() -> None:
         fake.addr = server.addr
         async with Producer(namesrv=server.addr, group="G") as producer:
             with capture_logs() as logs:
-                first = await producer.send_nowait(Message(topic="T", body=b"a"), callback=bad)
-                second = await producer.send_nowait(Message(topic="T", body=b"b"), callback=calls)
-                await calls.until(2)
-            assert calls.futures == [first, second]
-            assert (await first).offset_msg_id == (await second).offset_msg_id == "AB"
+                raising = [
+                    await producer.send_nowait(Message(topic="T", body=b"a%d" % i), callback=bad)
+                    for i in range(3)
+                ]
+                other = await producer.send_nowait(Message(topic="T", body=b"b"), callback=calls)
+                await calls.until(4)
+            assert sorted(map(id, calls.futures)) == sorted(map(id, [*raising, other]))
+            assert all(calls.done_when_called)
+            assert all(f.result().offset_msg_id == "AB" for f in calls.futures)
             errors = [e for e in logs if e["event"] == "producer.send_callback_error"]
-            assert len(errors) == 1 and errors[0]["log_level"] == "error"
-            assert str(errors[0]["exc_info"]) == "callback bug"
+            assert len(errors) == 1  # the next two within the interval: counted, not logged
+            assert errors[0]["log_level"] == "error" and errors[0]["callback"].endswith("bad")
+            assert errors[0]["error"] == "RuntimeError('callback bug')"
             assert (await producer.send(Message(topic="T", body=b"c"))).offset_msg_id == "AB"
+
+
+async def test_a_cancelled_future_is_called_back_once_when_its_send_ends() -> None:
+    """A caller that gives up awaiting the future cancels it (asyncio); the send goes on, and
+    its callback is called when it ends. A callback that reads ``exception()`` of it (which
+    raises CancelledError) is logged as any raising callback, not by the event loop."""
+    fake = GatedCluster()
+    fake.routes_open.set()
+    calls = Calls()
+
+    def naive(future: SendFuture) -> None:
+        calls(future)
+        future.exception()
+
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        async with Producer(namesrv=server.addr, group="G", send_timeout=10) as producer:
+            with capture_logs() as logs:
+                future = await producer.send_nowait(Message(topic="T", body=b"x"), callback=naive)
+                with anyio.fail_after(5):
+                    await fake.wait_sends(1)
+                with anyio.move_on_after(0):  # the caller gives up
+                    await future
+                assert future.cancelled()
+                await anyio.wait_all_tasks_blocked()
+                assert calls.futures == []  # the send has not ended
+                fake.sends_open.set()
+                await calls.until(1)
+                await producer.flush()
+            assert calls.futures == [future] and calls.done_when_called == [True]
+            errors = [e for e in logs if e["event"] == "producer.send_callback_error"]
+            assert len(errors) == 1 and errors[0]["error"].startswith("CancelledError(")
 
 
 async def test_a_callback_that_is_not_callable_is_refused_before_admission() -> None:

@@ -10,8 +10,8 @@ import pytest
 from rocketmq_actors.runtime.soon import Call, CallBatch
 
 
-def _batch() -> tuple[CallBatch, list[tuple[Call, Exception]]]:
-    errors: list[tuple[Call, Exception]] = []
+def _batch() -> tuple[CallBatch, list[tuple[Call, BaseException]]]:
+    errors: list[tuple[Call, BaseException]] = []
     return CallBatch(lambda fn, exc: errors.append((fn, exc))), errors
 
 
@@ -54,16 +54,22 @@ async def test_a_raising_call_is_reported_and_the_others_run() -> None:
     def bad(arg: int) -> None:
         raise RuntimeError(f"bug {arg}")
 
+    def cancelled(_: int) -> None:  # (exception() of a cancelled future raises this)
+        raise asyncio.CancelledError
+
     batch.add(seen.append, 1)
     batch.add(bad, 2)
-    batch.add(seen.append, 3)
+    batch.add(cancelled, 3)
+    batch.add(seen.append, 4)
     await _turn()
-    assert seen == [1, 3]
-    assert [(fn, str(exc)) for fn, exc in errors] == [(bad, "bug 2")]
+    assert seen == [1, 4]
+    assert [(fn, type(exc)) for fn, exc in errors] == [
+        (bad, RuntimeError), (cancelled, asyncio.CancelledError)
+    ]  # fmt: skip
 
 
-async def test_a_base_exception_propagates_and_the_rest_run_on_the_next_turn() -> None:
-    batch, _ = _batch()
+async def test_an_interrupt_propagates_and_the_rest_run_first_on_the_next_turn() -> None:
+    batch, errors = _batch()
     seen: list[int] = []
 
     def interrupt(_: int) -> None:
@@ -72,15 +78,17 @@ async def test_a_base_exception_propagates_and_the_rest_run_on_the_next_turn() -
     batch.add(seen.append, 1)
     batch.add(interrupt, 2)
     batch.add(seen.append, 3)
+    batch.add(seen.append, 4)
     with pytest.raises(KeyboardInterrupt):
         batch._run()  # (as the loop would, which lets a KeyboardInterrupt through)
     assert seen == [1]
+    batch.add(seen.append, 5)  # queued after the interrupt: after the rest
     await _turn()
-    assert seen == [1, 3]  # not lost
+    assert seen == [1, 3, 4, 5] and errors == []  # none lost, none twice, in order
 
 
-def test_outside_asyncio_a_call_runs_at_once() -> None:
-    batch, errors = _batch()
-    seen: list[int] = []
-    batch.add(seen.append, 7)  # no running loop: as another backend's waiters do
-    assert seen == [7] and errors == []
+def test_outside_a_running_loop_nothing_is_queued() -> None:
+    batch, _ = _batch()
+    with pytest.raises(RuntimeError):
+        batch.add(print, 1)
+    assert batch._calls == []  # (a later add on a loop schedules its run)
