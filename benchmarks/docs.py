@@ -89,6 +89,12 @@ FINDINGS = """\
   experiment, young-generation and full collections became several times rarer. `await send`
   does not have this cost: each sending task frees its last message's objects before it makes
   the next one's, so the collector's count stays low and collections are rare.
+- Each side takes a `send_nowait` send's latency in its callback: the Java program in its
+  `SendCallback`, ours in `send_nowait`'s `callback`. A function given to
+  `future.add_done_callback` instead costs a loop handle made, queued and run per message;
+  `send_nowait`'s callbacks for the sends one read of answers ends run from one loop callback
+  (`runtime/soon.py`). Before that API, this path's harness used `add_done_callback`, and its
+  figures in earlier runs include that cost.
 - Profiling: py-spy's default mode pauses the process for every sample, and a paused thread
   stops on its way out of a system call, so its samples piled up on the send path's most
   frequent call (the `getpid` that CPython 3.11's `asyncio.get_running_loop` makes, or
