@@ -12,7 +12,6 @@ from typing import Any
 import anyio
 import pytest
 
-from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import (
     BrokerError,
     ClientClosed,
@@ -26,6 +25,8 @@ from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
+
+from .fakes import on_shared_instance
 
 
 class Scripted:
@@ -199,23 +200,18 @@ async def test_a_stop_on_a_shared_instance_resolves_first_attempts_at_once() -> 
     """The instance's connection stays open (another client may use it), so no connection
     loss ends the first attempts: the stop itself fails their futures (outcome unknown)."""
     fake = Scripted(ResponseCode.SUCCESS, *[None] * 5)
-    async with FakeServer(fake) as server:
-        fake.addr = server.addr
-        async with ClientInstance(server.addr) as instance:
-            producer = Producer(instance=instance, group="G", send_timeout=30.0,
-                                shutdown_timeout=0.5)  # fmt: skip
-            await producer.start()
-            await _known_route(producer)
-            futures = [await producer.send_nowait(Message(topic="T", body=b"x")) for _ in range(5)]
-            with anyio.fail_after(5):
-                await producer.stop()
-            assert all(future.done() for future in futures)
-            for future in futures:
-                with pytest.raises(SendFailed) as info:
-                    await future
-                assert info.value.outcome_unknown
-                assert isinstance(info.value.attempts[-1], ClientClosed)
-            assert instance.running  # (the shared instance is not the producer's to stop)
+    async with on_shared_instance(fake) as producer:
+        await _known_route(producer)
+        futures = [await producer.send_nowait(Message(topic="T", body=b"x")) for _ in range(5)]
+        with anyio.fail_after(5):
+            await producer.stop()
+        assert all(future.done() for future in futures)
+        for future in futures:
+            with pytest.raises(SendFailed) as info:
+                await future
+            assert info.value.outcome_unknown
+            assert isinstance(info.value.attempts[-1], ClientClosed)
+        assert producer.instance.running  # (the shared instance is not the producer's to stop)
 
 
 async def test_a_silent_first_attempt_is_retried_within_the_sends_deadline(

@@ -9,13 +9,12 @@ import anyio
 import pytest
 from structlog.testing import capture_logs
 
-from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import ClientClosed, ConfigError, SendFailed
 from rocketmq_actors.producer import Message, Producer, SendFuture
 from rocketmq_actors.producer.sendloop import ROUND_ROBIN
 from rocketmq_actors.testing.fakeserver import FakeServer
 
-from .test_send_nowait_cancel import GatedCluster
+from .fakes import GatedCluster, on_shared_instance
 
 
 class Calls:
@@ -78,33 +77,28 @@ async def test_a_stop_calls_back_every_send_it_fails_at_once() -> None:
     fake.routes_open.set()
     fake.sends_open.set()  # for the first send (the route known, the connection open)
     calls = Calls()
-    async with FakeServer(fake) as server:
-        fake.addr = server.addr
-        async with ClientInstance(server.addr) as instance:
-            producer = Producer(instance=instance, group="G", send_timeout=30.0,
-                                shutdown_timeout=0.5)  # fmt: skip
-            await producer.start()
-            await producer.send(Message(topic="T", body=b"warm"))
-            fake.sends_open = anyio.Event()  # the next sends are never answered
-            futures = [
-                await producer.send_nowait(Message(topic="T", body=b"s%d" % i), callback=calls)
-                for i in range(3)
-            ]
-            with anyio.fail_after(5):
-                await fake.wait_sends(4)  # (the first attempts, from send_nowait)
-                await producer.stop()
-            await calls.until(3)
-            assert sorted(map(id, calls.futures)) == sorted(map(id, futures))
-            assert all(calls.done_when_called)
-            for future in calls.futures:
-                error = future.exception()
-                assert isinstance(error, SendFailed) and error.outcome_unknown
-            fake.sends_open.set()  # the answers arrive now and release the sends
-            with anyio.fail_after(5):
-                while producer.senders.pending:
-                    await producer.senders.wait_change()
-            await anyio.wait_all_tasks_blocked()
-            assert len(calls.futures) == 3  # nothing called back twice
+    async with on_shared_instance(fake) as producer:
+        await producer.send(Message(topic="T", body=b"warm"))
+        fake.sends_open = anyio.Event()  # the next sends are never answered
+        futures = [
+            await producer.send_nowait(Message(topic="T", body=b"s%d" % i), callback=calls)
+            for i in range(3)
+        ]
+        with anyio.fail_after(5):
+            await fake.wait_sends(4)  # (the first attempts, from send_nowait)
+            await producer.stop()
+        await calls.until(3)
+        assert sorted(map(id, calls.futures)) == sorted(map(id, futures))
+        assert all(calls.done_when_called)
+        for future in calls.futures:
+            error = future.exception()
+            assert isinstance(error, SendFailed) and error.outcome_unknown
+        fake.sends_open.set()  # the answers arrive now and release the sends
+        with anyio.fail_after(5):
+            while producer.senders.pending:
+                await producer.senders.wait_change()
+        await anyio.wait_all_tasks_blocked()
+        assert len(calls.futures) == 3  # nothing called back twice
 
 
 async def test_a_raising_callback_is_logged_once_an_interval_and_fails_no_send() -> None:

@@ -9,40 +9,9 @@ import pytest
 from rocketmq_actors.errors import ClientClosed
 from rocketmq_actors.producer import FlushResult, Message, Producer, SendFuture
 from rocketmq_actors.producer.sendloop import ROUND_ROBIN
-from rocketmq_actors.protocol.codes import RequestCode
-from rocketmq_actors.protocol.command import RemotingCommand
-from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
+from rocketmq_actors.testing.fakeserver import FakeServer
 
-
-class GatedCluster:
-    """NameServer (the route of any topic: one broker, itself) and that broker; route
-    lookups of topic T wait for ``routes_open``, sends for ``sends_open``."""
-
-    def __init__(self) -> None:
-        self.addr = ""
-        self.routes_open = anyio.Event()
-        self.sends_open = anyio.Event()
-        self.sends = 0
-        self.arrived = anyio.Event()
-
-    async def __call__(self, peer: FakePeer, cmd: RemotingCommand) -> None:
-        if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
-            if cmd.ext_fields.get("topic") == "T":
-                await self.routes_open.wait()
-            await peer.reply(cmd, body=route_body(("fake", self.addr)))
-        elif cmd.code == RequestCode.SEND_MESSAGE_V2:
-            self.sends += 1
-            self.arrived.set()
-            self.arrived = anyio.Event()
-            await self.sends_open.wait()
-            ext = {"msgId": "AB", "queueId": cmd.ext_fields.get("e", "0"), "queueOffset": "1"}
-            await peer.reply(cmd, ext_fields=ext)
-        else:
-            await peer.reply(cmd)
-
-    async def wait_sends(self, count: int) -> None:
-        while self.sends < count:
-            await self.arrived.wait()
+from .fakes import GatedCluster
 
 
 def _senders_restarts(producer: Producer) -> int:

@@ -1,0 +1,70 @@
+"""Fake brokers and set-ups the producer's tests share (fakes for what a real broker cannot
+be made to do on demand: hold a send's answer, or never give it)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Protocol
+
+import anyio
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.producer import Producer
+from rocketmq_actors.protocol.codes import RequestCode
+from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
+
+
+class GatedCluster:
+    """NameServer (the route of any topic: one broker, itself) and that broker; route
+    lookups of topic T wait for ``routes_open``, sends for ``sends_open``."""
+
+    def __init__(self) -> None:
+        self.addr = ""
+        self.routes_open = anyio.Event()
+        self.sends_open = anyio.Event()
+        self.sends = 0
+        self.arrived = anyio.Event()
+
+    async def __call__(self, peer: FakePeer, cmd: RemotingCommand) -> None:
+        if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
+            if cmd.ext_fields.get("topic") == "T":
+                await self.routes_open.wait()
+            await peer.reply(cmd, body=route_body(("fake", self.addr)))
+        elif cmd.code == RequestCode.SEND_MESSAGE_V2:
+            self.sends += 1
+            self.arrived.set()
+            self.arrived = anyio.Event()
+            await self.sends_open.wait()
+            ext = {"msgId": "AB", "queueId": cmd.ext_fields.get("e", "0"), "queueOffset": "1"}
+            await peer.reply(cmd, ext_fields=ext)
+        else:
+            await peer.reply(cmd)
+
+    async def wait_sends(self, count: int) -> None:
+        while self.sends < count:
+            await self.arrived.wait()
+
+
+class _Fake(Protocol):
+    addr: str
+
+    async def __call__(self, peer: FakePeer, cmd: RemotingCommand) -> None: ...
+
+
+@asynccontextmanager
+async def on_shared_instance(fake: _Fake) -> AsyncIterator[Producer]:
+    """A started producer (group G, send_timeout 30 s, shutdown_timeout 0.5 s) on a client
+    instance of its own against ``fake``. The instance's connection stays open when the
+    producer stops (another client may use it), so no connection loss ends its sends."""
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        async with ClientInstance(server.addr) as instance:
+            producer = Producer(instance=instance, group="G", send_timeout=30.0,
+                                shutdown_timeout=0.5)  # fmt: skip
+            await producer.start()
+            try:
+                yield producer
+            finally:
+                await producer.stop()  # (idempotent: most tests stop it themselves)
