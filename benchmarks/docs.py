@@ -93,8 +93,8 @@ FINDINGS = """\
   `SendCallback`, ours in `send_nowait`'s `callback`. A function given to
   `future.add_done_callback` instead costs a loop handle made, queued and run per message;
   `send_nowait`'s callbacks for the sends one read of answers ends run from one loop callback
-  (`runtime/soon.py`). Before that API, this path's harness used `add_done_callback`, and its
-  figures in earlier runs include that cost.
+  (`runtime/soon.py`). Runs before that API took this path's latencies with
+  `add_done_callback`.
 - Profiling: py-spy's default mode pauses the process for every sample, and a paused thread
   stops on its way out of a system call, so its samples piled up on the send path's most
   frequent call (the `getpid` that CPython 3.11's `asyncio.get_running_loop` makes, or

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import structlog
 
-from rocketmq_actors.logs import configure_logging, get_logger
+from rocketmq_actors.logs import FailureLog, configure_logging, get_logger
 
 
 class _Collect(logging.Handler):
@@ -138,3 +138,14 @@ def test_a_producer_prints_nothing_without_logging_configured(
         [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=True
     )
     assert done.stdout == "" and done.stderr == ""
+
+
+def test_failure_log_lets_one_line_per_key_through_per_interval() -> None:
+    now = [0.0]
+    log = FailureLog(10.0, clock=lambda: now[0])
+    assert log.admit("q1") == 0
+    assert log.admit("q1") is None and log.admit("q1") is None  # suppressed, counted
+    assert log.admit("q2") == 0  # another queue has its own budget
+    now[0] = 10.0
+    assert log.admit("q1") == 2  # the next line says how many were left out
+    assert log.admit("q1") is None

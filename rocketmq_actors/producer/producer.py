@@ -22,7 +22,6 @@ flight from one process made a broker on the same two cores answer SYSTEM_BUSY
 
 from __future__ import annotations
 
-import math
 import ssl
 from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AsyncExitStack
@@ -50,7 +49,6 @@ from rocketmq_actors.runtime.netinfo import local_ipv4
 from rocketmq_actors.runtime.router import Inbound
 from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart
 from rocketmq_actors.runtime.tree import Node
-from rocketmq_actors.runtime.waiters import wait_done
 from rocketmq_actors.trace import hooks as rmq_trace
 from rocketmq_actors.tracing import Tracing
 
@@ -174,8 +172,9 @@ class Producer(GroupMember):
             retry_not_stored_ok=retry_another_broker_when_not_store_ok,
         )  # fmt: skip
         # message trace (RMQ_SYS_TRACE_TOPIC records, as the Java client's): rocketmq_actors.trace
-        self.trace = rmq_trace.for_producer(self._instance, self.group, namespace, trace,
-                                            trace_topic)  # fmt: skip
+        self.trace = rmq_trace.for_producer(
+            self._instance, self.group, namespace, trace, trace_topic
+        )
         self.senders = Senders(
             self.loop, name=self._describe(), max_pending=max_pending,
             max_pending_bytes=max_pending_bytes, tracing=self._tracing,
@@ -351,7 +350,11 @@ class Producer(GroupMember):
         """Admit the message (waiting while ``max_pending`` sends or ``max_pending_bytes`` are
         in flight), then return a future of its :class:`SendResult` without waiting for the
         broker: ``await`` it, or check ``done()`` and ``result()``; :meth:`flush` waits for
-        all of them. ``callback(future)`` is called once as the send ends (``SendCallback``)."""
+        all of them. ``callback(future)``, as the Java client's ``SendCallback``: called once,
+        on the event loop soon after the send ends (sent, failed, failed by a stop, or - its
+        future cancelled by a caller that gave up awaiting it - when the send ends anyway); not
+        for a send refused at admission (that raises here). One that raises is logged; one that
+        cannot be called is a :class:`ConfigError`."""
         span = None
         if self._tracing is not None:
             span, message = self._start_span(message, sharding_key, selector)
@@ -384,24 +387,10 @@ class Producer(GroupMember):
         """Wait until every ``send_nowait`` admitted before this call is resolved (sent, failed,
         or its future cancelled by a caller that gave up awaiting it), at most ``timeout``
         seconds (None: no limit), and count them. Sends admitted meanwhile are not waited for.
-        Cancelling a flush cancels no send."""
+        Cancelling a flush cancels no send. It does not wait for the sends' callbacks."""
         if timeout is not None:
             timeout = check_timeout("timeout", timeout)
-        futures = self.senders.outstanding()
-        with anyio.move_on_after(math.inf if timeout is None else timeout):
-            for future in futures:
-                await wait_done(future)
-        sent = failed = pending = cancelled = 0
-        for future in futures:
-            if not future.done():
-                pending += 1
-            elif future.cancelled():  # (exception() would raise CancelledError)
-                cancelled += 1
-            elif future.exception() is None:
-                sent += 1
-            else:
-                failed += 1
-        return FlushResult(sent, failed, pending, cancelled)
+        return await self.senders.flush(timeout)
 
     def _start_span(
         self, message: Message, sharding_key: str | None, selector: QueueSelector | None

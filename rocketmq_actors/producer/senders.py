@@ -18,6 +18,8 @@ the send's failure, with :class:`~rocketmq_actors.errors.InternalError` if the s
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable
 from typing import Any, NoReturn, cast
 
@@ -41,6 +43,7 @@ from rocketmq_actors.runtime.workqueue import WorkQueue
 from rocketmq_actors.tracing import Tracing
 
 from .attempt import FirstAttempt
+from .future import FlushResult
 from .prepare import Prepared
 from .result import SendResult
 from .sendloop import ROUND_ROBIN, Routing, SendLoop
@@ -263,6 +266,25 @@ class Senders:
             not self.pending or self.pending_bytes + size <= self.max_pending_bytes
         )
 
+    async def flush(self, timeout: float | None) -> FlushResult:
+        """Wait (at most ``timeout`` seconds; None: no limit) for the futures of the sends
+        admitted so far, and count how they ended. Cancelling it cancels no send."""
+        futures = self.outstanding()
+        with anyio.move_on_after(math.inf if timeout is None else timeout):
+            for future in futures:
+                await wait_done(future)
+        sent = failed = pending = cancelled = 0
+        for future in futures:
+            if not future.done():
+                pending += 1
+            elif future.cancelled():  # (exception() would raise CancelledError)
+                cancelled += 1
+            elif future.exception() is None:
+                sent += 1
+            else:
+                failed += 1
+        return FlushResult(sent, failed, pending, cancelled)
+
     def outstanding(self) -> list[Waiter]:
         """The futures of every send admitted and not released yet (what ``flush`` waits
         for)."""
@@ -352,12 +374,17 @@ class Senders:
             self._callbacks.add(callback, item.future)
 
     def _callback_failed(self, callback: Call, exc: BaseException) -> None:
-        """A send's callback raised: logged, at most a line per callback per interval."""
-        name = getattr(callback, "__qualname__", None) or type(callback).__qualname__
+        """A send's callback raised: logged, at most a line per callback function per
+        interval (a ``functools.partial`` counts as the function it wraps)."""
+        function: Any = callback
+        while isinstance(function, functools.partial):
+            function = function.func
+        name = getattr(function, "__qualname__", None) or type(function).__qualname__
+        name = f"{getattr(function, '__module__', None) or '?'}.{name}"
         suppressed = self._callback_errors.admit(name)
         if suppressed is not None:
             log.error("producer.send_callback_error", producer=self.name, callback=name,
-                      error=repr(exc), suppressed=suppressed, exc_info=exc)  # fmt: skip
+                      error=type(exc).__name__, suppressed=suppressed, exc_info=exc)  # fmt: skip
 
     def _fail_stopped(self, item: _Queued, *, written: bool) -> None:
         """Fail an item's future, if it is not resolved yet, because the producer stopped."""

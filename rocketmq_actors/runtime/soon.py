@@ -9,6 +9,7 @@ loop callback, in order.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -20,8 +21,9 @@ Call = Callable[[Any], object]
 class CallBatch:
     """``add(fn, arg)`` calls ``fn(arg)`` soon, on the running asyncio loop. A call that
     raises is reported to ``on_error(fn, exc)`` and the others go on, as asyncio's handles
-    do (a ``CancelledError`` included); a ``KeyboardInterrupt`` or ``SystemExit`` propagates,
-    and the calls after it run first on the next turn."""
+    do (a ``CancelledError`` included; an ``on_error`` that raises stops nothing either); a
+    ``KeyboardInterrupt`` or ``SystemExit`` propagates, and the calls after it run first on
+    the next turn."""
 
     __slots__ = ("_call_soon", "_calls", "_on_error")
 
@@ -57,4 +59,5 @@ class CallBatch:
                     self._calls[:0] = rest
                 raise
             except BaseException as exc:  # (as asyncio's Handle._run: CancelledError too)
-                self._on_error(fn, exc)
+                with contextlib.suppress(Exception):  # (a failing report drops no call)
+                    self._on_error(fn, exc)

@@ -12,7 +12,6 @@ import pytest
 from rocketmq_actors.consumer.handlers import as_async_handler
 from rocketmq_actors.consumer.push import PushConsumer
 from rocketmq_actors.errors import ConfigError, RocketMQError
-from rocketmq_actors.logs import FailureLog
 from rocketmq_actors.protocol.records import MessageExt
 
 
@@ -103,14 +102,3 @@ async def test_a_sync_handler_runs_in_a_worker_thread() -> None:
 def test_bad_numbers_are_config_errors(option: str, value: object) -> None:
     with pytest.raises(ConfigError, match=option):
         _consumer(handler=good, **{option: value})
-
-
-def test_failure_log_lets_one_line_per_key_through_per_interval() -> None:
-    now = [0.0]
-    log = FailureLog(10.0, clock=lambda: now[0])
-    assert log.admit("q1") == 0
-    assert log.admit("q1") is None and log.admit("q1") is None  # suppressed, counted
-    assert log.admit("q2") == 0  # another queue has its own budget
-    now[0] = 10.0
-    assert log.admit("q1") == 2  # the next line says how many were left out
-    assert log.admit("q1") is None

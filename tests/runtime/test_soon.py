@@ -68,23 +68,50 @@ async def test_a_raising_call_is_reported_and_the_others_run() -> None:
     ]  # fmt: skip
 
 
-async def test_an_interrupt_propagates_and_the_rest_run_first_on_the_next_turn() -> None:
+@pytest.mark.parametrize("queued_during_the_run", [True, False])
+def test_an_interrupt_propagates_and_the_rest_run_first_on_the_next_turn(
+    queued_during_the_run: bool,
+) -> None:
     batch, errors = _batch()
+    runs: list[object] = []
+    batch._call_soon = runs.append  # (the turns, recorded: run by hand below)
     seen: list[int] = []
 
     def interrupt(_: int) -> None:
+        if queued_during_the_run:  # (that add schedules the next run itself)
+            batch.add(seen.append, 5)
         raise KeyboardInterrupt
 
     batch.add(seen.append, 1)
     batch.add(interrupt, 2)
     batch.add(seen.append, 3)
     batch.add(seen.append, 4)
+    assert runs == [batch._run]
     with pytest.raises(KeyboardInterrupt):
-        batch._run()  # (as the loop would, which lets a KeyboardInterrupt through)
+        batch._run()
     assert seen == [1]
-    batch.add(seen.append, 5)  # queued after the interrupt: after the rest
+    assert runs == [batch._run, batch._run]  # one more turn, for the rest (and the new call)
+    batch._run()
+    expected = [1, 3, 4, 5] if queued_during_the_run else [1, 3, 4]
+    assert seen == expected and errors == []  # none lost, none twice, the rest first
+    assert batch._calls == [] and len(runs) == 2
+
+
+async def test_a_report_that_fails_drops_no_call() -> None:
+    seen: list[int] = []
+
+    def failing_report(fn: Call, exc: BaseException) -> None:
+        raise ValueError("the reporter's own bug")
+
+    batch = CallBatch(failing_report)
+
+    def bad(_: int) -> None:
+        raise RuntimeError("bug")
+
+    batch.add(bad, 1)
+    batch.add(seen.append, 2)
     await _turn()
-    assert seen == [1, 3, 4, 5] and errors == []  # none lost, none twice, in order
+    assert seen == [2]
 
 
 def test_outside_a_running_loop_nothing_is_queued() -> None:
