@@ -360,10 +360,8 @@ class Senders:
         self._unresolved.pop(item.seq, None)
         if item.lane is not None and self._lanes.get(item.lane) is item.future:
             del self._lanes[item.lane]
-        callback = item.callback
-        if callback is not None:  # (_call_back, inlined: once per message)
-            item.callback = None
-            self._callbacks.add(callback, item.future)
+        if item.callback is not None:
+            self._call_back(item)
         if item.span is not None:
             self._end_span(item)
 
