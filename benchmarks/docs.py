@@ -195,6 +195,22 @@ def _null_uvloop_section(null: dict[str, Any]) -> list[str]:
     ]
 
 
+def _null_pinned_section(null: dict[str, Any]) -> list[str]:
+    return [
+        "### One core each (`nullbroker-pinned.json`)\n",
+        "`python -m benchmarks.nullbroker --pin`: the same paths, with the null broker's JVM on "
+        "one core and both clients, taking turns, on the other (`os.sched_setaffinity`: the "
+        "JVM's threads and the Java client's process inherit theirs). No thread of the broker "
+        "takes a client's core, as when the broker runs on other machines, and each client "
+        "has one core, as a service limited to one CPU: the Java client's sender, Netty, JIT "
+        "and GC threads share it, and its rate is what one core of it does, as ours is. The "
+        "targets are judged on the shared machine above; this says how the clients compare "
+        "per core. Settings: " + ", ".join(f"{k} {v}" for k, v in null["settings"].items()) + ".\n",
+        *_null_paths(null),
+        "",
+    ]
+
+
 def _null_section(null: dict[str, Any]) -> list[str]:
     lines = [
         "## Against a null broker: the client is the bottleneck (`nullbroker.json`)\n",
@@ -425,6 +441,11 @@ def performance_md() -> str:
         *(
             _null_uvloop_section(_load("nullbroker-uvloop"))
             if (RESULTS / "nullbroker-uvloop.json").exists()
+            else []
+        ),
+        *(
+            _null_pinned_section(_load("nullbroker-pinned"))
+            if (RESULTS / "nullbroker-pinned.json").exists()
             else []
         ),
         *(_peers_section(_load("peers")) if (RESULTS / "peers.json").exists() else []),

@@ -1,6 +1,6 @@
 """Both clients against a null broker, where the client is the bottleneck (issue 28).
 
-    python -m benchmarks.nullbroker [--windows 4] [--seconds 2] [--warmup 5] [--uvloop]
+    python -m benchmarks.nullbroker [--windows 4] [--seconds 2] [--warmup 5] [--uvloop] [--pin]
 
 ``benchmarks/java/NullBroker.java`` is RocketMQ's own remoting server (``NettyRemotingServer``
 from the cached 5.3.3 jars) answering route, heartbeat, send, batch, pull and offset requests
@@ -15,15 +15,21 @@ the first message to the last for (d). Writes ``benchmarks/results/nullbroker.js
 go to ``nullbroker-uvloop.json``.
 
 The null broker shares the machine with both clients, but it is the same broker for both and
-the windows alternate, so the ratio compares the clients on the same machine phase.
+the windows alternate, so the ratio compares the clients on the same machine phase. With
+``--pin`` it does not share their core: the null broker's JVM runs on one core and both
+clients (ours in this process, Java's in the processes it starts) on another, as a service
+limited to one CPU whose broker runs elsewhere; the results go to ``nullbroker-pinned.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -103,6 +109,37 @@ class NullBroker:
             self._proc.close(timeout=30)
 
 
+def pin_layout() -> tuple[int, int]:
+    """``--pin``'s cores: (the clients', the null broker's), the first two this process may
+    run on."""
+    if not hasattr(os, "sched_setaffinity"):
+        raise SystemExit("--pin needs os.sched_setaffinity (Linux)")
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        raise SystemExit(f"--pin needs two cores; this process may run on {cores} only")
+    return cores[0], cores[1]
+
+
+@contextlib.contextmanager
+def null_broker(layout: tuple[int, int] | None = None, **options: int) -> Iterator[NullBroker]:
+    """A :class:`NullBroker`; with ``layout`` (:func:`pin_layout`), its JVM on the second core
+    (every thread of it: they inherit the core it starts on) and this thread on the first,
+    which the processes it starts inherit (Java's clients), until the block ends."""
+    if layout is None:
+        with NullBroker(**options) as broker:
+            yield broker
+        return
+    client_core, broker_core = layout
+    saved = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, {broker_core})
+        with NullBroker(**options) as broker:
+            os.sched_setaffinity(0, {client_core})
+            yield broker
+    finally:
+        os.sched_setaffinity(0, saved)
+
+
 def _drains(
     namesrv: str, messages: int, rounds: int, *, uvloop: bool = False
 ) -> dict[str, dict[str, Any]]:
@@ -142,8 +179,8 @@ def _row(unit: str, ours: dict[str, Any], java: dict[str, Any]) -> dict[str, Any
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     messages = args.backlog * args.queues
-    with NullBroker(queues=args.queues, backlog=args.backlog, pull_batch=args.pull_batch,
-                    hold_ms=args.hold_ms) as broker:  # fmt: skip
+    with null_broker(args.layout, queues=args.queues, backlog=args.backlog,
+                     pull_batch=args.pull_batch, hold_ms=args.hold_ms) as broker:  # fmt: skip
         broker_cpu = broker.cpu_s()
         produce = anyio.run(paired.paired, broker.addr, args.windows, args.seconds, args.warmup,
                             args.concurrency, f"bench_null_{int(time.time())}",
@@ -194,11 +231,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hold-ms", type=int, default=1000, help="(d): a pull past the end")
     parser.add_argument("--drains", type=int, default=2, help="(d): drains per client, ABBA")
     parser.add_argument("--uvloop", action="store_true", help="our side on uvloop")
+    parser.add_argument(
+        "--pin", action="store_true", help="the null broker on one core, both clients on another"
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     uvloop_options(args.uvloop)  # without the extra: MissingExtra, before anything starts
+    args.layout = pin_layout() if args.pin else None
     args.out = args.out or RESULTS / (
-        "nullbroker-uvloop.json" if args.uvloop else "nullbroker.json"
+        f"nullbroker{'-uvloop' if args.uvloop else ''}{'-pinned' if args.pin else ''}.json"
     )
     started = time.monotonic()
     figures = measure(args)
@@ -208,8 +249,12 @@ def main(argv: list[str] | None = None) -> int:
         "consume_messages": args.backlog * args.queues, "pull_batch": args.pull_batch,
         "drains": args.drains, "took_seconds": round(time.monotonic() - started),
         "our_event_loop": "uvloop" if args.uvloop else "asyncio",
-        "machine": "2 cores shared with the null broker and with other work: short windows, "
-        "paired (the ratio compares both clients on the same phase)",
+        "machine": (
+            f"the clients (taking turns) on core {args.layout[0]}, the null broker on core "
+            f"{args.layout[1]}: short windows, paired"
+            if args.layout else "2 cores shared with the null broker and with other work: "
+            "short windows, paired (the ratio compares both clients on the same phase)"
+        ),
     }  # fmt: skip
     if args.out.exists():  # what benchmarks.sendprofile and benchmarks.abtest added stays
         kept = json.loads(args.out.read_text())

@@ -3,12 +3,15 @@ small backlog go through it, so the client-bound benchmark cannot rot unnoticed.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
 import anyio
 import pytest
 
-from benchmarks.nullbroker import NullBroker
+from benchmarks.nullbroker import NullBroker, null_broker, pin_layout
 from benchmarks.producer import nowait_window
 from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer
 from rocketmq_actors.producer import Message, Producer
@@ -59,3 +62,44 @@ def test_one_send_a_batch_and_the_pulls_of_a_backlog_go_through_our_client() -> 
     assert offsets == {queue: list(range(BACKLOG)) for queue in range(QUEUES)}
     assert {"105", "310", "320", "11"} <= set(served["requests"])
     assert served["unknown"] == {}
+
+
+def _affinities(pid: int) -> set[frozenset[int]]:
+    """The cores each thread of process ``pid`` may run on (threads that ended meanwhile
+    left out)."""
+    found = set()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            found.add(frozenset(os.sched_getaffinity(int(tid))))
+        except ProcessLookupError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="--pin needs sched_setaffinity and two cores",
+)
+def test_pinned_the_null_broker_has_a_core_and_the_clients_the_other() -> None:
+    clients, broker_core = layout = pin_layout()
+    assert clients != broker_core
+    before = os.sched_getaffinity(0)
+    with null_broker(layout, queues=1, backlog=1) as broker:
+        assert broker.pid is not None
+        assert os.sched_getaffinity(0) == {clients}
+        assert len(os.listdir(f"/proc/{broker.pid}/task")) > 1  # (a JVM: many threads)
+        assert _affinities(broker.pid) == {frozenset({broker_core})}
+        # a process started now (as the Java client is) runs on the clients' core
+        child = subprocess.run(
+            [sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        assert child.stdout.strip() == str([clients])
+        served = anyio.run(_one_send, broker.addr)
+    assert served.status is SendStatus.SEND_OK
+    assert os.sched_getaffinity(0) == before
+
+
+async def _one_send(addr: str) -> Any:
+    async with Producer(namesrv=addr, group="null_broker_pinned") as producer:
+        return await producer.send(Message(topic="null_broker_topic", body=b"pinned"))
