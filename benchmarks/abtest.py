@@ -2,14 +2,17 @@
 
     git archive main rocketmq_actors | tar -x -C BASE
     python -m benchmarks.abtest --base BASE --change "what changed" [--windows 6] [--seconds 3]
-        [--nowait]
+        [--nowait] [--pin]
 
 ``BASE`` holds the ``rocketmq_actors`` package to compare with (the code before the change);
 this tree's is the code after it. One ``NullBroker.java`` serves both. Each window is a fresh
 process running ``benchmarks.sendprofile``'s worker (a warm-up, then ``--seconds`` of 1 KiB
 sends with ``--concurrency`` in flight: ``await send`` from that many tasks, or with
 ``--nowait`` ``send_nowait`` from one task with that many admitted), the sides taking turns
-(before-after, after-before, ...) so that the machine's phases fall on both. Per side:
+(before-after, after-before, ...) so that the machine's phases fall on both, after a window
+that neither side counts (the null broker's warm-up); with ``--pin``
+the null broker runs on a core of its own and the windows on another (``benchmarks.nullbroker
+--pin``: fewer swings from the broker's threads taking the client's core). Per side:
 messages over the summed window time and the process's CPU per message (every thread). The
 pooled figures and every window are appended to the ``changes`` entry of
 ``benchmarks/results/nullbroker.json``.
@@ -27,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .common import RESULTS, alternating, last_json
-from .nullbroker import NullBroker
+from .nullbroker import null_broker, pin_layout
 
 TREE = Path(__file__).resolve().parents[1]
 
@@ -50,6 +53,13 @@ def window(
     return last_json(done.stdout, "abtest")
 
 
+def warm_up(addr: str, seconds: float, concurrency: int, *, nowait: bool = False) -> None:
+    """One window of this tree's package, not recorded, before the sides take turns: a fresh
+    null broker's JIT warms up in its first window (slower), which would otherwise always fall
+    on the side that goes first."""
+    window(None, addr, seconds, concurrency, nowait=nowait)
+
+
 def pooled(windows: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
     messages = sum(w["messages"] for w in windows)
     cpu = sum(w["client_cpu_us_per_msg"] * w["messages"] for w in windows)
@@ -70,13 +80,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--nowait", action="store_true", help="path b_pipelined_nowait_1k (send_nowait)"
     )
+    parser.add_argument("--pin", action="store_true", help="the null broker on a core of its own")
     parser.add_argument("--out", type=Path, default=RESULTS / "nullbroker.json")
     args = parser.parse_args(argv)
     base = args.base.resolve()
     if not (base / "rocketmq_actors" / "__init__.py").exists():
         parser.error(f"--base: {base} holds no rocketmq_actors package")
     sides: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
-    with NullBroker() as broker:
+    with null_broker(pin_layout() if args.pin else None) as broker:
+        warm_up(broker.addr, args.seconds, args.concurrency, nowait=args.nowait)
         for side in alternating(args.windows, "before", "after"):
             tree = base if side == "before" else TREE
             got = window(tree if side == "before" else None, broker.addr, args.seconds,
@@ -88,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     results.setdefault("changes", []).append({
         "change": args.change,
-        "path": f"{'b_pipelined_nowait_1k' if args.nowait else 'b_pipelined_1k'} (ours only)",
+        "path": f"{'b_pipelined_nowait_1k' if args.nowait else 'b_pipelined_1k'} (ours only"
+        f"{', pinned' if args.pin else ''})",
         "taken_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "window_seconds": args.seconds,
         **{side: pooled(windows, args.seconds) for side, windows in sides.items()},

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .abtest import TREE, pooled, window
+from .abtest import TREE, pooled, warm_up, window
 from .common import RESULTS, alternating, last_json, write_results
 from .nullbroker import NullBroker
 
@@ -107,6 +107,7 @@ def codec_pairs(pure: Path, compiled: Path, rounds: int) -> dict[str, list[dict[
 def pipelined_pairs(compiled: Path, windows: int, seconds: float) -> dict[str, Any]:
     sides: dict[str, list[dict[str, Any]]] = {"pure": [], "compiled": []}
     with NullBroker() as broker:
+        warm_up(broker.addr, seconds, 256)
         for side in alternating(windows, "pure", "compiled"):
             got = window(compiled if side == "compiled" else None, broker.addr, seconds, 256)
             if got.pop("framing_compiled") != (side == "compiled"):  # (PYTHONPATH shadowing)
