@@ -142,7 +142,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.nullbroker --uvloop  # the same with our side on uvloop
 	$(PY) -m benchmarks.nullbroker --pin  # the same with the null broker on a core of its own
 	$(PY) -m benchmarks.peers  # the other Python clients (pyrocketmq: PYROCKETMQ_SOURCE=checkout)
-	$(PY) -m benchmarks.compiled  # would mypyc over protocol/ pay? (scratch copies only)
+	$(PY) -m benchmarks.compiled  # would mypyc over the send path pay? (scratch copies only)
 	$(PY) -m benchmarks.codec
 	$(PY) -m benchmarks.roundtrip
 	$(PY) -m benchmarks.roundtrip --uvloop --out benchmarks/results/roundtrip-uvloop.json

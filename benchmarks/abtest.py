@@ -47,9 +47,11 @@ def window(
         [sys.executable, "-m", "benchmarks.sendprofile", "--worker", addr,
          "--seconds", str(seconds), "--concurrency", str(concurrency),
          *(["--nowait"] if nowait else [])],
-        capture_output=True, text=True, check=True, timeout=seconds + 120, env=env,
+        capture_output=True, text=True, check=False, timeout=seconds + 120, env=env,
         cwd=base or TREE,
     )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"a window of {base or TREE} failed: {done.stderr.strip()[-1500:]}")
     return last_json(done.stdout, "abtest")
 
 

@@ -1,15 +1,21 @@
-"""Would compiling ``protocol/`` with mypyc pay? Measured, before anything is shipped.
+"""Would compiling the send path with mypyc pay? Measured, before anything is shipped.
 
-    python -m benchmarks.compiled [--rounds 4] [--windows 6] [--seconds 3]
+    python -m benchmarks.compiled [--rounds 4] [--windows 5] [--seconds 3]
 
-1. Which modules of ``rocketmq_actors/protocol`` mypyc compiles, and which of those still
-   import (each alone, in a scratch copy of the package).
-2. The codec (``benchmarks/codec.py``) with the modules that compile and import, against the
-   pure-Python package, in alternating fresh processes (``--rounds`` each).
-3. Our pipelined path (b) against the null broker with the same modules, against the pure
-   package, in alternating fresh windows (``benchmarks/abtest.py``'s worker).
+1. The candidates - every module of ``rocketmq_actors/protocol`` and the modules beyond it on
+   the send path's profile (``SEND_PATH``) - are compiled in one build in a scratch copy of the
+   package; a module mypyc refuses, that then fails to import, or whose class an interpreted
+   class of the package subclasses (mypyc's compiled classes cannot be), is left out with the
+   reason, and the rest are built again, until every module left imports compiled and the whole
+   package imports with them.
+2. The codec (``benchmarks/codec.py``) with that build against the pure-Python package, in
+   alternating fresh processes (``--rounds`` each).
+3. Our pipelined paths against the null broker - (b) ``await send`` and ``send_nowait`` - with
+   two scopes of compiled modules, ``protocol/`` alone and the whole build, against the pure
+   package, in alternating fresh windows (``benchmarks/abtest.py``'s worker; the null broker on
+   a core of its own where there are two, as ``benchmarks.nullbroker --pin``).
 
-The scratch copy is removed at exit; results go to ``benchmarks/results/compiled.json`` and
+The scratch copies are removed at exit; results go to ``benchmarks/results/compiled.json`` and
 docs/performance.md.
 """
 
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,16 +34,33 @@ from typing import Any
 
 from .abtest import TREE, pooled, warm_up, window
 from .common import RESULTS, alternating, last_json, write_results
-from .nullbroker import NullBroker
+from .nullbroker import null_broker, pin_layout
 
-PROTOCOL = TREE / "rocketmq_actors" / "protocol"
+PACKAGE = TREE / "rocketmq_actors"
 CODEC_FIGURES = ("encode_send_v2_us", "decode_response_frame_us", "decode_128b_msgs_per_s")
+#: beyond protocol/: the modules a send and its answer go through (benchmarks.sendprofile).
+#: Not runtime/lifecycle: compiled, it builds and imports, but a producer's start then fails
+#: (an interpreted class cannot subclass a compiled one) when the client's classes are
+#: imported in the order a program imports them.
+SEND_PATH = (
+    "runtime/connection", "runtime/wire", "runtime/soon", "runtime/signal", "runtime/waiters",
+    "producer/attempt", "producer/result", "producer/senders", "producer/sendloop",
+    "producer/prepare", "producer/selector", "cluster/routes", "metrics",
+)  # fmt: skip
+PATHS = {"b_pipelined_1k": False, "b_pipelined_nowait_1k": True}  # (the path: send_nowait?)
+_ERROR = re.compile(r"^rocketmq_actors/(\S+)\.py:\d+: error: (.*)$", flags=re.M)
 
 
-def _copy(scratch: Path) -> Path:
-    """A copy of this tree's package (no caches, no compiled modules) under ``scratch``."""
-    target = scratch / "tree"
-    shutil.copytree(TREE / "rocketmq_actors", target / "rocketmq_actors",
+def candidates() -> list[str]:
+    protocol = sorted(
+        f"protocol/{p.stem}" for p in (PACKAGE / "protocol").glob("*.py") if p.stem != "__init__"
+    )
+    return [*protocol, *SEND_PATH]
+
+
+def _copy(target: Path) -> Path:
+    """A copy of this tree's package (no caches, no compiled modules) under ``target``."""
+    shutil.copytree(PACKAGE, target / "rocketmq_actors",
                     ignore=shutil.ignore_patterns("__pycache__", "*.so"))  # fmt: skip
     # mypyc's type check, with the project's allowance for the extras without stubs
     (target / "mypy.ini").write_text(
@@ -46,44 +70,119 @@ def _copy(scratch: Path) -> Path:
 
 
 def _compile(tree: Path, modules: list[str]) -> subprocess.CompletedProcess[str]:
-    """mypyc over ``modules`` (paths relative to ``tree``), the extension modules placed
-    beside their sources (which Python then imports first)."""
+    """mypyc over ``modules`` (``protocol/framing``: paths in the package, no suffix), the
+    extension modules placed beside their sources (which Python then imports first)."""
     mypyc = Path(sys.executable).with_name("mypyc")
     return subprocess.run(
-        [str(mypyc), *modules], cwd=tree, capture_output=True, text=True, check=False,
-        timeout=900,
+        [str(mypyc), *(f"rocketmq_actors/{m}.py" for m in modules)], cwd=tree,
+        capture_output=True, text=True, check=False, timeout=1800,
     )  # fmt: skip
 
 
-def _error(done: subprocess.CompletedProcess[str]) -> str:
-    lines = [line for line in (done.stdout + done.stderr).splitlines() if "error" in line]
-    return (lines[0] if lines else (done.stdout + done.stderr)[-300:]).strip()
+_FRAME = re.compile(r'File "(?:[^"]*/)?rocketmq_actors/(\S+)\.py", line')
 
 
-def feasibility(scratch: Path) -> dict[str, str]:
-    """Each protocol module alone: "ok", or why mypyc refused it or it failed to import."""
-    verdicts: dict[str, str] = {}
-    for source in sorted(PROTOCOL.glob("*.py")):
-        if source.name == "__init__.py":
+def _import_errors(tree: Path, modules: list[str]) -> dict[str, str]:
+    """The modules of the build in ``tree`` that fail to import compiled, each with why: the
+    module where the import failed (its frame the last of the traceback), not each module that
+    imports it (empty if all import)."""
+    failed: dict[str, str] = {}
+    for module in modules:
+        name = "rocketmq_actors." + module.replace("/", ".")
+        code = f"import {name} as m; assert not m.__file__.endswith('.py'), m.__file__"
+        done = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True,
+                              text=True, check=False, timeout=120)  # fmt: skip
+        if done.returncode != 0:
+            frames = [m for m in _FRAME.findall(done.stderr) if m in modules]
+            culprit = frames[-1] if frames else module
+            last = (done.stderr.strip().splitlines() or ["?"])[-1]
+            failed.setdefault(culprit, f"import fails: {last}")
+    return failed
+
+
+# Imports every module of the package; on a class that cannot subclass a compiled one, prints
+# the class statement (its bases name the compiled classes) and exits 3.
+_IMPORT_ALL = """
+import importlib, pkgutil, sys, traceback, rocketmq_actors
+for info in pkgutil.walk_packages(rocketmq_actors.__path__, "rocketmq_actors."):
+    if info.name.endswith("__main__"):  # (a program: it would run)
+        continue
+    try:
+        importlib.import_module(info.name)
+    except ModuleNotFoundError as exc:  # an extra that is not installed
+        if not (exc.name or "").startswith("rocketmq_actors"):
             continue
-        try:
-            verdicts[source.stem] = _verdict(_copy(scratch / source.stem), source.name)
-        finally:
-            shutil.rmtree(scratch / source.stem, ignore_errors=True)
-    return verdicts
+        raise
+    except TypeError as exc:
+        if "inherit from compiled" not in str(exc):
+            raise
+        print(info.name, traceback.extract_tb(exc.__traceback__)[-1].line)
+        sys.exit(3)
+"""
 
 
-def _verdict(tree: Path, filename: str) -> str:
-    done = _compile(tree, [f"rocketmq_actors/protocol/{filename}"])
-    if done.returncode != 0:
-        return f"mypyc refuses it: {_error(done)}"
-    module = f"rocketmq_actors.protocol.{filename.removesuffix('.py')}"
-    imported = subprocess.run(
-        [sys.executable, "-c", f"import {module} as m; assert m.__file__.endswith('.so')"],
-        cwd=tree, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    last = (imported.stderr.strip().splitlines() or ["?"])[-1]
-    return "ok" if imported.returncode == 0 else f"import fails: {last}"
+def _subclassed(tree: Path, modules: list[str]) -> dict[str, str]:
+    """The modules of the build whose classes an interpreted class of the package subclasses
+    (mypyc's compiled classes cannot be), each with why; empty when the package imports."""
+    done = subprocess.run([sys.executable, "-c", _IMPORT_ALL], cwd=tree, capture_output=True,
+                          text=True, check=False, timeout=300)  # fmt: skip
+    if done.returncode == 0:
+        return {}
+    statement = re.match(r"(\S+) class (\w+)\((.*)\):", done.stdout.strip())
+    if done.returncode != 3 or statement is None:
+        raise SystemExit(f"the package does not import: {done.stderr.strip()[-600:]}")
+    importer, subclass, bases = statement.groups()
+    defined = {
+        name: module for module in modules
+        for name in re.findall(r"^class (\w+)", (PACKAGE / f"{module}.py").read_text(), re.M)
+    }  # fmt: skip
+    found = {
+        defined[base]: f"import fails: {importer}.{subclass} subclasses its {base} (an "
+        "interpreted class cannot subclass a compiled one)"
+        for base in (b.strip().split(".")[-1].split("[")[0] for b in bases.split(","))
+        if base in defined
+    }  # fmt: skip
+    if not found:
+        raise SystemExit(f"{importer}.{subclass}: no base of {bases!r} is in the build")
+    return found
+
+
+def build(scratch: Path, modules: list[str]) -> tuple[Path, dict[str, str]]:
+    """The build of every module of ``modules`` that compiles and imports (in one build), and
+    each module's verdict: "ok", or why it was left out."""
+    verdicts: dict[str, str] = {}
+    left = list(modules)
+    for attempt in range(len(modules)):
+        tree = _copy(scratch / f"build{attempt}")
+        done = _compile(tree, left)
+        if done.returncode != 0:
+            refused = {m: f"mypyc refuses it: {e}" for m, e in reversed(_ERROR.findall(
+                done.stdout + done.stderr)) if m in left}  # fmt: skip
+            if not refused:
+                raise SystemExit(f"mypyc failed: {(done.stdout + done.stderr)[-600:]}")
+        else:
+            refused = _import_errors(tree, left) or _subclassed(tree, left)
+            if not refused:
+                return tree, {**verdicts, **dict.fromkeys(left, "ok")}
+        verdicts.update(refused)
+        left = [m for m in left if m not in refused]
+        shutil.rmtree(tree, ignore_errors=True)
+        if not left:
+            break
+    raise SystemExit(f"no module of {modules} builds: {verdicts}")
+
+
+def scoped(tree: Path, keep: list[str], target: Path) -> Path:
+    """A copy of ``tree`` with only the compiled modules of ``keep``."""
+    shutil.copytree(tree / "rocketmq_actors", target / "rocketmq_actors",
+                    ignore=shutil.ignore_patterns("__pycache__", "build"))  # fmt: skip
+    for built in (target / "rocketmq_actors").rglob("*.so"):
+        module = built.relative_to(target / "rocketmq_actors").parent / built.name.split(".")[0]
+        if module.as_posix() not in keep and not built.name.startswith("__"):
+            built.unlink()
+    for shared in tree.glob("*.so"):  # (mypyc's shared library of the build)
+        shutil.copy2(shared, target)
+    return target
 
 
 def _codec(tree: Path) -> dict[str, Any]:
@@ -104,49 +203,60 @@ def codec_pairs(pure: Path, compiled: Path, rounds: int) -> dict[str, list[dict[
     return runs
 
 
-def pipelined_pairs(compiled: Path, windows: int, seconds: float) -> dict[str, Any]:
+def pipelined_pairs(
+    addr: str, compiled: Path, windows: int, seconds: float, nowait: bool
+) -> dict[str, Any]:
     sides: dict[str, list[dict[str, Any]]] = {"pure": [], "compiled": []}
-    with NullBroker() as broker:
-        warm_up(broker.addr, seconds, 256)
-        for side in alternating(windows, "pure", "compiled"):
-            got = window(compiled if side == "compiled" else None, broker.addr, seconds, 256)
-            if got.pop("framing_compiled") != (side == "compiled"):  # (PYTHONPATH shadowing)
-                raise SystemExit(f"the {side} window ran the package of {got.pop('package')}")
-            got.pop("package")
-            sides[side].append(got)
+    for side in alternating(windows, "pure", "compiled"):
+        got = window(compiled if side == "compiled" else None, addr, seconds, 256, nowait=nowait)
+        if got.pop("framing_compiled") != (side == "compiled"):  # (PYTHONPATH shadowing)
+            raise SystemExit(f"the {side} window ran the package of {got.pop('package')}")
+        got.pop("package")
+        sides[side].append(got)
     return {side: pooled(each, seconds) for side, each in sides.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=4, help="codec runs per side")
-    parser.add_argument("--windows", type=int, default=6, help="pipelined windows per side")
+    parser.add_argument("--windows", type=int, default=5, help="pipelined windows per side")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--out", type=Path, default=RESULTS / "compiled.json")
     args = parser.parse_args(argv)
     began = time.monotonic()
+    layout = pin_layout() if len(os.sched_getaffinity(0)) > 1 else None
     scratch = Path(tempfile.mkdtemp(prefix="rocketmq-actors-mypyc-"))
     try:
-        verdicts = feasibility(scratch)
-        compiled = _copy(scratch / "compiled")
-        chosen = [f"rocketmq_actors/protocol/{m}.py" for m, v in verdicts.items() if v == "ok"]
-        done = _compile(compiled, chosen)
-        if done.returncode != 0:
-            raise SystemExit(f"mypyc failed on {chosen}: {_error(done)}")
+        tree, verdicts = build(scratch, candidates())
+        built = [m for m, v in verdicts.items() if v == "ok"]
+        scopes = {
+            "protocol": [m for m in built if m.startswith("protocol/")],
+            "send_path": built,
+        }
         pure = _copy(scratch / "pure")
-        codec = codec_pairs(pure, compiled, args.rounds)
-        pipelined = pipelined_pairs(compiled, args.windows, args.seconds)
+        codec = codec_pairs(pure, scoped(tree, scopes["protocol"], scratch / "protocol"),
+                            args.rounds)  # fmt: skip
+        measured: dict[str, Any] = {}
+        with null_broker(layout) as broker:
+            warm_up(broker.addr, args.seconds, 256)
+            for scope, modules in scopes.items():
+                compiled = scoped(tree, modules, scratch / f"scope-{scope}")
+                measured[scope] = {"modules": modules, **{
+                    path: pipelined_pairs(broker.addr, compiled, args.windows, args.seconds,
+                                          nowait)
+                    for path, nowait in PATHS.items()
+                }}  # fmt: skip
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     write_results(
         args.out,
         {
             "settings": {"rounds": args.rounds, "windows": args.windows,
-                         "window_seconds": args.seconds,
+                         "window_seconds": args.seconds, "pinned": layout is not None,
                          "took_seconds": round(time.monotonic() - began)},
             "modules": verdicts,
             "codec": codec,
-            "b_pipelined_1k": pipelined,
+            "scopes": measured,
         },
     )  # fmt: skip
     return 0

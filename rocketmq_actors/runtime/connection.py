@@ -268,7 +268,9 @@ class BrokerConnection:
             return
         raise WriteTimeout(self.addr, timeout)
 
-    def _forget(self, opaque: int, waiter: Completion, size: int) -> None:
+    def finish(self, opaque: int, waiter: Completion, size: int) -> None:
+        """End a request begun with :meth:`start_encoded` (answered, failed or cancelled): its
+        slot and bytes are free again."""
         # The caller may have been cancelled (asyncio then cancels the awaited future too):
         # drop our entry whatever the waiter's state, so a late response finds nothing.
         entry = self._pending.get(opaque)
@@ -303,7 +305,7 @@ class BrokerConnection:
             result: RemotingCommand = await waiter
             return result
         finally:
-            self._forget(opaque, waiter, size_hint)
+            self.finish(opaque, waiter, size_hint)
 
     async def _until_admitted(self, size: int, timeout: float) -> None:
         """Wait until :meth:`start_encoded` takes a request of ``size`` bytes: a free slot
@@ -370,15 +372,10 @@ class BrokerConnection:
             else:
                 wire.write(frame)
         except BaseException:
-            self._forget(opaque, waiter, size_hint)
+            self.finish(opaque, waiter, size_hint)
             raise
         self.requests_sent += 1
         return opaque, waiter
-
-    #: ``finish(opaque, waiter, size_hint)``: end a request begun with :meth:`start_encoded`
-    #: (answered, failed or cancelled); ``_forget`` under a public name, not a wrapper of it
-    #: (a call less a request)
-    finish = _forget
 
     async def oneway(self, cmd: RemotingCommand, timeout: float = WRITE_TIMEOUT) -> None:
         """Send without waiting for (or expecting) a response; :class:`WriteTimeout` if the
