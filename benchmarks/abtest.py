@@ -43,13 +43,16 @@ def window(
     # -m puts the working directory first on sys.path: run the "before" side from BASE so
     # its package shadows this tree's, which still provides ``benchmarks``
     env["PYTHONPATH"] = os.pathsep.join([str(base), str(TREE)] if base else [str(TREE)])
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.sendprofile", "--worker", addr,
-         "--seconds", str(seconds), "--concurrency", str(concurrency),
-         *(["--nowait"] if nowait else [])],
-        capture_output=True, text=True, check=False, timeout=seconds + 120, env=env,
-        cwd=base or TREE,
-    )  # fmt: skip
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks.sendprofile", "--worker", addr,
+             "--seconds", str(seconds), "--concurrency", str(concurrency),
+             *(["--nowait"] if nowait else [])],
+            capture_output=True, text=True, check=False, timeout=seconds + 120, env=env,
+            cwd=base or TREE,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired as exc:
+        raise SystemExit(f"a window of {base or TREE} did not end: {exc}") from None
     if done.returncode != 0:
         raise SystemExit(f"a window of {base or TREE} failed: {done.stderr.strip()[-1500:]}")
     return last_json(done.stdout, "abtest")

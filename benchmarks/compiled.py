@@ -4,10 +4,11 @@
 
 1. The candidates - every module of ``rocketmq_actors/protocol`` and the modules beyond it on
    the send path's profile (``SEND_PATH``) - are compiled in one build in a scratch copy of the
-   package; a module mypyc refuses, that then fails to import, or whose class an interpreted
-   class of the package subclasses (mypyc's compiled classes cannot be), is left out with the
-   reason, and the rest are built again, until every module left imports compiled and the whole
-   package imports with them.
+   package; a module mypyc refuses, that then fails to import, or with a class that a class of
+   the package outside the build derives from (a compiled class cannot be subclassed), is left
+   out with the reason, and the rest are built again, until every module left imports
+   compiled. A module mypyc refused is then tried again alone with the build (its error may
+   have come from a module left out since).
 2. The codec (``benchmarks/codec.py``) with that build against the pure-Python package, in
    alternating fresh processes (``--rounds`` each).
 3. Our pipelined paths against the null broker - (b) ``await send`` and ``send_nowait`` - with
@@ -22,6 +23,7 @@ docs/performance.md.
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import re
 import shutil
@@ -38,14 +40,11 @@ from .nullbroker import null_broker, pin_layout
 
 PACKAGE = TREE / "rocketmq_actors"
 CODEC_FIGURES = ("encode_send_v2_us", "decode_response_frame_us", "decode_128b_msgs_per_s")
-#: beyond protocol/: the modules a send and its answer go through (benchmarks.sendprofile).
-#: Not runtime/lifecycle: compiled, it builds and imports, but a producer's start then fails
-#: (an interpreted class cannot subclass a compiled one) when the client's classes are
-#: imported in the order a program imports them.
+#: beyond protocol/: the modules a send and its answer go through (benchmarks.sendprofile)
 SEND_PATH = (
     "runtime/connection", "runtime/wire", "runtime/soon", "runtime/signal", "runtime/waiters",
-    "producer/attempt", "producer/result", "producer/senders", "producer/sendloop",
-    "producer/prepare", "producer/selector", "cluster/routes", "metrics",
+    "runtime/lifecycle", "producer/attempt", "producer/result", "producer/senders",
+    "producer/sendloop", "producer/prepare", "producer/selector", "cluster/routes", "metrics",
 )  # fmt: skip
 PATHS = {"b_pipelined_1k": False, "b_pipelined_nowait_1k": True}  # (the path: send_nowait?)
 _ERROR = re.compile(r"^rocketmq_actors/(\S+)\.py:\d+: error: (.*)$", flags=re.M)
@@ -84,8 +83,8 @@ _FRAME = re.compile(r'File "(?:[^"]*/)?rocketmq_actors/(\S+)\.py", line')
 
 def _import_errors(tree: Path, modules: list[str]) -> dict[str, str]:
     """The modules of the build in ``tree`` that fail to import compiled, each with why: the
-    module where the import failed (its frame the last of the traceback), not each module that
-    imports it (empty if all import)."""
+    module where the import failed (its frame the last of the package's in the traceback), not
+    each module that imports it (empty if all import)."""
     failed: dict[str, str] = {}
     for module in modules:
         name = "rocketmq_actors." + module.replace("/", ".")
@@ -93,82 +92,100 @@ def _import_errors(tree: Path, modules: list[str]) -> dict[str, str]:
         done = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True,
                               text=True, check=False, timeout=120)  # fmt: skip
         if done.returncode != 0:
-            frames = [m for m in _FRAME.findall(done.stderr) if m in modules]
+            frames = _FRAME.findall(done.stderr)
             culprit = frames[-1] if frames else module
+            if culprit not in modules:  # (it failed in interpreted code: no guess)
+                raise SystemExit(f"importing {name} failed outside the build:\n{done.stderr}")
             last = (done.stderr.strip().splitlines() or ["?"])[-1]
             failed.setdefault(culprit, f"import fails: {last}")
     return failed
 
 
-# Imports every module of the package; on a class that cannot subclass a compiled one, prints
-# the class statement (its bases name the compiled classes) and exits 3.
-_IMPORT_ALL = """
-import importlib, pkgutil, sys, traceback, rocketmq_actors
-for info in pkgutil.walk_packages(rocketmq_actors.__path__, "rocketmq_actors."):
-    if info.name.endswith("__main__"):  # (a program: it would run)
-        continue
-    try:
-        importlib.import_module(info.name)
-    except ModuleNotFoundError as exc:  # an extra that is not installed
-        if not (exc.name or "").startswith("rocketmq_actors"):
+def _classes(module: str) -> list[ast.ClassDef]:
+    tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+    return [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+
+
+def _base_name(base: ast.expr) -> str | None:
+    if isinstance(base, ast.Subscript):  # Generic[T], Base[T]
+        base = base.value
+    if isinstance(base, ast.Attribute):
+        return base.attr
+    return base.id if isinstance(base, ast.Name) else None
+
+
+def _derived(modules: list[str]) -> dict[str, str]:
+    """The modules of the build with a class that a class of the package outside the build
+    derives from, each with why: a compiled class cannot be subclassed by an interpreted one
+    (mypyc raises that when an instance is made, so no import shows it)."""
+    defined = {node.name: module for module in modules for node in _classes(module)}
+    found: dict[str, str] = {}
+    for source in sorted(PACKAGE.rglob("*.py")):
+        outside = source.relative_to(PACKAGE).with_suffix("").as_posix()
+        if outside in modules:
             continue
-        raise
-    except TypeError as exc:
-        if "inherit from compiled" not in str(exc):
-            raise
-        print(info.name, traceback.extract_tb(exc.__traceback__)[-1].line)
-        sys.exit(3)
-"""
-
-
-def _subclassed(tree: Path, modules: list[str]) -> dict[str, str]:
-    """The modules of the build whose classes an interpreted class of the package subclasses
-    (mypyc's compiled classes cannot be), each with why; empty when the package imports."""
-    done = subprocess.run([sys.executable, "-c", _IMPORT_ALL], cwd=tree, capture_output=True,
-                          text=True, check=False, timeout=300)  # fmt: skip
-    if done.returncode == 0:
-        return {}
-    statement = re.match(r"(\S+) class (\w+)\((.*)\):", done.stdout.strip())
-    if done.returncode != 3 or statement is None:
-        raise SystemExit(f"the package does not import: {done.stderr.strip()[-600:]}")
-    importer, subclass, bases = statement.groups()
-    defined = {
-        name: module for module in modules
-        for name in re.findall(r"^class (\w+)", (PACKAGE / f"{module}.py").read_text(), re.M)
-    }  # fmt: skip
-    found = {
-        defined[base]: f"import fails: {importer}.{subclass} subclasses its {base} (an "
-        "interpreted class cannot subclass a compiled one)"
-        for base in (b.strip().split(".")[-1].split("[")[0] for b in bases.split(","))
-        if base in defined
-    }  # fmt: skip
-    if not found:
-        raise SystemExit(f"{importer}.{subclass}: no base of {bases!r} is in the build")
+        for node in _classes(outside):
+            for base in filter(None, map(_base_name, node.bases)):
+                if base in defined:
+                    found.setdefault(defined[base], f"{outside}.{node.name} derives from its "
+                                     f"{base} (a compiled class cannot be subclassed)")  # fmt: skip
     return found
 
 
-def build(scratch: Path, modules: list[str]) -> tuple[Path, dict[str, str]]:
-    """The build of every module of ``modules`` that compiles and imports (in one build), and
-    each module's verdict: "ok", or why it was left out."""
-    verdicts: dict[str, str] = {}
-    left = list(modules)
-    for attempt in range(len(modules)):
-        tree = _copy(scratch / f"build{attempt}")
-        done = _compile(tree, left)
+def _converge(scratch: Path, modules: list[str], verdicts: dict[str, str]) -> Path | None:
+    """Build ``modules`` (in place: the ones left out are removed, with their verdicts), until
+    the build compiles and every module of it imports; the build, or None if none is left."""
+    for _ in range(len(modules)):
+        if refused := _derived(modules):
+            verdicts.update(refused)
+            modules[:] = [m for m in modules if m not in refused]
+            continue
+        tree = _copy(Path(tempfile.mkdtemp(prefix="build-", dir=scratch)))
+        done = _compile(tree, modules)
         if done.returncode != 0:
             refused = {m: f"mypyc refuses it: {e}" for m, e in reversed(_ERROR.findall(
-                done.stdout + done.stderr)) if m in left}  # fmt: skip
+                done.stdout + done.stderr)) if m in modules}  # fmt: skip
             if not refused:
                 raise SystemExit(f"mypyc failed: {(done.stdout + done.stderr)[-600:]}")
-        else:
-            refused = _import_errors(tree, left) or _subclassed(tree, left)
-            if not refused:
-                return tree, {**verdicts, **dict.fromkeys(left, "ok")}
+        elif not (refused := _import_errors(tree, modules)):
+            return tree
         verdicts.update(refused)
-        left = [m for m in left if m not in refused]
+        modules[:] = [m for m in modules if m not in refused]
         shutil.rmtree(tree, ignore_errors=True)
-        if not left:
+        if not modules:
             break
+    return None
+
+
+def build(scratch: Path, modules: list[str]) -> tuple[Path, dict[str, str]]:
+    """The build of every module of ``modules`` that compiles and imports in one build, and
+    each module's verdict: "ok", or why it was left out. A module mypyc refused is tried again,
+    alone with the build, once the build holds: its error may have come from another module
+    then left out (a class of ``messages`` read through the class, a base class in
+    ``headers``)."""
+    verdicts: dict[str, str] = {}
+    kept = list(modules)
+    tree = _converge(scratch, kept, verdicts)
+    retried: set[str] = set()
+    while tree is not None:
+        back = []
+        for module in [m for m, v in verdicts.items() if v.startswith("mypyc refuses")]:
+            if module in retried:
+                continue
+            retried.add(module)
+            trial = _copy(scratch / f"retry-{module.replace('/', '-')}")
+            with_it = [*kept, module]
+            if (_compile(trial, with_it).returncode == 0 and not _derived(with_it)
+                    and not _import_errors(trial, [module])):  # fmt: skip
+                back.append(module)
+            shutil.rmtree(trial, ignore_errors=True)
+        if not back:
+            return tree, {**verdicts, **dict.fromkeys(kept, "ok")}
+        for module in back:
+            del verdicts[module]
+        kept += back
+        shutil.rmtree(tree, ignore_errors=True)
+        tree = _converge(scratch, kept, verdicts)
     raise SystemExit(f"no module of {modules} builds: {verdicts}")
 
 
@@ -224,7 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "compiled.json")
     args = parser.parse_args(argv)
     began = time.monotonic()
-    layout = pin_layout() if len(os.sched_getaffinity(0)) > 1 else None
+    several = hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) > 1
+    layout = pin_layout() if several else None
     scratch = Path(tempfile.mkdtemp(prefix="rocketmq-actors-mypyc-"))
     try:
         tree, verdicts = build(scratch, candidates())

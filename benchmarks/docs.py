@@ -13,12 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import statistics
 import sys
 from typing import Any
 
 from benchmarks.common import RESULTS
 from benchmarks.compare import markdown
+from benchmarks.docs_compiled import compiled_section
 
 ROOT = RESULTS.parents[1]
 PERFORMANCE = ROOT / "docs" / "performance.md"
@@ -106,20 +106,9 @@ FINDINGS = """\
 - The codec figures (e) are measured before the cluster starts: measured while a broker's JVM
   and its mapped store were being torn down, they came out slower than in a quiet standalone
   run.
-- With one core each (`nullbroker-pinned.json`) the two windows of a pair differ less than on
-  the shared machine, where the broker's threads take the client's core now and then; both
-  clients also run faster there. `benchmarks.abtest --pin` and `benchmarks.compiled` measure
-  on that layout. A fresh null broker's first window is slower than the rest, so the A/B
-  windows start after one that neither side counts (before that, it fell on the side that
-  went first).
-- Per-message Python is spread thin on the pipelined paths: measured alone, the header's JSON
-  parse, the command built from it, the `SendResult`, the metrics update, the message's
-  preparation and the frame's encoding each cost well under a tenth of a message's CPU, and
-  the rewrites tried on them (positional arguments, fewer dictionary lookups, one
-  pass over a read's answers) moved nothing beyond the windows' spread, or cost more. Compiled
-  with mypyc, the same code needs less (the table above); what keeps the rest of the send path
-  out of a compiled build is in its table of modules left out: attrs classes, class constants
-  read through the class, a nested class.
+- `benchmarks.abtest --pin` and `benchmarks.compiled` measure with one core each (the layout
+  of `nullbroker-pinned.json`), and their alternating windows start after one that neither side
+  counts: a fresh null broker's warm-up would otherwise fall on the side that goes first.
 """
 
 
@@ -365,83 +354,6 @@ def _peers_section(peers: dict[str, Any]) -> list[str]:
     return parts
 
 
-COMPILED_METHOD = """\
-`python -m benchmarks.compiled` asks whether compiling the client's pure, typed code with mypyc
-(optional compiled wheels with a pure-Python fallback, as aiohttp and yarl ship theirs) would
-pay. It compiles every module of `protocol/` and the modules beyond it that a send and its
-answer go through in one build in a scratch copy, leaving out each module mypyc refuses or that
-then fails to import, and measures against the pure package, in alternating fresh processes:
-the codec (`benchmarks/codec.py`) with the compiled `protocol/`, and our pipelined paths
-against the null broker with two scopes, `protocol/` alone (it imports nothing above it, so
-its modules of the build run alone) and the whole build. The rule set before measuring:
-compiled wheels are worth their build matrix (a wheel per platform and Python, `make test` both
-ways) only if they save at least a tenth of the client's CPU per message on (b).
-"""
-
-COMPILED_THRESHOLD = 0.10
-COMPILED_RULE_PATH = "b_pipelined_1k"
-
-
-def _figure(value: float) -> str:
-    """A codec figure: whole numbers from a thousand up, else three decimals at most."""
-    return str(round(value)) if value >= 1000 else f"{round(value, 3):g}"
-
-
-def _saved(path: dict[str, Any]) -> float:
-    """The share of the client's CPU per message compiling saved on one path."""
-    built: float = path["compiled"]["client_cpu_us_per_msg"]
-    pure: float = path["pure"]["client_cpu_us_per_msg"]
-    return 1 - built / pure
-
-
-def _compiled_section(compiled: dict[str, Any]) -> list[str]:
-    modules = compiled["modules"]
-    ok = [name for name, verdict in modules.items() if verdict == "ok"]
-    codec = compiled["codec"]
-    lines = [
-        "## mypyc over the send path (`compiled.json`)\n",
-        COMPILED_METHOD,
-        "Settings: " + ", ".join(f"{k} {v}" for k, v in compiled["settings"].items()) + ".\n",
-        f"Modules compiled in one build that import: {len(ok)} of {len(modules)}"
-        f" ({', '.join(f'`{m}`' for m in ok) or 'none'}). The others:\n",
-        "| module | why not |",
-        "|---|---|",
-        *[f"| `{m}` | {v.replace('|', '/')} |" for m, v in modules.items() if v != "ok"],
-        "",
-        "| codec figure (median of the runs) | pure | compiled `protocol/` |",
-        "|---|---:|---:|",
-        *[
-            f"| `{key}` | {_figure(statistics.median(r[key] for r in codec['pure']))} | "
-            f"{_figure(statistics.median(r[key] for r in codec['compiled']))} |"
-            for key in codec["pure"][0]
-        ],
-        "",
-        "| scope | path | msgs/s pure / compiled (pooled) | client CPU us/msg pure / compiled"
-        " | CPU saved |",
-        "|---|---|---|---|---:|",
-    ]
-    verdicts = []
-    for scope, measured in compiled["scopes"].items():
-        for path, sides in measured.items():
-            if path == "modules":
-                continue
-            pure, built = sides["pure"], sides["compiled"]
-            lines.append(
-                f"| {scope} | {path} | {pure['msgs_per_s']} / {built['msgs_per_s']} | "
-                f"{pure['client_cpu_us_per_msg']} / {built['client_cpu_us_per_msg']} | "
-                f"{_saved(sides):.1%} |"
-            )
-        saved = _saved(measured[COMPILED_RULE_PATH])
-        met = "met: worth shipping" if saved >= COMPILED_THRESHOLD else "not met: not shipped"
-        verdicts.append(f"{scope} saved {saved:.1%} on (b), {met}")
-    return [
-        *lines,
-        "",
-        f"The rule (at least {COMPILED_THRESHOLD:.0%} of the client's CPU per message on (b)):"
-        f" {'; '.join(verdicts)}.\n",
-    ]
-
-
 def _drain_cpu(drain: dict[str, Any]) -> str:
     """A drain's client CPU per message from its first message ("-" where not recorded)."""
     cpu = drain.get("cpu_s_from_first")
@@ -493,7 +405,7 @@ def performance_md() -> str:
             else []
         ),
         *(_peers_section(_load("peers")) if (RESULTS / "peers.json").exists() else []),
-        *(_compiled_section(_load("compiled")) if (RESULTS / "compiled.json").exists() else []),
+        *(compiled_section(_load("compiled")) if (RESULTS / "compiled.json").exists() else []),
         FINDINGS,
     ]
     for name, title in [

@@ -10,6 +10,7 @@ import pytest
 
 from benchmarks import docs
 from benchmarks.common import RESULTS
+from benchmarks.docs_compiled import compiled_section
 
 
 def test_performance_page_and_readme_table_are_generated_from_the_results() -> None:
@@ -62,11 +63,11 @@ def _compiled(pure_cpu: float, compiled_cpu: float) -> dict[str, object]:
 
 
 def test_the_mypyc_verdict_follows_the_measured_saving_on_b() -> None:
-    kept = "\n".join(docs._compiled_section(_compiled(10.0, 9.5)))
+    kept = "\n".join(compiled_section(_compiled(10.0, 9.5)))
     # judged on (b), await send: not on send_nowait's larger saving in the protocol scope
     assert "protocol saved 1.0% on (b), not met: not shipped" in kept
     assert "send_path saved 5.0% on (b), not met: not shipped" in kept
     assert "| protocol | b_pipelined_nowait_1k | 1 / 1 | 10.0 / 9.0 | 10.0% |" in kept
     assert "| `protocol/headers` | mypyc refuses it: a / b |" in kept  # a table cell, not two
-    shipped = "\n".join(docs._compiled_section(_compiled(10.0, 8.5)))
+    shipped = "\n".join(compiled_section(_compiled(10.0, 8.5)))
     assert "send_path saved 15.0% on (b), met: worth shipping" in shipped

@@ -1,0 +1,85 @@
+"""docs/performance.md's section on mypyc, from ``benchmarks/results/compiled.json``
+(``benchmarks.compiled``)."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+__all__ = ["COMPILED_THRESHOLD", "compiled_section"]
+
+COMPILED_METHOD = """\
+`python -m benchmarks.compiled` asks whether compiling the client's pure, typed code with mypyc
+(optional compiled wheels with a pure-Python fallback, as aiohttp and yarl ship theirs) would
+pay. It compiles every module of `protocol/` and the modules beyond it that a send and its
+answer go through in one build in a scratch copy, leaving out each module mypyc refuses or that
+then fails to import, and measures against the pure package, in alternating fresh processes:
+the codec (`benchmarks/codec.py`) with the compiled `protocol/`, and our pipelined paths
+against the null broker with two scopes, `protocol/` alone (it imports nothing above it, so
+its modules of the build run alone) and the whole build. The rule set before measuring:
+compiled wheels are worth their build matrix (a wheel per platform and Python, `make test` both
+ways) only if they save at least a tenth of the client's CPU per message on (b).
+"""
+
+COMPILED_THRESHOLD = 0.10
+COMPILED_RULE_PATH = "b_pipelined_1k"
+
+
+def _figure(value: float) -> str:
+    """A codec figure: whole numbers from a thousand up, else three decimals at most."""
+    return str(round(value)) if value >= 1000 else f"{round(value, 3):g}"
+
+
+def _saved(path: dict[str, Any]) -> float:
+    """The share of the client's CPU per message compiling saved on one path."""
+    built: float = path["compiled"]["client_cpu_us_per_msg"]
+    pure: float = path["pure"]["client_cpu_us_per_msg"]
+    return 1 - built / pure
+
+
+def compiled_section(compiled: dict[str, Any]) -> list[str]:
+    modules = compiled["modules"]
+    ok = [name for name, verdict in modules.items() if verdict == "ok"]
+    codec = compiled["codec"]
+    lines = [
+        "## mypyc over the send path (`compiled.json`)\n",
+        COMPILED_METHOD,
+        "Settings: " + ", ".join(f"{k} {v}" for k, v in compiled["settings"].items()) + ".\n",
+        f"Modules compiled in one build that import: {len(ok)} of {len(modules)}"
+        f" ({', '.join(f'`{m}`' for m in ok) or 'none'}). The others:\n",
+        "| module | why not |",
+        "|---|---|",
+        *[f"| `{m}` | {v.replace('|', '/')} |" for m, v in modules.items() if v != "ok"],
+        "",
+        "| codec figure (median of the runs) | pure | compiled `protocol/` |",
+        "|---|---:|---:|",
+        *[
+            f"| `{key}` | {_figure(statistics.median(r[key] for r in codec['pure']))} | "
+            f"{_figure(statistics.median(r[key] for r in codec['compiled']))} |"
+            for key in codec["pure"][0]
+        ],
+        "",
+        "| scope | path | msgs/s pure / compiled (pooled) | client CPU us/msg pure / compiled"
+        " | CPU saved |",
+        "|---|---|---|---|---:|",
+    ]
+    verdicts = []
+    for scope, measured in compiled["scopes"].items():
+        for path, sides in measured.items():
+            if path == "modules":
+                continue
+            pure, built = sides["pure"], sides["compiled"]
+            lines.append(
+                f"| {scope} | {path} | {pure['msgs_per_s']} / {built['msgs_per_s']} | "
+                f"{pure['client_cpu_us_per_msg']} / {built['client_cpu_us_per_msg']} | "
+                f"{_saved(sides):.1%} |"
+            )
+        saved = _saved(measured[COMPILED_RULE_PATH])
+        met = "met: worth shipping" if saved >= COMPILED_THRESHOLD else "not met: not shipped"
+        verdicts.append(f"{scope} saved {saved:.1%} on (b), {met}")
+    return [
+        *lines,
+        "",
+        f"The rule (at least {COMPILED_THRESHOLD:.0%} of the client's CPU per message on (b)):"
+        f" {'; '.join(verdicts)}.\n",
+    ]
