@@ -182,25 +182,30 @@ def _null_paths(null: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _null_variant(null: dict[str, Any], title: str, intro: str) -> list[str]:
+    """A section for a variant run of the null-broker paths: its title, what differs, its
+    settings and its paths table."""
+    settings = ", ".join(f"{k} {v}" for k, v in null["settings"].items())
+    return [f"### {title}\n", f"{intro} Settings: {settings}.\n", *_null_paths(null), ""]
+
+
 def _null_uvloop_section(null: dict[str, Any]) -> list[str]:
-    return [
-        "### The same with our side on uvloop (`nullbroker-uvloop.json`)\n",
+    return _null_variant(
+        null,
+        "The same with our side on uvloop (`nullbroker-uvloop.json`)",
         "`python -m benchmarks.nullbroker --uvloop`: our producer and consumer run on uvloop "
         "(the `uvloop` extra; uvicorn picks it when it is installed), Java as above, in the "
         "same paired windows. The library does not choose the event loop: the application "
         "does (uvicorn picks uvloop when it is installed; `anyio.run(main, backend_options="
         "rocketmq_actors.extras.uvloop_options())` elsewhere), so this is a measured option "
-        "for users, not a default. Settings: "
-        + ", ".join(f"{k} {v}" for k, v in null["settings"].items())
-        + ".\n",
-        *_null_paths(null),
-        "",
-    ]
+        "for users, not a default.",
+    )
 
 
 def _null_pinned_section(null: dict[str, Any]) -> list[str]:
-    return [
-        "### One core each (`nullbroker-pinned.json`)\n",
+    return _null_variant(
+        null,
+        "One core each (`nullbroker-pinned.json`)",
         "`python -m benchmarks.nullbroker --pin`: the same paths, with the null broker's JVM on "
         "one core and both clients, taking turns, on the other (`os.sched_setaffinity`: the "
         "JVM's threads and the Java client's process inherit theirs). No thread of the broker "
@@ -208,10 +213,8 @@ def _null_pinned_section(null: dict[str, Any]) -> list[str]:
         "has one core, as a service limited to one CPU: the Java client's sender, Netty, JIT "
         "and GC threads share it, and its rate is what one core of it does, as ours is. The "
         "targets are judged on the shared machine above; this says how the clients compare "
-        "per core. Settings: " + ", ".join(f"{k} {v}" for k, v in null["settings"].items()) + ".\n",
-        *_null_paths(null),
-        "",
-    ]
+        "per core.",
+    )
 
 
 def _null_section(null: dict[str, Any]) -> list[str]:
