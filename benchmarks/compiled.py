@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import os
 import re
 import shutil
@@ -101,9 +102,10 @@ def _import_errors(tree: Path, modules: list[str]) -> dict[str, str]:
     return failed
 
 
-def _classes(module: str) -> list[ast.ClassDef]:
+@functools.cache  # (every round of a build asks again, of every module of the package)
+def _classes(module: str) -> tuple[ast.ClassDef, ...]:
     tree = ast.parse((PACKAGE / f"{module}.py").read_text())
-    return [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    return tuple(node for node in ast.walk(tree) if isinstance(node, ast.ClassDef))
 
 
 def _base_name(base: ast.expr) -> str | None:
@@ -192,10 +194,10 @@ def build(scratch: Path, modules: list[str]) -> tuple[Path, dict[str, str]]:
 def scoped(tree: Path, keep: list[str], target: Path) -> Path:
     """A copy of ``tree`` with only the compiled modules of ``keep``."""
     shutil.copytree(tree / "rocketmq_actors", target / "rocketmq_actors",
-                    ignore=shutil.ignore_patterns("__pycache__", "build"))  # fmt: skip
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
     for built in (target / "rocketmq_actors").rglob("*.so"):
         module = built.relative_to(target / "rocketmq_actors").parent / built.name.split(".")[0]
-        if module.as_posix() not in keep and not built.name.startswith("__"):
+        if module.as_posix() not in keep:
             built.unlink()
     for shared in tree.glob("*.so"):  # (mypyc's shared library of the build)
         shutil.copy2(shared, target)
@@ -241,8 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "compiled.json")
     args = parser.parse_args(argv)
     began = time.monotonic()
-    several = hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) > 1
-    layout = pin_layout() if several else None
+    layout = pin_layout(required=False)
     scratch = Path(tempfile.mkdtemp(prefix="rocketmq-actors-mypyc-"))
     try:
         tree, verdicts = build(scratch, candidates())

@@ -32,7 +32,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, overload
 
 import anyio
 
@@ -109,15 +109,20 @@ class NullBroker:
             self._proc.close(timeout=30)
 
 
-def pin_layout() -> tuple[int, int]:
+@overload
+def pin_layout() -> tuple[int, int]: ...
+@overload
+def pin_layout(*, required: bool) -> tuple[int, int] | None: ...
+def pin_layout(*, required: bool = True) -> tuple[int, int] | None:
     """``--pin``'s cores: (the clients', the null broker's), the first two this process may
-    run on."""
-    if not hasattr(os, "sched_setaffinity"):
-        raise SystemExit("--pin needs os.sched_setaffinity (Linux)")
-    cores = sorted(os.sched_getaffinity(0))
-    if len(cores) < 2:
-        raise SystemExit(f"--pin needs two cores; this process may run on {cores} only")
-    return cores[0], cores[1]
+    run on; where there are not two (or no ``os.sched_setaffinity``), SystemExit, or None when
+    not ``required``."""
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_setaffinity") else []
+    if len(cores) >= 2:
+        return cores[0], cores[1]
+    if required:
+        raise SystemExit(f"--pin needs os.sched_setaffinity and two cores; found {cores}")
+    return None
 
 
 @contextlib.contextmanager

@@ -77,8 +77,7 @@ def _affinities(pid: int) -> set[frozenset[int]]:
 
 
 @pytest.mark.skipif(
-    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
-    reason="--pin needs sched_setaffinity and two cores",
+    pin_layout(required=False) is None, reason="--pin needs sched_setaffinity and two cores"
 )
 def test_pinned_the_null_broker_has_a_core_and_the_clients_the_other() -> None:
     clients, broker_core = layout = pin_layout()
