@@ -12,9 +12,12 @@
 2. The codec (``benchmarks/codec.py``) with that build against the pure-Python package, in
    alternating fresh processes (``--rounds`` each).
 3. Our pipelined paths against the null broker - (b) ``await send`` and ``send_nowait`` - with
-   two scopes of compiled modules, ``protocol/`` alone and the whole build, against the pure
-   package, in alternating fresh windows (``benchmarks/abtest.py``'s worker; the null broker on
-   a core of its own where there are two, as ``benchmarks.nullbroker --pin``).
+   three scopes of compiled modules (``SCOPES``): ``protocol/`` alone, the modules of the build
+   that define no coroutine, and the whole build, against the pure package, in alternating
+   fresh windows (``benchmarks/abtest.py``'s worker; the null broker on a core of its own where
+   there are two, as ``benchmarks.nullbroker --pin``).
+4. Each scope's parity: the unit tests of the packages the build compiles (``PARITY_TESTS``,
+   no broker) run against it; a build worth shipping must pass what the pure package passes.
 
 The scratch copies are removed at exit; results go to ``benchmarks/results/compiled.json`` and
 docs/performance.md.
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import collections
 import functools
 import os
 import re
@@ -48,6 +52,12 @@ SEND_PATH = (
     "producer/sendloop", "producer/prepare", "producer/selector", "cluster/routes", "metrics",
 )  # fmt: skip
 PATHS = {"b_pipelined_1k": False, "b_pipelined_nowait_1k": True}  # (the path: send_nowait?)
+#: the scopes measured: which modules of the build each keeps compiled
+SCOPES = ("protocol", "sync", "send_path")
+#: the unit tests of the packages the build compiles (no broker), run against each scope
+PARITY_TESTS = ("tests/protocol", "tests/producer", "tests/runtime", "tests/cluster")
+_OUTCOME = re.compile(r"^(?:FAILED|ERROR) (tests/[^:\s]+)", flags=re.M)
+_COUNT = re.compile(r"(\d+) (passed|failed|errors?)\b")
 _ERROR = re.compile(r"^rocketmq_actors/(\S+)\.py:\d+: error: (.*)$", flags=re.M)
 
 
@@ -103,9 +113,32 @@ def _import_errors(tree: Path, modules: list[str]) -> dict[str, str]:
 
 
 @functools.cache  # (every round of a build asks again, of every module of the package)
+def _parsed(module: str) -> ast.Module:
+    return ast.parse((PACKAGE / f"{module}.py").read_text())
+
+
 def _classes(module: str) -> tuple[ast.ClassDef, ...]:
-    tree = ast.parse((PACKAGE / f"{module}.py").read_text())
-    return tuple(node for node in ast.walk(tree) if isinstance(node, ast.ClassDef))
+    return tuple(node for node in ast.walk(_parsed(module)) if isinstance(node, ast.ClassDef))
+
+
+def has_coroutine(module: str) -> bool:
+    """Does ``module`` define a coroutine function? (A compiled coroutine is not a native
+    coroutine object; the parity run shows what that costs under anyio's cancel scopes.)"""
+    return any(isinstance(node, ast.AsyncFunctionDef) for node in ast.walk(_parsed(module)))
+
+
+def scopes_of(built: list[str]) -> dict[str, list[str]]:
+    """The modules each scope of ``SCOPES`` keeps compiled, of the ``built`` ones: less each
+    module with a class that a class the scope leaves interpreted derives from."""
+    scopes = {
+        "protocol": [m for m in built if m.startswith("protocol/")],
+        "sync": [m for m in built if not has_coroutine(m)],
+        "send_path": list(built),
+    }
+    for modules in scopes.values():
+        while refused := _derived(modules):
+            modules[:] = [m for m in modules if m not in refused]
+    return scopes
 
 
 def _base_name(base: ast.expr) -> str | None:
@@ -222,6 +255,34 @@ def codec_pairs(pure: Path, compiled: Path, rounds: int) -> dict[str, list[dict[
     return runs
 
 
+def parity(compiled: Path, modules: list[str]) -> dict[str, Any]:
+    """The unit tests of ``PARITY_TESTS`` run against the build in ``compiled`` (its package
+    first on the path, this tree's tests): how many pass and fail, and the failures per file."""
+    env = {**os.environ, "PYTHONPATH": str(compiled)}
+    name = "rocketmq_actors." + modules[0].replace("/", ".")
+    code = f"import {name} as m; print(m.__file__)"
+    probe = subprocess.run([sys.executable, "-P", "-c", code], cwd=TREE, env=env,
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    if probe.stdout.strip().endswith(".py"):  # (the tests would run the pure package)
+        raise SystemExit(f"{name} is not compiled on the parity run's path: {probe.stdout}")
+    pytest = Path(sys.executable).with_name("pytest")
+    done = subprocess.run(
+        [str(pytest), "-q", "-rfE", "-p", "no:cacheprovider", "--import-mode=append",
+         "-m", "not integration", *PARITY_TESTS],
+        cwd=TREE, env=env, capture_output=True, text=True, check=False, timeout=1800,
+    )  # fmt: skip
+    summary = (done.stdout.strip().splitlines() or [""])[-1]
+    counts = {kind.rstrip("s"): int(n) for n, kind in _COUNT.findall(summary)}
+    if "passed" not in counts:
+        raise SystemExit(f"the parity run gave no count: {done.stdout[-600:]}{done.stderr[-600:]}")
+    failing = collections.Counter(_OUTCOME.findall(done.stdout))
+    return {
+        "passed": counts["passed"],
+        "failed": counts.get("failed", 0) + counts.get("error", 0),
+        "failed_by_file": dict(sorted(failing.items())),
+    }
+
+
 def pipelined_pairs(
     addr: str, compiled: Path, windows: int, seconds: float, nowait: bool
 ) -> dict[str, Any]:
@@ -248,23 +309,23 @@ def main(argv: list[str] | None = None) -> int:
     try:
         tree, verdicts = build(scratch, candidates())
         built = [m for m, v in verdicts.items() if v == "ok"]
-        scopes = {
-            "protocol": [m for m in built if m.startswith("protocol/")],
-            "send_path": built,
-        }
+        scopes = scopes_of(built)
         pure = _copy(scratch / "pure")
         codec = codec_pairs(pure, scoped(tree, scopes["protocol"], scratch / "protocol"),
                             args.rounds)  # fmt: skip
+        trees = {scope: scoped(tree, modules, scratch / f"scope-{scope}")
+                 for scope, modules in scopes.items()}  # fmt: skip
         measured: dict[str, Any] = {}
         with null_broker(layout) as broker:
             warm_up(broker.addr, args.seconds, 256)
             for scope, modules in scopes.items():
-                compiled = scoped(tree, modules, scratch / f"scope-{scope}")
                 measured[scope] = {"modules": modules, **{
-                    path: pipelined_pairs(broker.addr, compiled, args.windows, args.seconds,
-                                          nowait)
+                    path: pipelined_pairs(broker.addr, trees[scope], args.windows,
+                                          args.seconds, nowait)
                     for path, nowait in PATHS.items()
                 }}  # fmt: skip
+        for scope, modules in scopes.items():  # (after the windows: the tests use both cores)
+            measured[scope]["tests"] = parity(trees[scope], modules)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     write_results(

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import anyio
-import attrs
+import attr
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.routes import TEMPLATE_TOPIC, TopicRoute
@@ -64,14 +65,14 @@ _SEND_V2 = RequestCode.SEND_MESSAGE_V2
 _SEND_BATCH = RequestCode.SEND_BATCH_MESSAGE
 
 
-@attrs.frozen
+@attr.s(auto_attribs=True)  # (attr.s: the form mypyc compiles, docs/performance.md)
 class Routing:
     """How to pick the queue: round robin (no key, no selector), by key, or by selector."""
 
     message: Message | None = None
     sharding_key: str | None = None
     selector: QueueSelector | None = None
-    arg: object = None
+    arg: Any = None  # (Any, not object: mypyc cannot annotate an attrs field with object)
 
     @property
     def ordered(self) -> bool:

@@ -17,7 +17,7 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import attrs
+import attr
 
 from .codes import CLIENT_VERSION, LanguageCode, SerializeType
 from .errors import ProtocolError
@@ -49,8 +49,11 @@ _PYTHON = LanguageCode.PYTHON
 _LANGUAGE_NAME = {int(lang): lang.name for lang in LanguageCode}  # (Enum.name is a slow property)
 _JSON = SerializeType.JSON
 
+#: slots when interpreted; compiled (mypyc, docs/performance.md) the class is native already
+_PURE = __file__.endswith(".py")
 
-@attrs.define(slots=True, eq=True)
+
+@attr.s(auto_attribs=True, slots=_PURE, eq=True)  # type: ignore[literal-required]
 class RemotingCommand:
     """A request or response frame.
 
@@ -61,7 +64,7 @@ class RemotingCommand:
     code: int
     opaque: int = 0
     flag: int = 0
-    ext_fields: dict[str, str] = attrs.field(factory=dict)
+    ext_fields: dict[str, str] = attr.ib(factory=dict)
     body: bytes = b""
     remark: str | None = None
     language: LanguageCode = LanguageCode.PYTHON

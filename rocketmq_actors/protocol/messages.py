@@ -11,6 +11,7 @@ import struct
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import Final
 
 import attrs
 
@@ -46,30 +47,30 @@ PROPERTY_SEP = "\x02"
 class MessageSysFlag:
     """Bits of a message's ``sysFlag`` (send header ``f`` and stored records)."""
 
-    COMPRESSED = 0x1
-    MULTI_TAGS = 0x2
-    TRANSACTION_PREPARED = 0x4
-    TRANSACTION_COMMIT = 0x8
-    TRANSACTION_ROLLBACK = 0xC
-    TRANSACTION_MASK = 0xC
-    BORNHOST_V6 = 0x10
-    STOREHOST_V6 = 0x20
-    NEED_UNWRAP = 0x40
-    INNER_BATCH = 0x80
-    COMPRESSION_MASK = 0x700
-    COMPRESSION_LZ4 = 0x100
-    COMPRESSION_ZSTD = 0x200
-    COMPRESSION_ZLIB = 0x300
+    COMPRESSED: Final = 0x1
+    MULTI_TAGS: Final = 0x2
+    TRANSACTION_PREPARED: Final = 0x4
+    TRANSACTION_COMMIT: Final = 0x8
+    TRANSACTION_ROLLBACK: Final = 0xC
+    TRANSACTION_MASK: Final = 0xC
+    BORNHOST_V6: Final = 0x10
+    STOREHOST_V6: Final = 0x20
+    NEED_UNWRAP: Final = 0x40
+    INNER_BATCH: Final = 0x80
+    COMPRESSION_MASK: Final = 0x700
+    COMPRESSION_LZ4: Final = 0x100
+    COMPRESSION_ZSTD: Final = 0x200
+    COMPRESSION_ZLIB: Final = 0x300
 
 
 class PullSysFlag:
     """Bits of PULL_MESSAGE's ``sysFlag``."""
 
-    COMMIT_OFFSET = 0x1
-    SUSPEND = 0x2
-    SUBSCRIPTION = 0x4
-    CLASS_FILTER = 0x8
-    LITE_PULL = 0x10
+    COMMIT_OFFSET: Final = 0x1
+    SUSPEND: Final = 0x2
+    SUBSCRIPTION: Final = 0x4
+    CLASS_FILTER: Final = 0x8
+    LITE_PULL: Final = 0x10
 
     @staticmethod
     def build(*, commit_offset: bool, suspend: bool, subscription: bool) -> int:
@@ -83,48 +84,48 @@ class PullSysFlag:
 class Property:
     """Well-known message property names."""
 
-    TAGS = "TAGS"
-    KEYS = "KEYS"
-    WAIT = "WAIT"
-    DELAY = "DELAY"
-    TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
-    TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
-    TIMER_DELAY_MS = "TIMER_DELAY_MS"
-    UNIQ_KEY = "UNIQ_KEY"
-    TRAN_MSG = "TRAN_MSG"
-    PGROUP = "PGROUP"
-    CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
-    TRANSACTION_ID = "__transactionId__"
-    RETRY_TOPIC = "RETRY_TOPIC"
-    REAL_TOPIC = "REAL_TOPIC"
-    REAL_QID = "REAL_QID"
-    RECONSUME_TIME = "RECONSUME_TIME"
-    MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
-    ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
-    MIN_OFFSET = "MIN_OFFSET"
-    MAX_OFFSET = "MAX_OFFSET"
-    CONSUME_START_TIME = "CONSUME_START_TIME"
-    SHARDING_KEY = "__SHARDINGKEY"
-    MSG_REGION = "MSG_REGION"
-    TRACE_ON = "TRACE_ON"
+    TAGS: Final = "TAGS"
+    KEYS: Final = "KEYS"
+    WAIT: Final = "WAIT"
+    DELAY: Final = "DELAY"
+    TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
+    TIMER_DELAY_SEC: Final = "TIMER_DELAY_SEC"
+    TIMER_DELAY_MS: Final = "TIMER_DELAY_MS"
+    UNIQ_KEY: Final = "UNIQ_KEY"
+    TRAN_MSG: Final = "TRAN_MSG"
+    PGROUP: Final = "PGROUP"
+    CHECK_IMMUNITY_TIME_IN_SECONDS: Final = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+    TRANSACTION_ID: Final = "__transactionId__"
+    RETRY_TOPIC: Final = "RETRY_TOPIC"
+    REAL_TOPIC: Final = "REAL_TOPIC"
+    REAL_QID: Final = "REAL_QID"
+    RECONSUME_TIME: Final = "RECONSUME_TIME"
+    MAX_RECONSUME_TIMES: Final = "MAX_RECONSUME_TIMES"
+    ORIGIN_MESSAGE_ID: Final = "ORIGIN_MESSAGE_ID"
+    MIN_OFFSET: Final = "MIN_OFFSET"
+    MAX_OFFSET: Final = "MAX_OFFSET"
+    CONSUME_START_TIME: Final = "CONSUME_START_TIME"
+    SHARDING_KEY: Final = "__SHARDINGKEY"
+    MSG_REGION: Final = "MSG_REGION"
+    TRACE_ON: Final = "TRACE_ON"
     # request-reply (Java MessageConst; set by Producer.request and the reply helper)
-    CORRELATION_ID = "CORRELATION_ID"
-    REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
-    MESSAGE_TTL = "TTL"
-    MESSAGE_TYPE = "MSG_TYPE"
-    PUSH_REPLY_TIME = "PUSH_REPLY_TIME"
+    CORRELATION_ID: Final = "CORRELATION_ID"
+    REPLY_TO_CLIENT: Final = "REPLY_TO_CLIENT"
+    MESSAGE_TTL: Final = "TTL"
+    MESSAGE_TYPE: Final = "MSG_TYPE"
+    PUSH_REPLY_TIME: Final = "PUSH_REPLY_TIME"
     # added by brokers to stored messages
-    CLUSTER = "CLUSTER"
-    INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
-    INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
-    DLQ_ORIGIN_TOPIC = "DLQ_ORIGIN_TOPIC"
-    DLQ_ORIGIN_MESSAGE_ID = "DLQ_ORIGIN_MESSAGE_ID"
-    TIMER_OUT_MS = "TIMER_OUT_MS"
-    TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
-    TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
-    TIMER_ROLL_TIMES = "TIMER_ROLL_TIMES"
-    POP_CK = "POP_CK"
-    FIRST_POP_TIME = "1ST_POP_TIME"
+    CLUSTER: Final = "CLUSTER"
+    INNER_MULTI_DISPATCH: Final = "INNER_MULTI_DISPATCH"
+    INNER_MULTI_QUEUE_OFFSET: Final = "INNER_MULTI_QUEUE_OFFSET"
+    DLQ_ORIGIN_TOPIC: Final = "DLQ_ORIGIN_TOPIC"
+    DLQ_ORIGIN_MESSAGE_ID: Final = "DLQ_ORIGIN_MESSAGE_ID"
+    TIMER_OUT_MS: Final = "TIMER_OUT_MS"
+    TIMER_ENQUEUE_MS: Final = "TIMER_ENQUEUE_MS"
+    TIMER_DEQUEUE_MS: Final = "TIMER_DEQUEUE_MS"
+    TIMER_ROLL_TIMES: Final = "TIMER_ROLL_TIMES"
+    POP_CK: Final = "POP_CK"
+    FIRST_POP_TIME: Final = "1ST_POP_TIME"
 
 
 #: Properties the client manages itself; user properties may not use these names.

@@ -89,7 +89,7 @@ def _looks_like_offset(raw: bytes, split: int) -> bool:
     return 0 < port <= 0xFFFF and 0 <= offset < (1 << 48)
 
 
-def decode_message_id(msg_id: str) -> MessageIdInfo:
+def decode_message_id(msg_id: object) -> MessageIdInfo:
     """Decode ``msg_id`` (either form, case-insensitive hex; see the module docstring for
     how the form is chosen). :class:`ProtocolError` ``bad-msg-id`` for anything else."""
     if not isinstance(msg_id, str):

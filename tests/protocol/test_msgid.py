@@ -91,4 +91,4 @@ def test_bad_ids_are_refused(bad: str) -> None:
 
 def test_non_string_is_refused() -> None:
     with pytest.raises(ProtocolError):
-        decode_message_id(12345)  # type: ignore[arg-type]
+        decode_message_id(12345)
