@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Mapping, Sequence
 
-import attr
+import attrs
 
 from rocketmq_actors.errors import InvalidMessage
 from rocketmq_actors.names import validate_topic, wrap
@@ -133,15 +133,7 @@ def _validate_delay(msg: Message) -> None:
         raise InvalidMessage("delay_ms must not be negative")
 
 
-#: slots when interpreted; compiled (mypyc, docs/performance.md) the class is native already
-_PURE = __file__.endswith(".py")
-
-
-def _body_size(self: Prepared) -> int:
-    return len(self.body)
-
-
-@attr.s(auto_attribs=True, slots=_PURE)  # type: ignore[literal-required]
+@attrs.define
 class Prepared:
     """A validated message (or batch) ready for the wire. (Internal and never changed after
     it is built; not frozen, because a frozen attrs ``__init__`` costs more a send in
@@ -160,7 +152,7 @@ class Prepared:
     #: the body's length, read several times a send (admission, the connection's in-flight
     #: bytes): a field, not a property computing it each time (a copy with another body,
     #: ``attrs.evolve``, must give its size too)
-    size: int = attr.ib(default=attr.Factory(_body_size, takes_self=True))
+    size: int = attrs.field(default=attrs.Factory(lambda self: len(self.body), takes_self=True))
 
 
 def prepare(

@@ -353,6 +353,7 @@ async def test_writes_are_coalesced() -> None:
         assert stats["requests_sent"] == 200 and stats["writes"] < 50
 
 
+@pytest.mark.interpreted
 async def test_completed_requests_ask_the_wire_to_flush_behind_their_tasks() -> None:
     async with FakeServer() as server, serving(server) as running:
         wire = running.conn._wire
@@ -501,6 +502,7 @@ async def test_a_peer_that_stops_reading_bounds_the_outgoing_buffer() -> None:
     assert all(not e.outcome_unknown for e in outcomes if isinstance(e, WriteTimeout))
 
 
+@pytest.mark.interpreted
 @pytest.mark.parametrize(
     ("errno", "retriable"), [(socket.EAI_NONAME, False), (socket.EAI_AGAIN, True)]
 )
