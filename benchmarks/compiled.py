@@ -258,9 +258,26 @@ def codec_pairs(pure: Path, compiled: Path, rounds: int) -> dict[str, list[dict[
     return runs
 
 
+def tally(stdout: str) -> dict[str, Any]:
+    """What a ``pytest -q -rfE`` run's output says: how many tests passed, failed (errors
+    included) and were deselected, and the failures per test file; ``error`` if it gave no
+    count (a collection error, a crash)."""
+    summary = (stdout.strip().splitlines() or [""])[-1]
+    counts = {kind.rstrip("s"): int(n) for n, kind in _COUNT.findall(summary)}
+    if "passed" not in counts and "failed" not in counts:
+        return {"passed": 0, "failed": 0, "failed_by_file": {}, "error": stdout[-600:]}
+    failing = collections.Counter(_OUTCOME.findall(stdout))
+    return {
+        "passed": counts.get("passed", 0),
+        "failed": counts.get("failed", 0) + counts.get("error", 0),
+        "failed_by_file": dict(sorted(failing.items())),
+        "deselected": counts.get("deselected", 0),  # (integration and interpreted tests)
+    }
+
+
 def parity(compiled: Path, modules: list[str]) -> dict[str, Any]:
     """The unit tests of ``PARITY_TESTS`` run against the build in ``compiled`` (its package
-    first on the path, this tree's tests): how many pass and fail, and the failures per file."""
+    first on the path, this tree's tests), as :func:`tally` counts them."""
     env = {**os.environ, "PYTHONPATH": str(compiled)}
     name = "rocketmq_actors." + modules[0].replace("/", ".")
     code = f"import {name} as m; print(m.__file__)"
@@ -269,22 +286,15 @@ def parity(compiled: Path, modules: list[str]) -> dict[str, Any]:
     if probe.stdout.strip().endswith(".py"):  # (the tests would run the pure package)
         raise SystemExit(f"{name} is not compiled on the parity run's path: {probe.stdout}")
     pytest = Path(sys.executable).with_name("pytest")
-    done = subprocess.run(
-        [str(pytest), "-q", "-rfE", "-p", "no:cacheprovider", "--import-mode=append",
-         "-m", "not integration and not interpreted", *PARITY_TESTS],
-        cwd=TREE, env=env, capture_output=True, text=True, check=False, timeout=1800,
-    )  # fmt: skip
-    summary = (done.stdout.strip().splitlines() or [""])[-1]
-    counts = {kind.rstrip("s"): int(n) for n, kind in _COUNT.findall(summary)}
-    if "passed" not in counts:
-        raise SystemExit(f"the parity run gave no count: {done.stdout[-600:]}{done.stderr[-600:]}")
-    failing = collections.Counter(_OUTCOME.findall(done.stdout))
-    return {
-        "passed": counts["passed"],
-        "failed": counts.get("failed", 0) + counts.get("error", 0),
-        "failed_by_file": dict(sorted(failing.items())),
-        "left_out": counts.get("deselected", 0),  # (integration and interpreted tests)
-    }
+    try:
+        done = subprocess.run(
+            [str(pytest), "-q", "-rfE", "-p", "no:cacheprovider", "--import-mode=append",
+             "-m", "not integration and not interpreted", *PARITY_TESTS],
+            cwd=TREE, env=env, capture_output=True, text=True, check=False, timeout=1800,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return {"passed": 0, "failed": 0, "failed_by_file": {}, "error": "timed out (30 min)"}
+    return tally(done.stdout + (f"\n{done.stderr}" if "passed" not in done.stdout else ""))
 
 
 def pipelined_pairs(
@@ -313,23 +323,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         tree, verdicts = build(scratch, candidates())
         built = [m for m, v in verdicts.items() if v == "ok"]
-        scopes = scopes_of(built)
-        pure = _copy(scratch / "pure")
-        codec = codec_pairs(pure, scoped(tree, scopes["protocol"], scratch / "protocol"),
-                            args.rounds)  # fmt: skip
+        scopes = {scope: modules for scope, modules in scopes_of(built).items() if modules}
         trees = {scope: scoped(tree, modules, scratch / f"scope-{scope}")
                  for scope, modules in scopes.items()}  # fmt: skip
+        # (before the windows, which need the cores to themselves: a failure costs no window)
+        tests = {scope: parity(trees[scope], modules) for scope, modules in scopes.items()}
+        codec = codec_pairs(_copy(scratch / "pure"), trees["protocol"], args.rounds)
         measured: dict[str, Any] = {}
         with null_broker(layout) as broker:
             warm_up(broker.addr, args.seconds, 256)
             for scope, modules in scopes.items():
-                measured[scope] = {"modules": modules, **{
+                measured[scope] = {"modules": modules, "tests": tests[scope], **{
                     path: pipelined_pairs(broker.addr, trees[scope], args.windows,
                                           args.seconds, nowait)
                     for path, nowait in PATHS.items()
                 }}  # fmt: skip
-        for scope, modules in scopes.items():  # (after the windows: the tests use both cores)
-            measured[scope]["tests"] = parity(trees[scope], modules)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     write_results(

@@ -38,7 +38,11 @@ _LATENCY_STEPS = (50, 100, 550, 1800, 3000, 5000, 15000)
 _ISOLATION = (0, 0, 2000, 5000, 6000, 10000, 30000)
 
 
-@attr.s(auto_attribs=True)  # (attr.s: the form mypyc compiles, docs/performance.md)
+#: slots when interpreted; compiled (mypyc, docs/performance.md) the class is native already
+_PURE = not __file__.endswith((".so", ".pyd"))  # (a .py, or a .pyc alone)
+
+
+@attr.s(auto_attribs=True, order=False, slots=_PURE)  # type: ignore[literal-required]
 class LatencyFaultTolerance:
     """Keeps slow or failing brokers out of rotation for a while (off by default, as in Java).
 

@@ -65,7 +65,12 @@ _SEND_V2 = RequestCode.SEND_MESSAGE_V2
 _SEND_BATCH = RequestCode.SEND_BATCH_MESSAGE
 
 
-@attr.s(auto_attribs=True)  # (attr.s: the form mypyc compiles, docs/performance.md)
+#: slots (and frozen) when interpreted; compiled (mypyc, docs/performance.md) the class
+#: is native, and attrs cannot freeze it
+_PURE = not __file__.endswith((".so", ".pyd"))  # (a .py, or a .pyc alone)
+
+
+@attr.s(auto_attribs=True, order=False, slots=_PURE, frozen=_PURE)  # type: ignore[literal-required]
 class Routing:
     """How to pick the queue: round robin (no key, no selector), by key, or by selector."""
 

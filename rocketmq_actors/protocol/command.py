@@ -50,10 +50,10 @@ _LANGUAGE_NAME = {int(lang): lang.name for lang in LanguageCode}  # (Enum.name i
 _JSON = SerializeType.JSON
 
 #: slots when interpreted; compiled (mypyc, docs/performance.md) the class is native already
-_PURE = __file__.endswith(".py")
+_PURE = not __file__.endswith((".so", ".pyd"))  # (a .py, or a .pyc alone)
 
 
-@attr.s(auto_attribs=True, slots=_PURE, eq=True)  # type: ignore[literal-required]
+@attr.s(auto_attribs=True, slots=_PURE, eq=True, order=False)  # type: ignore[literal-required]
 class RemotingCommand:
     """A request or response frame.
 

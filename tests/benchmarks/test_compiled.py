@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.compiled import SCOPES, SEND_PATH, _derived, candidates, has_coroutine, scopes_of
+from benchmarks.compiled import (
+    SCOPES,
+    SEND_PATH,
+    _derived,
+    candidates,
+    has_coroutine,
+    scopes_of,
+    tally,
+)
 from benchmarks.docs_compiled import COMPILED_RULE_PATH, _parity_row, _verdict
 
 
@@ -60,7 +68,7 @@ def _measured(cpu: float, failed: int) -> dict[str, Any]:
         "modules": ["protocol/command"],
         COMPILED_RULE_PATH: {"pure": {"client_cpu_us_per_msg": 10.0},
                              "compiled": {"client_cpu_us_per_msg": cpu}},
-        "tests": {"passed": 10, "failed": failed, "left_out": 4,
+        "tests": {"passed": 10, "failed": failed, "deselected": 4,
                   "failed_by_file": {"tests/protocol/test_msgid.py": failed} if failed else {}},
     }  # fmt: skip
 
@@ -74,3 +82,22 @@ def test_a_scope_is_worth_shipping_only_if_it_saves_enough_and_passes_the_tests(
         _parity_row("sync", _measured(8.5, 3))
         == "| sync | 1 | 10 / 3 (4) | `protocol/test_msgid.py` 3 |"
     )
+
+
+def test_a_parity_run_is_tallied_from_pytests_summary() -> None:
+    out = (
+        "....F..E\n"
+        "FAILED tests/producer/test_failures.py::test_stalled[asyncio] - assert False\n"
+        "FAILED tests/producer/test_failures.py::Class::test_other - TypeError: x\n"
+        "ERROR tests/runtime/test_wire.py - ImportError: y\n"
+        "725 passed, 2 failed, 1 error, 79 deselected in 58.84s\n"
+    )
+    assert tally(out) == {
+        "passed": 725,
+        "failed": 3,
+        "failed_by_file": {"tests/producer/test_failures.py": 2, "tests/runtime/test_wire.py": 1},
+        "deselected": 79,
+    }
+    crashed = tally("ImportError while loading conftest\n")
+    assert crashed["error"] and crashed["passed"] == 0
+    assert "did not run: not met" in _verdict("protocol", {**_measured(5.0, 0), "tests": crashed})

@@ -502,7 +502,6 @@ async def test_a_peer_that_stops_reading_bounds_the_outgoing_buffer() -> None:
     assert all(not e.outcome_unknown for e in outcomes if isinstance(e, WriteTimeout))
 
 
-@pytest.mark.interpreted
 @pytest.mark.parametrize(
     ("errno", "retriable"), [(socket.EAI_NONAME, False), (socket.EAI_AGAIN, True)]
 )
@@ -512,10 +511,11 @@ async def test_a_name_that_does_not_resolve_is_not_retriable(
     """Only the resolver's "try again later" is worth a retry; a name that does not exist
     stays so (it was retriable, and a send tried it three times within milliseconds)."""
 
-    async def unresolvable(host: str, port: int, ssl_context: object) -> object:
+    def unresolvable(*args: object, **kwargs: object) -> object:
         raise socket.gaierror(errno, "the resolver's message")
 
-    monkeypatch.setattr(connection, "open_wire", unresolvable)
+    # the resolver the event loop calls, not our code: compiled or not, connect meets it
+    monkeypatch.setattr(socket, "getaddrinfo", unresolvable)
     with pytest.raises(ConnectError, match=r"'nosuchhost\.invalid' does not resolve") as info:
         await connection.connect("nosuchhost.invalid:9876")
     assert info.value.retriable is retriable
