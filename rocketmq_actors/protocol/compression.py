@@ -16,7 +16,7 @@ import enum
 import zlib
 from typing import Any
 
-from .errors import ProtocolError
+from .errors import ProtocolError, caused
 from .messages import MessageSysFlag
 
 __all__ = ["CompressionType", "compress", "decompress"]
@@ -84,5 +84,5 @@ def decompress(body: bytes, sys_flag: int) -> bytes:
                 raise ValueError("truncated zstd frame")
             return inflated
     except Exception as exc:  # zlib.error, RuntimeError (lz4), ZstdError: all "not a body"
-        raise ProtocolError("bad-compressed-body", f"{type(exc).__name__}: {exc}") from None
+        raise caused(ProtocolError("bad-compressed-body", f"{type(exc).__name__}: {exc}"), None)
     raise ProtocolError("unsupported-compression", f"compression type bits {kind:#x}")

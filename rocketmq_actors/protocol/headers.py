@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Self
 
 import attrs
 
-from .errors import ProtocolError
+from .errors import ProtocolError, caused
 
 __all__ = [
     "CheckTransactionStateRequestHeader",
@@ -73,7 +73,9 @@ def _parse(kind: str, name: str, raw: str) -> object:
         try:
             return int(raw)
         except ValueError:
-            raise ProtocolError("bad-header-field", f"{name}={raw!r} is not an integer") from None
+            raise caused(
+                ProtocolError("bad-header-field", f"{name}={raw!r} is not an integer"), None
+            )
     return raw
 
 

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from .errors import ProtocolError
+from .errors import ProtocolError, caused
 from .headers import Header, wire
 
 __all__ = [
@@ -124,7 +124,7 @@ def _int(field: str, raw: str, text: str) -> int:
     try:
         return int(raw)
     except ValueError:
-        raise ProtocolError("bad-extra-info", f"{field} {raw!r} in {text!r}") from None
+        raise caused(ProtocolError("bad-extra-info", f"{field} {raw!r} in {text!r}"), None)
 
 
 @attrs.frozen

@@ -54,6 +54,7 @@ from rocketmq_actors.errors import (
     unwrap_group,
 )
 from rocketmq_actors.logs import get_logger
+from rocketmq_actors.protocol.errors import caused
 from rocketmq_actors.runtime.checks import check_timeout
 from rocketmq_actors.runtime.tree import Node
 
@@ -105,10 +106,13 @@ def running_loop() -> asyncio.AbstractEventLoop:
     try:
         return asyncio.get_running_loop()
     except RuntimeError:
-        raise WrongEventLoop(
-            "rocketmq-actors runs on an asyncio event loop (asyncio or uvloop, "
-            "anyio's asyncio backend); none is running in this thread"
-        ) from None
+        raise caused(
+            WrongEventLoop(
+                "rocketmq-actors runs on an asyncio event loop (asyncio or uvloop, "
+                "anyio's asyncio backend); none is running in this thread"
+            ),
+            None,
+        )
 
 
 class Lifecycle:
@@ -211,7 +215,7 @@ class Lifecycle:
         if state is State.STARTING:
             raise ClientNotStarted(f"{name} is still starting")
         error = ClientClosed(f"{name} is stopped" + (f": {self._error!r}" if self._error else ""))
-        raise error from self._error
+        raise caused(error, self._error)
 
     def _check_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         if loop is not self._loop:

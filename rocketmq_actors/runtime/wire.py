@@ -24,6 +24,8 @@ import anyio
 import anyio.abc
 from anyio.streams.tls import TLSAttribute
 
+from rocketmq_actors.protocol.errors import caused
+
 __all__ = ["AsyncioWire", "ConnectionClosedByPeer", "StreamWire", "Wire", "open_wire"]
 
 DataHandler = Callable[[bytes | memoryview], None]  # a memoryview is valid only during the call
@@ -163,7 +165,7 @@ class StreamWire(Wire):
             try:
                 chunk = await receive(262144)
             except (anyio.EndOfStream, anyio.BrokenResourceError):
-                raise ConnectionClosedByPeer("the peer closed the connection") from None
+                raise caused(ConnectionClosedByPeer("the peer closed the connection"), None)
             on_data(chunk)
 
     async def _writer(self) -> None:
