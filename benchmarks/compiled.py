@@ -125,8 +125,8 @@ def _classes(module: str) -> tuple[ast.ClassDef, ...]:
 
 
 def has_coroutine(module: str) -> bool:
-    """Does ``module`` define a coroutine function? (A compiled coroutine is not a native
-    coroutine object; the parity run shows what that costs under anyio's cancel scopes.)"""
+    """Does ``module`` define a coroutine function? (The ``sync`` scope: what compiling the
+    codec and the other plain functions alone saves.)"""
     return any(isinstance(node, ast.AsyncFunctionDef) for node in ast.walk(_parsed(module)))
 
 
@@ -258,6 +258,10 @@ def codec_pairs(pure: Path, compiled: Path, rounds: int) -> dict[str, list[dict[
     return runs
 
 
+def _not_run(why: str) -> dict[str, Any]:
+    return {"passed": 0, "failed": 0, "failed_by_file": {}, "deselected": 0, "error": why}
+
+
 def tally(stdout: str) -> dict[str, Any]:
     """What a ``pytest -q -rfE`` run's output says: how many tests passed, failed (errors
     included) and were deselected, and the failures per test file; ``error`` if it gave no
@@ -265,7 +269,7 @@ def tally(stdout: str) -> dict[str, Any]:
     summary = (stdout.strip().splitlines() or [""])[-1]
     counts = {kind.rstrip("s"): int(n) for n, kind in _COUNT.findall(summary)}
     if "passed" not in counts and "failed" not in counts:
-        return {"passed": 0, "failed": 0, "failed_by_file": {}, "error": stdout[-600:]}
+        return _not_run(stdout[-600:])
     failing = collections.Counter(_OUTCOME.findall(stdout))
     return {
         "passed": counts.get("passed", 0),
@@ -293,7 +297,7 @@ def parity(compiled: Path, modules: list[str]) -> dict[str, Any]:
             cwd=TREE, env=env, capture_output=True, text=True, check=False, timeout=1800,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
-        return {"passed": 0, "failed": 0, "failed_by_file": {}, "error": "timed out (30 min)"}
+        return _not_run("timed out (30 min)")
     return tally(done.stdout + (f"\n{done.stderr}" if "passed" not in done.stdout else ""))
 
 

@@ -114,10 +114,12 @@ def compiled_section(compiled: dict[str, Any]) -> list[str]:
 
 def _parity_row(scope: str, measured: dict[str, Any]) -> str:
     tests = measured["tests"]
+    if "error" in tests:
+        return f"| {scope} | {len(measured['modules'])} | did not run | - |"
     files = [f"`{f.removeprefix('tests/')}` {n}" for f, n in tests["failed_by_file"].items()]
     return (
         f"| {scope} | {len(measured['modules'])} | {tests['passed']} / {tests['failed']} "
-        f"({tests.get('deselected', '-')}) | {', '.join(files) or 'none'} |"
+        f"({tests['deselected']}) | {', '.join(files) or 'none'} |"
     )
 
 

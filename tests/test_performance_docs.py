@@ -36,7 +36,7 @@ def test_the_check_sees_a_stale_page(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def _compiled(pure_cpu: float, compiled_cpu: float, failed: int = 0) -> dict[str, object]:
     codec = {"encode_send_v2_us": 1.0}
-    passing = {"passed": 5, "failed": 0, "failed_by_file": {}}
+    passing = {"passed": 5, "failed": 0, "failed_by_file": {}, "deselected": 2}
 
     def path(pure: float, built: float) -> dict[str, object]:
         return {
@@ -63,6 +63,7 @@ def _compiled(pure_cpu: float, compiled_cpu: float, failed: int = 0) -> dict[str
                     "passed": 5,
                     "failed": failed,
                     "failed_by_file": {"tests/runtime/test_wire.py": failed} if failed else {},
+                    "deselected": 2,
                 },
             },
         },
@@ -81,4 +82,4 @@ def test_the_mypyc_verdict_follows_the_measured_saving_on_b() -> None:
     # ... and not while a test fails compiled, whatever it saves
     failing = "\n".join(compiled_section(_compiled(10.0, 8.5, failed=3)))
     assert "send_path saved 15.0% on (b), 3 tests fail: not met, not shipped" in failing
-    assert "| send_path | 1 | 5 / 3 (-) | `runtime/test_wire.py` 3 |" in failing
+    assert "| send_path | 1 | 5 / 3 (2) | `runtime/test_wire.py` 3 |" in failing

@@ -101,3 +101,6 @@ def test_a_parity_run_is_tallied_from_pytests_summary() -> None:
     crashed = tally("ImportError while loading conftest\n")
     assert crashed["error"] and crashed["passed"] == 0
     assert "did not run: not met" in _verdict("protocol", {**_measured(5.0, 0), "tests": crashed})
+    assert _parity_row("protocol", {**_measured(5.0, 0), "tests": crashed}) == (
+        "| protocol | 1 | did not run | - |"
+    )

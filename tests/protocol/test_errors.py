@@ -35,8 +35,8 @@ def test_caused_is_raise_from(cause: BaseException | None) -> None:
     assert isinstance(got.__context__, KeyError) and isinstance(expected.__context__, KeyError)
 
 
-def _violations(module: str) -> list[str]:
-    tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+def _violations(module: str, source: str | None = None) -> list[str]:
+    tree = ast.parse((PACKAGE / f"{module}.py").read_text() if source is None else source)
     found = [f"{module}:{n.lineno} raise ... from" for n in ast.walk(tree)
              if isinstance(n, ast.Raise) and n.cause is not None]  # fmt: skip
     for handler in (n for n in ast.walk(tree) if isinstance(n, ast.ExceptHandler)):
@@ -51,5 +51,26 @@ def _violations(module: str) -> list[str]:
     return found
 
 
+SAMPLE = """
+try:
+    pass
+except KeyError as exc:
+    raise ValueError("a") from exc
+except OSError:
+    raise ValueError("b")
+except TypeError as exc:
+    raise caused(ValueError("c"), exc)
+except IndexError:
+    raise
+"""
+
+
 def test_the_modules_mypyc_may_compile_chain_with_caused() -> None:
+    # the scan sees both mistakes, and neither caused() nor a bare re-raise
+    assert _violations("sample", SAMPLE) == [
+        "sample:5 raise ... from",
+        "sample:5 raise without caused() in an except",
+        "sample:7 raise without caused() in an except",
+    ]
+    assert len(candidates()) > 20
     assert [v for module in candidates() for v in _violations(module)] == []
