@@ -1,0 +1,132 @@
+"""The wheel's build hook (hatch_build.py): pure by default, the send path compiled on request.
+
+``make compiled`` builds the compiled wheel and runs this module and the tests of the packages
+it compiles against it, with ``ROCKETMQ_ACTORS_EXPECT_COMPILED=1``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tomllib
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hatch_build
+from benchmarks.compiled import PARITY_TESTS, _derived
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+HOOK: dict[str, Any] = PYPROJECT["tool"]["hatch"]["build"]["targets"]["wheel"]["hooks"]["custom"]
+MODULES: list[str] = HOOK["mypyc-modules"]
+
+
+def _hook(config: dict[str, Any]) -> hatch_build.MypycBuildHook:
+    return hatch_build.MypycBuildHook(str(ROOT), config, None, None, str(ROOT), "wheel")
+
+
+def _compiled(module: str) -> bool:
+    found = importlib.import_module("rocketmq_actors." + module.replace("/", "."))
+    assert found.__file__ is not None
+    return not found.__file__.endswith(".py")
+
+
+def test_the_package_these_tests_run_on() -> None:
+    """``make compiled`` must run the compiled wheel, every module the hook lists compiled and
+    no other; any other run the pure package (no extension module left in the checkout)."""
+    compiled = {m for m in MODULES if _compiled(m)}
+    others = {"protocol/messages", "producer/prepare", "runtime/lifecycle", "metrics"}
+    if os.environ.get("ROCKETMQ_ACTORS_EXPECT_COMPILED") == "1":
+        assert compiled == set(MODULES)
+        assert not any(map(_compiled, others))
+    else:
+        assert compiled == set()
+
+
+def test_the_wheel_compiles_the_measured_send_path() -> None:
+    """The hook's modules are the ``send_path`` scope that ``benchmarks.compiled`` measured
+    and ran the unit tests against, and none has a class that the package derives from
+    outside the build (a compiled class cannot be subclassed)."""
+    measured = json.loads((ROOT / "benchmarks" / "results" / "compiled.json").read_text())
+    assert sorted(MODULES) == sorted(measured["scopes"]["send_path"]["modules"])
+    assert measured["scopes"]["send_path"]["tests"]["failed"] == 0
+    assert _derived(list(MODULES)) == {}
+    assert all((ROOT / "rocketmq_actors" / f"{m}.py").is_file() for m in MODULES)
+
+
+def test_make_compiled_runs_the_parity_tests() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    assert f"PARITY_TESTS := {' '.join(PARITY_TESTS)}\n" in makefile
+    assert "COMPILED_MARKERS := not interpreted and not spark and not chaos and not solo\n" in (
+        makefile
+    )
+
+
+def test_the_hook_builds_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    hook = _hook(HOOK)
+    monkeypatch.delenv(hatch_build.ENABLE, raising=False)
+    assert hook.dependencies() == []
+    build_data: dict[str, Any] = {"force_include": {}}
+    hook.initialize("standard", build_data)
+    assert build_data == {"force_include": {}}
+    monkeypatch.setenv(hatch_build.ENABLE, "1")
+    assert hook.dependencies() == list(hatch_build.REQUIRES)
+    hook.initialize("editable", build_data)  # (an editable install imports the sources)
+    assert build_data == {"force_include": {}}
+
+
+@pytest.mark.parametrize("config", [{}, {"mypyc-modules": []}, {"mypyc-modules": [1]}])
+def test_the_hook_refuses_a_missing_module_list(
+    config: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(hatch_build.ENABLE, "1")
+    with pytest.raises(ValueError, match="mypyc-modules"):
+        _hook(config).initialize("standard", {"force_include": {}})
+
+
+def test_the_files_a_build_puts_into_the_wheel(tmp_path: Path) -> None:
+    (tmp_path / "rocketmq_actors" / "protocol").mkdir(parents=True)
+    for name in ("rocketmq_actors/protocol/framing.cpython-311-x86_64-linux-gnu.so",
+                 "rocketmq_actors/protocol/framing.py", "abc123__mypyc.cpython-311-x86_64-linux"
+                 "-gnu.so", "build/temp.o", "mypy.ini"):  # fmt: skip
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    assert hatch_build.extensions(tmp_path) == {
+        str(tmp_path / "rocketmq_actors/protocol/framing.cpython-311-x86_64-linux-gnu.so"):
+            "rocketmq_actors/protocol/framing.cpython-311-x86_64-linux-gnu.so",
+        str(tmp_path / "abc123__mypyc.cpython-311-x86_64-linux-gnu.so"):
+            "abc123__mypyc.cpython-311-x86_64-linux-gnu.so",
+    }  # fmt: skip
+
+
+def _build(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != hatch_build.ENABLE}
+    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, check=True, timeout=300)  # fmt: skip
+
+
+def test_the_default_wheel_is_pure_and_the_sdist_can_build_it(tmp_path: Path) -> None:
+    """Without ``ROCKETMQ_ACTORS_MYPYC`` the wheel is pure Python, for every platform; the
+    sdist carries the hook, so a wheel built from it (``--no-binary``) builds."""
+    _build(tmp_path, "hatchling", "build", "--target", "sdist", "--directory", str(tmp_path))
+    (sdist,) = tmp_path.glob("rocketmq_actors-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        archive.extractall(tmp_path / "src", filter="data")
+        names = {Path(n).name for n in archive.getnames()}
+    assert {"hatch_build.py", "pyproject.toml"} <= names
+    (source,) = (tmp_path / "src").iterdir()
+    _build(tmp_path, "pip", "wheel", "--quiet", "--no-build-isolation", "--no-deps",
+           "--wheel-dir", str(tmp_path / "dist"), str(source))  # fmt: skip
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    assert wheel.name.endswith("-py3-none-any.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        files = archive.namelist()
+    assert "rocketmq_actors/protocol/framing.py" in files
+    assert not [f for f in files if f.endswith((".so", ".pyd"))]
