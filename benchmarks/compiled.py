@@ -40,6 +40,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hatch_build import copy_package, run_mypyc
+
 from .abtest import TREE, pooled, warm_up, window
 from .common import RESULTS, alternating, last_json, write_results
 from .nullbroker import null_broker, pin_layout
@@ -69,27 +71,6 @@ def candidates() -> list[str]:
         f"protocol/{p.stem}" for p in (PACKAGE / "protocol").glob("*.py") if p.stem != "__init__"
     )
     return [*protocol, *SEND_PATH]
-
-
-def _copy(target: Path) -> Path:
-    """A copy of this tree's package (no caches, no compiled modules) under ``target``."""
-    shutil.copytree(PACKAGE, target / "rocketmq_actors",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.so"))  # fmt: skip
-    # mypyc's type check, with the project's allowance for the extras without stubs
-    (target / "mypy.ini").write_text(
-        "[mypy]\n[mypy-lz4.*,pyarrow.*,pyspark.*]\nignore_missing_imports = True\n"
-    )
-    return target
-
-
-def _compile(tree: Path, modules: list[str]) -> subprocess.CompletedProcess[str]:
-    """mypyc over ``modules`` (``protocol/framing``: paths in the package, no suffix), the
-    extension modules placed beside their sources (which Python then imports first)."""
-    mypyc = Path(sys.executable).with_name("mypyc")
-    return subprocess.run(
-        [str(mypyc), *(f"rocketmq_actors/{m}.py" for m in modules)], cwd=tree,
-        capture_output=True, text=True, check=False, timeout=1800,
-    )  # fmt: skip
 
 
 _FRAME = re.compile(r'File "(?:[^"]*/)?rocketmq_actors/(\S+)\.py", line')
@@ -178,8 +159,8 @@ def _converge(scratch: Path, modules: list[str], verdicts: dict[str, str]) -> Pa
             verdicts.update(refused)
             modules[:] = [m for m in modules if m not in refused]
             continue
-        tree = _copy(Path(tempfile.mkdtemp(prefix="build-", dir=scratch)))
-        done = _compile(tree, modules)
+        tree = copy_package(TREE, Path(tempfile.mkdtemp(prefix="build-", dir=scratch)))
+        done = run_mypyc(tree, modules)
         if done.returncode != 0:
             refused = {m: f"mypyc refuses it: {e}" for m, e in reversed(_ERROR.findall(
                 done.stdout + done.stderr)) if m in modules}  # fmt: skip
@@ -211,9 +192,9 @@ def build(scratch: Path, modules: list[str]) -> tuple[Path, dict[str, str]]:
             if module in retried:
                 continue
             retried.add(module)
-            trial = _copy(scratch / f"retry-{module.replace('/', '-')}")
+            trial = copy_package(TREE, scratch / f"retry-{module.replace('/', '-')}")
             with_it = [*kept, module]
-            if (_compile(trial, with_it).returncode == 0 and not _derived(with_it)
+            if (run_mypyc(trial, with_it).returncode == 0 and not _derived(with_it)
                     and not _import_errors(trial, [module])):  # fmt: skip
                 back.append(module)
             shutil.rmtree(trial, ignore_errors=True)
@@ -332,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
                  for scope, modules in scopes.items()}  # fmt: skip
         # (before the windows, which need the cores to themselves: a failure costs no window)
         tests = {scope: parity(trees[scope], modules) for scope, modules in scopes.items()}
-        codec = codec_pairs(_copy(scratch / "pure"), trees["protocol"], args.rounds)
+        codec = codec_pairs(copy_package(TREE, scratch / "pure"), trees["protocol"], args.rounds)
         measured: dict[str, Any] = {}
         with null_broker(layout) as broker:
             warm_up(broker.addr, args.seconds, 256)
