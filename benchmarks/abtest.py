@@ -29,10 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import RESULTS, alternating, last_json
+from .common import RESULTS, TREE, alternating, last_json
 from .nullbroker import null_broker, pin_layout
-
-TREE = Path(__file__).resolve().parents[1]
 
 
 def window(

@@ -42,8 +42,8 @@ from typing import Any
 
 from hatch_build import copy_package, run_mypyc
 
-from .abtest import TREE, pooled, warm_up, window
-from .common import RESULTS, alternating, last_json, write_results
+from .abtest import pooled, warm_up, window
+from .common import RESULTS, TREE, alternating, last_json, write_results
 from .nullbroker import null_broker, pin_layout
 
 PACKAGE = TREE / "rocketmq_actors"

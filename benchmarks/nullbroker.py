@@ -19,6 +19,11 @@ the windows alternate, so the ratio compares the clients on the same machine pha
 ``--pin`` it does not share their core: the null broker's JVM runs on one core and both
 clients (ours in this process, Java's in the processes it starts) on another, as a service
 limited to one CPU whose broker runs elsewhere; the results go to ``nullbroker-pinned.json``.
+
+With ``--compiled`` our side is the compiled wheel (``hatch_build.py``: the send path compiled
+with mypyc), built from this checkout into a scratch directory first, as ``make compiled``
+builds it; the benchmark then runs again on it and the results go to ``nullbroker-compiled``
+(``-pinned``, ``-uvloop``) ``.json``. Every results file says which build our side ran.
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -39,7 +47,16 @@ import anyio
 from rocketmq_actors.extras import uvloop_options
 
 from . import consumer, paired
-from .common import JAVA_DIR, RESULTS, LineProcess, alternating, process_cpu_s, write_results
+from .common import (
+    JAVA_DIR,
+    RESULTS,
+    TREE,
+    LineProcess,
+    alternating,
+    compiled_site,
+    process_cpu_s,
+    write_results,
+)
 
 PATHS = {  # the results' path names: the paired mode, and the issue's target ratio
     "a_sync_one_in_flight": "sync_one_in_flight",
@@ -53,6 +70,33 @@ TARGETS = {
     "c_batch_16x1k": 1.0,
     "d_consume": 1.0,
 }
+
+
+#: set for the run on the compiled wheel: the build our side must import
+_BUILD = "ROCKETMQ_ACTORS_BENCH_BUILD"
+
+
+def our_build() -> str:
+    """Which build of the package our side imports: "compiled" (the wheel's send path) or
+    "pure"."""
+    from rocketmq_actors.protocol import framing
+
+    return "pure" if (framing.__file__ or "").endswith(".py") else "compiled"
+
+
+def _on_compiled_wheel(argv: list[str]) -> int:
+    """Build the compiled wheel into a scratch directory and run this benchmark again there:
+    our side runs in the benchmark's process, on the package it imports."""
+    scratch = Path(tempfile.mkdtemp(prefix="rocketmq-actors-bench-"))
+    try:
+        site = compiled_site(scratch)
+        env = {**os.environ, _BUILD: "compiled",
+               "PYTHONPATH": os.pathsep.join([str(site), str(TREE)])}  # fmt: skip
+        # (-m puts the working directory first on sys.path: the wheel's package before ours)
+        return subprocess.run([sys.executable, "-m", "benchmarks.nullbroker", *argv], cwd=site,
+                              env=env, check=False).returncode  # fmt: skip
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 class NullBroker:
@@ -239,12 +283,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pin", action="store_true", help="the null broker on one core, both clients on another"
     )
+    parser.add_argument(
+        "--compiled", action="store_true", help="our side from the compiled wheel, built first"
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     uvloop_options(args.uvloop)  # without the extra: MissingExtra, before anything starts
+    if args.compiled and os.environ.get(_BUILD) != "compiled":
+        return _on_compiled_wheel(sys.argv[1:] if argv is None else argv)
+    build = our_build()
+    if build != ("compiled" if args.compiled else "pure"):
+        raise SystemExit(f"our side imports the {build} package: {args}")
     args.layout = pin_layout() if args.pin else None
     args.out = args.out or RESULTS / (
-        f"nullbroker{'-uvloop' if args.uvloop else ''}{'-pinned' if args.pin else ''}.json"
+        f"nullbroker{'-compiled' if args.compiled else ''}{'-uvloop' if args.uvloop else ''}"
+        f"{'-pinned' if args.pin else ''}.json"
     )
     started = time.monotonic()
     figures = measure(args)
@@ -253,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         "warmup": args.warmup, "concurrency": args.concurrency, "queues": args.queues,
         "consume_messages": args.backlog * args.queues, "pull_batch": args.pull_batch,
         "drains": args.drains, "took_seconds": round(time.monotonic() - started),
-        "our_event_loop": "uvloop" if args.uvloop else "asyncio",
+        "our_event_loop": "uvloop" if args.uvloop else "asyncio", "our_build": build,
         "machine": (
             f"the clients (taking turns) on core {args.layout[0]}, the null broker on core "
             f"{args.layout[1]}: short windows, paired"
