@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from benchmarks.common import RESULTS
+from benchmarks.compare import target_cell
 
 __all__ = ["README_NULL_NOTE", "load", "null_sections", "readme_null_table", "windows_row"]
 
@@ -53,12 +54,9 @@ def _null_paths(null: dict[str, Any]) -> list[str]:
         "|---|---:|---:|---:|---|---|",
     ]
     for name, p in null["paths"].items():
-        target = ""
-        if "target" in p:
-            target = f"≥ {p['target']} {'met' if p['met'] else '**not met**'}"
         lines.append(
             f"| {name} | {p['ours']} | {p['java']} | {p['ratio']} | "
-            f"{p['cpu_us_per_msg_ours']} / {p['cpu_us_per_msg_java']} | {target} |"
+            f"{p['cpu_us_per_msg_ours']} / {p['cpu_us_per_msg_java']} | {target_cell(p)} |"
         )
     return lines
 
