@@ -18,7 +18,7 @@ help:
 	@echo "                  the lifecycle tests on the oldest anyio we support (oldest-anyio),"
 	@echo "                  the FastStream tests on the oldest FastStream we support (oldest-faststream),"
 	@echo "                  the tests that start Spark in a process of their own, alone (solo),"
-	@echo "                  and the unit tests of the send path against its compiled wheel (compiled)"
+	@echo "                  and the send path's tests against its compiled wheel (compiled)"
 	@echo "make chaos        every chaos scenario (make test runs the fast ones) and the report"
 	@echo "make bench        benchmarks against the Java client and the other Python clients (benchmarks/results/)"
 	@echo "make soak         10 minutes of steady produce + consume: RSS, tasks and fds must stay flat"
@@ -118,7 +118,8 @@ oldest-faststream: $(OLDEST_FASTSTREAM)/.installed
 # packages it compiles (benchmarks.compiled's PARITY_TESTS: the unit tests, and the integration
 # tests on a 5.3.3 cluster of their own; not those marked `interpreted`, which replace or
 # inspect what mypyc compiles) run against it: the tests come from the checkout, the package
-# from that directory (--import-mode=append keeps it first on the path)
+# from that directory (first on the path: PYTHONPATH, the pytest script rather than `python -m`,
+# which would put the checkout first, and --import-mode=append)
 COMPILED := .state/compiled
 PARITY_TESTS := tests/protocol tests/producer tests/runtime tests/cluster
 COMPILED_MARKERS := not interpreted and not spark and not chaos and not solo
@@ -128,7 +129,7 @@ compiled: $(STAMP)
 	ROCKETMQ_ACTORS_MYPYC=1 $(PY) -m pip wheel --quiet --no-build-isolation --no-deps \
 		--wheel-dir $(COMPILED)/dist .
 	$(PY) -m pip install --quiet --no-deps --target $(COMPILED)/site $(COMPILED)/dist/*.whl
-	PYTHONPATH=$(COMPILED)/site ROCKETMQ_ACTORS_EXPECT_COMPILED=1 $(VENV)/bin/pytest \
+	PYTHONPATH=$(abspath $(COMPILED))/site ROCKETMQ_ACTORS_EXPECT_COMPILED=1 $(VENV)/bin/pytest \
 		-p no:cacheprovider --import-mode=append -m "$(COMPILED_MARKERS)" \
 		tests/test_hatch_build.py $(PARITY_TESTS)
 

@@ -219,7 +219,7 @@ def _drain_cpu(drain: dict[str, Any]) -> str:
 
 
 def performance_md() -> str:
-    compare = load("compare.json".removesuffix(".json"))
+    compare = load("compare")
     settings = compare["settings"]
     produce = compare["detail"]["produce"]
     parts = [

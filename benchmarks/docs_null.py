@@ -175,7 +175,9 @@ def null_sections() -> list[str]:
 README_NULL_NOTE = (
     "Against the null broker (the client is the bottleneck), the pure package\n"
     "(`nullbroker.json`) and the compiled wheel (`nullbroker-compiled.json`), each paired with\n"
-    "Java in its own run:"
+    "Java in its own run; the two runs' Java figures differ with the machine's phase, so what\n"
+    "compiling saves is measured apart, pure against compiled in alternating windows\n"
+    "(`compiled.json`, docs/performance.md):"
 )
 
 

@@ -92,8 +92,9 @@ def _on_compiled_wheel(argv: list[str]) -> int:
         site = compiled_site(scratch)
         env = {**os.environ, _BUILD: "compiled",
                "PYTHONPATH": os.pathsep.join([str(site), str(TREE)])}  # fmt: skip
-        # (-m puts the working directory first on sys.path: the wheel's package before ours)
-        return subprocess.run([sys.executable, "-m", "benchmarks.nullbroker", *argv], cwd=site,
+        # -P: the working directory (where a relative --out is) not first on sys.path, so the
+        # wheel's package comes before this checkout's
+        return subprocess.run([sys.executable, "-P", "-m", "benchmarks.nullbroker", *argv],
                               env=env, check=False).returncode  # fmt: skip
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

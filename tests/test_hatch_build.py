@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hatchling.metadata.core import ProjectMetadata
+from hatchling.plugin.manager import PluginManager
 
 import hatch_build
 from benchmarks.compiled import PARITY_TESTS, _derived
@@ -29,7 +31,8 @@ MODULES: list[str] = HOOK["mypyc-modules"]
 
 
 def _hook(config: dict[str, Any]) -> hatch_build.MypycBuildHook:
-    return hatch_build.MypycBuildHook(str(ROOT), config, None, None, str(ROOT), "wheel")
+    metadata = ProjectMetadata(str(ROOT), PluginManager())
+    return hatch_build.MypycBuildHook(str(ROOT), config, None, metadata, str(ROOT), "wheel")
 
 
 def _compiled(module: str) -> bool:
@@ -77,12 +80,25 @@ def test_the_hook_builds_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> Non
     hook.initialize("standard", build_data)
     assert build_data == {"force_include": {}}
     monkeypatch.setenv(hatch_build.ENABLE, "1")
-    assert hook.dependencies() == list(hatch_build.REQUIRES)
+    # an isolated build installs these only: mypyc type-checks the package with its imports
+    wanted = [*hatch_build.REQUIRES, *PYPROJECT["project"]["dependencies"]]
+    assert sorted(hook.dependencies()) == sorted(wanted)
+    assert any(d.startswith("attrs") for d in hook.dependencies())
     hook.initialize("editable", build_data)  # (an editable install imports the sources)
     assert build_data == {"force_include": {}}
 
 
-@pytest.mark.parametrize("config", [{}, {"mypyc-modules": []}, {"mypyc-modules": [1]}])
+def test_the_wheel_is_built_with_the_mypy_the_tests_use() -> None:
+    """The mypy that compiles an isolated build is the one the dev extra installs, which
+    ``make compiled`` builds and tests with (mypyc's output changes between releases)."""
+    (mypy,) = [r for r in hatch_build.REQUIRES if r.startswith("mypy")]
+    assert mypy in PYPROJECT["project"]["optional-dependencies"]["dev"]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [{}, {"mypyc-modules": []}, {"mypyc-modules": [1]}, {"mypyc-modules": "protocol/framing"}],
+)
 def test_the_hook_refuses_a_missing_module_list(
     config: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -106,24 +122,24 @@ def test_the_files_a_build_puts_into_the_wheel(tmp_path: Path) -> None:
     }  # fmt: skip
 
 
-def _build(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _build(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != hatch_build.ENABLE}
     return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, check=True, timeout=300)  # fmt: skip
 
 
-def test_the_default_wheel_is_pure_and_the_sdist_can_build_it(tmp_path: Path) -> None:
+def test_the_default_wheel_is_pure_and_the_sdist_carries_the_hook(tmp_path: Path) -> None:
     """Without ``ROCKETMQ_ACTORS_MYPYC`` the wheel is pure Python, for every platform; the
-    sdist carries the hook, so a wheel built from it (``--no-binary``) builds."""
-    _build(tmp_path, "hatchling", "build", "--target", "sdist", "--directory", str(tmp_path))
+    sdist carries the hook, so a wheel builds from it (``make compiled`` builds the compiled
+    one, from the checkout)."""
+    _build("hatchling", "build", "--target", "sdist", "--directory", str(tmp_path))
     (sdist,) = tmp_path.glob("rocketmq_actors-*.tar.gz")
+    top = sdist.name.removesuffix(".tar.gz")
     with tarfile.open(sdist) as archive:
-        archive.extractall(tmp_path / "src", filter="data")
-        names = {Path(n).name for n in archive.getnames()}
-    assert {"hatch_build.py", "pyproject.toml"} <= names
-    (source,) = (tmp_path / "src").iterdir()
-    _build(tmp_path, "pip", "wheel", "--quiet", "--no-build-isolation", "--no-deps",
-           "--wheel-dir", str(tmp_path / "dist"), str(source))  # fmt: skip
+        names = set(archive.getnames())
+    assert {f"{top}/hatch_build.py", f"{top}/pyproject.toml"} <= names
+    _build("pip", "wheel", "--quiet", "--no-build-isolation", "--no-deps",
+           "--wheel-dir", str(tmp_path / "dist"), str(sdist))  # fmt: skip
     (wheel,) = (tmp_path / "dist").glob("*.whl")
     assert wheel.name.endswith("-py3-none-any.whl")
     with zipfile.ZipFile(wheel) as archive:
