@@ -35,10 +35,13 @@ PACKAGE = "rocketmq_actors"
 #: mypy that ``make compiled`` tests with (the dev extra pins the same), and setuptools, which
 #: runs the script mypyc writes
 REQUIRES = ("mypy>=2.4,<2.5", "setuptools>=65")
-#: the imports mypyc's type check may not find in an isolated build: the extras (the project's
-#: allowance for those without stubs, and those a build environment does not install)
+#: the extras an isolated build installs too: ``protocol/command`` type-checks only with orjson
+#: there (its optional import redefines two names)
+EXTRAS = ("orjson",)
+#: the imports mypyc's type check may not find in an isolated build: the other extras (the
+#: project's allowance for those without stubs, and those a build environment does not install)
 MYPY_INI = (
-    "[mypy]\n[mypy-lz4.*,pyarrow.*,pyspark.*,orjson.*,prometheus_client.*,opentelemetry.*]\n"
+    "[mypy]\n[mypy-lz4.*,pyarrow.*,pyspark.*,prometheus_client.*,opentelemetry.*]\n"
     "ignore_missing_imports = True\n"
 )
 
@@ -97,7 +100,12 @@ class MypycBuildHook(BuildHookInterface):  # type: ignore[type-arg]
     def dependencies(self) -> list[str]:
         if not requested():
             return []
-        return [*REQUIRES, *self.metadata.core.dependencies]
+        extras = self.metadata.core.optional_dependencies
+        return [
+            *REQUIRES,
+            *self.metadata.core.dependencies,
+            *(d for e in EXTRAS for d in extras[e]),
+        ]
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         if version == "editable" or not requested():

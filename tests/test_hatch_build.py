@@ -6,9 +6,11 @@ it compiles against it, with ``ROCKETMQ_ACTORS_EXPECT_COMPILED=1``.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -81,11 +83,71 @@ def test_the_hook_builds_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> Non
     assert build_data == {"force_include": {}}
     monkeypatch.setenv(hatch_build.ENABLE, "1")
     # an isolated build installs these only: mypyc type-checks the package with its imports
-    wanted = [*hatch_build.REQUIRES, *PYPROJECT["project"]["dependencies"]]
+    wanted = [*hatch_build.REQUIRES, *PYPROJECT["project"]["dependencies"],
+              *PYPROJECT["project"]["optional-dependencies"]["orjson"]]  # fmt: skip
     assert sorted(hook.dependencies()) == sorted(wanted)
     assert any(d.startswith("attrs") for d in hook.dependencies())
     hook.initialize("editable", build_data)  # (an editable install imports the sources)
     assert build_data == {"force_include": {}}
+
+
+def _imports(module: str) -> set[str]:
+    """Every module that ``rocketmq_actors.<module>`` (dotted, no prefix) imports, anywhere in
+    it (mypy follows imports inside functions too), as absolute names."""
+    source = ROOT / "rocketmq_actors" / Path(*module.split("."))
+    path = source / "__init__.py" if source.is_dir() else source.with_suffix(".py")
+    package = module if source.is_dir() else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = ["rocketmq_actors", *package.split(".")] if package else ["rocketmq_actors"]
+                base = ".".join([*parts[: len(parts) - node.level + 1], *filter(None, [base])])
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _reached() -> tuple[set[str], set[str]]:
+    """The package's modules that mypyc's type check of the hook's modules reaches, and the
+    top-level names of the other imports they make (not the standard library's)."""
+    todo = [m.replace("/", ".") for m in MODULES]
+    reached: set[str] = set()
+    others: set[str] = set()
+    while todo:
+        module = todo.pop()
+        parts = module.split(".")
+        for name in [".".join(parts[:i]) for i in range(1, len(parts) + 1)]:
+            source = ROOT / "rocketmq_actors" / Path(*name.split("."))
+            if name in reached or not (source.is_dir() or source.with_suffix(".py").is_file()):
+                continue
+            reached.add(name)
+            for imported in _imports(name):
+                if imported.startswith("rocketmq_actors."):
+                    todo.append(imported.removeprefix("rocketmq_actors."))
+                elif imported.split(".")[0] not in sys.stdlib_module_names:
+                    others.add(imported.split(".")[0])
+    return reached, others
+
+
+def test_an_isolated_build_has_every_import_the_type_check_reaches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An isolated build (``pip install``) has only what the hook asks for: mypyc's type check
+    fails on an import it reaches that is neither installed there nor ignored (an isolated
+    build once lacked attrs, anyio and orjson; ``make compiled`` builds in the venv)."""
+    reached, others = _reached()
+    assert {"producer.sendloop", "protocol.command", "producer"} <= reached  # (the walk works)
+    monkeypatch.setenv(hatch_build.ENABLE, "1")
+    hook = _hook(HOOK)
+    installed = {re.split(r"[<>=~!; \[]", d, maxsplit=1)[0] for d in hook.dependencies()}
+    ignored = set(re.findall(r"([a-z_0-9]+)\.\*", hatch_build.MYPY_INI))
+    aliases = {"attr": "attrs"}  # (an import name that is not its distribution's)
+    missing = {name for name in others if aliases.get(name, name) not in installed | ignored}
+    assert "anyio" in others and missing == set()
 
 
 def test_the_wheel_is_built_with_the_mypy_the_tests_use() -> None:
