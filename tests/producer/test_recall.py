@@ -55,9 +55,12 @@ async def _producer(broker: _Broker, **options: object) -> AsyncIterator[Produce
         async def namesrv(peer: FakePeer, cmd: RemotingCommand) -> None:
             await peer.reply(cmd, body=body)
 
+        # send_timeout, recall's deadline: these tests are about what is sent and refused, not
+        # time; a make test run once took the fake broker's heartbeat answer past the default
+        options = {"send_timeout": 10.0, **options}
         async with FakeServer(namesrv) as ns, Producer(namesrv=ns.addr, group="PG",
                                                        **options) as producer:  # type: ignore[arg-type]  # fmt: skip
-            with anyio.fail_after(10):
+            with anyio.fail_after(20):
                 yield producer
 
 
