@@ -114,7 +114,7 @@ oldest-faststream: $(OLDEST_FASTSTREAM)/.installed
 		$(PY) -m pytest -p no:cacheprovider tests/faststream tests/examples/test_faststream_service.py
 
 # the optional compiled wheel (hatch_build.py: the send path compiled with mypyc), built in the
-# venv into .state/compiled and installed into a directory of its own, then the tests of the
+# venv and installed into .state/compiled/site (`python hatch_build.py`), then the tests of the
 # packages it compiles (benchmarks.compiled's PARITY_TESTS: the unit tests, and the integration
 # tests on a 5.3.3 cluster of their own; not those marked `interpreted`, which replace or
 # inspect what mypyc compiles) run against it: the tests come from the checkout, the package
@@ -126,9 +126,7 @@ COMPILED_MARKERS := not interpreted and not spark and not chaos and not solo
 
 compiled: $(STAMP)
 	rm -rf $(COMPILED)
-	ROCKETMQ_ACTORS_MYPYC=1 $(PY) -m pip wheel --quiet --no-build-isolation --no-deps \
-		--wheel-dir $(COMPILED)/dist .
-	$(PY) -m pip install --quiet --no-deps --target $(COMPILED)/site $(COMPILED)/dist/*.whl
+	$(PY) hatch_build.py $(COMPILED)
 	PYTHONPATH=$(abspath $(COMPILED))/site ROCKETMQ_ACTORS_EXPECT_COMPILED=1 $(VENV)/bin/pytest \
 		-p no:cacheprovider --import-mode=append -m "$(COMPILED_MARKERS)" \
 		tests/test_hatch_build.py $(PARITY_TESTS)

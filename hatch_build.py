@@ -9,10 +9,13 @@ under ``[tool.hatch.build.targets.wheel.hooks.custom] mypyc-modules`` are compil
 carries each one's extension module beside its source, which Python imports first, and mypyc's
 shared library at its root. The wheel is then tagged for this interpreter and platform.
 
+    python hatch_build.py DIR   # that wheel, built from this checkout, installed into DIR/site
+
 ``benchmarks.compiled`` measures what the compiled modules save and runs the unit tests against
-them, and ``make compiled`` (part of ``make test``) builds this wheel and runs the unit and
-integration tests of the packages it compiles against it: docs/performance.md says why these
-modules and not the others.
+them; ``make compiled`` (part of ``make test``) builds and installs this wheel as above and runs
+the unit and integration tests of the packages it compiles against it, and ``benchmarks.
+nullbroker --compiled`` measures it against Java: docs/performance.md says why these modules
+and not the others.
 """
 
 from __future__ import annotations
@@ -77,6 +80,20 @@ def extensions(tree: Path) -> dict[str, str]:
     return found
 
 
+def install_compiled(scratch: Path) -> Path:
+    """The compiled wheel, built from this checkout (in its environment: no isolation) into
+    ``scratch``/dist and installed into ``scratch``/site; that directory."""
+    env = {**os.environ, ENABLE: "1"}
+    pip = [sys.executable, "-m", "pip", "--quiet"]
+    checkout, dist, site = Path(__file__).resolve().parent, scratch / "dist", scratch / "site"
+    subprocess.run([*pip, "wheel", "--no-build-isolation", "--no-deps", "--wheel-dir", str(dist),
+                    str(checkout)], env=env, check=True, timeout=1800)  # fmt: skip
+    (wheel,) = dist.glob("*.whl")
+    subprocess.run([*pip, "install", "--no-deps", "--target", str(site), str(wheel)],
+                   check=True, timeout=600)  # fmt: skip
+    return site
+
+
 class MypycBuildHook(BuildHookInterface):  # type: ignore[type-arg]
     """hatchling's custom build hook (``hatch_build.py`` is where it looks for one)."""
 
@@ -139,3 +156,7 @@ class MypycBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         if self._scratch is not None:
             self._scratch.cleanup()
             self._scratch = None
+
+
+if __name__ == "__main__":
+    install_compiled(Path(sys.argv[1]))

@@ -179,20 +179,6 @@ def write_results(path: Path, figures: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def compiled_site(scratch: Path) -> Path:
-    """The compiled wheel (hatch_build.py with ROCKETMQ_ACTORS_MYPYC=1) built from this checkout
-    and installed into ``scratch``/site, as ``make compiled`` does; that directory."""
-    env = {**os.environ, "ROCKETMQ_ACTORS_MYPYC": "1"}
-    pip = [sys.executable, "-m", "pip", "--quiet"]
-    dist, site = scratch / "dist", scratch / "site"
-    subprocess.run([*pip, "wheel", "--no-build-isolation", "--no-deps", "--wheel-dir", str(dist),
-                    str(TREE)], env=env, check=True, timeout=1800)  # fmt: skip
-    (wheel,) = dist.glob("*.whl")
-    subprocess.run([*pip, "install", "--no-deps", "--target", str(site), str(wheel)],
-                   check=True, timeout=600)  # fmt: skip
-    return site
-
-
 T = TypeVar("T")
 
 

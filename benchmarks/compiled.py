@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from hatch_build import copy_package, run_mypyc
+from rocketmq_actors._compiled import is_compiled
 
 from .abtest import pooled, warm_up, window
 from .common import RESULTS, TREE, alternating, last_json, write_results
@@ -83,7 +84,8 @@ def _import_errors(tree: Path, modules: list[str]) -> dict[str, str]:
     failed: dict[str, str] = {}
     for module in modules:
         name = "rocketmq_actors." + module.replace("/", ".")
-        code = f"import {name} as m; assert not m.__file__.endswith('.py'), m.__file__"
+        code = (f"import {name} as m; from rocketmq_actors._compiled import is_compiled; "
+                f"assert is_compiled(m.__file__), m.__file__")  # fmt: skip
         done = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True,
                               text=True, check=False, timeout=120)  # fmt: skip
         if done.returncode != 0:
@@ -268,7 +270,7 @@ def parity(compiled: Path, modules: list[str]) -> dict[str, Any]:
     code = f"import {name} as m; print(m.__file__)"
     probe = subprocess.run([sys.executable, "-P", "-c", code], cwd=TREE, env=env,
                            capture_output=True, text=True, check=True)  # fmt: skip
-    if probe.stdout.strip().endswith(".py"):  # (the tests would run the pure package)
+    if not is_compiled(probe.stdout.strip()):  # (the tests would run the pure package)
         raise SystemExit(f"{name} is not compiled on the parity run's path: {probe.stdout}")
     pytest = Path(sys.executable).with_name("pytest")
     try:

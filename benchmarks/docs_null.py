@@ -136,37 +136,36 @@ COMPILED_INTRO = (
 )
 
 
-def _variants() -> list[tuple[str, str, str]]:
-    """The variant runs of the null-broker paths: results file, title, what differs."""
-    return [
-        ("nullbroker-uvloop", "The same with our side on uvloop (`nullbroker-uvloop.json`)",
-         "`python -m benchmarks.nullbroker --uvloop`: our producer and consumer run on uvloop "
-         "(the `uvloop` extra; uvicorn picks it when it is installed), Java as above, in the "
-         "same paired windows. The library does not choose the event loop: the application "
-         "does (uvicorn picks uvloop when it is installed; `anyio.run(main, backend_options="
-         "rocketmq_actors.extras.uvloop_options())` elsewhere), so this is a measured option "
-         "for users, not a default."),
-        ("nullbroker-pinned", "One core each (`nullbroker-pinned.json`)",
-         "`python -m benchmarks.nullbroker --pin`: the same paths, with the null broker's JVM on "
-         "one core and both clients, taking turns, on the other (`os.sched_setaffinity`: the "
-         "JVM's threads and the Java client's process inherit theirs). No thread of the broker "
-         "takes a client's core, as when the broker runs on other machines, and each client "
-         "has one core, as a service limited to one CPU: the Java client's sender, Netty, JIT "
-         "and GC threads share it, and its rate is what one core of it does, as ours is. The "
-         "targets are judged on the shared machine above; this says how the clients compare "
-         "per core."),
-        ("nullbroker-compiled", "Our side compiled (`nullbroker-compiled.json`)", COMPILED_INTRO),
-        ("nullbroker-compiled-pinned",
-         "Our side compiled, one core each (`nullbroker-compiled-pinned.json`)",
-         "`python -m benchmarks.nullbroker --compiled --pin`: the compiled wheel as above, on "
-         "the layout of `nullbroker-pinned.json`."),
-    ]  # fmt: skip
+#: the variant runs of the null-broker paths: results file, title, what differs
+VARIANTS = [
+    ("nullbroker-uvloop", "The same with our side on uvloop (`nullbroker-uvloop.json`)",
+     "`python -m benchmarks.nullbroker --uvloop`: our producer and consumer run on uvloop "
+     "(the `uvloop` extra; uvicorn picks it when it is installed), Java as above, in the "
+     "same paired windows. The library does not choose the event loop: the application "
+     "does (uvicorn picks uvloop when it is installed; `anyio.run(main, backend_options="
+     "rocketmq_actors.extras.uvloop_options())` elsewhere), so this is a measured option "
+     "for users, not a default."),
+    ("nullbroker-pinned", "One core each (`nullbroker-pinned.json`)",
+     "`python -m benchmarks.nullbroker --pin`: the same paths, with the null broker's JVM on "
+     "one core and both clients, taking turns, on the other (`os.sched_setaffinity`: the "
+     "JVM's threads and the Java client's process inherit theirs). No thread of the broker "
+     "takes a client's core, as when the broker runs on other machines, and each client "
+     "has one core, as a service limited to one CPU: the Java client's sender, Netty, JIT "
+     "and GC threads share it, and its rate is what one core of it does, as ours is. The "
+     "targets are judged on the shared machine above; this says how the clients compare "
+     "per core."),
+    ("nullbroker-compiled", "Our side compiled (`nullbroker-compiled.json`)", COMPILED_INTRO),
+    ("nullbroker-compiled-pinned",
+     "Our side compiled, one core each (`nullbroker-compiled-pinned.json`)",
+     "`python -m benchmarks.nullbroker --compiled --pin`: the compiled wheel as above, on "
+     "the layout of `nullbroker-pinned.json`."),
+]  # fmt: skip
 
 
 def null_sections() -> list[str]:
     """Every null-broker section of docs/performance.md whose results file exists."""
     lines = _null_section(load("nullbroker")) if (RESULTS / "nullbroker.json").exists() else []
-    for name, title, intro in _variants():
+    for name, title, intro in VARIANTS:
         if (RESULTS / f"{name}.json").exists():
             lines += _null_variant(load(name), title, intro)
     return lines

@@ -44,6 +44,8 @@ from typing import Any, overload
 
 import anyio
 
+from hatch_build import install_compiled
+from rocketmq_actors._compiled import is_compiled
 from rocketmq_actors.extras import uvloop_options
 
 from . import consumer, paired
@@ -53,7 +55,6 @@ from .common import (
     TREE,
     LineProcess,
     alternating,
-    compiled_site,
     process_cpu_s,
     write_results,
 )
@@ -81,7 +82,7 @@ def our_build() -> str:
     "pure"."""
     from rocketmq_actors.protocol import framing
 
-    return "pure" if (framing.__file__ or "").endswith(".py") else "compiled"
+    return "compiled" if is_compiled(framing.__file__) else "pure"
 
 
 def _on_compiled_wheel(argv: list[str]) -> int:
@@ -89,7 +90,7 @@ def _on_compiled_wheel(argv: list[str]) -> int:
     our side runs in the benchmark's process, on the package it imports."""
     scratch = Path(tempfile.mkdtemp(prefix="rocketmq-actors-bench-"))
     try:
-        site = compiled_site(scratch)
+        site = install_compiled(scratch)
         env = {**os.environ, _BUILD: "compiled",
                "PYTHONPATH": os.pathsep.join([str(site), str(TREE)])}  # fmt: skip
         # -P: the working directory (where a relative --out is) not first on sys.path, so the

@@ -25,6 +25,7 @@ from hatchling.plugin.manager import PluginManager
 
 import hatch_build
 from benchmarks.compiled import PARITY_TESTS, _derived
+from rocketmq_actors._compiled import is_compiled
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -38,9 +39,9 @@ def _hook(config: dict[str, Any]) -> hatch_build.MypycBuildHook:
 
 
 def _compiled(module: str) -> bool:
-    found = importlib.import_module("rocketmq_actors." + module.replace("/", "."))
-    assert found.__file__ is not None
-    return not found.__file__.endswith(".py")
+    return is_compiled(
+        importlib.import_module("rocketmq_actors." + module.replace("/", ".")).__file__
+    )
 
 
 def test_the_package_these_tests_run_on() -> None:
@@ -66,12 +67,37 @@ def test_the_wheel_compiles_the_measured_send_path() -> None:
     assert all((ROOT / "rocketmq_actors" / f"{m}.py").is_file() for m in MODULES)
 
 
-def test_make_compiled_runs_the_parity_tests() -> None:
+def test_make_test_runs_the_parity_tests_on_the_compiled_wheel() -> None:
+    """``make test`` ends with ``make compiled``, whose recipe installs the wheel and runs the
+    parity tests, with these markers, on what it installed (and says it expects that)."""
     makefile = (ROOT / "Makefile").read_text()
     assert f"PARITY_TESTS := {' '.join(PARITY_TESTS)}\n" in makefile
     assert "COMPILED_MARKERS := not interpreted and not spark and not chaos and not solo\n" in (
         makefile
     )
+    recipe = makefile.split("\ncompiled: $(STAMP)\n", 1)[1].split("\n\n", 1)[0]
+    assert "$(PY) hatch_build.py $(COMPILED)\n" in recipe
+    assert "PYTHONPATH=$(abspath $(COMPILED))/site ROCKETMQ_ACTORS_EXPECT_COMPILED=1" in recipe
+    assert '-m "$(COMPILED_MARKERS)"' in recipe and "$(PARITY_TESTS)" in recipe
+    (test_line,) = [line for line in makefile.split("\ntest: ", 1)[1].splitlines()[1:3]
+                    if "oldest-anyio" in line]  # fmt: skip
+    assert test_line.split()[-1] == "compiled"
+
+
+@pytest.mark.parametrize(
+    ("module_file", "compiled"),
+    [
+        ("/x/rocketmq_actors/protocol/framing.cpython-311-x86_64-linux-gnu.so", True),
+        ("C:/x/rocketmq_actors/protocol/framing.cp311-win_amd64.pyd", True),
+        ("/x/rocketmq_actors/protocol/framing.py", False),
+        ("/x/rocketmq_actors/protocol/framing.pyc", False),  # (a .pyc-only install)
+        (None, False),
+    ],
+)
+def test_a_module_is_compiled_when_it_is_an_extension(
+    module_file: str | None, compiled: bool
+) -> None:
+    assert is_compiled(module_file) is compiled
 
 
 def test_the_hook_builds_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,7 @@ from typing import Protocol
 
 import attr
 
+from rocketmq_actors._compiled import is_compiled
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.messages import Message, java_string_hash
 
@@ -39,7 +40,7 @@ _ISOLATION = (0, 0, 2000, 5000, 6000, 10000, 30000)
 
 
 #: slots when interpreted; compiled (mypyc, docs/performance.md) the class is native already
-_PURE = not __file__.endswith((".so", ".pyd"))  # (a .py, or a .pyc alone)
+_PURE = not is_compiled(__file__)
 
 
 @attr.s(auto_attribs=True, order=False, slots=_PURE)  # type: ignore[literal-required]

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import attr
 
+from rocketmq_actors._compiled import is_compiled
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.routes import TEMPLATE_TOPIC, TopicRoute
 from rocketmq_actors.cluster.versions import is_5x, version_name
@@ -68,7 +69,7 @@ _SEND_BATCH = RequestCode.SEND_BATCH_MESSAGE
 
 #: slots (and frozen) when interpreted; compiled (mypyc, docs/performance.md) the class
 #: is native, and attrs cannot freeze it
-_PURE = not __file__.endswith((".so", ".pyd"))  # (a .py, or a .pyc alone)
+_PURE = not is_compiled(__file__)
 
 
 @attr.s(auto_attribs=True, order=False, slots=_PURE, frozen=_PURE)  # type: ignore[literal-required]

@@ -19,6 +19,7 @@ from typing import Any
 
 import attr
 
+from .._compiled import is_compiled
 from .codes import CLIENT_VERSION, LanguageCode, SerializeType
 from .errors import ProtocolError, caused
 
@@ -50,7 +51,7 @@ _LANGUAGE_NAME = {int(lang): lang.name for lang in LanguageCode}  # (Enum.name i
 _JSON = SerializeType.JSON
 
 #: slots when interpreted; compiled (mypyc, docs/performance.md) the class is native already
-_PURE = not __file__.endswith((".so", ".pyd"))  # (a .py, or a .pyc alone)
+_PURE = not is_compiled(__file__)
 
 
 @attr.s(auto_attribs=True, slots=_PURE, eq=True, order=False)  # type: ignore[literal-required]
