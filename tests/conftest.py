@@ -9,6 +9,8 @@ import hypothesis  # imported here, at collection, on purpose (see below)
 import pytest
 import structlog
 
+from tests import slack
+
 # hypothesis's pytest plugin imports hypothesis lazily in its terminal-summary hook when no
 # test module did; under pytest's assertion rewriting that import, made that deep in the hook
 # stack, trips a CPython 3.11.7 compiler bug ("SystemError: AST constructor recursion depth
@@ -29,7 +31,10 @@ def pytest_configure(config: pytest.Config) -> None:
     4.9.7), and pytest empties its base directory when a session first asks for a tmp_path.
     With one directory for all three, a session starting its first tmp_path test deleted the
     directories of the others' running tests: a CI run failed with a CLI-started broker whose
-    config and log had vanished under it."""
+    config and log had vanished under it.
+
+    The scheduling-delay probe starts here, so every timing bound has samples (tests/slack.py)."""
+    slack.start()
     if config.option.basetemp is None:
         version = config.getoption("--rocketmq-version")
         root = Path(__file__).resolve().parent.parent / ".state" / "pytest"

@@ -19,8 +19,7 @@ from rocketmq_actors.producer import Message, Producer
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
-
-SLACK = 0.5  # scheduling slack on a shared 2-core machine
+from tests.slack import slack
 
 
 class NameServer:
@@ -71,15 +70,15 @@ async def _serving(handler: Callable[..., Any]) -> AsyncIterator[FakeServer]:
         yield server
 
 
-async def _slowest_send_all_on(producer: Producer, broker: str, count: int) -> float:
-    """``count`` sends to topic T, each of which must end on ``broker``; the longest took."""
-    slowest = 0.0
+async def _sends_all_on(producer: Producer, broker: str, count: int, within: float) -> None:
+    """``count`` sends to topic T, each of which must end on ``broker`` within ``within``
+    seconds (plus the slack of the machine's scheduling delay meanwhile)."""
     for i in range(count):
         began = time.monotonic()
         result = await producer.send(Message(topic="T", body=b"%d" % i))
-        slowest = max(slowest, time.monotonic() - began)
+        took = time.monotonic() - began
+        assert took < within + slack(began), (i, took)
         assert result.queue.broker_name == broker
-    return slowest
 
 
 async def test_send_timeout_bounds_a_route_lookup_on_silent_nameservers() -> None:
@@ -94,7 +93,7 @@ async def test_send_timeout_bounds_a_route_lookup_on_silent_nameservers() -> Non
             with pytest.raises(SendFailed) as info:
                 await p.send(Message(topic="T", body=b"x"))
             took = time.monotonic() - began
-            assert took < 1.0 + SLACK, took
+            assert took < 1.0 + slack(began), took
             assert isinstance(info.value.attempts[-1], RequestTimeout)
 
 
@@ -107,11 +106,10 @@ async def test_a_dropped_connection_fails_over_at_once_and_the_deadline_holds() 
         async with _serving(NameServer(routes)) as ns, Producer(
             namesrv=ns.addr, group="G", send_timeout=2.0
         ) as producer:  # fmt: skip
-            slowest = await _slowest_send_all_on(producer, "broker-b", 20)
+            # never waits for broker-a's reconnect (the bug waited up to 4.8 s): well within
+            # the send timeout (2.0 s), each send goes to broker-b
+            await _sends_all_on(producer, "broker-b", 20, within=0.5)
             assert dropping.sends >= 1  # it was tried, and dropped the connection
-            # never waits for broker-a's reconnect (the bug waited up to 4.8 s); the bound leaves
-            # room for make test's three sessions on two cores (0.54 s seen there)
-            assert slowest < 1.0, slowest
         async with _serving(NameServer({"T": route_body(("broker-a", bad.addr))})) as ns, Producer(
             namesrv=ns.addr, group="G", send_timeout=2.0
         ) as alone:  # fmt: skip
@@ -120,7 +118,7 @@ async def test_a_dropped_connection_fails_over_at_once_and_the_deadline_holds() 
                 began = time.monotonic()  # (within the deadline), and the next one too
                 with pytest.raises(SendFailed) as info:
                     await alone.send(Message(topic="T", body=b"x"))
-                assert time.monotonic() - began < 2.0 + SLACK
+                assert time.monotonic() - began < 2.0 + slack(began)
                 outcomes.append(info.value.outcome_unknown)
             assert outcomes[0]  # the first attempt was written, then dropped
 
@@ -150,7 +148,7 @@ async def test_send_oneway_to_a_broker_that_stops_reading_has_a_write_deadline()
                     except SendFailed as exc:
                         assert isinstance(exc.attempts[-1], WriteTimeout)
                         assert not exc.outcome_unknown  # it was not written
-                        assert time.monotonic() - began < 1.0 + SLACK
+                        assert time.monotonic() - began < 1.0 + slack(began)
                         break
                 else:  # pragma: no cover
                     pytest.fail("200 MiB were taken by a peer that reads nothing")
@@ -187,7 +185,7 @@ async def test_hostile_routes_fail_their_topic_never_the_producer() -> None:
                     began = time.monotonic()
                     with pytest.raises(SendFailed) as info:
                         await producer.send(Message(topic=topic, body=b"x"))
-                    assert time.monotonic() - began < 1.0
+                    assert time.monotonic() - began < 0.5 + slack(began)  # refused, not timed out
                     assert "bad" in str(info.value) and not info.value.retriable
                 _, peak = tracemalloc.get_traced_memory()
             finally:
@@ -216,14 +214,13 @@ async def test_attempt_timeout_gives_a_silent_broker_up_and_sends_elsewhere() ->
                         failed.append(exc)
                 assert failed and all(exc.outcome_unknown for exc in failed)
             tried = silent.sends
-            # (an attempt's bound leaves broker-b time to answer under make test's load: with
-            # 0.3 s, CI once saw one of its answers miss it, and the send fail on broker-a)
+            # each send within one attempt's bound, not the send timeout (an attempt's bound
+            # leaves broker-b time to answer on a busy machine: 1.0 s, not 0.3 s)
             async with Producer(
                 namesrv=ns.addr, group="G", send_timeout=5.0, attempt_timeout=1.0
             ) as bounded:  # fmt: skip
-                slowest = await _slowest_send_all_on(bounded, "broker-b", 8)
+                await _sends_all_on(bounded, "broker-b", 8, within=1.0)
                 assert silent.sends > tried  # broker-a was tried, and given up on
-                assert slowest < 1.0 + SLACK, slowest  # one attempt's bound, not send_timeout
 
 
 @pytest.mark.parametrize("attempt", [0.0, -1.0, math.nan, 2.5])

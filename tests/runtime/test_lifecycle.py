@@ -29,6 +29,7 @@ from rocketmq_actors.errors import (
     WrongEventLoop,
 )
 from rocketmq_actors.runtime.lifecycle import Lifecycle, State
+from tests.slack import slack
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
@@ -326,7 +327,7 @@ async def test_a_stop_that_hangs_is_cut_at_shutdown_timeout() -> None:
             await anyio.sleep_forever()
     took = time.monotonic() - began
     assert actor.state is State.STOPPED and not actor.closed_gracefully and actor.unwound
-    assert 0.25 < took < 1.0, took
+    assert 0.25 < took < 0.3 + slack(began), took
 
 
 async def test_a_host_that_ignores_cancellation_is_abandoned_not_waited_for() -> None:
@@ -335,7 +336,7 @@ async def test_a_host_that_ignores_cancellation_is_abandoned_not_waited_for() ->
     began = time.monotonic()
     with anyio.fail_after(10):
         await actor.stop()  # shutdown_timeout + 2 x the grace, at most
-    assert time.monotonic() - began < 0.2 + 2 * 1.0 + 0.5
+    assert time.monotonic() - began < 0.2 + 2 * 1.0 + slack(began)
 
 
 async def test_stop_in_a_cancelled_scope_still_stops_then_raises_the_cancellation() -> None:

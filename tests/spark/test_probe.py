@@ -9,6 +9,7 @@ import pytest
 
 from rocketmq_actors.spark.options import OptionError
 from rocketmq_actors.spark.probe import probe_namesrv
+from tests.slack import slack
 
 
 def closed_port() -> int:
@@ -33,7 +34,8 @@ def test_no_reachable_address_is_an_option_error_naming_each() -> None:
     began = time.monotonic()
     with pytest.raises(OptionError, match="option 'namesrv'") as caught:
         probe_namesrv(f"{first};{second}", timeout=2.0)
-    assert time.monotonic() - began < 2.0  # a refused connection does not wait for the timeout
+    # a refused connection does not wait for the timeout
+    assert time.monotonic() - began < 1.0 + slack(began)
     assert first in str(caught.value) and second in str(caught.value)
     assert "refused" in str(caught.value).lower()
 
@@ -43,4 +45,4 @@ def test_a_silent_address_takes_at_most_the_timeout() -> None:
     began = time.monotonic()
     with pytest.raises(OptionError, match=r"192\.0\.2\.1:9876"):
         probe_namesrv("192.0.2.1:9876", timeout=0.3)
-    assert time.monotonic() - began < 2.0
+    assert time.monotonic() - began < 0.3 + slack(began)
