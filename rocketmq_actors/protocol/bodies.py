@@ -10,7 +10,7 @@ import attrs
 
 from . import jsonlax
 from .addresses import parse_addr
-from .errors import ProtocolError, caused
+from .errors import ProtocolError
 
 __all__ = [
     "BrokerData",
@@ -53,7 +53,7 @@ def _body_decoder(fn: Callable[_P, _R]) -> Callable[_P, _R]:
         except ProtocolError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError) as exc:
-            raise caused(ProtocolError("bad-body", f"{name}: {type(exc).__name__}: {exc}"), None)
+            raise ProtocolError("bad-body", f"{name}: {type(exc).__name__}: {exc}") from None
 
     return decode
 
@@ -91,9 +91,7 @@ class BrokerData:
             try:
                 broker_id = int(key)
             except (TypeError, ValueError):
-                raise caused(
-                    ProtocolError("bad-body", f"broker id {key!r} is not an integer"), None
-                )
+                raise ProtocolError("bad-body", f"broker id {key!r} is not an integer") from None
             parse_addr(addr)  # a route with a bad address is refused whole, never used
             addrs[broker_id] = addr
         return cls(

@@ -21,7 +21,7 @@ import attr
 
 from .._compiled import is_compiled
 from .codes import CLIENT_VERSION, LanguageCode, SerializeType
-from .errors import ProtocolError, caused
+from .errors import ProtocolError
 
 __all__ = [
     "FLAG_ONEWAY",
@@ -227,9 +227,9 @@ def _parse_json_stdlib(header: bytes | bytearray | memoryview) -> Any:
             start = len(text) - len(text.lstrip(_JSON_SPACE))
         obj, end = _scan_json(text, start)
     except StopIteration:
-        raise caused(ProtocolError("bad-header-json", "header is not JSON"), None)
+        raise ProtocolError("bad-header-json", "header is not JSON") from None
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-        raise caused(ProtocolError("bad-header-json", str(exc)), None)
+        raise ProtocolError("bad-header-json", str(exc)) from None
     if end != len(text) and text[end:].strip(_JSON_SPACE):  # JSON whitespace only
         raise ProtocolError("bad-header-json", f"trailing data after offset {end}")
     return obj
@@ -240,7 +240,7 @@ def _parse_json_orjson(header: bytes | bytearray | memoryview) -> Any:
     try:
         return _orjson_loads(header)
     except ValueError as exc:  # orjson.JSONDecodeError (bad UTF-8 and trailing data included)
-        raise caused(ProtocolError("bad-header-json", str(exc)), None)
+        raise ProtocolError("bad-header-json", str(exc)) from None
 
 
 # orjson (the optional ``orjson`` extra) parses a response header several times faster than
@@ -392,7 +392,7 @@ def _decode_binary_header(header: bytes | bytearray | memoryview, body: bytes) -
             if key and value:
                 ext[key] = value
     except UnicodeDecodeError as exc:
-        raise caused(ProtocolError("bad-header-binary", f"invalid UTF-8: {exc}"), None)
+        raise ProtocolError("bad-header-binary", f"invalid UTF-8: {exc}") from None
     try:
         language = LanguageCode(lang)
     except ValueError:
