@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 import anyio
-import attr
+import attrs
 
-from rocketmq_actors._compiled import is_compiled
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.routes import TEMPLATE_TOPIC, TopicRoute
 from rocketmq_actors.cluster.versions import is_5x, version_name
@@ -66,19 +64,14 @@ _SEND_V2 = RequestCode.SEND_MESSAGE_V2
 _SEND_BATCH = RequestCode.SEND_BATCH_MESSAGE
 
 
-#: slots (and frozen) when interpreted; compiled (mypyc, docs/performance.md) the class
-#: is native, and attrs cannot freeze it
-_PURE = not is_compiled(__file__)
-
-
-@attr.s(auto_attribs=True, order=False, slots=_PURE, frozen=_PURE)  # type: ignore[literal-required]
+@attrs.frozen
 class Routing:
     """How to pick the queue: round robin (no key, no selector), by key, or by selector."""
 
     message: Message | None = None
     sharding_key: str | None = None
     selector: QueueSelector | None = None
-    arg: Any = None  # (Any, not object: mypyc cannot annotate an attrs field with object)
+    arg: object = None
 
     @property
     def ordered(self) -> bool:

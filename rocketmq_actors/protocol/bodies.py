@@ -43,8 +43,6 @@ _R = TypeVar("_R")
 def _body_decoder(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     """A body decoder raises only ``ProtocolError``: whatever shape a peer's JSON takes, a
     conversion failure inside (a number where a list was expected...) becomes a typed error."""
-    # (compiled by mypyc, a method's function object has no __qualname__)
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "body decoder")
 
     @functools.wraps(fn)
     def decode(*args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -53,7 +51,9 @@ def _body_decoder(fn: Callable[_P, _R]) -> Callable[_P, _R]:
         except ProtocolError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError) as exc:
-            raise ProtocolError("bad-body", f"{name}: {type(exc).__name__}: {exc}") from None
+            raise ProtocolError(
+                "bad-body", f"{fn.__qualname__}: {type(exc).__name__}: {exc}"
+            ) from None
 
     return decode
 

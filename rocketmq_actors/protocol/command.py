@@ -17,9 +17,8 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import attr
+import attrs
 
-from .._compiled import is_compiled
 from .codes import CLIENT_VERSION, LanguageCode, SerializeType
 from .errors import ProtocolError
 
@@ -50,11 +49,8 @@ _PYTHON = LanguageCode.PYTHON
 _LANGUAGE_NAME = {int(lang): lang.name for lang in LanguageCode}  # (Enum.name is a slow property)
 _JSON = SerializeType.JSON
 
-#: slots when interpreted; compiled (mypyc, docs/performance.md) the class is native already
-_PURE = not is_compiled(__file__)
 
-
-@attr.s(auto_attribs=True, slots=_PURE, eq=True, order=False)  # type: ignore[literal-required]
+@attrs.define(slots=True, eq=True)
 class RemotingCommand:
     """A request or response frame.
 
@@ -65,7 +61,7 @@ class RemotingCommand:
     code: int
     opaque: int = 0
     flag: int = 0
-    ext_fields: dict[str, str] = attr.ib(factory=dict)
+    ext_fields: dict[str, str] = attrs.field(factory=dict)
     body: bytes = b""
     remark: str | None = None
     language: LanguageCode = LanguageCode.PYTHON

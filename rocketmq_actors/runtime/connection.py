@@ -74,14 +74,12 @@ async def connect(
             return await open_wire(host, port, ssl_context)
     except TimeoutError:
         raise ConnectError(addr, f"no connection within {timeout}s") from None
-    except socket.gaierror as unresolved:  # (a name of its own: mypyc types a name once)
-        error = ConnectError(
-            addr, f"{host!r} does not resolve: {unresolved.strerror or unresolved}"
-        )
-        error.retriable = unresolved.errno == socket.EAI_AGAIN  # only "try again later" may pass
-        raise error from unresolved
-    except (OSError, ssl.SSLError) as failed:
-        raise ConnectError(addr, str(failed) or type(failed).__name__) from failed
+    except socket.gaierror as exc:
+        error = ConnectError(addr, f"{host!r} does not resolve: {exc.strerror or exc}")
+        error.retriable = exc.errno == socket.EAI_AGAIN  # only "try again later" may pass
+        raise error from exc
+    except (OSError, ssl.SSLError) as exc:
+        raise ConnectError(addr, str(exc) or type(exc).__name__) from exc
 
 
 class BrokerConnection:
