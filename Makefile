@@ -161,8 +161,6 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.nullbroker  # both clients against a null broker: the client-bound paths
 	$(PY) -m benchmarks.nullbroker --uvloop  # the same with our side on uvloop
 	$(PY) -m benchmarks.nullbroker --pin  # the same with the null broker on a core of its own
-	$(PY) -m benchmarks.nullbroker --compiled  # our side from the compiled wheel (hatch_build.py)
-	$(PY) -m benchmarks.nullbroker --compiled --pin
 	$(PY) -m benchmarks.peers  # the other Python clients (pyrocketmq: PYROCKETMQ_SOURCE=checkout)
 	$(PY) -m benchmarks.compiled  # would mypyc over the send path pay? (scratch copies only)
 	$(PY) -m benchmarks.codec
