@@ -1,13 +1,8 @@
-"""The wheel's build hook (hatch_build.py): pure by default, the send path compiled on request.
-
-``make compiled`` builds the compiled wheel and runs this module and the tests of the packages
-it compiles against it, with ``ROCKETMQ_ACTORS_EXPECT_COMPILED=1``.
-"""
+"""The wheel's build hook (hatch_build.py): pure by default, the send path compiled on request."""
 
 from __future__ import annotations
 
 import ast
-import importlib
 import json
 import os
 import re
@@ -24,7 +19,7 @@ from hatchling.metadata.core import ProjectMetadata
 from hatchling.plugin.manager import PluginManager
 
 import hatch_build
-from benchmarks.compiled import PARITY_TESTS, _derived
+from benchmarks.compiled import _derived
 from rocketmq_actors._compiled import is_compiled
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,24 +33,6 @@ def _hook(config: dict[str, Any]) -> hatch_build.MypycBuildHook:
     return hatch_build.MypycBuildHook(str(ROOT), config, None, metadata, str(ROOT), "wheel")
 
 
-def _compiled(module: str) -> bool:
-    return is_compiled(
-        importlib.import_module("rocketmq_actors." + module.replace("/", ".")).__file__
-    )
-
-
-def test_the_package_these_tests_run_on() -> None:
-    """``make compiled`` must run the compiled wheel, every module the hook lists compiled and
-    no other; any other run the pure package (no extension module left in the checkout)."""
-    compiled = {m for m in MODULES if _compiled(m)}
-    others = {"protocol/messages", "producer/prepare", "runtime/lifecycle", "metrics"}
-    if os.environ.get("ROCKETMQ_ACTORS_EXPECT_COMPILED") == "1":
-        assert compiled == set(MODULES)
-        assert not any(map(_compiled, others))
-    else:
-        assert compiled == set()
-
-
 def test_the_wheel_compiles_the_measured_send_path() -> None:
     """The hook's modules are the ``send_path`` scope that ``benchmarks.compiled`` measured
     and ran the unit tests against, and none has a class that the package derives from
@@ -65,23 +42,6 @@ def test_the_wheel_compiles_the_measured_send_path() -> None:
     assert measured["scopes"]["send_path"]["tests"]["failed"] == 0
     assert _derived(list(MODULES)) == {}
     assert all((ROOT / "rocketmq_actors" / f"{m}.py").is_file() for m in MODULES)
-
-
-def test_make_test_runs_the_parity_tests_on_the_compiled_wheel() -> None:
-    """``make test`` ends with ``make compiled``, whose recipe installs the wheel and runs the
-    parity tests, with these markers, on what it installed (and says it expects that)."""
-    makefile = (ROOT / "Makefile").read_text()
-    assert f"PARITY_TESTS := {' '.join(PARITY_TESTS)}\n" in makefile
-    assert "COMPILED_MARKERS := not interpreted and not spark and not chaos and not solo\n" in (
-        makefile
-    )
-    recipe = makefile.split("\ncompiled: $(STAMP)\n", 1)[1].split("\n\n", 1)[0]
-    assert "$(PY) hatch_build.py $(COMPILED)\n" in recipe
-    assert "PYTHONPATH=$(abspath $(COMPILED))/site ROCKETMQ_ACTORS_EXPECT_COMPILED=1" in recipe
-    assert '-m "$(COMPILED_MARKERS)"' in recipe and "$(PARITY_TESTS)" in recipe
-    (test_line,) = [line for line in makefile.split("\ntest: ", 1)[1].splitlines()[1:3]
-                    if "oldest-anyio" in line]  # fmt: skip
-    assert test_line.split()[-1] == "compiled"
 
 
 @pytest.mark.parametrize(
