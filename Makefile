@@ -40,8 +40,8 @@ run: $(STAMP)
 	$(PY) examples/main_job.py
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check rocketmq_actors tests benchmarks examples hatch_build.py
-	$(VENV)/bin/ruff format --check rocketmq_actors tests benchmarks examples hatch_build.py
+	$(VENV)/bin/ruff check rocketmq_actors tests benchmarks examples
+	$(VENV)/bin/ruff format --check rocketmq_actors tests benchmarks examples
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
@@ -142,7 +142,6 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.nullbroker --uvloop  # the same with our side on uvloop
 	$(PY) -m benchmarks.nullbroker --pin  # the same with the null broker on a core of its own
 	$(PY) -m benchmarks.peers  # the other Python clients (pyrocketmq: PYROCKETMQ_SOURCE=checkout)
-	$(PY) -m benchmarks.compiled  # would mypyc over the send path pay? (scratch copies only)
 	$(PY) -m benchmarks.codec
 	$(PY) -m benchmarks.roundtrip
 	$(PY) -m benchmarks.roundtrip --uvloop --out benchmarks/results/roundtrip-uvloop.json

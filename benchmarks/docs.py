@@ -18,7 +18,6 @@ from typing import Any
 
 from benchmarks.common import RESULTS
 from benchmarks.compare import markdown
-from benchmarks.docs_compiled import compiled_section
 from benchmarks.docs_null import load, null_sections, readme_null_table, windows_row
 
 ROOT = RESULTS.parents[1]
@@ -107,8 +106,8 @@ FINDINGS = """\
 - The codec figures (e) are measured before the cluster starts: measured while a broker's JVM
   and its mapped store were being torn down, they came out slower than in a quiet standalone
   run.
-- `benchmarks.abtest --pin` and `benchmarks.compiled` measure with one core each (the layout
-  of `nullbroker-pinned.json`), and their alternating windows start after one that neither side
+- `benchmarks.abtest --pin` measures with one core each (the layout of
+  `nullbroker-pinned.json`), and its alternating windows start after one that neither side
   counts: a fresh null broker's warm-up would otherwise fall on the side that goes first.
 """
 
@@ -253,7 +252,6 @@ def performance_md() -> str:
         "",
         *null_sections(),
         *(_peers_section(load("peers")) if (RESULTS / "peers.json").exists() else []),
-        *(compiled_section(load("compiled")) if (RESULTS / "compiled.json").exists() else []),
         FINDINGS,
     ]
     for name, title in [
