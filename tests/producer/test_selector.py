@@ -66,7 +66,6 @@ def test_fault_tolerance_is_off_by_default() -> None:
     assert faults.available("a")
 
 
-@pytest.mark.interpreted
 def test_an_isolation_served_is_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
     """An expired isolation is dropped when it is next asked about, so round robin's
     check-free path (nothing isolated) comes back after a fault."""
