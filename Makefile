@@ -9,7 +9,7 @@ STATE  ?= .state/cluster
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run test lint typecheck pytest compat oldest-anyio oldest-faststream solo compiled chaos fuzz bench soak cluster-up cluster-down clean
+.PHONY: help venv run test lint typecheck pytest compat oldest-anyio oldest-faststream solo chaos fuzz bench soak cluster-up cluster-down clean
 
 help:
 	@echo "make run          start a local RocketMQ cluster and run the main job, then stop it"
@@ -17,8 +17,7 @@ help:
 	@echo "                  then the integration tests again on RocketMQ 5.5.0 and 4.9.7 (compat),"
 	@echo "                  the lifecycle tests on the oldest anyio we support (oldest-anyio),"
 	@echo "                  the FastStream tests on the oldest FastStream we support (oldest-faststream),"
-	@echo "                  the tests that start Spark in a process of their own, alone (solo),"
-	@echo "                  and the send path's tests against its compiled wheel (compiled)"
+	@echo "                  and the tests that start Spark in a process of their own, alone (solo)"
 	@echo "make chaos        every chaos scenario (make test runs the fast ones) and the report"
 	@echo "make bench        benchmarks against the Java client and the other Python clients (benchmarks/results/)"
 	@echo "make soak         10 minutes of steady produce + consume: RSS, tasks and fds must stay flat"
@@ -41,8 +40,8 @@ run: $(STAMP)
 	$(PY) examples/main_job.py
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check rocketmq_actors tests benchmarks examples hatch_build.py
-	$(VENV)/bin/ruff format --check rocketmq_actors tests benchmarks examples hatch_build.py
+	$(VENV)/bin/ruff check rocketmq_actors tests benchmarks examples
+	$(VENV)/bin/ruff format --check rocketmq_actors tests benchmarks examples
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
@@ -113,35 +112,16 @@ oldest-faststream: $(OLDEST_FASTSTREAM)/.installed
 	PYTHONPATH=$(OLDEST_FASTSTREAM) ROCKETMQ_ACTORS_EXPECT_FASTSTREAM=$(FASTSTREAM_OLDEST) \
 		$(PY) -m pytest -p no:cacheprovider tests/faststream tests/examples/test_faststream_service.py
 
-# the optional compiled wheel (hatch_build.py: the send path compiled with mypyc), built in the
-# venv and installed into .state/compiled/site (`python hatch_build.py`), then the tests of the
-# packages it compiles (benchmarks.compiled's PARITY_TESTS: the unit tests, and the integration
-# tests on a 5.3.3 cluster of their own; not those marked `interpreted`, which replace or
-# inspect what mypyc compiles) run against it: the tests come from the checkout, the package
-# from that directory (first on the path: PYTHONPATH, the pytest script rather than `python -m`,
-# which would put the checkout first, and --import-mode=append)
-COMPILED := .state/compiled
-PARITY_TESTS := tests/protocol tests/producer tests/runtime tests/cluster
-COMPILED_MARKERS := not interpreted and not spark and not chaos and not solo
-
-compiled: $(STAMP)
-	rm -rf $(COMPILED)
-	$(PY) hatch_build.py $(COMPILED)
-	PYTHONPATH=$(abspath $(COMPILED))/site ROCKETMQ_ACTORS_EXPECT_COMPILED=1 $(VENV)/bin/pytest \
-		-p no:cacheprovider --import-mode=append -m "$(COMPILED_MARKERS)" \
-		tests/test_hatch_build.py $(PARITY_TESTS)
-
 # The three pytest sessions (5.3.3 with everything, then 5.5.0 and 4.9.7) run side by side,
 # each with its own cluster on free ports: a session spends most of its time waiting on its
 # broker, so together they use the two cores a CI machine has (run alone, one after another,
 # they took longer than the 25 minutes make test is allowed). Each session's output is
 # printed whole when it ends. The Spark tests (marker `spark`: client-side, several JVMs of
 # their own) run in the 4.9.7 session, not in the 5.3.3 one, the longest of the three; the
-# tests that start Spark in a process of their own (marker `solo`) run after them, alone, and
-# last the send path's tests against its compiled wheel (compiled).
+# tests that start Spark in a process of their own (marker `solo`) run after them, alone.
 test: lint typecheck
 	$(MAKE) --no-print-directory --output-sync=target -j3 pytest $(addprefix compat-,$(COMPAT_VERSIONS))
-	$(MAKE) --no-print-directory oldest-anyio oldest-faststream solo compiled
+	$(MAKE) --no-print-directory oldest-anyio oldest-faststream solo
 
 soak: $(STAMP)
 	$(PY) -m benchmarks.soak --minutes 10
@@ -161,10 +141,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.nullbroker  # both clients against a null broker: the client-bound paths
 	$(PY) -m benchmarks.nullbroker --uvloop  # the same with our side on uvloop
 	$(PY) -m benchmarks.nullbroker --pin  # the same with the null broker on a core of its own
-	$(PY) -m benchmarks.nullbroker --compiled  # our side from the compiled wheel (hatch_build.py)
-	$(PY) -m benchmarks.nullbroker --compiled --pin
 	$(PY) -m benchmarks.peers  # the other Python clients (pyrocketmq: PYROCKETMQ_SOURCE=checkout)
-	$(PY) -m benchmarks.compiled  # would mypyc over the send path pay? (scratch copies only)
 	$(PY) -m benchmarks.codec
 	$(PY) -m benchmarks.roundtrip
 	$(PY) -m benchmarks.roundtrip --uvloop --out benchmarks/results/roundtrip-uvloop.json

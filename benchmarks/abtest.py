@@ -98,7 +98,6 @@ def main(argv: list[str] | None = None) -> int:
                          args.concurrency, nowait=args.nowait)  # fmt: skip
             if Path(got.pop("package")).resolve() != tree.resolve():  # (PYTHONPATH shadowing)
                 raise SystemExit(f"the {side} window did not run the package of {tree}")
-            got.pop("framing_compiled")
             sides[side].append(got)
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     results.setdefault("changes", []).append({

@@ -127,15 +127,6 @@ def _null_section(null: dict[str, Any]) -> list[str]:
     return lines
 
 
-COMPILED_INTRO = (
-    "`python -m benchmarks.nullbroker --compiled`: the same paths and paired windows, with our "
-    "side from the compiled wheel (`hatch_build.py` with `ROCKETMQ_ACTORS_MYPYC=1`: the modules "
-    "of the `send_path` scope in the mypyc section below), built from the checkout first as "
-    "`make compiled` builds it. A user who installs that wheel runs this client; one who "
-    "installs the pure wheel runs the one above, and the targets are judged for each."
-)
-
-
 #: the variant runs of the null-broker paths: results file, title, what differs
 VARIANTS = [
     ("nullbroker-uvloop", "The same with our side on uvloop (`nullbroker-uvloop.json`)",
@@ -154,11 +145,6 @@ VARIANTS = [
      "and GC threads share it, and its rate is what one core of it does, as ours is. The "
      "targets are judged on the shared machine above; this says how the clients compare "
      "per core."),
-    ("nullbroker-compiled", "Our side compiled (`nullbroker-compiled.json`)", COMPILED_INTRO),
-    ("nullbroker-compiled-pinned",
-     "Our side compiled, one core each (`nullbroker-compiled-pinned.json`)",
-     "`python -m benchmarks.nullbroker --compiled --pin`: the compiled wheel as above, on "
-     "the layout of `nullbroker-pinned.json`."),
 ]  # fmt: skip
 
 
@@ -172,32 +158,24 @@ def null_sections() -> list[str]:
 
 
 README_NULL_NOTE = (
-    "Against the null broker (the client is the bottleneck), the pure package\n"
-    "(`nullbroker.json`) and the compiled wheel (`nullbroker-compiled.json`), each paired with\n"
-    "Java in its own run; the two runs' Java figures differ with the machine's phase, so what\n"
-    "compiling saves is measured apart, pure against compiled in alternating windows\n"
-    "(`compiled.json`, docs/performance.md):"
+    "Against the null broker (the client is the bottleneck), both clients in paired windows\n"
+    "(`nullbroker.json`, docs/performance.md):"
 )
 
 
 def readme_null_table() -> list[str]:
-    """The README's table of the null-broker paths, pure and compiled (empty without both)."""
-    if not all((RESULTS / f"{n}.json").exists() for n in ("nullbroker", "nullbroker-compiled")):
+    """The README's table of the null-broker paths (empty without their results file)."""
+    if not (RESULTS / "nullbroker.json").exists():
         return []
-    pure, built = load("nullbroker")["paths"], load("nullbroker-compiled")["paths"]
-
-    def cells(p: dict[str, Any]) -> str:
-        return (
-            f"{p['ours']} / {p['java']} | {p['ratio']} | "
-            f"{p['cpu_us_per_msg_ours']} / {p['cpu_us_per_msg_java']}"
-        )
-
     return [
         README_NULL_NOTE,
         "",
-        "| path | pure: msgs/s ours / Java | ratio | CPU us/msg ours / Java | compiled: msgs/s"
-        " ours / Java | ratio | CPU us/msg ours / Java |",
-        "|---|---:|---:|---|---:|---:|---|",
-        *[f"| {name} | {cells(pure[name])} | {cells(built[name])} |" for name in pure],
+        "| path | msgs/s ours / Java | ratio | CPU us/msg ours / Java |",
+        "|---|---:|---:|---|",
+        *[
+            f"| {name} | {p['ours']} / {p['java']} | {p['ratio']} | "
+            f"{p['cpu_us_per_msg_ours']} / {p['cpu_us_per_msg_java']} |"
+            for name, p in load("nullbroker")["paths"].items()
+        ],
         "",
     ]

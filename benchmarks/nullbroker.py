@@ -19,11 +19,6 @@ the windows alternate, so the ratio compares the clients on the same machine pha
 ``--pin`` it does not share their core: the null broker's JVM runs on one core and both
 clients (ours in this process, Java's in the processes it starts) on another, as a service
 limited to one CPU whose broker runs elsewhere; the results go to ``nullbroker-pinned.json``.
-
-With ``--compiled`` our side is the compiled wheel (``hatch_build.py``: the send path compiled
-with mypyc), built from this checkout into a scratch directory first, as ``make compiled``
-builds it; the benchmark then runs again on it and the results go to ``nullbroker-compiled``
-(``-pinned``, ``-uvloop``) ``.json``. Every results file says which build our side ran.
 """
 
 from __future__ import annotations
@@ -32,9 +27,6 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -44,20 +36,10 @@ from typing import Any, overload
 
 import anyio
 
-from hatch_build import install_compiled
-from rocketmq_actors._compiled import is_compiled
 from rocketmq_actors.extras import uvloop_options
 
 from . import consumer, paired
-from .common import (
-    JAVA_DIR,
-    RESULTS,
-    TREE,
-    LineProcess,
-    alternating,
-    process_cpu_s,
-    write_results,
-)
+from .common import JAVA_DIR, RESULTS, LineProcess, alternating, process_cpu_s, write_results
 
 PATHS = {  # the results' path names: the paired mode, and the issue's target ratio
     "a_sync_one_in_flight": "sync_one_in_flight",
@@ -71,34 +53,6 @@ TARGETS = {
     "c_batch_16x1k": 1.0,
     "d_consume": 1.0,
 }
-
-
-#: set for the run on the compiled wheel: the build our side must import
-_BUILD = "ROCKETMQ_ACTORS_BENCH_BUILD"
-
-
-def our_build() -> str:
-    """Which build of the package our side imports: "compiled" (the wheel's send path) or
-    "pure"."""
-    from rocketmq_actors.protocol import framing
-
-    return "compiled" if is_compiled(framing.__file__) else "pure"
-
-
-def _on_compiled_wheel(argv: list[str]) -> int:
-    """Build the compiled wheel into a scratch directory and run this benchmark again there:
-    our side runs in the benchmark's process, on the package it imports."""
-    scratch = Path(tempfile.mkdtemp(prefix="rocketmq-actors-bench-"))
-    try:
-        site = install_compiled(scratch)
-        env = {**os.environ, _BUILD: "compiled",
-               "PYTHONPATH": os.pathsep.join([str(site), str(TREE)])}  # fmt: skip
-        # -P: the working directory (where a relative --out is) not first on sys.path, so the
-        # wheel's package comes before this checkout's
-        return subprocess.run([sys.executable, "-P", "-m", "benchmarks.nullbroker", *argv],
-                              env=env, check=False).returncode  # fmt: skip
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 class NullBroker:
@@ -285,21 +239,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pin", action="store_true", help="the null broker on one core, both clients on another"
     )
-    parser.add_argument(
-        "--compiled", action="store_true", help="our side from the compiled wheel, built first"
-    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     uvloop_options(args.uvloop)  # without the extra: MissingExtra, before anything starts
-    if args.compiled and os.environ.get(_BUILD) != "compiled":
-        return _on_compiled_wheel(sys.argv[1:] if argv is None else argv)
-    build = our_build()
-    if build != ("compiled" if args.compiled else "pure"):
-        raise SystemExit(f"our side imports the {build} package: {args}")
     args.layout = pin_layout() if args.pin else None
     args.out = args.out or RESULTS / (
-        f"nullbroker{'-compiled' if args.compiled else ''}{'-uvloop' if args.uvloop else ''}"
-        f"{'-pinned' if args.pin else ''}.json"
+        f"nullbroker{'-uvloop' if args.uvloop else ''}{'-pinned' if args.pin else ''}.json"
     )
     started = time.monotonic()
     figures = measure(args)
@@ -308,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         "warmup": args.warmup, "concurrency": args.concurrency, "queues": args.queues,
         "consume_messages": args.backlog * args.queues, "pull_batch": args.pull_batch,
         "drains": args.drains, "took_seconds": round(time.monotonic() - started),
-        "our_event_loop": "uvloop" if args.uvloop else "asyncio", "our_build": build,
+        "our_event_loop": "uvloop" if args.uvloop else "asyncio",
         "machine": (
             f"the clients (taking turns) on core {args.layout[0]}, the null broker on core "
             f"{args.layout[1]}: short windows, paired"

@@ -81,7 +81,6 @@ def summarize(raw: str, top: int = 15) -> dict[str, Any]:
 
 
 async def _worker(addr: str, seconds: float, concurrency: int, nowait: bool) -> dict[str, Any]:
-    from rocketmq_actors._compiled import is_compiled
     from rocketmq_actors.producer import Producer
     from rocketmq_actors.protocol import framing
 
@@ -105,7 +104,6 @@ async def _worker(addr: str, seconds: float, concurrency: int, nowait: bool) -> 
         "client_cpu_us_per_msg": round(cpu / sent * 1e6, 2) if sent else None,
         # where the package came from: an A/B of two trees checks it ran the one it meant
         "package": str(Path(framing.__file__).parents[2]),
-        "framing_compiled": is_compiled(framing.__file__),
     }
 
 

@@ -9,9 +9,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-import attr
+import attrs
 
-from rocketmq_actors._compiled import is_compiled
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.messages import Message, java_string_hash
 
@@ -39,11 +38,7 @@ _LATENCY_STEPS = (50, 100, 550, 1800, 3000, 5000, 15000)
 _ISOLATION = (0, 0, 2000, 5000, 6000, 10000, 30000)
 
 
-#: slots when interpreted; compiled (mypyc, docs/performance.md) the class is native already
-_PURE = not is_compiled(__file__)
-
-
-@attr.s(auto_attribs=True, order=False, slots=_PURE)  # type: ignore[literal-required]
+@attrs.define
 class LatencyFaultTolerance:
     """Keeps slow or failing brokers out of rotation for a while (off by default, as in Java).
 
@@ -54,7 +49,7 @@ class LatencyFaultTolerance:
     enabled: bool = False
     clock: Callable[[], float] = time.monotonic
     #: broker -> when it may be chosen again (empty: none is isolated)
-    available_at: dict[str, float] = attr.ib(factory=dict)
+    available_at: dict[str, float] = attrs.field(factory=dict)
 
     def record(self, broker: str, latency_ms: float, *, failed: bool = False) -> None:
         if not self.enabled:

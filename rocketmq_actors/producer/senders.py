@@ -35,7 +35,6 @@ from rocketmq_actors.errors import (
 )
 from rocketmq_actors.logs import FailureLog, get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
-from rocketmq_actors.protocol.errors import caused
 from rocketmq_actors.runtime.signal import Signal
 from rocketmq_actors.runtime.soon import Call, CallBatch
 from rocketmq_actors.runtime.tree import Node
@@ -222,7 +221,7 @@ class Senders:
             self._lanes[lane] = previous  # the next ordered send waits for that one again
         self._changed.set()  # its room is free again
         if isinstance(exc, anyio.ClosedResourceError):
-            raise caused(ClientClosed(f"{self.name} stopped before the send was admitted"), None)
+            raise ClientClosed(f"{self.name} stopped before the send was admitted") from None
         raise exc
 
     def _first_done(self, item: _Queued, outcome: SendResult | Exception | None) -> None:

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 import anyio
-import attr
+import attrs
 
-from rocketmq_actors._compiled import is_compiled
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.routes import TEMPLATE_TOPIC, TopicRoute
 from rocketmq_actors.cluster.versions import is_5x, version_name
@@ -36,7 +34,6 @@ from rocketmq_actors.metrics import METRICS, SeriesCache
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
-from rocketmq_actors.protocol.errors import caused
 from rocketmq_actors.protocol.messages import Message
 from rocketmq_actors.protocol.sendframe import SendFrameEncoder
 from rocketmq_actors.runtime.checks import check_timeout
@@ -67,19 +64,14 @@ _SEND_V2 = RequestCode.SEND_MESSAGE_V2
 _SEND_BATCH = RequestCode.SEND_BATCH_MESSAGE
 
 
-#: slots (and frozen) when interpreted; compiled (mypyc, docs/performance.md) the class
-#: is native, and attrs cannot freeze it
-_PURE = not is_compiled(__file__)
-
-
-@attr.s(auto_attribs=True, order=False, slots=_PURE, frozen=_PURE)  # type: ignore[literal-required]
+@attrs.frozen
 class Routing:
     """How to pick the queue: round robin (no key, no selector), by key, or by selector."""
 
     message: Message | None = None
     sharding_key: str | None = None
     selector: QueueSelector | None = None
-    arg: Any = None  # (Any, not object: mypyc cannot annotate an attrs field with object)
+    arg: object = None
 
     @property
     def ordered(self) -> bool:
@@ -303,13 +295,10 @@ class SendLoop:
             )  # fmt: skip
         except (KeyError, ValueError) as exc:
             METRICS.inc("rocketmq_client_send_total", topic=prepared.user_topic, result="failed")
-            raise caused(
-                SendFailed(
-                    prepared.user_topic,
-                    [BrokerError(addr, reply.code, f"malformed send response: {exc!r}")],
-                ),
-                None,
-            )
+            raise SendFailed(
+                prepared.user_topic,
+                [BrokerError(addr, reply.code, f"malformed send response: {exc!r}")],
+            ) from None
         series = self._ok_series.get(prepared.user_topic) or self._ok_series.add(
             prepared.user_topic
         )
@@ -364,7 +353,7 @@ class SendLoop:
                     try:
                         queue = self.choose(route, routing, avoid)
                     except SendFailed as exc:  # (no writable queue in the route)
-                        raise caused(self._given_up(prepared.user_topic, attempts, exc), exc)
+                        raise self._given_up(prepared.user_topic, attempts, exc) from exc
                     started = time.monotonic()
                     attempt_end = deadline
                     if self.attempt_timeout is not None and not ordered:
@@ -401,7 +390,7 @@ class SendLoop:
                             finally:
                                 conn.finish(opaque, waiter, prepared.size)
                 except (SendFailed, UnsupportedByBroker) as exc:  # (no master, no 5.x master)
-                    raise caused(self._given_up(prepared.user_topic, attempts, exc), exc)
+                    raise self._given_up(prepared.user_topic, attempts, exc) from exc
                 except RocketMQError as exc:
                     if outcome is None:  # (a first attempt's was recorded as it ended)
                         self.attempt_failed(prepared.topic, broker, exc)
@@ -441,7 +430,7 @@ class SendLoop:
             if not attempts:  # the deadline passed before any attempt could start
                 attempts.append(RequestTimeout("-", code, timeout))
             METRICS.inc("rocketmq_client_send_total", topic=prepared.user_topic, result="failed")
-            raise caused(SendFailed(prepared.user_topic, attempts), attempts[-1])
+            raise SendFailed(prepared.user_topic, attempts) from attempts[-1]
         finally:
             self.in_flight -= 1
             if self.on_done is not None:
@@ -476,4 +465,4 @@ class SendLoop:
         except (SendFailed, UnsupportedByBroker):
             raise
         except RocketMQError as exc:
-            raise caused(SendFailed(prepared.user_topic, [exc]), exc)
+            raise SendFailed(prepared.user_topic, [exc]) from exc

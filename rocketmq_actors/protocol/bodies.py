@@ -10,7 +10,7 @@ import attrs
 
 from . import jsonlax
 from .addresses import parse_addr
-from .errors import ProtocolError, caused
+from .errors import ProtocolError
 
 __all__ = [
     "BrokerData",
@@ -43,8 +43,6 @@ _R = TypeVar("_R")
 def _body_decoder(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     """A body decoder raises only ``ProtocolError``: whatever shape a peer's JSON takes, a
     conversion failure inside (a number where a list was expected...) becomes a typed error."""
-    # (compiled by mypyc, a method's function object has no __qualname__)
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "body decoder")
 
     @functools.wraps(fn)
     def decode(*args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -53,7 +51,9 @@ def _body_decoder(fn: Callable[_P, _R]) -> Callable[_P, _R]:
         except ProtocolError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError) as exc:
-            raise caused(ProtocolError("bad-body", f"{name}: {type(exc).__name__}: {exc}"), None)
+            raise ProtocolError(
+                "bad-body", f"{fn.__qualname__}: {type(exc).__name__}: {exc}"
+            ) from None
 
     return decode
 
@@ -91,9 +91,7 @@ class BrokerData:
             try:
                 broker_id = int(key)
             except (TypeError, ValueError):
-                raise caused(
-                    ProtocolError("bad-body", f"broker id {key!r} is not an integer"), None
-                )
+                raise ProtocolError("bad-body", f"broker id {key!r} is not an integer") from None
             parse_addr(addr)  # a route with a bad address is refused whole, never used
             addrs[broker_id] = addr
         return cls(

@@ -17,11 +17,10 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import attr
+import attrs
 
-from .._compiled import is_compiled
 from .codes import CLIENT_VERSION, LanguageCode, SerializeType
-from .errors import ProtocolError, caused
+from .errors import ProtocolError
 
 __all__ = [
     "FLAG_ONEWAY",
@@ -50,11 +49,8 @@ _PYTHON = LanguageCode.PYTHON
 _LANGUAGE_NAME = {int(lang): lang.name for lang in LanguageCode}  # (Enum.name is a slow property)
 _JSON = SerializeType.JSON
 
-#: slots when interpreted; compiled (mypyc, docs/performance.md) the class is native already
-_PURE = not is_compiled(__file__)
 
-
-@attr.s(auto_attribs=True, slots=_PURE, eq=True, order=False)  # type: ignore[literal-required]
+@attrs.define(slots=True, eq=True)
 class RemotingCommand:
     """A request or response frame.
 
@@ -65,7 +61,7 @@ class RemotingCommand:
     code: int
     opaque: int = 0
     flag: int = 0
-    ext_fields: dict[str, str] = attr.ib(factory=dict)
+    ext_fields: dict[str, str] = attrs.field(factory=dict)
     body: bytes = b""
     remark: str | None = None
     language: LanguageCode = LanguageCode.PYTHON
@@ -227,9 +223,9 @@ def _parse_json_stdlib(header: bytes | bytearray | memoryview) -> Any:
             start = len(text) - len(text.lstrip(_JSON_SPACE))
         obj, end = _scan_json(text, start)
     except StopIteration:
-        raise caused(ProtocolError("bad-header-json", "header is not JSON"), None)
+        raise ProtocolError("bad-header-json", "header is not JSON") from None
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-        raise caused(ProtocolError("bad-header-json", str(exc)), None)
+        raise ProtocolError("bad-header-json", str(exc)) from None
     if end != len(text) and text[end:].strip(_JSON_SPACE):  # JSON whitespace only
         raise ProtocolError("bad-header-json", f"trailing data after offset {end}")
     return obj
@@ -240,7 +236,7 @@ def _parse_json_orjson(header: bytes | bytearray | memoryview) -> Any:
     try:
         return _orjson_loads(header)
     except ValueError as exc:  # orjson.JSONDecodeError (bad UTF-8 and trailing data included)
-        raise caused(ProtocolError("bad-header-json", str(exc)), None)
+        raise ProtocolError("bad-header-json", str(exc)) from None
 
 
 # orjson (the optional ``orjson`` extra) parses a response header several times faster than
@@ -392,7 +388,7 @@ def _decode_binary_header(header: bytes | bytearray | memoryview, body: bytes) -
             if key and value:
                 ext[key] = value
     except UnicodeDecodeError as exc:
-        raise caused(ProtocolError("bad-header-binary", f"invalid UTF-8: {exc}"), None)
+        raise ProtocolError("bad-header-binary", f"invalid UTF-8: {exc}") from None
     try:
         language = LanguageCode(lang)
     except ValueError:

@@ -16,7 +16,7 @@ import enum
 import zlib
 from typing import Any
 
-from .errors import ProtocolError, caused
+from .errors import ProtocolError
 from .messages import MessageSysFlag
 
 __all__ = ["CompressionType", "compress", "decompress"]
@@ -84,5 +84,5 @@ def decompress(body: bytes, sys_flag: int) -> bytes:
                 raise ValueError("truncated zstd frame")
             return inflated
     except Exception as exc:  # zlib.error, RuntimeError (lz4), ZstdError: all "not a body"
-        raise caused(ProtocolError("bad-compressed-body", f"{type(exc).__name__}: {exc}"), None)
+        raise ProtocolError("bad-compressed-body", f"{type(exc).__name__}: {exc}") from None
     raise ProtocolError("unsupported-compression", f"compression type bits {kind:#x}")

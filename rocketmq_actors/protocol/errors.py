@@ -1,21 +1,8 @@
-"""The one exception family the sans-IO layer raises on bad bytes, and :func:`caused`."""
+"""The one exception family the sans-IO layer raises on bad bytes."""
 
 from __future__ import annotations
 
-from typing import TypeVar
-
-__all__ = ["FrameTooLarge", "ProtocolError", "caused"]
-
-_E = TypeVar("_E", bound=BaseException)
-
-
-def caused(error: _E, cause: BaseException | None) -> _E:
-    """``error`` with ``cause`` as its ``__cause__``: ``raise caused(error, cause)`` is
-    ``raise error from cause`` (``None`` hides the exception being handled), written so in the
-    modules mypyc may compile, which build ``raise ... from ...`` without its ``from``
-    (docs/performance.md; tests/protocol/test_errors.py holds them to it)."""
-    error.__cause__ = cause  # (which sets __suppress_context__, as ``from`` does)
-    return error
+__all__ = ["FrameTooLarge", "ProtocolError"]
 
 
 class ProtocolError(Exception):

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Self
 
 import attrs
 
-from .errors import ProtocolError, caused
+from .errors import ProtocolError
 
 __all__ = [
     "CheckTransactionStateRequestHeader",
@@ -73,9 +73,7 @@ def _parse(kind: str, name: str, raw: str) -> object:
         try:
             return int(raw)
         except ValueError:
-            raise caused(
-                ProtocolError("bad-header-field", f"{name}={raw!r} is not an integer"), None
-            )
+            raise ProtocolError("bad-header-field", f"{name}={raw!r} is not an integer") from None
     return raw
 
 

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from .errors import ProtocolError, caused
+from .errors import ProtocolError
 
 __all__ = ["FrozenObject", "loads"]
 
@@ -73,7 +73,7 @@ def loads(data: bytes | str) -> Any:
     try:
         text = data.decode() if isinstance(data, (bytes, bytearray)) else data
     except UnicodeDecodeError as exc:
-        raise caused(ProtocolError("bad-json", f"invalid UTF-8: {exc}"), None)
+        raise ProtocolError("bad-json", f"invalid UTF-8: {exc}") from None
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
@@ -117,7 +117,7 @@ class _Parser:
             try:
                 value, self.pos = _scanstring(text, self.pos + 1, True)
             except ValueError:
-                raise caused(self.fail("bad string"), None)
+                raise self.fail("bad string") from None
             return value
         for literal, result in (("true", True), ("false", False), ("null", None)):
             if text.startswith(literal, self.pos):

@@ -15,7 +15,7 @@ from typing import Final
 
 import attrs
 
-from .errors import ProtocolError, caused
+from .errors import ProtocolError
 
 __all__ = [
     "BATCH_PROPS_LENGTH",
@@ -266,7 +266,7 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int]:
     try:
         raw = bytes.fromhex(msg_id)
     except ValueError:
-        raise caused(ProtocolError("bad-msg-id", f"{msg_id!r} is not hex"), None)
+        raise ProtocolError("bad-msg-id", f"{msg_id!r} is not hex") from None
     if len(raw) in (16, 28):
         split = len(raw) - 12
         port, offset = struct.unpack(">iq", raw[split:])

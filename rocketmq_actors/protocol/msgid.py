@@ -27,7 +27,7 @@ from typing import Literal
 
 import attrs
 
-from .errors import ProtocolError, caused
+from .errors import ProtocolError
 from .messages import host_addr
 
 __all__ = ["MessageIdInfo", "decode_message_id", "month_start_ms"]
@@ -98,7 +98,7 @@ def decode_message_id(msg_id: object) -> MessageIdInfo:
     try:
         raw = bytes.fromhex(text)
     except ValueError:
-        raise caused(ProtocolError("bad-msg-id", f"{msg_id!r} is not hex"), None)
+        raise ProtocolError("bad-msg-id", f"{msg_id!r} is not hex") from None
     if len(raw) not in (16, 28):
         raise ProtocolError(
             "bad-msg-id", f"{msg_id!r}: {len(text)} hex digits, a message id has 32 or 56"

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from .errors import ProtocolError, caused
+from .errors import ProtocolError
 from .headers import Header, wire
 
 __all__ = [
@@ -124,7 +124,7 @@ def _int(field: str, raw: str, text: str) -> int:
     try:
         return int(raw)
     except ValueError:
-        raise caused(ProtocolError("bad-extra-info", f"{field} {raw!r} in {text!r}"), None)
+        raise ProtocolError("bad-extra-info", f"{field} {raw!r} in {text!r}") from None
 
 
 @attrs.frozen

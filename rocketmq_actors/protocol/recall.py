@@ -16,7 +16,7 @@ from typing import Self
 
 import attrs
 
-from .errors import ProtocolError, caused
+from .errors import ProtocolError
 from .headers import Header, wire
 
 __all__ = ["RecallHandle", "RecallMessageRequestHeader", "RecallMessageResponseHeader"]
@@ -56,7 +56,7 @@ class RecallHandle:
         try:
             raw = base64.urlsafe_b64decode(handle + "=" * (-len(handle) % 4)).decode()
         except (binascii.Error, UnicodeDecodeError):
-            raise caused(ProtocolError("bad-recall-handle", "not Base64 of UTF-8 text"), None)
+            raise ProtocolError("bad-recall-handle", "not Base64 of UTF-8 text") from None
         items = raw.split(" ")
         if items[0] != _VERSION_1 or len(items) < 5:
             raise ProtocolError("bad-recall-handle", "not a v1 handle")
@@ -66,9 +66,7 @@ class RecallHandle:
         try:
             deliver_at_ms = int(deliver_at)
         except ValueError:
-            raise caused(
-                ProtocolError("bad-recall-handle", f"time {deliver_at!r} is no number"), None
-            )
+            raise ProtocolError("bad-recall-handle", f"time {deliver_at!r} is no number") from None
         return cls(topic=topic, broker_name=broker_name, deliver_at_ms=deliver_at_ms,
                    msg_id=msg_id)  # fmt: skip
 

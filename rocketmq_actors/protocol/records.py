@@ -18,7 +18,7 @@ from typing import TypeVar
 import attrs
 
 from . import compression
-from .errors import ProtocolError, caused
+from .errors import ProtocolError
 from .messages import (
     MessageSysFlag,
     Property,
@@ -284,9 +284,9 @@ def decode_records(
                 append(msg)
             pos = end
     except UnicodeDecodeError as exc:
-        raise caused(ProtocolError("bad-utf8", str(exc)), None)
+        raise ProtocolError("bad-utf8", str(exc)) from None
     except struct.error as exc:  # defensive: every read above is bounds-checked
-        raise caused(ProtocolError("truncated-message", str(exc)), None)
+        raise ProtocolError("truncated-message", str(exc)) from None
     return out
 
 

@@ -21,7 +21,7 @@ import enum
 
 import attrs
 
-from .errors import ProtocolError, caused
+from .errors import ProtocolError
 
 __all__ = [
     "CONTENT_SPLITOR",
@@ -193,14 +193,14 @@ def _int(value: str, field: str) -> int:
     try:
         return int(value)
     except ValueError:
-        raise caused(ProtocolError("bad-trace-record", f"{field} is not a number: {value!r}"), None)
+        raise ProtocolError("bad-trace-record", f"{field} is not a number: {value!r}") from None
 
 
 def _msg_type(value: str) -> TraceMessageType:
     try:
         return TraceMessageType(_int(value, "msg_type"))
     except ValueError:
-        raise caused(ProtocolError("bad-trace-record", f"unknown message type {value!r}"), None)
+        raise ProtocolError("bad-trace-record", f"unknown message type {value!r}") from None
 
 
 def _decode_one(line: list[str]) -> TraceRecord | None:
@@ -249,7 +249,7 @@ def decode_records(body: bytes | str) -> list[TraceRecord]:
         try:
             body = body.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise caused(ProtocolError("bad-trace-record", f"not UTF-8: {exc}"), None)
+            raise ProtocolError("bad-trace-record", f"not UTF-8: {exc}") from None
     records: list[TraceRecord] = []
     for text in body.split(FIELD_SPLITOR):
         if not text:

@@ -34,7 +34,7 @@ from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.protocol.acl import AclCredentials, sign
 from rocketmq_actors.protocol.addresses import parse_addr
 from rocketmq_actors.protocol.command import RemotingCommand
-from rocketmq_actors.protocol.errors import ProtocolError, caused
+from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.framing import FrameDecoder
 
 from .tree import Node
@@ -56,7 +56,7 @@ def split_addr(addr: str) -> tuple[str, int]:
     try:
         return parse_addr(addr)
     except ProtocolError as exc:
-        raise caused(ConfigError(f"address {addr!r} is not host:port"), exc)
+        raise ConfigError(f"address {addr!r} is not host:port") from exc
 
 
 async def connect(
@@ -68,20 +68,18 @@ async def connect(
     except ProtocolError as exc:
         error = ConnectError(addr, str(exc))
         error.retriable = False  # the same address will never work
-        raise caused(error, None)
+        raise error from None
     try:
         with anyio.fail_after(timeout):
             return await open_wire(host, port, ssl_context)
     except TimeoutError:
-        raise caused(ConnectError(addr, f"no connection within {timeout}s"), None)
-    except socket.gaierror as unresolved:  # (a name of its own: mypyc types a name once)
-        error = ConnectError(
-            addr, f"{host!r} does not resolve: {unresolved.strerror or unresolved}"
-        )
-        error.retriable = unresolved.errno == socket.EAI_AGAIN  # only "try again later" may pass
-        raise caused(error, unresolved)
-    except (OSError, ssl.SSLError) as failed:
-        raise caused(ConnectError(addr, str(failed) or type(failed).__name__), failed)
+        raise ConnectError(addr, f"no connection within {timeout}s") from None
+    except socket.gaierror as exc:
+        error = ConnectError(addr, f"{host!r} does not resolve: {exc.strerror or exc}")
+        error.retriable = exc.errno == socket.EAI_AGAIN  # only "try again later" may pass
+        raise error from exc
+    except (OSError, ssl.SSLError) as exc:
+        raise ConnectError(addr, str(exc) or type(exc).__name__) from exc
 
 
 class BrokerConnection:
@@ -165,7 +163,7 @@ class BrokerConnection:
             reason = unwrap_group(exc)
             if self._closed is None:
                 self._closed = reason
-            raise caused(reason, None)
+            raise reason from None
         finally:
             if self._closed is None:  # cancelled from outside, or close()
                 self._closed = ClientClosed(f"connection to {self.addr} closed")
@@ -258,7 +256,7 @@ class BrokerConnection:
         finally:
             self._capacity_waiters -= 1
         if self._closed is not None:
-            raise caused(ConnectionLost(self.addr, str(self._closed)), self._closed)
+            raise ConnectionLost(self.addr, str(self._closed)) from self._closed
 
     async def _writable(self, limit: int, timeout: float) -> None:
         """Backpressure for a peer that stops reading: wait, up to ``timeout``, while more

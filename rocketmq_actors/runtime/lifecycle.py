@@ -54,7 +54,6 @@ from rocketmq_actors.errors import (
     unwrap_group,
 )
 from rocketmq_actors.logs import get_logger
-from rocketmq_actors.protocol.errors import caused
 from rocketmq_actors.runtime.checks import check_timeout
 from rocketmq_actors.runtime.tree import Node
 
@@ -106,13 +105,10 @@ def running_loop() -> asyncio.AbstractEventLoop:
     try:
         return asyncio.get_running_loop()
     except RuntimeError:
-        raise caused(
-            WrongEventLoop(
-                "rocketmq-actors runs on an asyncio event loop (asyncio or uvloop, "
-                "anyio's asyncio backend); none is running in this thread"
-            ),
-            None,
-        )
+        raise WrongEventLoop(
+            "rocketmq-actors runs on an asyncio event loop (asyncio or uvloop, "
+            "anyio's asyncio backend); none is running in this thread"
+        ) from None
 
 
 class Lifecycle:
@@ -215,7 +211,7 @@ class Lifecycle:
         if state is State.STARTING:
             raise ClientNotStarted(f"{name} is still starting")
         error = ClientClosed(f"{name} is stopped" + (f": {self._error!r}" if self._error else ""))
-        raise caused(error, self._error)
+        raise error from self._error
 
     def _check_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         if loop is not self._loop:

@@ -24,8 +24,6 @@ import anyio
 import anyio.abc
 from anyio.streams.tls import TLSAttribute
 
-from rocketmq_actors.protocol.errors import caused
-
 __all__ = ["AsyncioWire", "ConnectionClosedByPeer", "StreamWire", "Wire", "open_wire"]
 
 DataHandler = Callable[[bytes | memoryview], None]  # a memoryview is valid only during the call
@@ -165,7 +163,7 @@ class StreamWire(Wire):
             try:
                 chunk = await receive(262144)
             except (anyio.EndOfStream, anyio.BrokenResourceError):
-                raise caused(ConnectionClosedByPeer("the peer closed the connection"), None)
+                raise ConnectionClosedByPeer("the peer closed the connection") from None
             on_data(chunk)
 
     async def _writer(self) -> None:

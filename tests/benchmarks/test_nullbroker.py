@@ -102,16 +102,3 @@ def test_pinned_the_null_broker_has_a_core_and_the_clients_the_other() -> None:
 async def _one_send(addr: str) -> Any:
     async with Producer(namesrv=addr, group="null_broker_pinned") as producer:
         return await producer.send(Message(topic="null_broker_topic", body=b"pinned"))
-
-
-def test_a_compiled_run_refuses_to_measure_the_pure_package(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """``--compiled`` runs again on the wheel; a run on the pure package that claims to be
-    that run stops before any process starts, so no pure figures go into a compiled file."""
-    from benchmarks import nullbroker
-
-    assert nullbroker.our_build() == "pure"  # (this checkout's package)
-    monkeypatch.setenv("ROCKETMQ_ACTORS_BENCH_BUILD", "compiled")
-    with pytest.raises(SystemExit, match="our side imports the pure package"):
-        nullbroker.main(["--compiled"])

@@ -84,7 +84,6 @@ async def _ready(fake: Scripted) -> AsyncIterator[Producer]:
             yield producer
 
 
-@pytest.mark.interpreted
 async def test_send_nowait_on_a_known_route_needs_no_sender_task(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -109,7 +108,6 @@ async def test_send_nowait_on_a_known_route_needs_no_sender_task(
     assert fake.sends == 51
 
 
-@pytest.mark.interpreted
 async def test_a_busy_first_attempt_is_retried_by_a_sender_task(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -123,7 +121,6 @@ async def test_a_busy_first_attempt_is_retried_by_a_sender_task(
     assert first is not None and first.outcome.code == ResponseCode.SYSTEM_BUSY
 
 
-@pytest.mark.interpreted
 async def test_a_refused_first_attempt_fails_once_with_the_brokers_answer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -141,7 +138,6 @@ async def test_a_refused_first_attempt_fails_once_with_the_brokers_answer(
     assert not info.value.outcome_unknown
 
 
-@pytest.mark.interpreted
 async def test_a_bug_in_the_first_attempt_fails_that_send_not_the_producer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -220,7 +216,6 @@ async def test_a_stop_on_a_shared_instance_resolves_first_attempts_at_once() -> 
         assert producer.instance.running  # (the shared instance is not the producer's to stop)
 
 
-@pytest.mark.interpreted
 async def test_a_silent_first_attempt_is_retried_within_the_sends_deadline(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -247,7 +242,6 @@ async def test_a_silent_first_attempt_is_retried_within_the_sends_deadline(
     assert stale_then == stale == ["T"]
 
 
-@pytest.mark.interpreted
 async def test_a_frame_that_cannot_be_built_fails_its_send_and_frees_its_room(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -275,7 +269,6 @@ async def test_a_frame_that_cannot_be_built_fails_its_send_and_frees_its_room(
     assert fake.sends == 2  # the warm-up and the good one: the bad frame was never written
 
 
-@pytest.mark.interpreted
 async def test_a_stop_says_a_timed_out_first_attempt_may_be_stored(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -319,7 +312,6 @@ async def test_a_stop_says_a_timed_out_first_attempt_may_be_stored(
     assert [e.outcome_unknown for e in errors] == [True] * 4
 
 
-@pytest.mark.interpreted
 def test_a_queue_item_sets_every_field_of_its_attempt_but_what_start_first_sets() -> None:
     """The senders' queue item is its first attempt and sets the attempt's fields itself (no
     __init__ call a message): a field added to the attempt must be set there too."""

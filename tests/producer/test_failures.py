@@ -165,7 +165,6 @@ async def test_stop_resolves_every_pending_future_on_a_silent_broker() -> None:
     assert all(isinstance(e.attempts[-1], ClientClosed) for e in errors)
 
 
-@pytest.mark.interpreted
 async def test_an_unexpected_error_in_one_send_fails_it_not_the_producer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

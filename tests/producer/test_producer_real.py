@@ -57,7 +57,6 @@ async def test_a_string_key_is_one_key(
         assert got.keys == ["order-2", "cust-9"]
 
 
-@pytest.mark.interpreted  # (it patches a method of a compiled instance)
 async def test_a_batch_record_over_the_limit_is_refused_before_any_io(
     rocketmq_namesrv: str, unique_group: str, unique_topic: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

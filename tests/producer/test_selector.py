@@ -66,7 +66,6 @@ def test_fault_tolerance_is_off_by_default() -> None:
     assert faults.available("a")
 
 
-@pytest.mark.interpreted
 def test_an_isolation_served_is_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
     """An expired isolation is dropped when it is next asked about, so round robin's
     check-free path (nothing isolated) comes back after a fault."""
@@ -83,21 +82,3 @@ def test_an_isolation_served_is_forgotten(monkeypatch: pytest.MonkeyPatch) -> No
 
     monkeypatch.setattr(LatencyFaultTolerance, "available", asked)  # (the check-free path)
     assert [rr.choose(QUEUES).broker_name for _ in range(9)].count("c") == 1
-
-
-@pytest.mark.interpreted
-def test_the_send_paths_attrs_classes_keep_their_interpreted_layout() -> None:
-    """attr.s (the form mypyc compiles) with slots, and Routing frozen, when interpreted: as
-    attrs.define and attrs.frozen made them."""
-    import attrs
-
-    from rocketmq_actors.producer.sendloop import ROUND_ROBIN, Routing
-    from rocketmq_actors.protocol.command import RemotingCommand
-
-    for made in (LatencyFaultTolerance(), ROUND_ROBIN, RemotingCommand(1)):
-        assert not hasattr(made, "__dict__"), type(made)
-        with pytest.raises(TypeError):
-            sorted([made, made])  # type: ignore[type-var]  # (no ordering: attr.s adds it by default)
-    with pytest.raises(attrs.exceptions.FrozenInstanceError):
-        ROUND_ROBIN.arg = 1  # (frozen when interpreted)
-    assert hash(Routing(sharding_key="k")) == hash(Routing(sharding_key="k"))

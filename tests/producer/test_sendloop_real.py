@@ -18,7 +18,6 @@ from .pull import pull
 pytestmark = pytest.mark.integration
 
 
-@pytest.mark.interpreted  # (it patches a method of a compiled instance)
 async def test_sends_that_must_wait_for_a_slot_take_the_waiting_path(
     rocketmq_namesrv: str, unique_group: str, unique_topic: str
 ) -> None:

@@ -353,7 +353,6 @@ async def test_writes_are_coalesced() -> None:
         assert stats["requests_sent"] == 200 and stats["writes"] < 50
 
 
-@pytest.mark.interpreted
 async def test_completed_requests_ask_the_wire_to_flush_behind_their_tasks() -> None:
     async with FakeServer() as server, serving(server) as running:
         wire = running.conn._wire
@@ -514,7 +513,7 @@ async def test_a_name_that_does_not_resolve_is_not_retriable(
     def unresolvable(*args: object, **kwargs: object) -> object:
         raise socket.gaierror(errno, "the resolver's message")
 
-    # the resolver the event loop calls, not our code: compiled or not, connect meets it
+    # the resolver the event loop calls, not our code
     monkeypatch.setattr(socket, "getaddrinfo", unresolvable)
     with pytest.raises(ConnectError, match=r"'nosuchhost\.invalid' does not resolve") as info:
         await connection.connect("nosuchhost.invalid:9876")
