@@ -9,7 +9,7 @@ STATE  ?= .state/cluster
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run test lint typecheck pytest compat oldest-anyio oldest-faststream solo chaos fuzz bench soak cluster-up cluster-down clean
+.PHONY: help venv run test test-busy lint typecheck pytest compat oldest-anyio oldest-faststream solo chaos fuzz bench soak cluster-up cluster-down clean
 
 help:
 	@echo "make run          start a local RocketMQ cluster and run the main job, then stop it"
@@ -17,7 +17,9 @@ help:
 	@echo "                  then the integration tests again on RocketMQ 5.5.0 and 4.9.7 (compat),"
 	@echo "                  the lifecycle tests on the oldest anyio we support (oldest-anyio),"
 	@echo "                  the FastStream tests on the oldest FastStream we support (oldest-faststream),"
-	@echo "                  and the tests that start Spark in a process of their own, alone (solo)"
+	@echo "                  and the tests that start Spark in a process of their own, alone (solo);"
+	@echo "                  every stage runs whatever another did, then one summary (tests/stages.py)"
+	@echo "make test-busy    make test with two busy loops beside it: it must pass on a busy machine"
 	@echo "make chaos        every chaos scenario (make test runs the fast ones) and the report"
 	@echo "make bench        benchmarks against the Java client and the other Python clients (benchmarks/results/)"
 	@echo "make soak         10 minutes of steady produce + consume: RSS, tasks and fds must stay flat"
@@ -114,14 +116,17 @@ oldest-faststream: $(OLDEST_FASTSTREAM)/.installed
 
 # The three pytest sessions (5.3.3 with everything, then 5.5.0 and 4.9.7) run side by side,
 # each with its own cluster on free ports: a session spends most of its time waiting on its
-# broker, so together they use the two cores a CI machine has (run alone, one after another,
-# they took longer than the 25 minutes make test is allowed). Each session's output is
-# printed whole when it ends. The Spark tests (marker `spark`: client-side, several JVMs of
-# their own) run in the 4.9.7 session, not in the 5.3.3 one, the longest of the three; the
-# tests that start Spark in a process of their own (marker `solo`) run after them, alone.
-test: lint typecheck
-	$(MAKE) --no-print-directory --output-sync=target -j3 pytest $(addprefix compat-,$(COMPAT_VERSIONS))
-	$(MAKE) --no-print-directory oldest-anyio oldest-faststream solo
+# broker, so together they use the two cores a CI machine has. Then, one after another,
+# oldest-anyio, oldest-faststream and solo. tests/stages.py runs every stage whatever another
+# did (each is a target here, so any one can be run alone), prints each stage's output when it
+# ends and then one summary: what failed where, each stage's wall and CPU time, the slowest
+# tests; the logs stay in .state/test-logs/.
+test: $(STAMP)
+	$(PY) -m tests.stages
+
+# the same beside two busy loops (python -c 'while True: pass'): what a shared CI machine does
+test-busy: $(STAMP)
+	$(PY) -m tests.stages --busy 2
 
 soak: $(STAMP)
 	$(PY) -m benchmarks.soak --minutes 10

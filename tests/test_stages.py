@@ -1,0 +1,64 @@
+"""tests/stages.py: every stage runs whatever another did, and one summary says what failed."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.stages import read_junit, run
+
+# a stage as a test sees it: writes the JUnit report pytest would (its path from
+# PYTEST_ADDOPTS) with the given outcome, prints a line, exits with the given status
+FAKE = """
+import os, sys
+path = os.environ["PYTEST_ADDOPTS"].split("--junitxml=")[1].split()[0]
+name, failing = sys.argv[1], sys.argv[2] == "fail"
+case = '<testcase classname="tests.test_x" name="test_%s" time="1.5">%s</testcase>' % (
+    name, "<failure message='boom'/>" if failing else "")
+open(path, "w").write('<testsuites><testsuite>%s%s</testsuite></testsuites>' % (
+    case, '<testcase classname="tests.test_y" name="test_ok" time="0.2"/>'))
+print("output of", name)
+sys.exit(1 if failing else 0)
+"""
+
+
+def _command(tmp_path: Path, outcomes: dict[str, str]) -> Callable[[str], list[str]]:
+    script = tmp_path / "fake_stage.py"
+    script.write_text(FAKE)
+    return lambda name: [sys.executable, str(script), name.replace("-", "_"), outcomes[name]]
+
+
+def test_a_failed_stage_neither_stops_the_later_ones_nor_hides_in_the_summary(
+    tmp_path: Path,
+) -> None:
+    outcomes = {"first": "fail", "beside": "pass", "later": "pass"}
+    status, report = run(
+        [["first", "beside"], ["later"]],
+        command=_command(tmp_path, outcomes),
+        logs=tmp_path / "logs",
+    )
+    assert status == 1
+    assert "FAILED: first" in report
+    assert "tests/test_x.py::test_first" in report  # the failing test, by name
+    rows = {line.split()[0]: line.split()[1] for line in report.splitlines()[4:7]}
+    assert rows == {"first": "failed", "beside": "passed", "later": "passed"}
+    assert "output of later" in (tmp_path / "logs" / "later.log").read_text()
+    assert (tmp_path / "logs" / "summary.txt").read_text() == report
+
+
+def test_every_stage_passing_is_status_0(tmp_path: Path) -> None:
+    status, report = run(
+        [["only"]],
+        command=_command(tmp_path, {"only": "pass"}),
+        logs=tmp_path / "logs",
+        busy=1,
+    )
+    assert status == 0 and "PASSED: every stage" in report
+    assert "1 busy loops beside it" in report
+
+
+def test_a_stage_that_wrote_no_report_counts_nothing(tmp_path: Path) -> None:
+    assert read_junit(tmp_path / "missing.xml") == ({}, [], [])
+    (tmp_path / "broken.xml").write_text("<testsuites><testsuite>")
+    assert read_junit(tmp_path / "broken.xml") == ({}, [], [])
