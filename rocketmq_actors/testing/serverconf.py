@@ -284,6 +284,12 @@ def broker_properties(
         # the timer store's flush (the whole timer wheel, every second by default) is most of
         # an idle broker's CPU; only a machine crash, not a killed broker, would need it sooner
         props["timerFlushIntervalMs"] = 10000
+        # 5.5.0's TransactionalOpBatchService takes the last write of an idle queue's context
+        # as its next wake-up: from transactionOpBatchInterval (3 s) after the last commit or
+        # rollback it busy-loops on a core until the next one. Written at once instead (a
+        # context over transactionOpMsgMaxSize wakes it) and otherwise left asleep
+        props["transactionOpMsgMaxSize"] = 1
+        props["transactionOpBatchInterval"] = 2_000_000_000  # (an int of ms: 23 days)
     placement = spec.netns.get(info.name)
     if placement is not None:
         props.update(brokerIP1=placement.listen_ip, brokerIP2=placement.listen_ip)

@@ -11,8 +11,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
 import pytest
 
+from rocketmq_actors.producer import LocalTransactionState, Message, TransactionProducer
 from rocketmq_actors.protocol.bodies import PERM_WRITE
 from rocketmq_actors.testing import probe
 from rocketmq_actors.testing.cluster import LocalCluster
@@ -53,10 +55,8 @@ def test_session_cluster_registers_its_broker(rocketmq_cluster: LocalCluster) ->
         assert "new config: [{brokerPermission=6}]" in text
 
 
-def test_two_masters_kill_and_restart(
-    rocketmq_cluster_factory: Callable[..., LocalCluster],
-) -> None:
-    cluster = rocketmq_cluster_factory(brokers=2)
+def test_two_masters_kill_and_restart(rocketmq_two_masters: LocalCluster) -> None:
+    cluster = rocketmq_two_masters
     assert set(probe.cluster_info(cluster.namesrv_addr).brokers) == {"broker-a", "broker-b"}
     b = cluster.broker("broker-b")
     pid = b.pid
@@ -211,3 +211,42 @@ def test_compat_version_cluster(rocketmq_cluster_factory: Callable[..., LocalClu
     # a 4.9 NameServer still answers standard-JSON route data to a client version >= 401
     route = probe.topic_route(cluster.namesrv_addr, "TBW102")
     assert route.broker_datas[0].broker_addrs == {0: cluster.broker("broker-a").addr}
+
+
+def _thread_cpu(pid: int, name: str) -> float:
+    """CPU seconds of ``pid``'s threads called ``name`` (``/proc``'s 15-character names)."""
+    total = 0.0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        stat = (task / "stat").read_text()
+        if stat[stat.index("(") + 1 : stat.rindex(")")] == name[:15]:
+            fields = stat.rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+async def test_a_committed_transaction_leaves_the_broker_idle(
+    rocketmq_cluster: LocalCluster, unique_topic: str, unique_group: str
+) -> None:
+    """5.5.0's TransactionalOpBatchService busy-loops on a core from 3 s after the last
+    commit or rollback (the launcher's transactionOp* settings keep it asleep): a whole core
+    of a session's two, until the session ended."""
+    if rocketmq_cluster.spec.is_4x:
+        pytest.skip("4.x has no TransactionalOpBatchService (it writes op messages at once)")
+    pid = rocketmq_cluster.broker("broker-a").pid
+    assert pid is not None
+
+    async def commit(message: Message, arg: object) -> LocalTransactionState:
+        return LocalTransactionState.COMMIT
+
+    async def check(message: object) -> LocalTransactionState:
+        return LocalTransactionState.COMMIT
+
+    async with TransactionProducer(
+        namesrv=rocketmq_cluster.namesrv_addr, group=unique_group, checker=check
+    ) as producer:
+        await producer.send_in_transaction(Message(topic=unique_topic, body=b"x"), commit)
+    await anyio.sleep(4.0)  # (the bug's 3 s interval after the commit, which is what it needs)
+    before = _thread_cpu(pid, "TransactionalOpBatchService")
+    await anyio.sleep(3.0)
+    spent = _thread_cpu(pid, "TransactionalOpBatchService") - before
+    assert spent < 0.3, f"TransactionalOpBatchService used {spent:.2f} s of CPU in 3 s"

@@ -27,6 +27,17 @@ def test_trace_turns_on_the_trace_topic(tmp_path: Path) -> None:
     assert "traceTopicEnable" not in _props(ClusterSpec(), tmp_path)
 
 
+def test_5x_brokers_write_op_messages_at_once_and_keep_the_op_thread_asleep(
+    tmp_path: Path,
+) -> None:
+    """(5.5.0 busy-loops otherwise: tests/testing/test_cluster_real.py holds the real broker
+    to it.) 4.x has no such setting: its broker writes op messages at once."""
+    props = _props(ClusterSpec(version="5.5.0"), tmp_path)
+    assert props["transactionOpMsgMaxSize"] == 1
+    assert props["transactionOpBatchInterval"] == 2_000_000_000 < 2**31
+    assert "transactionOpMsgMaxSize" not in _props(ClusterSpec(version="4.9.7"), tmp_path)
+
+
 def _conf(path: Path) -> dict[str, str]:
     return dict(line.split("=", 1) for line in path.read_text().splitlines())
 
