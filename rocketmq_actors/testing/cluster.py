@@ -302,6 +302,15 @@ class LocalCluster:
         self._save_state()
         log.info("cluster.broker.restarted", name=name, addr=info.addr)
 
+    def heal(self) -> None:
+        """Every broker running again, as after :meth:`start`: a paused one resumed, a killed
+        or stopped one restarted (what a shared cluster's next user expects)."""
+        for info in self.brokers:
+            if self.is_running(info.name):
+                self.resume_broker(info.name)  # (a running broker ignores SIGCONT)
+            else:
+                self.restart_broker(info.name)
+
     def is_running(self, name: str) -> bool:
         info = self.servers[name]
         return info.pid is not None and pid_alive(info.pid)

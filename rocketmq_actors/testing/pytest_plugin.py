@@ -4,6 +4,9 @@
   the end of the session; ``--rocketmq-version`` (or ``$ROCKETMQ_ACTORS_VERSION``) picks the
   server version.
 * ``rocketmq_namesrv`` (session): its NameServer address.
+* ``rocketmq_two_masters``: a cluster of two masters (``broker-a``, ``broker-b``) shared by the
+  tests of the session that ask for it, started on first use; a test may kill, stop or pause
+  its brokers: each is running again when the test ends (:meth:`LocalCluster.heal`).
 * ``rocketmq_cluster_factory``: start other topologies (two masters, master + slave) for one
   test; they are stopped when the test ends.
 * ``unique_topic`` / ``unique_group``: names no other test uses, derived from the test name.
@@ -47,6 +50,23 @@ def rocketmq_cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
 @pytest.fixture(scope="session")
 def rocketmq_namesrv(rocketmq_cluster: LocalCluster) -> str:
     return rocketmq_cluster.namesrv_addr
+
+
+@pytest.fixture(scope="session")
+def _rocketmq_two_masters_session(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
+    version = request.config.getoption("--rocketmq-version")
+    cluster = LocalCluster(ClusterSpec(version=version, brokers=2))
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop(graceful=False)
+
+
+@pytest.fixture
+def rocketmq_two_masters(_rocketmq_two_masters_session: LocalCluster) -> Iterator[LocalCluster]:
+    yield _rocketmq_two_masters_session
+    _rocketmq_two_masters_session.heal()
 
 
 @pytest.fixture

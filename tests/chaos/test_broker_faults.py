@@ -4,7 +4,6 @@ consume, and ``SIGSTOP`` a broker for 10 s."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import anyio
 import pytest
@@ -14,7 +13,7 @@ from rocketmq_actors.cluster.routes import TopicRoute
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
 from rocketmq_actors.errors import SendFailed
 from rocketmq_actors.producer import Message, Producer, create_topic, select_by_key
-from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
+from rocketmq_actors.testing.cluster import LocalCluster
 from rocketmq_actors.testing.faults import QueueChecker
 from tests.slack import slack
 
@@ -24,16 +23,9 @@ from .workload import Receipts, produce
 pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def two_masters(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
-    cluster = LocalCluster(
-        ClusterSpec(version=request.config.getoption("--rocketmq-version"), brokers=2)
-    )
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop(graceful=False)
+@pytest.fixture
+def two_masters(rocketmq_two_masters: LocalCluster) -> LocalCluster:
+    return rocketmq_two_masters  # (each broker running again after each test)
 
 
 async def test_kill_9_one_master_during_produce_and_consume(

@@ -63,9 +63,9 @@ def _broker(health: Health, name: str) -> BrokerHealth:
 
 
 async def test_a_killed_broker_shows_as_not_connected(
-    rocketmq_cluster_factory: Callable[..., LocalCluster], unique_topic: str
+    rocketmq_two_masters: LocalCluster, unique_topic: str
 ) -> None:
-    cluster = rocketmq_cluster_factory(brokers=2)
+    cluster = rocketmq_two_masters
     async with Producer(namesrv=cluster.namesrv_addr, group="G_health") as producer:
         hosts = await create_topic(
             producer.instance, unique_topic, queues=2, timeout=FRESH_BROKER_TIMEOUT

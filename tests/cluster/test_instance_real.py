@@ -77,8 +77,8 @@ async def test_two_instances_are_two_members(
         assert sorted(ids) == sorted([a.client_id, b.client_id])
 
 
-async def test_two_masters_route(rocketmq_cluster_factory: Callable[..., LocalCluster]) -> None:
-    cluster = rocketmq_cluster_factory(brokers=2)
+async def test_two_masters_route(rocketmq_two_masters: LocalCluster) -> None:
+    cluster = rocketmq_two_masters
     async with ClientInstance(cluster.namesrv_addr) as inst:
         route = await inst.routes.get("TBW102")
         assert set(route.brokers) == {"broker-a", "broker-b"}
@@ -88,9 +88,9 @@ async def test_two_masters_route(rocketmq_cluster_factory: Callable[..., LocalCl
 
 @pytest.mark.once  # the client's reconnect: the same whatever the broker's version
 async def test_broker_killed_during_requests_then_restarted(
-    rocketmq_cluster_factory: Callable[..., LocalCluster], unique_topic: str
+    rocketmq_two_masters: LocalCluster, unique_topic: str
 ) -> None:
-    cluster = rocketmq_cluster_factory()
+    cluster = rocketmq_two_masters
     broker = cluster.broker("broker-a").addr
     baseline = len(anyio.get_running_tasks())
     async with ClientInstance(cluster.namesrv_addr) as inst:

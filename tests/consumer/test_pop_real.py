@@ -345,9 +345,9 @@ async def test_the_pop_consumer_tree_is_the_one_the_architecture_document_draws(
 
 
 async def test_a_pop_consumer_pops_from_every_broker_of_the_topic(
-    rocketmq_cluster_factory: Callable[..., LocalCluster], unique_topic: str, unique_group: str
+    rocketmq_two_masters: LocalCluster, unique_topic: str, unique_group: str
 ) -> None:
-    cluster = rocketmq_cluster_factory(brokers=2)
+    cluster = rocketmq_two_masters
     if cluster.spec.is_4x:
         pytest.skip("POP needs a 5.x broker")
     namesrv = cluster.namesrv_addr

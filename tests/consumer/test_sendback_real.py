@@ -6,7 +6,7 @@ retried locally for ever with the same count, holding the queue's commit offset 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import anyio
 import pytest
@@ -25,23 +25,25 @@ pytestmark = pytest.mark.integration
 
 UPDATE_BROKER_CONFIG = 25
 READ_ONLY = 4  # PermName.PERM_READ
+READ_WRITE = 6  # PERM_READ | PERM_WRITE, a broker's default
 
 
 def _on_broker_a(queues: Sequence[MessageQueue], message: Message, arg: object) -> MessageQueue:
     return next(q for q in queues if q.broker_name == "broker-a")
 
 
-async def _read_only(instance: ClientInstance, addr: str) -> None:
-    body = b"brokerPermission=%d\n" % READ_ONLY
+async def _set_permission(namesrv: str, addr: str, permission: int) -> None:
+    body = b"brokerPermission=%d\n" % permission
     command = RemotingCommand.request(UPDATE_BROKER_CONFIG, body=body)
-    reply = await instance.request(addr, command)
+    async with ClientInstance(namesrv) as admin:
+        reply = await admin.request(addr, command)
     assert reply.code == ResponseCode.SUCCESS, reply.remark
 
 
 async def test_a_refused_send_back_is_copied_to_the_retry_topic_on_another_broker(
-    rocketmq_cluster_factory: Callable[..., LocalCluster], unique_topic: str, unique_group: str
+    rocketmq_two_masters: LocalCluster, unique_topic: str, unique_group: str
 ) -> None:
-    cluster = rocketmq_cluster_factory(brokers=2)
+    cluster = rocketmq_two_masters
     namesrv = cluster.namesrv_addr
     async with Producer(namesrv=namesrv, group="G_sendback_feed") as producer:
         await create_topic(producer.instance, unique_topic, queues=1, timeout=FRESH_BROKER_TIMEOUT)
@@ -54,19 +56,21 @@ async def test_a_refused_send_back_is_copied_to_the_retry_topic_on_another_broke
     async def handle(message: MessageExt) -> None:
         seen.append((message.topic, message.reconsume_times, message.broker_name))
         if message.reconsume_times == 0:
-            async with ClientInstance(namesrv) as admin:
-                await _read_only(admin, addr_a)  # the send-back that follows is refused
+            await _set_permission(namesrv, addr_a, READ_ONLY)  # the send-back is refused
             raise RuntimeError("fails once")
         done.set()
 
-    async with PushConsumer(
-        namesrv=namesrv, group=unique_group, subscriptions={unique_topic: "*"}, handler=handle,
-        consume_from=ConsumeFrom.FIRST_OFFSET, retry_delay_level=1,
-    ) as consumer:  # fmt: skip
-        with anyio.fail_after(60):  # delay level 3 (10 s) for the copy, as Java's
-            await done.wait()
-        service = consumer.service
-        assert isinstance(service, ConcurrentConsumeService)
-        assert service.local_retries == 0
+    try:
+        async with PushConsumer(
+            namesrv=namesrv, group=unique_group, subscriptions={unique_topic: "*"}, handler=handle,
+            consume_from=ConsumeFrom.FIRST_OFFSET, retry_delay_level=1,
+        ) as consumer:  # fmt: skip
+            with anyio.fail_after(60):  # delay level 3 (10 s) for the copy, as Java's
+                await done.wait()
+            service = consumer.service
+            assert isinstance(service, ConcurrentConsumeService)
+            assert service.local_retries == 0
+    finally:  # the shared cluster's next test finds broker-a writable
+        await _set_permission(namesrv, addr_a, READ_WRITE)
     assert seen == [(unique_topic, 0, "broker-a"), (unique_topic, 1, "broker-b")]
     assert sent.queue.broker_name == "broker-a"

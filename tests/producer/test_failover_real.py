@@ -4,7 +4,6 @@ lost."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 import anyio
 import pytest
@@ -24,9 +23,9 @@ KILL_AFTER = 200
 
 
 async def test_kill_one_master_while_sending(
-    rocketmq_cluster_factory: Callable[..., LocalCluster], unique_topic: str
+    rocketmq_two_masters: LocalCluster, unique_topic: str
 ) -> None:
-    cluster = rocketmq_cluster_factory(brokers=2)
+    cluster = rocketmq_two_masters
     acked: list[SendResult] = []
     failed: list[SendFailed] = []
     async with Producer(
@@ -64,14 +63,14 @@ async def test_kill_one_master_while_sending(
 
 
 async def test_a_dead_master_never_pauses_sends_to_the_live_one(
-    rocketmq_cluster_factory: Callable[..., LocalCluster], unique_topic: str
+    rocketmq_two_masters: LocalCluster, unique_topic: str
 ) -> None:
     """Four senders; one of two masters killed: a send whose broker is gone fails over at once
     (before: every send stalled about 3 s on the reconnect, those to the live master too).
     The longest gap between successful sends after the kill stays under two send_timeouts: on
     a quiet machine it is a small part of one, and CI, with three sessions and their brokers
     on two cores, has paused every send for about one send_timeout at the kill."""
-    cluster = rocketmq_cluster_factory(brokers=2)
+    cluster = rocketmq_two_masters
     send_timeout = 1.0
     successes: list[tuple[float, str]] = []
     killed_at = 0.0

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from rocketmq_actors.testing import java as java_peer
+from rocketmq_actors.testing.jars import resolve_server_jars
 
 pytestmark = pytest.mark.integration  # (the RocketMQ jars: downloaded once into the cache)
 
@@ -23,7 +24,7 @@ def test_a_program_is_compiled_once_and_again_when_its_source_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ROCKETMQ_ACTORS_CACHE_DIR", str(tmp_path / "cache"))
-    real_cache = java_peer.resolve_server_jars()  # (resolved from the user's cache: no download)
+    real_cache = resolve_server_jars()  # (resolved from the user's cache: no download)
     monkeypatch.setattr(java_peer, "resolve_server_jars", lambda version="": real_cache)
     source = tmp_path / "Hello.java"
     source.write_text(PROGRAM % 1)
