@@ -57,8 +57,11 @@ class ChaosReport:
         order: OrderResult | None = None,
         recover_s: float | None = None,
         outage_s: float | None = None,
+        throughput: float | None = None,
         note: str = "",
     ) -> dict[str, Any]:
+        """``throughput``: messages a second while the fault lasted (acknowledged sends, or
+        first deliveries for a consumer), where the scenario measures it."""
         row: dict[str, Any] = {
             "scenario": scenario,
             "broker": self.version,
@@ -70,6 +73,7 @@ class ChaosReport:
             "order_violations": None if order is None else len(order.violations),
             "outage_s": None if outage_s is None else round(outage_s, 2),
             "recover_s": None if recover_s is None else round(recover_s, 2),
+            "throughput_per_s": None if throughput is None else round(throughput),
             "note": note,
         }
         _ROWS[scenario] = row
