@@ -8,6 +8,8 @@
 * ``@pytest.mark.chaos_full``: a scenario that needs a cluster of its own and a minute or
   more (controller failover, network namespaces). It runs only when
   ``ROCKETMQ_ACTORS_CHAOS=full`` (``make chaos``); ``make test`` keeps the fast subset.
+* ``topology`` (module): two masters, broker-b in a network namespace
+  (:mod:`tests.chaos.netns_cluster`), one per module of the netns scenarios.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from typing import Any
 import pytest
 
 from rocketmq_actors.testing.faults import OrderResult, QueueResult
+
+from .netns_cluster import Topology, netns_topology
 
 REPORT_ENV = "ROCKETMQ_ACTORS_CHAOS_REPORT"
 FULL_ENV = "ROCKETMQ_ACTORS_CHAOS"
@@ -83,6 +87,12 @@ class ChaosReport:
 @pytest.fixture
 def chaos_report(request: pytest.FixtureRequest) -> Iterator[ChaosReport]:
     yield ChaosReport(request.config.getoption("--rocketmq-version"))
+
+
+@pytest.fixture(scope="module")
+def topology(request: pytest.FixtureRequest) -> Iterator[Topology]:
+    with netns_topology(request.config.getoption("--rocketmq-version")) as topo:
+        yield topo
 
 
 def merge_rows(path: Path, rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
