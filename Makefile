@@ -133,9 +133,16 @@ soak: $(STAMP)
 
 # every chaos scenario (broker kill -9 and SIGSTOP, NameServer outage, proxy faults, consumer
 # kills, orderly rebalances, and the long ones make test skips: controller-mode failover,
-# network partitions and netem in network namespaces, which need root), then the report:
-# benchmarks/results/chaos.json and the table of docs/reliability.md
+# network partitions, packet loss (nftables), delay and jitter (the fault proxy) and netem in
+# network namespaces, which need root), then the report: benchmarks/results/chaos.json and the
+# table of docs/reliability.md. The packet-loss scenarios need nft: when it is missing, and
+# only when running as root with apt-get, this installs it (apt-get install -y nftables, after
+# an apt-get update if that alone fails); otherwise, or if apt fails, they skip with the reason
 chaos: $(STAMP)
+	@command -v nft >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y nftables || \
+		{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nftables; } || \
+		echo "nftables could not be installed: the packet-loss scenarios will skip"
 	$(PY) -m benchmarks.chaos
 
 fuzz: $(STAMP)

@@ -7,7 +7,8 @@ benchmarks/results/chaos.json, and the table of docs/reliability.md generated fr
 
 The figures are recorded by the scenarios themselves (the ``chaos_report`` fixture of
 tests/chaos/conftest.py) and merged by scenario name into chaos.json, so a scenario that did
-not run on this machine (netem without the kernel module) keeps its last row or has none.
+not run on this machine (netem without the kernel module, packet loss without nftables)
+keeps its last row or has none.
 ``make chaos`` runs this module; ``tests/test_reliability_docs.py`` checks the table.
 """
 
@@ -42,6 +43,7 @@ COLUMNS = (
     ("order_violations", "order violations"),
     ("outage_s", "longest time without an ok send (s)"),
     ("recover_s", "recovered after (s)"),
+    ("throughput_per_s", "throughput under the fault (msg/s)"),
     ("note", "note"),
 )
 
@@ -61,7 +63,7 @@ def table(report: dict[str, Any]) -> str:
     for row in rows:
         lines.append("| " + " | ".join(_cell(row.get(key)) for key, _ in COLUMNS) + " |")
     if not rows:
-        lines.append("| (no scenario recorded yet: run `make chaos`) |" + " |" * 10)
+        lines.append("| (no scenario recorded yet: run `make chaos`) |" + " |" * (len(COLUMNS) - 1))
     return "\n".join(lines)
 
 

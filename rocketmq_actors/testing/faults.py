@@ -2,8 +2,8 @@
 
 :class:`FaultProxy` is a TCP proxy to put between the client and a broker or NameServer (give
 the client ``namesrv=proxy.addr``, or ``ClientInstance(address_map={broker: proxy.addr})``).
-While it runs, a test can cut every connection, stall forwarding, add delay, drop bytes, or
-refuse new connections - the faults a real broker cannot produce on demand.
+While it runs, a test can cut every connection, stall forwarding, add delay (with jitter),
+drop bytes, or refuse new connections - the faults a real broker cannot produce on demand.
 
 The checkers follow the OpenMessaging chaos suite: record every send outcome and every receipt,
 then check. :class:`QueueChecker`: an acknowledged send never received is lost; a message
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import random
 from collections import Counter, defaultdict
 from collections.abc import Hashable
 from types import TracebackType
@@ -30,10 +31,25 @@ from rocketmq_actors.runtime.connection import split_addr
 __all__ = ["FaultProxy", "OrderChecker", "OrderResult", "Outcome", "QueueChecker", "QueueResult"]
 
 
-class FaultProxy:
-    """``async with FaultProxy("127.0.0.1:10911") as proxy``: listens on ``proxy.addr``."""
+#: chunks a direction of one connection may hold in its delay line before the proxy stops
+#: reading from the sender (TCP's flow control then slows the sender down)
+DELAY_LINE_CHUNKS = 1024
 
-    def __init__(self, upstream: str) -> None:
+
+class FaultProxy:
+    """``async with FaultProxy("127.0.0.1:10911") as proxy``: listens on ``proxy.addr``.
+
+    Each direction of each connection is forwarded chunk by chunk (what one read returns)
+    through a delay line: :meth:`set_delay` holds every chunk for ``seconds``, or, with
+    ``jitter``, for a time drawn uniformly from ``seconds - jitter`` to ``seconds + jitter``
+    (at least 0), but never releases a chunk before the one read before it: the bytes of a
+    connection are never reordered, so a chunk may wait past its own draw for an earlier,
+    longer-held one (as a TCP receiver delivers in order behind a late segment). A delay
+    is latency, not a bandwidth limit: chunks read while others are held are held side by
+    side. A new delay applies to the chunks read from then on. ``seed`` makes the jitter's
+    draws repeatable."""
+
+    def __init__(self, upstream: str, *, seed: int | None = None) -> None:
         self.upstream = upstream
         self._host, self._port = split_addr(upstream)
         self._listener: anyio.abc.Listener[anyio.abc.SocketStream] | None = None
@@ -42,6 +58,8 @@ class FaultProxy:
         self._flowing = anyio.Event()
         self._flowing.set()
         self.delay = 0.0
+        self.jitter = 0.0
+        self._random = random.Random(seed)
         self.dropping = False
         self.refusing = False
         self.accepted = 0
@@ -95,9 +113,20 @@ class FaultProxy:
     def resume(self) -> None:
         self._flowing.set()
 
-    def set_delay(self, seconds: float) -> None:
-        """Hold every chunk this long before forwarding it."""
+    def set_delay(self, seconds: float, *, jitter: float = 0.0) -> None:
+        """Hold every chunk ``seconds`` (``seconds ± jitter``, uniformly) before forwarding
+        it, each direction, never releasing one before the chunk read before it (see the
+        class); ``set_delay(0)`` ends the delay for the chunks read from then on."""
+        if seconds < 0 or jitter < 0:
+            raise ValueError(f"delay {seconds} s, jitter {jitter} s: neither may be negative")
         self.delay = seconds
+        self.jitter = jitter
+
+    def _hold(self) -> float:
+        """How long to hold the chunk just read."""
+        if not self.jitter:
+            return self.delay
+        return max(0.0, self._random.uniform(self.delay - self.jitter, self.delay + self.jitter))
 
     def drop(self, on: bool = True) -> None:
         """Discard bytes in both directions (a black hole) instead of forwarding them."""
@@ -132,19 +161,43 @@ class FaultProxy:
         sink: anyio.abc.SocketStream,
         pair: anyio.CancelScope,
     ) -> None:
+        """One direction: read chunks into the delay line, each stamped with when it is due
+        (never before the one ahead of it); :meth:`_release` forwards them in order. When
+        the source ends what is held still goes out, then the pair closes."""
+        line_in, line_out = anyio.create_memory_object_stream[tuple[float, bytes]](
+            DELAY_LINE_CHUNKS
+        )
         try:
-            async for chunk in source:
-                await self._flowing.wait()
-                if self.dropping:
-                    continue
-                if self.delay:
-                    await anyio.sleep(self.delay)
-                await sink.send(chunk)
-                self.bytes_forwarded += len(chunk)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            pass
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._release, line_out, sink, pair)
+                async with line_in:
+                    due = 0.0
+                    try:
+                        async for chunk in source:
+                            due = max(due, anyio.current_time() + self._hold())
+                            await line_in.send((due, chunk))
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                        pass
         finally:
             pair.cancel()  # one side ended: the pair's streams close on the way out
+
+    async def _release(
+        self,
+        line: anyio.abc.ObjectReceiveStream[tuple[float, bytes]],
+        sink: anyio.abc.SocketStream,
+        pair: anyio.CancelScope,
+    ) -> None:
+        async with line:
+            try:
+                async for due, chunk in line:
+                    await anyio.sleep_until(due)
+                    await self._flowing.wait()
+                    if self.dropping:
+                        continue
+                    await sink.send(chunk)
+                    self.bytes_forwarded += len(chunk)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                pair.cancel()
 
 
 # ---- checkers --------------------------------------------------------------------------------

@@ -8,6 +8,8 @@
 * ``@pytest.mark.chaos_full``: a scenario that needs a cluster of its own and a minute or
   more (controller failover, network namespaces). It runs only when
   ``ROCKETMQ_ACTORS_CHAOS=full`` (``make chaos``); ``make test`` keeps the fast subset.
+* ``topology`` (module): two masters, broker-b in a network namespace
+  (:mod:`tests.chaos.netns_cluster`), one per module of the netns scenarios.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from typing import Any
 import pytest
 
 from rocketmq_actors.testing.faults import OrderResult, QueueResult
+
+from .netns_cluster import Topology, netns_topology
 
 REPORT_ENV = "ROCKETMQ_ACTORS_CHAOS_REPORT"
 FULL_ENV = "ROCKETMQ_ACTORS_CHAOS"
@@ -57,8 +61,11 @@ class ChaosReport:
         order: OrderResult | None = None,
         recover_s: float | None = None,
         outage_s: float | None = None,
+        throughput: float | None = None,
         note: str = "",
     ) -> dict[str, Any]:
+        """``throughput``: messages a second while the fault lasted (acknowledged sends, or
+        first deliveries for a consumer), where the scenario measures it."""
         row: dict[str, Any] = {
             "scenario": scenario,
             "broker": self.version,
@@ -70,6 +77,7 @@ class ChaosReport:
             "order_violations": None if order is None else len(order.violations),
             "outage_s": None if outage_s is None else round(outage_s, 2),
             "recover_s": None if recover_s is None else round(recover_s, 2),
+            "throughput_per_s": None if throughput is None else round(throughput),
             "note": note,
         }
         _ROWS[scenario] = row
@@ -79,6 +87,12 @@ class ChaosReport:
 @pytest.fixture
 def chaos_report(request: pytest.FixtureRequest) -> Iterator[ChaosReport]:
     yield ChaosReport(request.config.getoption("--rocketmq-version"))
+
+
+@pytest.fixture(scope="module")
+def topology(request: pytest.FixtureRequest) -> Iterator[Topology]:
+    with netns_topology(request.config.getoption("--rocketmq-version")) as topo:
+        yield topo
 
 
 def merge_rows(path: Path, rows: dict[str, dict[str, Any]]) -> dict[str, Any]:

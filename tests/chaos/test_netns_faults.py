@@ -1,30 +1,26 @@
 """Network partitions with real kernels: ``broker-b`` of a two-master cluster runs in a network
-namespace (:mod:`tests.chaos.netns`), reached over two veth pairs - one the client dials
-(``brokerIP1``), one the broker reaches the NameServer over - so either path can be cut
-alone while the other keeps working.
+namespace (``topology``: :mod:`tests.chaos.netns_cluster`), reached over two veth pairs - one
+the client dials (``brokerIP1``), one the broker reaches the NameServer over - so either path
+can be cut alone while the other keeps working.
 
 * client <-> broker-b, silent (a blackhole route: nothing comes back) and refused (an
   unreachable route: the client is told), while the NameServer still lists broker-b;
 * broker-b <-> NameServer: the NameServer drops broker-b after its scan, the client's route
   follows, sends go on through broker-a;
 * client <-> NameServer (a one-broker cluster whose NameServer runs in a namespace): sends go
-  on from cached routes, the routes are fetched again after the heal;
-* ``tc netem`` delay, jitter, loss, duplication and reordering on the client path (skipped,
-  with the kernel's own message, where the kernel has no netem).
+  on from cached routes, the routes are fetched again after the heal.
 
+A degraded path instead of a cut one (loss, delay, jitter, netem) is test_netns_loss.py's.
 Every namespace, veth pair and route is the test's own, on 10.231.X.0/30, and is removed at
-the end even when a test fails (the module fixture asserts nothing of ours is left).
+the end even when a test fails (the fixtures assert nothing of ours is left).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 from collections.abc import Callable, Iterator
 
 import anyio
-import attrs
 import pytest
 import structlog
 
@@ -36,7 +32,8 @@ from rocketmq_actors.testing.faults import QueueChecker
 from rocketmq_actors.testing.serverconf import NetnsPlacement
 
 from .conftest import ChaosReport
-from .netns import Namespace, NetnsUnavailable, VethLink, leftovers, netem_unavailable
+from .netns import Namespace, VethLink, leftovers
+from .netns_cluster import Topology, namespace_or_skip
 from .workload import Receipts, SendTimeline, produce_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.slow, pytest.mark.chaos_full]
@@ -44,59 +41,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.slow, pyte
 SEND_TIMEOUT = 2.0
 FAULT = 15.0  # how long each partition lasts
 HEAL_LIMIT = 30.0  # the issue's bound for recovery after a fault heals (route refresh)
-# broker-b <-> NameServer: how soon the NameServer may drop a silent broker. Its default is
-# 120 s (RouteInfoManager.DEFAULT_BROKER_CHANNEL_EXPIRED_TIME); a broker may ask for its own
-# (brokerNotActiveTimeoutMillis, sent only with enableSlaveActingMaster, BrokerController
-# .registerBrokerAll), and re-registers every registerNameServerPeriod (10 s at least)
-BROKER_CONFIG = {
-    "enableSlaveActingMaster": "true",
-    "skipPreOnline": "true",
-    "brokerNotActiveTimeoutMillis": "10000",
-    "registerNameServerPeriod": "10000",
-}
-
-
-@attrs.frozen
-class Topology:
-    cluster: LocalCluster
-    ns: Namespace
-    to_namesrv: VethLink  # broker-b -> NameServer
-    to_client: VethLink  # client -> broker-b (its brokerIP1)
-
-
-def _namespace_or_skip() -> Namespace:
-    """A new namespace (the caller exits it), or the test skipped with the reason."""
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        pytest.skip("network namespaces need root and iproute2 (ip)")
-    try:
-        return Namespace().__enter__()
-    except NetnsUnavailable as exc:
-        pytest.skip(str(exc))
-
-
-@pytest.fixture(scope="module")
-def topology(request: pytest.FixtureRequest) -> Iterator[Topology]:
-    ns = _namespace_or_skip()
-    try:
-        to_namesrv, to_client = ns.add_link(), ns.add_link()
-        placement = NetnsPlacement(
-            netns=ns.name, listen_ip=to_client.ns_ip, namesrv_ip=to_namesrv.root_ip
-        )
-        spec = ClusterSpec(
-            version=request.config.getoption("--rocketmq-version"),
-            brokers=2,
-            netns={"broker-b": placement},
-            broker_config=BROKER_CONFIG,
-        )
-        cluster = LocalCluster(spec)
-        cluster.start()
-        try:
-            yield Topology(cluster, ns, to_namesrv, to_client)
-        finally:
-            cluster.stop(graceful=False)
-    finally:
-        ns.close()
-        assert leftovers([ns.name]) == [], "network namespaces or links left behind"
 
 
 async def _partition_under_load(
@@ -326,7 +270,7 @@ def namesrv_in_netns(
     broker and the launcher dial it over one, the client over the other (so the client's
     path alone can be cut). Yields the cluster, the client's NameServer address, the
     namespace and the client's link."""
-    ns = _namespace_or_skip()
+    ns = namespace_or_skip()
     try:
         to_servers, to_client = ns.add_link(), ns.add_link()
         spec = ClusterSpec(
@@ -396,38 +340,3 @@ async def test_client_namesrv_partition_sends_go_on_from_cached_routes(
     assert result.lost == () and result.unexpected == ()
     assert timeline.longest_gap(cut_at) < SEND_TIMEOUT
     assert refreshed_in < HEAL_LIMIT
-
-
-NETEM = {
-    "delay 100ms": ["delay", "100ms"],
-    "jitter 50ms +- 40ms": ["delay", "50ms", "40ms"],
-    "loss 1%": ["loss", "1%"],
-    "loss 10%": ["loss", "10%"],
-    "duplicate 5%": ["duplicate", "5%"],
-    "reorder 25%": ["delay", "20ms", "reorder", "75%", "50%"],
-}
-
-
-@pytest.fixture(scope="module")
-def netem_reason() -> str | None:
-    """Probed once: None when ``tc ... netem`` works on this kernel."""
-    return netem_unavailable()
-
-
-@pytest.mark.parametrize("name", list(NETEM))
-async def test_netem_on_the_client_path(
-    topology: Topology,
-    netem_reason: str | None,
-    name: str,
-    unique_topic: str,
-    unique_group: str,
-    chaos_report: ChaosReport,
-) -> None:
-    if netem_reason is not None:
-        pytest.skip(f"no netem on this kernel ({os.uname().release}): {netem_reason}")
-    ns, link = topology.ns, topology.to_client
-    timeline, checker, cut_at, healed_at = await _partition_under_load(
-        topology, unique_topic, unique_group,
-        lambda: ns.netem(link, *NETEM[name]), lambda: ns.clear_netem(link),
-    )  # fmt: skip
-    _record(chaos_report, f"netem {name} (client-broker)", timeline, checker, cut_at, healed_at)

@@ -14,14 +14,17 @@ from rocketmq_actors.testing.faults import FaultProxy, OrderChecker, Outcome, Qu
 
 
 @contextlib.asynccontextmanager
-async def echo_server() -> AsyncIterator[str]:
+async def echo_server(arrivals: list[float] | None = None) -> AsyncIterator[str]:
     """A loopback echo server (a context manager, not a fixture: its task group must be
-    entered and left in the test's own task)."""
+    entered and left in the test's own task); ``arrivals`` gets the time of every chunk
+    it receives."""
 
     async def serve(stream: anyio.abc.SocketStream) -> None:
         async with stream:
             try:
                 async for chunk in stream:
+                    if arrivals is not None:
+                        arrivals.append(anyio.current_time())
                     await stream.send(chunk)
             except anyio.BrokenResourceError:
                 pass
@@ -87,6 +90,63 @@ async def test_delay_and_drop_and_refuse() -> None:
         async with await _connect(proxy.addr) as refused:
             with anyio.fail_after(5), pytest.raises((anyio.EndOfStream, anyio.BrokenResourceError)):
                 await refused.receive()
+
+
+async def test_delay_with_jitter_holds_each_chunk_base_plus_or_minus_jitter() -> None:
+    """Each hop of each message, one message at a time (so each is one chunk), is held
+    between base - jitter and base + jitter (plus slack for a loaded machine), and the
+    holds do vary."""
+    base, jitter, slack = 0.05, 0.04, 0.5
+    arrivals: list[float] = []
+    held: list[float] = []
+    async with (
+        echo_server(arrivals) as echo,
+        FaultProxy(echo, seed=47) as proxy,
+        await _connect(proxy.addr) as conn,
+    ):
+        proxy.set_delay(base, jitter=jitter)
+        for i in range(30):
+            message = b"%04d" % i
+            sent = anyio.current_time()
+            await conn.send(message)
+            with anyio.fail_after(5):
+                assert await conn.receive() == message
+            held += [arrivals[-1] - sent, anyio.current_time() - arrivals[-1]]
+    assert len(arrivals) == 30
+    assert all(base - jitter - 0.001 <= hold <= base + jitter + slack for hold in held), held
+    assert max(held) - min(held) > jitter  # 60 draws over a 2 * jitter range
+
+
+async def test_delay_never_reorders_and_is_latency_not_a_bandwidth_limit() -> None:
+    """2 MB each way, at least 32 chunks (one read takes 64 KiB at most): with jitter the
+    bytes come back in order; with a plain delay the whole echo takes about one delay
+    each way, not one per chunk (which would be 64 delays, 12.8 s)."""
+    payload = b"".join(i.to_bytes(4, "big") for i in range(512 * 1024))
+
+    async def echo_through(proxy: FaultProxy) -> tuple[bytes, float]:
+        received = bytearray()
+        began = anyio.current_time()
+        async with await _connect(proxy.addr) as conn, anyio.create_task_group() as tg:
+            tg.start_soon(conn.send, payload)
+            with anyio.fail_after(30):
+                while len(received) < len(payload):
+                    received += await conn.receive()
+        return bytes(received), anyio.current_time() - began
+
+    async with echo_server() as echo, FaultProxy(echo, seed=47) as proxy:
+        proxy.set_delay(0.05, jitter=0.04)
+        received, _ = await echo_through(proxy)
+        assert received == payload
+        proxy.set_delay(0.2)
+        received, took = await echo_through(proxy)
+        assert received == payload
+        assert 0.4 <= took < 0.4 + 3.0
+
+
+def test_set_delay_refuses_negative_values() -> None:
+    proxy = FaultProxy("127.0.0.1:1")
+    with pytest.raises(ValueError, match="negative"):
+        proxy.set_delay(0.1, jitter=-0.01)
 
 
 def test_queue_checker_counts_lost_duplicates_and_unknowns() -> None:
