@@ -11,6 +11,8 @@ import structlog
 
 from tests import slack
 
+pytest_plugins = ["tests.timing"]  # (opt-in: ROCKETMQ_ACTORS_TIMING)
+
 # hypothesis's pytest plugin imports hypothesis lazily in its terminal-summary hook when no
 # test module did; under pytest's assertion rewriting that import, made that deep in the hook
 # stack, trips a CPython 3.11.7 compiler bug ("SystemError: AST constructor recursion depth
