@@ -48,8 +48,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
+# REPORT=<path>: a pytest stage's JUnit report goes there (tests/stages.py reads it)
+JUNIT = $(if $(REPORT),--junitxml=$(REPORT))
+
 pytest: $(STAMP)
-	$(PY) -m pytest -m "not spark and not chaos and not solo" --ignore=tests/test_snippets.py
+	$(PY) -m pytest -m "not spark and not chaos and not solo" --ignore=tests/test_snippets.py $(JUNIT)
 
 # the integration suite again on the other broker versions: 5.5.0, the newest release whose
 # server jars all resolve on Maven Central (5.5.1 published only its broker), and 4.9.7, the
@@ -66,23 +69,23 @@ COMPAT_IGNORE := --ignore=tests/spark --ignore=tests/chaos --ignore=tests/test_s
 compat: $(addprefix compat-,$(COMPAT_VERSIONS))
 
 compat-%: $(STAMP)
-	$(PY) -m pytest -m "integration and not once" --rocketmq-version $* $(COMPAT_IGNORE)
+	$(PY) -m pytest -m "integration and not once" --rocketmq-version $* $(COMPAT_IGNORE) $(JUNIT)
 
 compat-5.5.0: $(STAMP)
 	$(PY) -m pytest -m "integration and not once and not solo" --rocketmq-version 5.5.0 \
-		$(filter-out --ignore=tests/test_snippets.py,$(COMPAT_IGNORE))
+		$(filter-out --ignore=tests/test_snippets.py,$(COMPAT_IGNORE)) $(JUNIT)
 
 compat-4.9.7: $(STAMP)
 	$(PY) -m pytest -m "((integration and not once) or spark) and not solo" \
 		--rocketmq-version 4.9.7 \
-		$(filter-out --ignore=tests/spark --ignore=tests/chaos,$(COMPAT_IGNORE))
+		$(filter-out --ignore=tests/spark --ignore=tests/chaos,$(COMPAT_IGNORE)) $(JUNIT)
 
 # the tests that start Spark in a process of their own (the killed driver on a multi-process
 # local-cluster, the documentation's Spark programs): run alone, after the parallel sessions,
 # whose brokers would otherwise share the two cores with their JVMs (under that load a Python
 # worker once missed Spark's time limit to connect back)
 solo: $(STAMP)
-	$(PY) -m pytest -m solo
+	$(PY) -m pytest -m solo $(JUNIT)
 
 # the lifecycle tests again on the oldest anyio pyproject.toml allows, installed once into a
 # directory that shadows the venv's (newest) anyio for this run only
@@ -98,7 +101,7 @@ $(OLDEST_ANYIO)/.installed: pyproject.toml | $(STAMP)
 
 oldest-anyio: $(OLDEST_ANYIO)/.installed
 	PYTHONPATH=$(OLDEST_ANYIO) ROCKETMQ_ACTORS_EXPECT_ANYIO=$(ANYIO_OLDEST) \
-		$(PY) -m pytest -p no:cacheprovider $(LIFECYCLE_TESTS)
+		$(PY) -m pytest -p no:cacheprovider $(LIFECYCLE_TESTS) $(JUNIT)
 
 # the FastStream tests again on the oldest FastStream the `faststream` extra allows (pytest ran
 # them on the newest), installed once into a directory that shadows the venv's for this run
@@ -112,7 +115,8 @@ $(OLDEST_FASTSTREAM)/.installed: pyproject.toml | $(STAMP)
 
 oldest-faststream: $(OLDEST_FASTSTREAM)/.installed
 	PYTHONPATH=$(OLDEST_FASTSTREAM) ROCKETMQ_ACTORS_EXPECT_FASTSTREAM=$(FASTSTREAM_OLDEST) \
-		$(PY) -m pytest -p no:cacheprovider tests/faststream tests/examples/test_faststream_service.py
+		$(PY) -m pytest -p no:cacheprovider tests/faststream tests/examples/test_faststream_service.py \
+		$(JUNIT)
 
 # The three pytest sessions (5.3.3 with everything, then 5.5.0 and 4.9.7) run side by side,
 # each with its own cluster on free ports: a session spends most of its time waiting on its

@@ -27,6 +27,7 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TextIO
 
 import attrs
 
@@ -43,6 +44,9 @@ GROUPS: tuple[tuple[str, ...], ...] = (
     ("solo",),
 )
 STAGES = tuple(stage for group in GROUPS for stage in group)
+
+#: a stage's command, given its name and where its JUnit report goes
+Command = Callable[[str, Path], list[str]]
 
 
 @attrs.define
@@ -83,29 +87,24 @@ def read_junit(path: Path) -> tuple[dict[str, int], list[str], list[tuple[float,
     return counts, failed, times
 
 
-def make(name: str) -> list[str]:
-    """The command of a stage: its Makefile target."""
-    return ["make", "--no-print-directory", name]
+def make(name: str, junit: Path) -> list[str]:
+    """The command of a stage: its Makefile target, writing its JUnit report to ``junit``."""
+    return ["make", "--no-print-directory", name, f"REPORT={junit}"]
 
 
 class Stage:
     """One stage's command in a process group of its own, its output to a log file."""
 
-    def __init__(
-        self, name: str, env: dict[str, str], command: Callable[[str], list[str]], logs: Path
-    ) -> None:
+    def __init__(self, name: str, env: dict[str, str], command: Command, logs: Path) -> None:
         self.name = name
         self.log = logs / f"{name}.log"
         self.junit = logs / f"{name}.xml"
         self.junit.unlink(missing_ok=True)
-        stage_env = dict(env)
-        extra = stage_env.get("PYTEST_ADDOPTS", "")
-        stage_env["PYTEST_ADDOPTS"] = f"{extra} --junitxml={self.junit}".strip()
         self.started = time.monotonic()
         self._out = self.log.open("wb")
         self.process = subprocess.Popen(
-            command(name), cwd=ROOT, env=stage_env, stdout=self._out, stderr=subprocess.STDOUT,
-            start_new_session=True,
+            command(name, self.junit), cwd=ROOT, env=env, stdout=self._out,
+            stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         self.outcome = Outcome(name)
 
@@ -115,7 +114,7 @@ class Stage:
 
 
 def run_group(
-    names: Sequence[str], env: dict[str, str], command: Callable[[str], list[str]], logs: Path
+    names: Sequence[str], env: dict[str, str], command: Command, logs: Path, out: TextIO
 ) -> list[Outcome]:
     """Start the stages of a group together; print each one's log as it ends."""
     stages = [Stage(name, env, command, logs) for name in names]
@@ -136,7 +135,7 @@ def run_group(
             outcome.cpu_s = usage.ru_utime + usage.ru_stime
             outcome.counts, outcome.failed, outcome.slowest = read_junit(stage.junit)
             outcomes.append(outcome)
-            _print_log(stage, outcome)
+            _print_log(stage, outcome, out)
     except BaseException:
         for stage in stages:
             stage.kill()
@@ -144,13 +143,12 @@ def run_group(
     return sorted(outcomes, key=lambda o: names.index(o.stage))
 
 
-def _print_log(stage: Stage, outcome: Outcome) -> None:
-    out = sys.stdout
+def _print_log(stage: Stage, outcome: Outcome, out: TextIO) -> None:
     out.write(f"\n{'=' * 30} {stage.name}: {outcome.status} in {outcome.wall_s:.0f} s "
               f"{'=' * 30}\n")  # fmt: skip
     out.flush()
-    with stage.log.open("rb") as fh:
-        shutil.copyfileobj(fh, out.buffer)
+    with stage.log.open(errors="replace") as fh:
+        shutil.copyfileobj(fh, out)
     out.flush()
 
 
@@ -193,8 +191,9 @@ def run(
     groups: Sequence[Sequence[str]],
     *,
     busy: int = 0,
-    command: Callable[[str], list[str]] = make,
+    command: Command = make,
     logs: Path = LOGS,
+    out: TextIO = sys.stdout,
 ) -> tuple[int, str]:
     """Run every stage of ``groups`` (the stages of a group side by side, the groups one after
     another), whatever another did; (exit status, summary)."""
@@ -208,10 +207,10 @@ def run(
     status = 0
     try:
         for group in groups:
-            for outcome in run_group(group, env, command, logs):
+            for outcome in run_group(group, env, command, logs, out):
                 outcomes[outcome.stage] = outcome
     except KeyboardInterrupt:
-        sys.stdout.write("\ninterrupted: the stages not run are listed as such\n")
+        out.write("\ninterrupted: the stages not run are listed as such\n")
         status = 130
     finally:
         for loop in loops:

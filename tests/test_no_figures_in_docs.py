@@ -48,9 +48,14 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("docs/architecture.md", "90 %"): "refuse at >= 88 % used: the broker refuses writes at 90 %",
     # the share of shutdown_timeout a stopping producer gives its sends (producer/producer.py)
     ("docs/operations.md", "80%"): "for up to 80% of the budget",
-    # the netem scenarios' packet loss settings (tests/chaos/test_netns_faults.py)
-    ("docs/reliability.md", "1 %"): "loss 1 % and 10 %",
-    ("docs/reliability.md", "10 %"): "loss 1 % and 10 %",
+    # the chaos scenarios' settings: packet loss (tests/chaos/test_netns_loss.py), delay and
+    # jitter through the fault proxy, and the jitter example's bounds
+    ("docs/reliability.md", "1 %"): "1 % and 10 % of the packets dropped",
+    ("docs/reliability.md", "10 %"): "1 % and 10 % of the packets dropped",
+    ("docs/reliability.md", "100 ms"): "100 ms, and 50 ms ± 40 ms",
+    ("docs/reliability.md", "50 ms"): "100 ms, and 50 ms ± 40 ms",
+    ("docs/reliability.md", "40 ms"): "100 ms, and 50 ms ± 40 ms",
+    ("docs/reliability.md", "90 ms"): "10 to 90 ms each way",
 }
 
 

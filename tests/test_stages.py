@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
-from tests.stages import read_junit, run
+from tests.stages import Command, make, read_junit, run
 
 # a stage as a test sees it: writes the JUnit report pytest would (its path from
 # PYTEST_ADDOPTS) with the given outcome, prints a line, exits with the given status
 FAKE = """
-import os, sys
-path = os.environ["PYTEST_ADDOPTS"].split("--junitxml=")[1].split()[0]
-name, failing = sys.argv[1], sys.argv[2] == "fail"
+import sys
+name, failing, path = sys.argv[1], sys.argv[2] == "fail", sys.argv[3]
 case = '<testcase classname="tests.test_x" name="test_%s" time="1.5">%s</testcase>' % (
     name, "<failure message='boom'/>" if failing else "")
 open(path, "w").write('<testsuites><testsuite>%s%s</testsuite></testsuites>' % (
@@ -23,10 +22,10 @@ sys.exit(1 if failing else 0)
 """
 
 
-def _command(tmp_path: Path, outcomes: dict[str, str]) -> Callable[[str], list[str]]:
+def _command(tmp_path: Path, outcomes: dict[str, str]) -> Command:
     script = tmp_path / "fake_stage.py"
     script.write_text(FAKE)
-    return lambda name: [sys.executable, str(script), name.replace("-", "_"), outcomes[name]]
+    return lambda name, junit: [sys.executable, str(script), name, outcomes[name], str(junit)]
 
 
 def test_a_failed_stage_neither_stops_the_later_ones_nor_hides_in_the_summary(
@@ -37,8 +36,10 @@ def test_a_failed_stage_neither_stops_the_later_ones_nor_hides_in_the_summary(
         [["first", "beside"], ["later"]],
         command=_command(tmp_path, outcomes),
         logs=tmp_path / "logs",
+        out=(out := io.StringIO()),
     )
     assert status == 1
+    assert "output of later" in out.getvalue()  # each stage's log, printed as it ended
     assert "FAILED: first" in report
     assert "tests/test_x.py::test_first" in report  # the failing test, by name
     rows = {line.split()[0]: line.split()[1] for line in report.splitlines()[4:7]}
@@ -53,9 +54,20 @@ def test_every_stage_passing_is_status_0(tmp_path: Path) -> None:
         command=_command(tmp_path, {"only": "pass"}),
         logs=tmp_path / "logs",
         busy=1,
+        out=io.StringIO(),
     )
     assert status == 0 and "PASSED: every stage" in report
     assert "1 busy loops beside it" in report
+
+
+def test_a_stage_is_its_makefile_target_and_names_its_report_there(tmp_path: Path) -> None:
+    """(Not through PYTEST_ADDOPTS: every pytest a test starts would inherit it and write
+    over the session's report.)"""
+    assert make("compat-5.5.0", tmp_path / "r.xml") == [
+        "make", "--no-print-directory", "compat-5.5.0", f"REPORT={tmp_path / 'r.xml'}"
+    ]  # fmt: skip
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    assert "$(if $(REPORT),--junitxml=$(REPORT))" in makefile
 
 
 def test_a_stage_that_wrote_no_report_counts_nothing(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ STAGE_ENV = "ROCKETMQ_ACTORS_STAGE"
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _stat(pid: str) -> tuple[int, float] | None:
+def proc_stat(pid: str) -> tuple[int, float] | None:
     """(parent pid, CPU seconds of the process and of the children it reaped)."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
@@ -48,7 +48,7 @@ def descendants_cpu(root: int) -> float:
     except OSError:
         return 0.0
     for name in pids:
-        found = _stat(name)
+        found = proc_stat(name)
         if found is not None:
             parents[int(name)], cpu[int(name)] = found
     total = 0.0
