@@ -9,15 +9,14 @@ STATE  ?= .state/cluster
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run test test-busy lint typecheck pytest compat oldest-anyio oldest-faststream solo chaos fuzz bench soak cluster-up cluster-down clean
+.PHONY: help venv run test test-busy lint typecheck pytest unit integration compat oldest-anyio oldest-faststream solo chaos fuzz bench soak cluster-up cluster-down clean
 
 help:
 	@echo "make run          start a local RocketMQ cluster and run the main job, then stop it"
-	@echo "make test         ruff, mypy --strict, pytest (unit + integration on a real 5.3.3 cluster),"
-	@echo "                  then the integration tests again on RocketMQ 5.5.0 and 4.9.7 (compat),"
-	@echo "                  the lifecycle tests on the oldest anyio we support (oldest-anyio),"
-	@echo "                  the FastStream tests on the oldest FastStream we support (oldest-faststream),"
-	@echo "                  and the tests that start Spark in a process of their own, alone (solo);"
+	@echo "make test         ruff, mypy --strict, then side by side: the unit tests, the integration tests"
+	@echo "                  on real 5.3.3, 5.5.0 and 4.9.7 clusters, the lifecycle tests on the oldest"
+	@echo "                  anyio and the FastStream tests on the oldest FastStream we support; then,"
+	@echo "                  alone, the tests that start Spark in a process of their own (solo);"
 	@echo "                  every stage runs whatever another did, then one summary (tests/stages.py)"
 	@echo "make test-busy    make test with two busy loops beside it: it must pass on a busy machine"
 	@echo "make chaos        every chaos scenario (make test runs the fast ones) and the report"
@@ -51,8 +50,20 @@ typecheck: $(STAMP)
 # REPORT=<path>: a pytest stage's JUnit report goes there (tests/stages.py reads it)
 JUNIT = $(if $(REPORT),--junitxml=$(REPORT))
 
+# the unit tests (no broker) and the integration tests on 5.3.3; `make pytest` runs both in one
+# session, make test runs them as two stages side by side (each with a temporary directory of
+# its own: pytest empties its base directory when a session starts)
+MAIN_MARKERS := not spark and not chaos and not solo
+
 pytest: $(STAMP)
-	$(PY) -m pytest -m "not spark and not chaos and not solo" --ignore=tests/test_snippets.py $(JUNIT)
+	$(PY) -m pytest -m "$(MAIN_MARKERS)" --ignore=tests/test_snippets.py $(JUNIT)
+
+unit: $(STAMP)
+	$(PY) -m pytest -m "not integration and $(MAIN_MARKERS)" --ignore=tests/test_snippets.py \
+		--basetemp=.state/pytest/unit $(JUNIT)
+
+integration: $(STAMP)
+	$(PY) -m pytest -m "integration and $(MAIN_MARKERS)" --ignore=tests/test_snippets.py $(JUNIT)
 
 # the integration suite again on the other broker versions: 5.5.0, the newest release whose
 # server jars all resolve on Maven Central (5.5.1 published only its broker), and 4.9.7, the
@@ -101,7 +112,8 @@ $(OLDEST_ANYIO)/.installed: pyproject.toml | $(STAMP)
 
 oldest-anyio: $(OLDEST_ANYIO)/.installed
 	PYTHONPATH=$(OLDEST_ANYIO) ROCKETMQ_ACTORS_EXPECT_ANYIO=$(ANYIO_OLDEST) \
-		$(PY) -m pytest -p no:cacheprovider $(LIFECYCLE_TESTS) $(JUNIT)
+		$(PY) -m pytest -p no:cacheprovider $(LIFECYCLE_TESTS) --basetemp=$(OLDEST_ANYIO)-tmp \
+		$(JUNIT)
 
 # the FastStream tests again on the oldest FastStream the `faststream` extra allows (pytest ran
 # them on the newest), installed once into a directory that shadows the venv's for this run
@@ -116,15 +128,15 @@ $(OLDEST_FASTSTREAM)/.installed: pyproject.toml | $(STAMP)
 oldest-faststream: $(OLDEST_FASTSTREAM)/.installed
 	PYTHONPATH=$(OLDEST_FASTSTREAM) ROCKETMQ_ACTORS_EXPECT_FASTSTREAM=$(FASTSTREAM_OLDEST) \
 		$(PY) -m pytest -p no:cacheprovider tests/faststream tests/examples/test_faststream_service.py \
-		$(JUNIT)
+		--basetemp=$(OLDEST_FASTSTREAM)-tmp $(JUNIT)
 
-# The three pytest sessions (5.3.3 with everything, then 5.5.0 and 4.9.7) run side by side,
-# each with its own cluster on free ports: a session spends most of its time waiting on its
-# broker, so together they use the two cores a CI machine has. Then, one after another,
-# oldest-anyio, oldest-faststream and solo. tests/stages.py runs every stage whatever another
-# did (each is a target here, so any one can be run alone), prints each stage's output when it
-# ends and then one summary: what failed where, each stage's wall and CPU time, the slowest
-# tests; the logs stay in .state/test-logs/.
+# make test: lint and typecheck, then side by side the unit tests, the integration tests on
+# 5.3.3, 5.5.0 and 4.9.7 (each session with its own cluster on free ports: a session spends most
+# of its time waiting on its broker, so together they use the two cores a CI machine has),
+# oldest-anyio and oldest-faststream; then solo, alone. tests/stages.py runs every stage whatever
+# another did (each is a target here, so any one can be run alone), prints each stage's output
+# when it ends and then one summary: what failed where, each stage's wall and CPU time, the
+# slowest tests; the logs stay in .state/test-logs/.
 test: $(STAMP)
 	$(PY) -m tests.stages
 

@@ -3,8 +3,8 @@
     python -m tests.stages [--busy N] [--only STAGE ...]
 
 Each stage is a Makefile target (``make lint``, ``make pytest``, ``make compat-5.5.0``, ...),
-so a stage can also be run alone. The three pytest sessions run side by side (each on its own
-cluster, see the Makefile); the rest one after another. A stage's output goes to
+so a stage can also be run alone. The stages of a group run side by side (the pytest sessions
+each on its own cluster, see the Makefile), the groups one after another. A stage's output goes to
 ``.state/test-logs/<stage>.log`` and is printed whole when the stage ends; at the end one table
 says what passed, what failed where (the failing tests by name, read from the stage's JUnit
 XML), how long each stage took and the CPU it used, and the slowest tests. The exit status is
@@ -36,13 +36,13 @@ LOGS = ROOT / ".state" / "test-logs"
 
 #: (stage, run beside the others of its group); groups run one after another
 GROUPS: tuple[tuple[str, ...], ...] = (
-    ("lint",),
-    ("typecheck",),
-    ("pytest", "compat-5.5.0", "compat-4.9.7"),
-    ("oldest-anyio",),
-    ("oldest-faststream",),
+    ("lint", "typecheck"),
+    (
+        "integration", "compat-5.5.0", "compat-4.9.7", "unit", "oldest-anyio",
+        "oldest-faststream",
+    ),
     ("solo",),
-)
+)  # fmt: skip
 STAGES = tuple(stage for group in GROUPS for stage in group)
 
 #: a stage's command, given its name and where its JUnit report goes
@@ -103,7 +103,8 @@ class Stage:
         self.started = time.monotonic()
         self._out = self.log.open("wb")
         self.process = subprocess.Popen(
-            command(name, self.junit), cwd=ROOT, env=env, stdout=self._out,
+            command(name, self.junit), cwd=ROOT, env={**env, "ROCKETMQ_ACTORS_STAGE": name},
+            stdout=self._out,
             stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         self.outcome = Outcome(name)

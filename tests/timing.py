@@ -101,8 +101,10 @@ class Timing:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    target = os.environ.get(ENV)
+    # (taken out of the environment: a pytest that a test starts is not this session)
+    target = os.environ.pop(ENV, None)
+    stage = os.environ.pop(STAGE_ENV, None)
     if target:
-        stage = os.environ.get(STAGE_ENV) or config.getoption("--rocketmq-version")
+        stage = stage or config.getoption("--rocketmq-version")
         timing = Timing(Path(target) / f"{stage}.json")
         config.pluginmanager.register(timing, "rocketmq-actors-timing")

@@ -6,7 +6,9 @@
 * ``rocketmq_namesrv`` (session): its NameServer address.
 * ``rocketmq_two_masters``: a cluster of two masters (``broker-a``, ``broker-b``) shared by the
   tests of the session that ask for it, started on first use; a test may kill, stop or pause
-  its brokers: each is running again when the test ends (:meth:`LocalCluster.heal`).
+  its brokers: each is running again when the test ends (:meth:`LocalCluster.heal`). The
+  tests that ask for it run last, in their collected order, so its JVMs live only while they
+  run.
 * ``rocketmq_cluster_factory``: start other topologies (two masters, master + slave) for one
   test; they are stopped when the test ends.
 * ``unique_topic`` / ``unique_group``: names no other test uses, derived from the test name.
@@ -50,6 +52,12 @@ def rocketmq_cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
 @pytest.fixture(scope="session")
 def rocketmq_namesrv(rocketmq_cluster: LocalCluster) -> str:
     return rocketmq_cluster.namesrv_addr
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests of the shared two-master cluster last (a stable sort: each part keeps its
+    order): the cluster starts for the first of them and stops with the session."""
+    items.sort(key=lambda item: "rocketmq_two_masters" in getattr(item, "fixturenames", ()))
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,6 @@
-"""One local SparkSession (2 worker threads, up to 3 attempts per task) for the spark tests."""
+"""One local SparkSession (2 worker threads, up to 3 attempts per task) for the spark tests,
+stopped after the last of them (package scope: its JVM's idle CPU is not spent on the rest of
+the session)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ for _var in ("SPARK_LAUNCHER_OPTS", "SPARK_SUBMIT_OPTS"):
     os.environ.setdefault(_var, "-XX:-UsePerfData")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def spark() -> Iterator[SparkSession]:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     session = (
