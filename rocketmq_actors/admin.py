@@ -30,7 +30,7 @@ from typing import Any
 import attrs
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.consumer.brokercalls import max_offset, min_offset, offset_for_time
+from rocketmq_actors.consumer.core.brokercalls import max_offset, min_offset, offset_for_time
 from rocketmq_actors.errors import BrokerError, RocketMQError, TopicNotFound, broker_error
 from rocketmq_actors.protocol.admin_bodies import (
     ConsumerConnection,

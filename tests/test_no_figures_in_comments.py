@@ -29,8 +29,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     # the broker's own threshold, a config value the launcher checks against
     ("rocketmq_actors/testing/cluster.py", "90 %"): "refuses writes at 90 % disk use",
     # Java's bounds of a settlement delay (ConsumeMessageConcurrentlyService), a setting
-    ("rocketmq_actors/consumer/pop_service.py", "10 ms"): "within 10 ms and 30 s",
-    ("rocketmq_actors/consumer/settlement.py", "10 ms"): "between 10 ms and 30 s",
+    ("rocketmq_actors/consumer/pop/service.py", "10 ms"): "within 10 ms and 30 s",
+    ("rocketmq_actors/consumer/core/settlement.py", "10 ms"): "between 10 ms and 30 s",
     # the workloads' settings: batch size and message size, handler time
     ("benchmarks/compare.py", "16 x"): "16 x 1 KiB",
     ("benchmarks/paired.py", "16 x"): "16 x 1 KiB",

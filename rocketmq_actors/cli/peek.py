@@ -16,8 +16,8 @@ import sys
 from typing import Any
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.consumer.brokercalls import PullStatus, max_offset, min_offset, pull_once
-from rocketmq_actors.consumer.subscriptions import Subscription
+from rocketmq_actors.consumer.core.brokercalls import PullStatus, max_offset, min_offset, pull_once
+from rocketmq_actors.consumer.core.subscriptions import Subscription
 from rocketmq_actors.names import validate_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt

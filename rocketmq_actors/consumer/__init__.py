@@ -1,1 +1,2 @@
-"""Consumers: rebalance strategies, offset stores (push and pull consumers to come)."""
+"""Consumers: push (:mod:`.push`), pull (:mod:`.pull`) and POP (:mod:`.pop`), on what they share
+(:mod:`.core`)."""

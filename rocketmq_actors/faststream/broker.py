@@ -39,8 +39,8 @@ from faststream.specification.schema import BrokerSpec
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import NAMESRV_ENV
-from rocketmq_actors.consumer.message import ReceivedMessage
-from rocketmq_actors.consumer.settlement import Delay
+from rocketmq_actors.consumer.core.message import ReceivedMessage
+from rocketmq_actors.consumer.core.settlement import Delay
 from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.names import validate_group
 from rocketmq_actors.producer import Producer, SendResult

@@ -25,8 +25,8 @@ from faststream._internal.context import ContextRepo
 from faststream._internal.fastapi.router import StreamRouter
 from faststream.middlewares import AckPolicy
 
-from rocketmq_actors.consumer.message import ReceivedMessage
-from rocketmq_actors.consumer.options import MessageModel
+from rocketmq_actors.consumer.core.message import ReceivedMessage
+from rocketmq_actors.consumer.core.options import MessageModel
 
 from .broker import RocketMQBroker
 from .publisher import RocketMQPublisher

@@ -1,7 +1,7 @@
 """The FastStream message of a RocketMQ delivery, and the parser that makes it.
 
 ``ack`` / ``nack`` / ``reject`` settle the delivery the push consumer gave the handler (see
-:mod:`rocketmq_actors.consumer.settlement`): ack is consume success, ``nack(delay=...)`` is
+:mod:`rocketmq_actors.consumer.core.settlement`): ack is consume success, ``nack(delay=...)`` is
 reconsume later (the delay as ``message.nack`` takes it: seconds, a ``timedelta`` or a
 ``DelayLevel``; None: the subscriber's ``retry_delay_level``), ``reject`` sends the message to
 ``%DLQ%<group>`` at once. ``raise NackMessage(delay=30)`` inside a handler passes the delay on.
@@ -18,8 +18,8 @@ from typing import Any
 
 from faststream.message import StreamMessage, decode_message
 
-from rocketmq_actors.consumer.message import ReceivedMessage
-from rocketmq_actors.consumer.settlement import Delay
+from rocketmq_actors.consumer.core.message import ReceivedMessage
+from rocketmq_actors.consumer.core.settlement import Delay
 from rocketmq_actors.protocol.messages import user_properties
 
 __all__ = [

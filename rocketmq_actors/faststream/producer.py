@@ -17,7 +17,7 @@ from faststream._internal.parser import DefaultCodec
 from faststream._internal.producer import ProducerProto
 from faststream.exceptions import FeatureNotSupportedException
 
-from rocketmq_actors.consumer.settlement import delay_level
+from rocketmq_actors.consumer.core.settlement import delay_level
 from rocketmq_actors.errors import ClientStateError
 from rocketmq_actors.producer import Message, Producer
 

@@ -15,7 +15,7 @@ from faststream.response.publish_type import PublishType
 from faststream.specification.asyncapi.utils import resolve_payloads
 from faststream.specification.schema import Message, Operation, PublisherSpec
 
-from rocketmq_actors.consumer.settlement import Delay
+from rocketmq_actors.consumer.core.settlement import Delay
 from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.names import validate_topic
 

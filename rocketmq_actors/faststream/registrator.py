@@ -9,8 +9,8 @@ from faststream._internal.broker.registrator import Registrator
 from faststream._internal.constants import EMPTY
 from faststream.middlewares import AckPolicy
 
-from rocketmq_actors.consumer.message import ReceivedMessage
-from rocketmq_actors.consumer.options import MessageModel
+from rocketmq_actors.consumer.core.message import ReceivedMessage
+from rocketmq_actors.consumer.core.options import MessageModel
 from rocketmq_actors.errors import ConfigError
 
 from .config import RocketMQBrokerConfig

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from faststream.response.publish_type import PublishType
 from faststream.response.response import PublishCommand, Response
 
-from rocketmq_actors.consumer.settlement import Delay
+from rocketmq_actors.consumer.core.settlement import Delay
 
 if TYPE_CHECKING:
     from faststream._internal.basic_types import SendableMessage

@@ -12,7 +12,7 @@ from faststream._internal.broker.router import ArgsContainer, BrokerRouter, Subs
 from faststream._internal.constants import EMPTY
 from faststream.middlewares import AckPolicy
 
-from rocketmq_actors.consumer.message import ReceivedMessage
+from rocketmq_actors.consumer.core.message import ReceivedMessage
 
 from .config import RocketMQBrokerConfig
 from .registrator import RocketMQRegistrator

@@ -28,10 +28,10 @@ from faststream.middlewares import AckPolicy
 from faststream.specification.asyncapi.utils import resolve_payloads
 from faststream.specification.schema import Message, Operation, SubscriberSpec
 
-from rocketmq_actors.consumer.message import ReceivedMessage
-from rocketmq_actors.consumer.options import ConsumeFrom, MessageModel
+from rocketmq_actors.consumer.core.message import ReceivedMessage
+from rocketmq_actors.consumer.core.options import ConsumeFrom, MessageModel
+from rocketmq_actors.consumer.core.subscriptions import MessageSelector
 from rocketmq_actors.consumer.push import PushConsumer
-from rocketmq_actors.consumer.subscriptions import MessageSelector
 from rocketmq_actors.errors import ClientStateError, ConfigError
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.names import validate_group, validate_topic

@@ -29,10 +29,10 @@ import attrs
 from faststream._internal.testing.broker import TestBroker, change_producer
 from faststream.exceptions import FeatureNotSupportedException
 
-from rocketmq_actors.consumer.message import ReceivedMessage
-from rocketmq_actors.consumer.options import MessageModel
-from rocketmq_actors.consumer.settlement import Delay, Outcome, Settlement
-from rocketmq_actors.consumer.subscriptions import Subscription
+from rocketmq_actors.consumer.core.message import ReceivedMessage
+from rocketmq_actors.consumer.core.options import MessageModel
+from rocketmq_actors.consumer.core.settlement import Delay, Outcome, Settlement
+from rocketmq_actors.consumer.core.subscriptions import Subscription
 from rocketmq_actors.producer.prepare import prepare
 from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE, Message, UniqueIdGenerator
 

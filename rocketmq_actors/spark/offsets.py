@@ -18,7 +18,7 @@ import attrs
 from pyspark.sql.datasource import InputPartition
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.consumer.brokercalls import first_offset_at, max_offset, min_offset
+from rocketmq_actors.consumer.core.brokercalls import first_offset_at, max_offset, min_offset
 from rocketmq_actors.errors import RocketMQError, TopicNotFound
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.names import _is_system, unwrap, wrap

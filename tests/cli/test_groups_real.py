@@ -115,7 +115,7 @@ async def test_describe_list_and_reset_an_online_group(
         # a 4.9 broker refuses to reset a group with no committed offset ("group not exist"):
         # commit now rather than wait for the 5 s persister. A consume worker settles (moves
         # the queue's offset) right after its handler returns, with no await in between
-        # (consumer/concurrent.py _worker and _settle), so once no handler runs every
+        # (consumer/push/concurrent.py _worker and _settle), so once no handler runs every
         # offset has moved
         with anyio.fail_after(15):
             await push.dispatcher.wait_idle()

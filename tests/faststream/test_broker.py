@@ -14,8 +14,8 @@ from faststream.middlewares import AckPolicy
 from faststream.specification import AsyncAPI
 from pydantic import BaseModel
 
-from rocketmq_actors.consumer.options import MessageModel
-from rocketmq_actors.consumer.settlement import DelayLevel, Outcome
+from rocketmq_actors.consumer.core.options import MessageModel
+from rocketmq_actors.consumer.core.settlement import DelayLevel, Outcome
 from rocketmq_actors.errors import ConfigError, InvalidMessage
 from rocketmq_actors.faststream import (
     RocketMQBroker,

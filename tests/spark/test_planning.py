@@ -10,7 +10,7 @@ import anyio.lowlevel
 import pytest
 from anyio.from_thread import start_blocking_portal
 
-from rocketmq_actors.consumer.brokercalls import PullResult, PullStatus, RawPull
+from rocketmq_actors.consumer.core.brokercalls import PullResult, PullStatus, RawPull
 from rocketmq_actors.errors import BrokerError
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.recordcolumns import RecordColumns

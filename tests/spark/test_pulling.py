@@ -10,7 +10,7 @@ from anyio.from_thread import start_blocking_portal
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketmq_actors.consumer.brokercalls import PullStatus, RawPull
+from rocketmq_actors.consumer.core.brokercalls import PullStatus, RawPull
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.messages import RESERVED_PROPERTIES, encode_properties
 from rocketmq_actors.protocol.recordcolumns import RecordColumns, decode_columns

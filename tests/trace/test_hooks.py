@@ -7,8 +7,8 @@ from typing import Any
 import anyio
 import pytest
 
-from rocketmq_actors.consumer.dispatch import Dispatcher
-from rocketmq_actors.consumer.message import ReceivedMessage
+from rocketmq_actors.consumer.core.dispatch import Dispatcher
+from rocketmq_actors.consumer.core.message import ReceivedMessage
 from rocketmq_actors.consumer.push import PushConsumer
 from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.producer import Message, Producer

@@ -1,0 +1,47 @@
+"""Which of a topic's queues this client takes in its group (the I/O half of a rebalance; the
+pure allocation strategies are in :mod:`.rebalance`)."""
+
+from __future__ import annotations
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.consumer.core.strategies import Allocator, allocate_checked
+from rocketmq_actors.protocol.bodies import MessageQueue, decode_consumer_list
+from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
+from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.protocol.headers import GetConsumerListByGroupRequestHeader
+
+__all__ = ["allocated", "consumer_ids"]
+
+
+async def consumer_ids(instance: ClientInstance, group: str, topic: str) -> list[str]:
+    """The group's online client ids, as the first broker hosting ``topic`` knows them: its
+    master, or a slave when the master is gone (Java's findBrokerAddrByTopic; consumers send
+    their heartbeats to slaves too)."""
+    route = instance.routes.cached(topic) or await instance.routes.get(topic)
+    header = GetConsumerListByGroupRequestHeader(consumer_group=group)
+    for name in sorted(route.brokers):
+        addr = route.node_addr(name, master_only=False)
+        if addr is None:
+            continue
+        reply = await instance.request(
+            addr, RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header.to_ext())
+        )
+        if reply.code == ResponseCode.SUCCESS:
+            return list(decode_consumer_list(reply.body))
+    return []
+
+
+async def allocated(
+    instance: ClientInstance, group: str, topic: str, strategy: Allocator, *, broadcasting: bool
+) -> list[MessageQueue]:
+    """This client's share of ``topic`` (all of it when broadcasting). Raises
+    :class:`~rocketmq_actors.errors.RocketMQError` (TopicNotFound among them; AllocationFailed
+    when the strategy fails) to mean "keep what you have and try again later"."""
+    route = await instance.routes.get(topic)
+    if broadcasting:
+        return list(route.subscribe_queues)
+    ids = await consumer_ids(instance, group, topic)
+    if instance.client_id not in ids:  # a broker new to us: register there first
+        await instance.heartbeat.beat()
+        ids = await consumer_ids(instance, group, topic)
+    return allocate_checked(strategy, group, instance.client_id, route.subscribe_queues, ids)

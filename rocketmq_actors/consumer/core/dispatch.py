@@ -1,0 +1,266 @@
+"""Running a push consumer's handler on messages, and what its outcome means.
+
+:meth:`Dispatcher.invoke` is called by the consume services (concurrent workers, orderly
+queue loops, CONSUME_MESSAGE_DIRECTLY) and answers True (consumed), False (failed: retry it)
+or None (not consumed, but for messages acked already: the consumer is stopping, or the
+handler raised ``KeyboardInterrupt`` / ``SystemExit``, which stops the consumer). A message
+that could not be decoded never reaches the handler: it is a failure, logged at ERROR with its
+queue and offset (``consumer.undecodable``), and so goes back through the retry topic to the
+DLQ like any failed message. See :mod:`.handlers` for the outcomes a handler can have.
+
+Each delivered message gets a fresh :class:`~.settlement.Settlement`: an explicit
+``message.ack()`` or ``message.nack()`` wins over the handler's outcome, and a message left
+unsettled takes it (see :mod:`.settlement`): once :meth:`Dispatcher.invoke` answers True or
+False every message of the call has an outcome (a handler cancelled by ``consume_timeout``
+leaves the unsettled ones at None: failed). It answers False when any message failed, and
+the services settle each message by its own outcome (:func:`settled`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, cast
+
+import anyio
+
+from rocketmq_actors.consumer.core.delivery import Abandoned, Deliveries
+from rocketmq_actors.consumer.core.handlers import as_async_handler, describe
+from rocketmq_actors.consumer.core.message import ReceivedMessage, received
+from rocketmq_actors.consumer.core.settlement import Outcome, Settlement
+from rocketmq_actors.logs import FailureLog, get_logger
+from rocketmq_actors.metrics import METRICS, SeriesCache
+from rocketmq_actors.names import unwrap
+from rocketmq_actors.protocol.messages import Property
+from rocketmq_actors.protocol.records import MessageExt
+from rocketmq_actors.protocol.trace import ConsumeReturnType
+from rocketmq_actors.trace.hooks import ConsumeTrace
+from rocketmq_actors.tracing import Tracing
+
+__all__ = ["BatchHandler", "Dispatcher", "Handler", "async_handlers"]
+
+log = get_logger("rocketmq_actors.consumer")
+
+Handler = Callable[[ReceivedMessage[Any]], Awaitable[None]]
+# (a list is invariant: a batch handler typed with list[MessageExt] is accepted as well)
+BatchHandler = (
+    Callable[[list[ReceivedMessage[Any]]], Awaitable[None]]
+    | Callable[[list[MessageExt]], Awaitable[None]]
+)
+
+
+def async_handlers(
+    handler: Handler | None, batch_handler: BatchHandler | None, *, sync: bool, concurrency: int
+) -> tuple[Handler | None, BatchHandler | None]:
+    """A consumer's handlers checked and, with ``sync`` (``sync_handler=True``), each wrapped to
+    run in a worker thread, ``concurrency`` threads at most between them."""
+    limiter = anyio.CapacityLimiter(concurrency) if sync else None
+    if handler is not None:
+        handler = as_async_handler(handler, name="handler", sync=sync, limiter=limiter)
+    if batch_handler is not None:
+        batch_handler = as_async_handler(batch_handler, name="batch_handler", sync=sync,
+                                         limiter=limiter)  # fmt: skip
+    return handler, batch_handler
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        group: str,
+        *,
+        handler: Handler | None,
+        batch_handler: BatchHandler | None,
+        consume_timeout: float | None,
+        tracing: Tracing | None,
+        fail: Callable[[BaseException], None],
+        namespace: str | None = None,
+        msg_trace: ConsumeTrace | None = None,
+    ) -> None:
+        self.group = group
+        self.msg_trace = msg_trace  # message trace hooks (SubBefore / SubAfter records)
+        self.namespace = namespace
+        self.handler = handler
+        self.batch_handler = batch_handler
+        self.consume_timeout = consume_timeout
+        self.deliveries = Deliveries() if handler is None and batch_handler is None else None
+        self._tracing = tracing
+        self._fail = fail
+        self.consumed = 0
+        self.failed = 0
+        self.in_flight = 0
+        self._idle = anyio.Event()
+        self._failure_log = FailureLog()
+        self._ok_series = SeriesCache(  # topic -> (messages consumed, handler seconds)
+            lambda topic: (
+                METRICS.key("rocketmq_client_consume_total", group=group, topic=topic, result="ok"),
+                METRICS.key("rocketmq_client_consume_seconds", group=group, topic=topic),
+            )
+        )
+
+    @property
+    def has_handler(self) -> bool:
+        return self.deliveries is None
+
+    async def wait_idle(self) -> None:
+        """Until no handler runs (the drain of a stop)."""
+        while self.in_flight:
+            self._idle = anyio.Event()
+            await self._idle.wait()
+
+    async def invoke(self, messages: list[MessageExt], *, timed: bool = True) -> bool | None:
+        """Run the handler (or hand the messages to ``async for``): True when all were consumed,
+        False when any failed (each message's :func:`settled` outcome says which), None when
+        the consumer stops first (the acked ones are consumed, the rest left unconsumed).
+        ``timed``: bound it by ``consume_timeout`` here (the concurrent workers are bounded by
+        their sweeper instead)."""
+        poison = [m for m in messages if m.decode_error is not None]
+        if poison:
+            for message in poison:
+                log.error("consumer.undecodable", group=self.group, reason=message.decode_error,
+                          **describe(message))  # fmt: skip
+            self._count_failed(messages)
+            return False
+        self.in_flight += 1
+        began = time.monotonic()
+        presented = [_present(m, self.namespace) for m in messages]
+        for message in presented:
+            message.settle_with(Settlement())
+        traced = self.msg_trace.before(presented) if self.msg_trace is not None else None
+        outcome = ConsumeReturnType.TIME_OUT  # (cancelled: the consumer stops, or it timed out)
+        try:
+            if timed and self.consume_timeout is not None:
+                with anyio.fail_after(self.consume_timeout):
+                    await self._call(presented)
+            else:
+                await self._call(presented)
+            ok = self._outcome(presented, began)
+            outcome = ConsumeReturnType.SUCCESS if ok else ConsumeReturnType.FAILED
+            return ok
+        except Abandoned:  # the consumer stops: the acked ones are consumed, the rest not
+            self._count_consumed(presented, began)
+            return None
+        except Exception as exc:
+            overran = (timed and self.consume_timeout is not None and isinstance(exc, TimeoutError)
+                       and time.monotonic() - began >= self.consume_timeout)  # fmt: skip
+            # (Java's trace tells a handler past consumeTimeout from one that raised)
+            outcome = ConsumeReturnType.TIME_OUT if overran else ConsumeReturnType.EXCEPTION
+            return self._raised(presented, exc, began)
+        except anyio.get_cancelled_exc_class() as exc:
+            if anyio.current_effective_deadline() == -math.inf:
+                raise  # cancelled for real: the consumer stops, or the handler timed out
+            # a stray cancellation from the handler's code: it failed (the acked ones aside)
+            return self.tally(presented, began, exc)
+        except (KeyboardInterrupt, SystemExit) as exc:
+            log.warning("consumer.handler_interrupted", group=self.group, error=repr(exc),
+                        **describe(messages[0]))  # fmt: skip
+            self._count_consumed(presented, began)
+            self._fail(exc)  # the consumer stops and raises it; the unacked stay unconsumed
+            return None
+        finally:
+            for message in presented:
+                if message.settlement is not None:
+                    message.settlement.close()
+            self.in_flight -= 1
+            if not self.in_flight:
+                self._idle.set()
+            if traced is not None and self.msg_trace is not None:
+                self.msg_trace.after(traced, outcome, len(messages))
+
+    def _raised(self, presented: list[ReceivedMessage[Any]], exc: Exception, began: float) -> bool:
+        _resolve(presented, Outcome.NACK)  # the explicit acks still hold
+        return self.tally(presented, began, exc)
+
+    def _outcome(self, presented: list[ReceivedMessage[Any]], began: float) -> bool:
+        _resolve(presented, Outcome.ACK)  # the explicit nacks still hold
+        return self.tally(presented, began, None)
+
+    def tally(
+        self, messages: Sequence[MessageExt], began: float, exc: BaseException | None
+    ) -> bool:
+        """Count each message of a call by its own settlement (acked: consumed; anything else:
+        failed), log the failures (a handler's exception at most one line per queue every
+        10 s); True when all were consumed."""
+        failed = len(messages) - self._count_consumed(messages, began)
+        first = messages[0]
+        if failed:
+            self._count_failed(messages, failed)
+            if exc is None:
+                log.debug("consumer.nacked", group=self.group, count=failed, **describe(first))
+            else:
+                suppressed = self._failure_log.admit((first.topic, first.broker_name,
+                                                      first.queue_id))  # fmt: skip
+                if suppressed is not None:
+                    log.warning("consumer.handler_failed", group=self.group, count=failed,
+                                error=repr(exc), suppressed=suppressed, exc_info=exc,
+                                **describe(first))  # fmt: skip
+        return not failed
+
+    def _count_consumed(self, messages: Sequence[MessageExt], began: float) -> int:
+        """Count the acked messages as consumed; how many."""
+        acked = sum(1 for m in messages if settled(m) is Outcome.ACK)
+        if acked:
+            self.consumed += acked
+            topic = messages[0].topic
+            series = self._ok_series.get(topic) or self._ok_series.add(topic)
+            METRICS.count_and_observe(series, time.monotonic() - began, acked)
+        return acked
+
+    def _count_failed(self, messages: Sequence[MessageExt], count: int | None = None) -> None:
+        count = len(messages) if count is None else count
+        self.failed += count
+        METRICS.inc("rocketmq_client_consume_total", count, group=self.group,
+                    topic=messages[0].topic, result="failed")  # fmt: skip
+
+    def _call(self, presented: list[ReceivedMessage[Any]]) -> Awaitable[None]:
+        # Plain functions that return the handler's own awaitable: a message passes through
+        # no coroutine frames of ours between the worker's and the handler's.
+        if self._tracing is not None:
+            return self._traced(presented)
+        return self._dispatch(presented)
+
+    async def _traced(self, presented: list[ReceivedMessage[Any]]) -> None:
+        tracing = self._tracing
+        assert tracing is not None
+        # a span per call, child of the first sender's
+        with tracing.process(presented[0], count=len(presented)):
+            await self._dispatch(presented)
+
+    def _dispatch(self, presented: list[ReceivedMessage[Any]]) -> Awaitable[None]:
+        if self.batch_handler is not None:
+            return cast("Callable[[list[ReceivedMessage[Any]]], Awaitable[None]]",
+                        self.batch_handler)(presented)  # fmt: skip
+        if self.handler is not None:
+            # one message per call: a consume_batch_size above 1 needs a batch_handler (checked
+            # when the consumer is built), so a per-message handler never gets more
+            (message,) = presented
+            return self.handler(message)
+        assert self.deliveries is not None
+        return self.deliveries.deliver(presented)
+
+
+def _resolve(presented: list[ReceivedMessage[Any]], implicit: Outcome) -> None:
+    for message in presented:
+        if message.settlement is not None:
+            message.settlement.resolve(implicit)
+
+
+def settled(message: MessageExt) -> Outcome | None:
+    """How the application settled ``message`` in its current delivery (None: not yet)."""
+    settlement = message.settlement if isinstance(message, ReceivedMessage) else None
+    return None if settlement is None else settlement.outcome
+
+
+def _present(message: MessageExt, namespace: str | None) -> ReceivedMessage[Any]:
+    """The message as the application sees it (Java's ``resetRetryAndNamespace``): a retried
+    one, which comes from ``%RETRY%<group>``, under its own topic, and the topic without the
+    consumer's namespace. (A send-back wraps it again.) One pulled is a ReceivedMessage
+    already; one the broker sends to be consumed directly is copied into one."""
+    message = received(message)
+    if message.topic.startswith("%RETRY%"):  # (properties are parsed only then)
+        original = message.properties.get(Property.RETRY_TOPIC)
+        if original:
+            message.topic = original
+    if namespace:
+        message.topic = unwrap(namespace, message.topic)
+    return message

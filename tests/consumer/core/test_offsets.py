@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.consumer.core.offsets import (
+    LocalOffsetStore,
+    OffsetFileError,
+    RemoteOffsetStore,
+)
+from rocketmq_actors.producer import create_topic
+from rocketmq_actors.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
+from rocketmq_actors.runtime.mailbox import Mailbox
+from rocketmq_actors.testing.cluster import LocalCluster
+
+Q0 = MessageQueue("t", "broker-a", 0)
+Q1 = MessageQueue("t", "broker-a", 1)
+CID = "10.0.0.1@worker-1"
+
+
+def test_update_moves_forward_only_unless_told() -> None:
+    store = LocalOffsetStore("/nonexistent-dir-never-written", CID, "g")
+    store.update(Q0, 10)
+    store.update(Q0, 7)  # a slow acknowledgement must not move the queue back
+    assert store.read(Q0) == 10
+    store.update(Q0, 3, increase_only=False)  # e.g. a reset
+    assert store.read(Q0) == 3
+    store.remove(Q0)
+    assert store.read(Q0) is None
+
+
+async def test_local_store_survives_a_restart(tmp_path: Path) -> None:
+    store = LocalOffsetStore(tmp_path, CID, "g")
+    assert await store.fetch(Q0) is None
+    store.update(Q0, 42)
+    store.update(Q1, 7)
+    await store.persist()
+    again = LocalOffsetStore(tmp_path, CID, "g")
+    assert (await again.fetch(Q0), await again.fetch(Q1)) == (42, 7)
+    # Java's layout (LocalFileOffsetStore): <dir>/<client id>/<group>/offsets.json, no temp files
+    assert [p.name for p in (tmp_path / CID / "g").iterdir()] == ["offsets.json"]
+
+
+async def test_local_store_persists_only_the_queues_asked(tmp_path: Path) -> None:
+    store = LocalOffsetStore(tmp_path, CID, "g")
+    store.update(Q0, 1)
+    store.update(Q1, 2)
+    await store.persist([Q0])
+    assert await LocalOffsetStore(tmp_path, CID, "g").fetch(Q1) is None
+
+
+def test_a_corrupt_offset_file_is_a_typed_error(tmp_path: Path) -> None:
+    path = tmp_path / CID / "g" / "offsets.json"
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    with pytest.raises(OffsetFileError, match=r"offsets\.json"):
+        LocalOffsetStore(tmp_path, CID, "g")
+    path.write_text(json.dumps({"offsets": [{"topic": "t"}]}))
+    with pytest.raises(OffsetFileError):
+        LocalOffsetStore(tmp_path, CID, "g")
+
+
+@pytest.mark.integration
+async def test_remote_store_round_trip(
+    rocketmq_namesrv: str, rocketmq_cluster: LocalCluster, unique_topic: str, unique_group: str
+) -> None:
+    async with ClientInstance(rocketmq_namesrv) as instance:
+        await create_topic(instance, unique_topic, queues=2)
+        queue = MessageQueue(unique_topic, "broker-a", 1)
+        # the broker knows a group once a consumer heartbeat registered it
+        await instance.routes.get(unique_topic)
+        instance.register_consumer(
+            unique_group,
+            Mailbox("c"),
+            lambda: ConsumerData(
+                group=unique_group, consume_type="CONSUME_ACTIVELY", message_model="CLUSTERING",
+                consume_from_where="CONSUME_FROM_LAST_OFFSET",
+                subscriptions=(SubscriptionData(topic=unique_topic),),
+            ),
+        )  # fmt: skip
+        await instance.heartbeat.beat()
+        store = RemoteOffsetStore(instance, unique_group)
+        # the group never committed: 5.x says so; 4.9 answers 0 for a queue whose messages
+        # are all still in memory (the Java client then starts at 0 too)
+        never = (None, 0) if rocketmq_cluster.spec.is_4x else (None,)
+        assert await store.fetch(queue) in never
+        store.update(queue, 5)
+        await store.persist()
+        # UPDATE_CONSUMER_OFFSET is one-way: read back until the broker has applied it
+        for _ in range(50):
+            if await RemoteOffsetStore(instance, unique_group).fetch(queue) == 5:
+                break
+        assert await RemoteOffsetStore(instance, unique_group).fetch(queue) == 5
