@@ -9,14 +9,12 @@ registers the group with the instance (router + heartbeats) while it runs.
 from __future__ import annotations
 
 import os
-import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 
 import anyio
 
 from rocketmq_actors.errors import ClientClosed, ConfigError
-from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.runtime.backoff import RestartPolicy
 from rocketmq_actors.runtime.lifecycle import Lifecycle
 from rocketmq_actors.runtime.mailbox import Mailbox
@@ -24,6 +22,7 @@ from rocketmq_actors.runtime.router import Inbound
 
 from .health import Health, instance_health
 from .instance import ClientInstance
+from .options import ClientOptions
 
 __all__ = ["MEMBER_POLICY", "NAMESRV_ENV", "GroupMember"]
 
@@ -49,31 +48,36 @@ class GroupMember(Lifecycle):
         group: str,
         namesrv: str | Sequence[str] | None,
         instance: ClientInstance | None,
-        ssl_context: ssl.SSLContext | None = None,
-        credentials: AclCredentials | None = None,
-        instance_name: str | None = None,
-        shutdown_timeout: float = 10.0,
-        on_error: Callable[[BaseException], object] | None = None,
+        client: ClientOptions,
     ) -> None:
-        super().__init__(shutdown_timeout=shutdown_timeout, on_error=on_error)
+        super().__init__(shutdown_timeout=client.shutdown_timeout, on_error=client.on_error)
+        if namesrv is not None and client.namesrv is not None:
+            raise ConfigError("give the NameServer once: namesrv=... or ClientOptions(namesrv=...)")
+        if namesrv is None:
+            namesrv = client.namesrv
+        if instance is not None and (
+            namesrv is not None
+            or client.ssl_context is not None
+            or client.credentials is not None
+            or client.instance_name is not None
+        ):
+            raise ConfigError(
+                "namesrv, ssl_context, credentials and instance_name belong to the shared "
+                "ClientInstance"
+            )
         if instance is None and namesrv is None:
             namesrv = os.environ.get(NAMESRV_ENV) or None  # as the Java client reads it
         if instance is None and namesrv is None:
             raise ConfigError(
                 f"give a NameServer address (namesrv=... or ${NAMESRV_ENV}) or a ClientInstance"
             )
-        if instance is not None and (
-            ssl_context is not None or credentials is not None or instance_name is not None
-        ):
-            raise ConfigError(
-                "ssl_context, credentials and instance_name belong to the shared ClientInstance"
-            )
         self.kind = kind
         self.group = group
+        self._client = client
         self._own_instance = instance is None
         self._instance = instance or ClientInstance(
-            namesrv or (), ssl_context=ssl_context, credentials=credentials,
-            instance_name=instance_name,
+            namesrv or (), ssl_context=client.ssl_context, credentials=client.credentials,
+            instance_name=client.instance_name,
         )  # fmt: skip
         self.mailbox: Mailbox[Inbound] = Mailbox(f"{kind}:{group}")
 

@@ -33,6 +33,7 @@ from anyio.abc import TaskStatus
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import MEMBER_POLICY, GroupMember
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.cluster.routes import TopicRoute
 from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.logs import get_logger
@@ -130,8 +131,8 @@ class Producer(GroupMember):
             )
         super().__init__(
             kind="producer", group=wrap(namespace, group), namesrv=namesrv, instance=instance,
-            ssl_context=ssl_context, credentials=credentials, shutdown_timeout=shutdown_timeout,
-            on_error=on_error,
+            client=ClientOptions(ssl_context=ssl_context, credentials=credentials,
+                                 shutdown_timeout=shutdown_timeout, on_error=on_error),
         )  # fmt: skip
         send_timeout = check_timeout("send_timeout", send_timeout)
         if attempt_timeout is not None:

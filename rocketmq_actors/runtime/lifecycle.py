@@ -14,13 +14,14 @@ host that still has not ended a second later is cancelled as a task and, failing
 abandoned with an error log. ``stop()`` waits shielded, so a caller inside a cancelled scope
 still gets the bounded graceful stop, then the cancellation.
 
-``async with client:`` is ``start()`` then, on the way out, the same bounded stop; the body's
-own exception (a cancellation included) leaves unchanged. If the client fails while the body
-runs (an actor exhausted its restarts, a handler raised ``KeyboardInterrupt``), the body is
-cancelled at its next checkpoint and ``async with`` raises that error instead (it is the
-client's own cancel scope, entered around the body, that interrupts it, as a task group's
-would). Errors are typed: a start that fails raises a :class:`RocketMQError` (the original
-error as ``__cause__`` when it was not one), never an exception group.
+``async with client:`` is ``start()`` then, on the way out, the same bounded stop, and may be
+left in another task than the one that entered it (a pytest fixture that yields from inside
+it); the body's own exception (a cancellation included) leaves unchanged. If the client fails
+while the entering task is inside (an actor exhausted its restarts, a handler raised
+``KeyboardInterrupt``), that task is cancelled at its next checkpoint and ``async with`` raises
+the client's error instead (the cancellation taken back, as ``asyncio.timeout`` does). Errors
+are typed: a start that fails raises a :class:`RocketMQError` (the original error as
+``__cause__`` when it was not one), never an exception group.
 
 One event loop: the host task belongs to the loop ``start()`` ran on; calls from another loop
 raise :class:`WrongEventLoop`. The asyncio backend (and uvloop) is required.
@@ -29,6 +30,7 @@ raise :class:`WrongEventLoop`. The asyncio backend (and uvloop) is required.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import enum
 import math
@@ -138,7 +140,11 @@ class Lifecycle:
         self._stop_event: anyio.Event | None = None
         self._deadline = math.inf  # when the stop must be over (anyio clock)
         self._hard: anyio.CancelScope | None = None  # the host's outermost scope
-        self._interrupt: anyio.CancelScope | None = None  # around the body of ``async with``
+        # the task inside ``async with`` (interrupted if the client fails), the cancellations
+        # it had pending when it entered, and whether we cancelled it
+        self._body: asyncio.Task[Any] | None = None
+        self._body_cancelling = 0
+        self._body_cancelled = False
         self._on_stopped: dict[object, Callable[[BaseException | None], None]] = {}
 
     # ---- to override ---------------------------------------------------------------------
@@ -338,12 +344,11 @@ class Lifecycle:
         if isinstance(leaf, anyio.get_cancelled_exc_class()):
             return exc  # the host task itself was cancelled (the loop is closing)
         self._set_error(leaf)
-        if self._interrupt is not None:
-            self._interrupt.cancel()
+        delivered = self._interrupt_body()
         if isinstance(leaf, Exception):
             return None
         # KeyboardInterrupt / SystemExit: delivered by ``async with``, else raised by the task
-        return None if self._interrupt is not None else leaf
+        return None if delivered else leaf
 
     def _set_error(self, leaf: BaseException) -> None:
         if self._error is not None:
@@ -368,8 +373,19 @@ class Lifecycle:
         it; calls after it raise :class:`ClientClosed` from it)."""
         self._set_error(error)
         self._request_stop()
-        if self._interrupt is not None:
-            self._interrupt.cancel()
+        self._interrupt_body()
+
+    def _interrupt_body(self) -> bool:
+        """Cancel the task inside ``async with`` (once), as a cancel scope around the body
+        would: ``__aexit__`` takes the cancellation back and raises the client's error. True
+        if there is such a task to tell."""
+        task = self._body
+        if task is None or task.done():
+            return False
+        if not self._body_cancelled:
+            self._body_cancelled = True
+            task.cancel(f"{self._describe()} failed")
+        return True
 
     def _begin_stop(self, timeout: float | None = None) -> None:
         """Fix the stop deadline (the first call wins, a shorter ``timeout`` may move it
@@ -439,11 +455,11 @@ class Lifecycle:
                 "start() / stop(), once"
             )
         await self._started()
-        scope = anyio.CancelScope()
-        scope.__enter__()
-        self._interrupt = scope
+        task = asyncio.current_task()
+        assert task is not None
+        self._body, self._body_cancelling, self._body_cancelled = task, task.cancelling(), False
         if self._error is not None or not self.running:  # it failed right after it started
-            scope.cancel()
+            self._interrupt_body()
         return self
 
     async def __aexit__(
@@ -452,14 +468,25 @@ class Lifecycle:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        scope = self._interrupt
-        try:
-            with anyio.CancelScope(shield=True):
-                await self._stop_and_wait()
-        finally:
-            self._interrupt = None
-            interrupted = scope is not None and scope.__exit__(exc_type, exc, tb)
+        """``stop()``, from any task (a pytest fixture yields from inside ``async with`` and
+        leaves it in another). If the client failed while the entering task was inside, that
+        task was cancelled: the cancellation is taken back here (as ``asyncio.timeout`` takes
+        its own back) and the client's error raised instead."""
+        task, self._body = self._body, None
+        ours = self._body_cancelled and task is not None and task is asyncio.current_task()
+        only_ours = False
+        if ours:
+            assert task is not None
+            only_ours = task.uncancel() <= self._body_cancelling
+            if only_ours and exc_type is None:  # (not delivered yet: absorb it here)
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.sleep(0)
+        with anyio.CancelScope(shield=True):
+            await self._stop_and_wait()
         error = self._error
+        interrupted = (
+            ours and only_ours and (exc_type is None or exc_type is asyncio.CancelledError)
+        )
         if interrupted or (exc is None and error is not None):
             if error is None:
                 error = ClientClosed(f"{self._describe()} stopped")

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import anyio
 import pytest
 
+from rocketmq_actors.consumer.pop import PopConsumer
 from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.runtime.lifecycle import State
+from rocketmq_actors.testing.cluster import LocalCluster
 
 from .test_lifecycle import _chain_has_no_cycle
 
@@ -244,3 +247,38 @@ async def test_a_consumer_started_in_one_task_and_stopped_in_another(
         tg.start_soon(consumer.stop)
     assert consumer.state is State.STOPPED
     assert await _committed_total(rocketmq_namesrv, unique_group, unique_topic) == 4
+
+
+def _each_kind(namesrv: str, topic: str, group: str, kind: str) -> Any:
+    handler = _Counter(1).handle
+    if kind == "producer":
+        return Producer(namesrv=namesrv, group=group)
+    if kind == "push":
+        return PushConsumer(namesrv=namesrv, group=group, subscriptions={topic: "*"},
+                            handler=handler)  # fmt: skip
+    if kind == "pull":
+        return PullConsumer(namesrv=namesrv, group=group)
+    return PopConsumer(namesrv=namesrv, group=group, subscriptions={topic: "*"}, handler=handler)
+
+
+@pytest.fixture(params=["producer", "push", "pull", "pop"])
+async def entered(
+    request: pytest.FixtureRequest, rocketmq_namesrv: str, rocketmq_cluster: LocalCluster,
+    unique_topic: str, unique_group: str,
+) -> AsyncIterator[Any]:  # fmt: skip
+    """A client entered with ``async with`` in the fixture's setup task and left in its
+    teardown task (pytest-asyncio runs them apart): before, leaving failed with "Attempted to
+    exit cancel scope in a different task"."""
+    if request.param == "pop" and rocketmq_cluster.spec.is_4x:
+        pytest.skip("POP needs a 5.x broker")
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_t") as producer:
+        await create_topic(producer.instance, unique_topic, queues=1)
+    setup_task = asyncio.current_task()
+    async with _each_kind(rocketmq_namesrv, unique_topic, unique_group, request.param) as client:
+        yield client
+        assert asyncio.current_task() is not setup_task  # (left in another task)
+    assert client.state is State.STOPPED and client.error is None
+
+
+async def test_a_fixture_yields_from_inside_async_with_each_client(entered: Any) -> None:
+    assert entered.running

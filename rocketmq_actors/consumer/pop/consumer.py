@@ -46,6 +46,7 @@ from anyio.abc import TaskStatus
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import MEMBER_POLICY, GroupMember
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.core.brokercalls import BROKER_FLOW_CONTROL_DELAY
 from rocketmq_actors.consumer.core.dispatch import BatchHandler, Dispatcher, Handler, async_handlers
 from rocketmq_actors.consumer.core.message import ReceivedMessage, T, deserialize
@@ -133,8 +134,9 @@ class PopConsumer(GroupMember, Generic[T]):
                                                 concurrency=concurrency)  # fmt: skip
         super().__init__(
             kind="pop-consumer", group=wrap(namespace, group), namesrv=namesrv, instance=instance,
-            ssl_context=ssl_context, credentials=credentials, instance_name=instance_name,
-            shutdown_timeout=shutdown_timeout, on_error=on_error,
+            client=ClientOptions(ssl_context=ssl_context, credentials=credentials,
+                                 instance_name=instance_name, shutdown_timeout=shutdown_timeout,
+                                 on_error=on_error),
         )  # fmt: skip
         self.orderly, self.consume_from = orderly, consume_from
         self.invisible_time, self.poll_time = float(invisible_time), float(poll_time)

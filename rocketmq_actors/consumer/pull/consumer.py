@@ -42,6 +42,7 @@ from typing import Generic, Protocol, cast
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import MEMBER_POLICY, GroupMember
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.core.brokercalls import (
     PullResult,
     PullStatus,
@@ -167,8 +168,8 @@ class PullConsumer(GroupMember, Generic[T]):
         auto_offset_reset = _offset_reset(auto_offset_reset)
         super().__init__(
             kind="pull-consumer", group=wrap(namespace, group), namesrv=namesrv, instance=instance,
-            ssl_context=ssl_context, credentials=credentials, shutdown_timeout=shutdown_timeout,
-            on_error=on_error,
+            client=ClientOptions(ssl_context=ssl_context, credentials=credentials,
+                                 shutdown_timeout=shutdown_timeout, on_error=on_error),
         )  # fmt: skip
         self.namespace = namespace
         self._ns = Namespace(namespace)

@@ -50,6 +50,7 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import MEMBER_POLICY, GroupMember
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.core.brokercalls import check_subscription, max_offset
 from rocketmq_actors.consumer.core.dispatch import BatchHandler, Dispatcher, Handler, async_handlers
 from rocketmq_actors.consumer.core.lag import ConsumerLag
@@ -142,8 +143,9 @@ class PushConsumer(GroupMember, Generic[T]):
                                                 concurrency=concurrency)  # fmt: skip
         super().__init__(
             kind="push-consumer", group=wrap(namespace, group), namesrv=namesrv, instance=instance,
-            ssl_context=ssl_context, credentials=credentials, instance_name=instance_name,
-            shutdown_timeout=shutdown_timeout, on_error=on_error,
+            client=ClientOptions(ssl_context=ssl_context, credentials=credentials,
+                                 instance_name=instance_name, shutdown_timeout=shutdown_timeout,
+                                 on_error=on_error),
         )  # fmt: skip
         if consume_from is ConsumeFrom.TIMESTAMP and consume_timestamp_ms is None:
             consume_timestamp_ms = int((time.time() - 1800) * 1000)  # Java: 30 minutes ago
