@@ -41,7 +41,7 @@ SETTING_RANGE = re.compile(r"(?<![\w.])\d+ ms (?:to|and) \d+ s\b")
 
 #: (file, the matched text) -> what the line must contain: settings and constants, not figures
 ALLOWED: dict[tuple[str, str], str] = {
-    # BROKER_FLOW_CONTROL_DELAY (consumer/core/brokercalls.py), Java's fixed delay after FLOW_CONTROL
+    # BROKER_FLOW_CONTROL_DELAY (consumer/core/brokercalls.py): Java's delay after FLOW_CONTROL
     ("docs/architecture.md", "20 ms"): "20 ms after FLOW_CONTROL",
     # the launcher's disk limit (DISK_LIMIT_RATIO, testing/cluster.py) and the broker's own
     ("docs/architecture.md", "88 %"): "refuse at >= 88 % used: the broker refuses writes at 90 %",

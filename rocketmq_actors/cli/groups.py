@@ -19,7 +19,7 @@ from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.consumer.core.admin import consumer_running_info
 from rocketmq_actors.consumer.core.assignment import consumer_ids
 from rocketmq_actors.consumer.core.offsets import RemoteOffsetStore
-from rocketmq_actors.consumer.core.requests import TREE_PROPERTY
+from rocketmq_actors.consumer.core.running_info import TREE_PROPERTY
 from rocketmq_actors.consumer.pull import max_offset, min_offset
 from rocketmq_actors.names import validate_group, validate_topic
 from rocketmq_actors.runtime.tree import Node

@@ -28,12 +28,11 @@ from contextlib import AsyncExitStack
 from typing import Any, cast
 
 import anyio
-import attrs
-from anyio.abc import TaskStatus
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import MEMBER_POLICY, GroupMember
 from rocketmq_actors.cluster.options import ClientOptions
+from rocketmq_actors.cluster.requests import Handler, RequestServer
 from rocketmq_actors.cluster.routes import TopicRoute
 from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.logs import get_logger
@@ -42,7 +41,7 @@ from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import ResponseCode
 from rocketmq_actors.protocol.compression import CompressionType
-from rocketmq_actors.protocol.events import ReplyMessage, ReplyPushed
+from rocketmq_actors.protocol.events import BrokerRequest, ReplyMessage, ReplyPushed
 from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE, Message, UniqueIdGenerator
 from rocketmq_actors.protocol.sendframe import SendFrameEncoder
 from rocketmq_actors.runtime.checks import check_int, check_timeout
@@ -69,15 +68,6 @@ log = get_logger("rocketmq_actors.producer")
 
 _Routing = Routing  # (what TransactionProducer and older callers name it)
 _ROUND_ROBIN = ROUND_ROBIN
-
-
-@attrs.frozen
-class _MailboxView:
-    producer: Producer
-
-    def describe(self) -> Node:
-        depth = self.producer.mailbox.statistics().queued
-        return Node(name="mailbox", kind="mailbox", mailbox=depth)
 
 
 def _compression(kind: CompressionType | str, level: int) -> CompressionType:
@@ -196,8 +186,12 @@ class Producer(GroupMember):
         )
         stack.callback(self.senders.fail_unsent)  # after the sender tasks are gone
         supervisor = await stack.enter_async_context(self._supervisor)
+        server = RequestServer(
+            self.group, self.mailbox, self._broker_handlers(), concurrency=self.check_concurrency,
+            inline={ReplyPushed: self._resolve_reply},  # (never behind a slow check)
+        )  # fmt: skip
         await supervisor.start_child(  # (transient: it ends when the stop closes the mailbox)
-            ChildSpec("mailbox", self._serve_mailbox, Restart.TRANSIENT, kind="mailbox")
+            ChildSpec("mailbox", server.run, Restart.TRANSIENT, kind="mailbox")
         )
         await supervisor.start_child(
             ChildSpec("senders", self.senders.run, Restart.PERMANENT, kind="senders")
@@ -232,26 +226,6 @@ class Producer(GroupMember):
         if self.trace is not None:  # the drained sends' records (if any: no wait otherwise)
             await self.trace.dispatcher.flush(self._time_left() * 0.8)
 
-    async def _serve_mailbox(self, *, task_status: TaskStatus[_MailboxView]) -> None:
-        """The mailbox actor: at most ``check_concurrency`` broker requests served at once, so
-        that one slow transaction checker does not hold up the checks behind it."""
-        slots = anyio.Semaphore(self.check_concurrency)
-
-        async def serve(inbound: Inbound) -> None:
-            try:
-                await self.on_broker_request(inbound)
-            finally:
-                slots.release()
-
-        async with anyio.create_task_group() as tg:
-            task_status.started(_MailboxView(self))
-            async for inbound in self.mailbox:
-                if isinstance(inbound.event, ReplyPushed):  # never behind a slow check
-                    self._resolve_reply(inbound)
-                    continue
-                await slots.acquire()
-                tg.start_soon(serve, inbound)
-
     def describe(self) -> Node:
         children = (*self._supervisor.describe().children, self._instance.describe())
         return Node(name=self._describe(), kind=self.kind, state=self.state.value,
@@ -263,13 +237,10 @@ class Producer(GroupMember):
         self.replies.resolve(inbound.event.message)
         inbound.reply(ResponseCode.SUCCESS)  # the broker waits for it (Broker2Client)
 
-    async def on_broker_request(self, inbound: Inbound) -> None:
-        """Broker requests for this producer: replies to its requests here; transaction checks
-        in :class:`TransactionProducer`, which overrides this."""
-        if isinstance(inbound.event, ReplyPushed):
-            self._resolve_reply(inbound)
-            return
-        log.warning("producer.unexpected_request", code=inbound.command.code, group=self.group)
+    def _broker_handlers(self) -> dict[type[BrokerRequest], Handler]:
+        """The broker's requests this producer serves besides replies (TransactionProducer:
+        transaction checks)."""
+        return {}
 
     # ---- sending ------------------------------------------------------------------------
 

@@ -24,11 +24,12 @@ from typing import Any
 
 import attrs
 
+from rocketmq_actors.cluster.requests import Handler
 from rocketmq_actors.errors import InvalidMessage, RocketMQError
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.codes import RequestCode
 from rocketmq_actors.protocol.command import RemotingCommand
-from rocketmq_actors.protocol.events import TransactionCheck
+from rocketmq_actors.protocol.events import BrokerRequest, TransactionCheck
 from rocketmq_actors.protocol.headers import (
     EndTransactionRequestHeader,
 )
@@ -139,11 +140,12 @@ class TransactionProducer(Producer):
         except RocketMQError as exc:  # the broker will check: the outcome is not lost
             log.warning("producer.transaction.end_failed", msg_id=sent.msg_id, error=str(exc))
 
-    async def on_broker_request(self, inbound: Inbound) -> None:
+    def _broker_handlers(self) -> dict[type[BrokerRequest], Handler]:
+        return {TransactionCheck: self._check_transaction}
+
+    async def _check_transaction(self, inbound: Inbound) -> None:
         event = inbound.event  # decoded once, by the router (protocol.events)
-        if not isinstance(event, TransactionCheck):
-            await super().on_broker_request(inbound)
-            return
+        assert isinstance(event, TransactionCheck)
         header, message = event.header, event.message
         self.checks += 1
         try:

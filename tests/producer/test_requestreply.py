@@ -71,13 +71,13 @@ class Broker:
 
 
 @asynccontextmanager
-async def producer_on(broker: Broker) -> AsyncIterator[Producer]:
+async def producer_on(broker: Broker, kind: type[Producer] = Producer) -> AsyncIterator[Producer]:
     async with FakeServer(broker) as fake:
         routes = {"T": route_body(("broker-a", fake.addr)),
                   "C_REPLY_TOPIC": route_body(("broker-a", fake.addr), queues=1)}  # fmt: skip
         async with (
             FakeServer(NameServer(routes)) as ns,
-            Producer(namesrv=ns.addr, group="G", topics=["T"]) as producer,
+            kind(namesrv=ns.addr, group="G", topics=["T"]) as producer,
         ):
             yield producer
 
@@ -232,18 +232,22 @@ async def test_reply_to_something_not_a_received_message_is_invalid_before_any_i
 async def test_a_reply_is_never_queued_behind_a_slow_broker_request() -> None:
     """Replies share the producer's mailbox with transaction checks, which are served
     ``check_concurrency`` at a time: a reply must not wait for a checker to finish."""
-    from rocketmq_actors.protocol.events import TransactionCheck
+    from rocketmq_actors.cluster.requests import Handler
+    from rocketmq_actors.protocol.events import BrokerRequest, TransactionCheck
     from rocketmq_actors.runtime.router import Inbound
 
+    checking = anyio.Event()
+
+    async def slow_check(inbound: Inbound) -> None:  # a checker that never returns
+        checking.set()
+        await anyio.sleep_forever()
+
+    class SlowChecks(Producer):
+        def _broker_handlers(self) -> dict[type[BrokerRequest], Handler]:
+            return {TransactionCheck: slow_check}
+
     broker = Broker(b"pong")
-    async with producer_on(broker) as producer:
-        checking = anyio.Event()
-
-        async def slow_check(inbound: Inbound) -> None:  # a checker that never returns
-            checking.set()
-            await anyio.sleep_forever()
-
-        producer.on_broker_request = slow_check  # type: ignore[method-assign]
+    async with producer_on(broker, SlowChecks) as producer:
         check = cast(Any, TransactionCheck.__new__(TransactionCheck))  # (never read)
         for _ in range(producer.check_concurrency):  # every slot taken
             await producer.mailbox.post(Inbound(cast(Any, None), cast(Any, None), check))

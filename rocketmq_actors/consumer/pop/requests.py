@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rocketmq_actors.consumer.core.requests import RequestServer, member_properties
+from rocketmq_actors.cluster.requests import RequestServer
+from rocketmq_actors.consumer.core.running_info import member_properties
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import encode_running_info
 from rocketmq_actors.protocol.events import ConsumerIdsChanged, RunningInfoQuery

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rocketmq_actors.cluster.requests import Handler
 from rocketmq_actors.consumer.core.brokercalls import max_offset, min_offset
-from rocketmq_actors.consumer.core.requests import Handler, member_properties
+from rocketmq_actors.consumer.core.running_info import member_properties
 from rocketmq_actors.consumer.pull.fetcher import Fetcher
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import (

@@ -43,6 +43,7 @@ from typing import Generic, Protocol, cast
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import MEMBER_POLICY, GroupMember
 from rocketmq_actors.cluster.options import ClientOptions
+from rocketmq_actors.cluster.requests import RequestServer
 from rocketmq_actors.consumer.core.brokercalls import (
     PullResult,
     PullStatus,
@@ -62,7 +63,6 @@ from rocketmq_actors.consumer.core.options import check_deserializer
 from rocketmq_actors.consumer.core.queues import QueueTable
 from rocketmq_actors.consumer.core.rebalance import Strategy
 from rocketmq_actors.consumer.core.rebalancer import Rebalancer
-from rocketmq_actors.consumer.core.requests import RequestServer
 from rocketmq_actors.consumer.core.strategies import StrategyOption, as_allocator
 from rocketmq_actors.consumer.core.subscriptions import MessageSelector, Subscription
 from rocketmq_actors.consumer.pull.assignment import change, request_handlers

@@ -14,8 +14,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from rocketmq_actors.cluster.requests import RequestServer
 from rocketmq_actors.consumer.core.message import received
-from rocketmq_actors.consumer.core.requests import RequestServer, member_properties
+from rocketmq_actors.consumer.core.running_info import member_properties
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import (
     MessageQueue,

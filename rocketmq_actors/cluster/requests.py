@@ -1,18 +1,18 @@
-"""A consumer's answers to the broker: the mailbox actor serving the requests of its group.
+"""A group member's answers to the broker: the mailbox actor serving the requests of its group
+(every producer and consumer runs one).
 
-The router delivers typed events (decoded in the protocol layer) to the consumer's mailbox;
-this actor dispatches each to the handler its consumer registered for the event's type.
-Handlers that may take long (a reset of offsets, consuming one message directly) run as tasks
-of the actor, at most ``concurrency`` at once, so that a slow one never holds up the next
-request. A request no handler serves is answered REQUEST_CODE_NOT_SUPPORTED, one a handler
+The router delivers typed events (decoded in the protocol layer) to the member's mailbox; this
+actor dispatches each to the handler its member registered for the event's type. Handlers that
+may take long (a transaction check, a reset of offsets, consuming one message directly) run as
+tasks of the actor, at most ``concurrency`` at once, so that a slow one never holds up the next
+request; ``inline`` handlers (a reply to a request: never behind a slow check) run at once, in
+the actor. A request no handler serves is answered REQUEST_CODE_NOT_SUPPORTED, one a handler
 fails on SYSTEM_ERROR with the reason.
 """
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 
 import anyio
 from anyio.abc import TaskStatus
@@ -22,20 +22,16 @@ from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.codes import ResponseCode
 from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.events import BrokerRequest
-from rocketmq_actors.runtime.lifecycle import Lifecycle
 from rocketmq_actors.runtime.mailbox import Mailbox
 from rocketmq_actors.runtime.router import Inbound
 from rocketmq_actors.runtime.tree import Node
 
-__all__ = ["TREE_PROPERTY", "RequestServer", "member_properties"]
+__all__ = ["Handler", "Inline", "RequestServer"]
 
-#: the running-info property holding a member's live actor tree as JSON (Java tools show
-#: properties they do not know as they are)
-TREE_PROPERTY = "PROP_ROCKETMQ_ACTORS_TREE"
-
-log = get_logger("rocketmq_actors.consumer")
+log = get_logger("rocketmq_actors.cluster")
 
 Handler = Callable[[Inbound], Awaitable[None] | None]
+Inline = Callable[[Inbound], None]
 
 
 class RequestServer:
@@ -46,10 +42,12 @@ class RequestServer:
         handlers: Mapping[type[BrokerRequest], Handler],
         *,
         concurrency: int = 8,
+        inline: Mapping[type[BrokerRequest], Inline] | None = None,
     ) -> None:
         self.group = group
         self.mailbox = mailbox
         self.handlers = dict(handlers)
+        self.inline = dict(inline or {})
         self.served = 0
         self._slots = anyio.Semaphore(concurrency)
 
@@ -57,6 +55,11 @@ class RequestServer:
         async with anyio.create_task_group() as tg:
             task_status.started(self)
             async for inbound in self.mailbox:
+                now = self.inline.get(type(inbound.event))
+                if now is not None:
+                    now(inbound)
+                    self.served += 1
+                    continue
                 handler = self.handlers.get(type(inbound.event))
                 if handler is None:
                     inbound.reply(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
@@ -72,7 +75,7 @@ class RequestServer:
                 await result
             self.served += 1
         except (ProtocolError, RocketMQError, ValueError) as exc:
-            log.warning("consumer.bad_broker_request", group=self.group,
+            log.warning("member.bad_broker_request", group=self.group,
                         code=inbound.command.code, error=str(exc))  # fmt: skip
             inbound.reply(ResponseCode.SYSTEM_ERROR, remark=f"cannot serve: {exc}")
         finally:
@@ -81,16 +84,3 @@ class RequestServer:
     def describe(self) -> Node:
         return Node(name="mailbox", kind="mailbox", mailbox=self.mailbox.statistics().queued,
                     info={"served": self.served})  # fmt: skip
-
-
-def member_properties(member: Lifecycle, *, namesrv: Sequence[str], consume_type: str,
-                      started_ms: int) -> dict[str, str]:  # fmt: skip
-    """The running-info properties every member reports (GET_CONSUMER_RUNNING_INFO)."""
-    return {
-        "PROP_NAMESERVER_ADDR": ";".join(namesrv),
-        "PROP_CONSUME_TYPE": consume_type,
-        "PROP_CONSUMER_START_TIMESTAMP": str(started_ms),
-        "clientVersion": "rocketmq-actors",
-        "pid": str(os.getpid()),
-        TREE_PROPERTY: json.dumps(member.tree().to_dict(), separators=(",", ":")),
-    }
