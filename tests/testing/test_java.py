@@ -9,7 +9,9 @@ import pytest
 from rocketmq_actors.testing import java as java_peer
 from rocketmq_actors.testing.jars import resolve_server_jars
 
-pytestmark = pytest.mark.integration  # (the RocketMQ jars: downloaded once into the cache)
+# (the RocketMQ jars, downloaded once into the cache; what it checks is the same whatever the
+# broker version a session runs: once)
+pytestmark = [pytest.mark.integration, pytest.mark.once]
 
 PROGRAM = """
 public class Hello {
