@@ -43,6 +43,7 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check rocketmq_actors tests benchmarks examples
 	$(VENV)/bin/ruff format --check rocketmq_actors tests benchmarks examples
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
