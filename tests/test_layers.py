@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -50,3 +52,14 @@ def test_an_upward_import_breaks_them(copy_of_the_package: Path, module: str, up
     broken = _lint(copy_of_the_package)
     assert broken.returncode != 0
     assert f"rocketmq_actors.{module[:-3].replace('/', '.')}" in broken.stdout, broken.stdout
+
+
+def test_the_architecture_document_states_exactly_the_contracts_order() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    (layers,) = [
+        c["layers"] for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers"
+    ]
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    block = re.search(r"<!-- layers: [^>]*-->\n```text\n(.*?)```", text, flags=re.S)
+    assert block is not None
+    assert block.group(1).splitlines() == layers

@@ -41,11 +41,6 @@ SETTING_RANGE = re.compile(r"(?<![\w.])\d+ ms (?:to|and) \d+ s\b")
 
 #: (file, the matched text) -> what the line must contain: settings and constants, not figures
 ALLOWED: dict[tuple[str, str], str] = {
-    # BROKER_FLOW_CONTROL_DELAY (consumer/core/brokercalls.py): Java's delay after FLOW_CONTROL
-    ("docs/architecture.md", "20 ms"): "20 ms after FLOW_CONTROL",
-    # the launcher's disk limit (DISK_LIMIT_RATIO, testing/cluster.py) and the broker's own
-    ("docs/architecture.md", "88 %"): "refuse at >= 88 % used: the broker refuses writes at 90 %",
-    ("docs/architecture.md", "90 %"): "refuse at >= 88 % used: the broker refuses writes at 90 %",
     # the share of shutdown_timeout a stopping producer gives its sends (producer/producer.py)
     ("docs/operations.md", "80%"): "for up to 80% of the budget",
     # the chaos scenarios' settings: packet loss (tests/chaos/test_netns_loss.py), delay and
