@@ -84,6 +84,8 @@ def test_snippet_runs_as_pasted(snippet: Snippet, rocketmq_namesrv: str, tmp_pat
     env = {
         **os.environ,
         "NAMESRV_ADDR": rocketmq_namesrv,
+        # a snippet that is a pytest run (the README's) uses this cluster, not one of its own
+        "ROCKETMQ_ACTORS_TEST_NAMESRV": rocketmq_namesrv,
         "PYTHONPATH": str(ROOT),
         "TMPDIR": str(tmp_path),  # a snippet's temporary files (a cluster's store) stay here
         # Spark's JVMs write /tmp/hsperfdata_<user> whatever TMPDIR says, unless told not to

@@ -3,7 +3,8 @@
 * ``rocketmq_cluster`` (session): one NameServer + one broker, started on first use, stopped at
   the end of the session; ``--rocketmq-version`` (or ``$ROCKETMQ_ACTORS_VERSION``) picks the
   server version.
-* ``rocketmq_namesrv`` (session): its NameServer address.
+* ``rocketmq_namesrv`` (session): its NameServer address; with ``$ROCKETMQ_ACTORS_TEST_NAMESRV``
+  set, that cluster's instead (one you already run: no cluster is started for it).
 * ``rocketmq_two_masters``: a cluster of two masters (``broker-a``, ``broker-b``) shared by the
   tests of the session that ask for it, started on first use; a test may kill, stop or pause
   its brokers: each is running again when the test ends (:meth:`LocalCluster.heal`). The
@@ -49,9 +50,18 @@ def rocketmq_cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
         cluster.stop(graceful=False)  # its store is deleted: no need to wait for a clean stop
 
 
+#: a running cluster's NameServer for ``rocketmq_namesrv`` (tests that need the cluster object,
+#: ``rocketmq_cluster``, still get one of their own)
+TEST_NAMESRV_ENV = "ROCKETMQ_ACTORS_TEST_NAMESRV"
+
+
 @pytest.fixture(scope="session")
-def rocketmq_namesrv(rocketmq_cluster: LocalCluster) -> str:
-    return rocketmq_cluster.namesrv_addr
+def rocketmq_namesrv(request: pytest.FixtureRequest) -> str:
+    given = os.environ.get(TEST_NAMESRV_ENV)
+    if given:
+        return given
+    cluster: LocalCluster = request.getfixturevalue("rocketmq_cluster")
+    return cluster.namesrv_addr
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
