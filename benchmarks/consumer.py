@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 
 from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.extras import uvloop_options
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
@@ -80,8 +80,11 @@ async def push_drain(namesrv: str, topic: str, count: int) -> dict[str, Any]:
 
     began = time.perf_counter()
     async with PushConsumer(
-        namesrv=namesrv, group=f"bench_push_{time.time_ns()}", subscriptions={topic: "*"},
-        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=f"bench_push_{time.time_ns()}",
+        subscriptions={topic: "*"},
+        handler=handle,
+        namesrv=namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ):  # fmt: skip
         with anyio.fail_after(600):
             await done.wait()
@@ -135,14 +138,17 @@ async def slow_handler_memory(namesrv: str, topic: str, seconds: float) -> dict[
     samples: list[float] = []
     cached: list[int] = []
     async with PushConsumer(
-        namesrv=namesrv, group=f"bench_slow_{time.time_ns()}", subscriptions={topic: "*"},
-        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=f"bench_slow_{time.time_ns()}",
+        subscriptions={topic: "*"},
+        handler=handle,
+        namesrv=namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ) as consumer:  # fmt: skip
         stop = time.monotonic() + seconds
         while time.monotonic() < stop:
             await anyio.sleep(0.25)
             samples.append(rss_mb())
-            cached.append(sum(pq.count for pq in consumer.owned_queues().values()))
+            cached.append(sum(pq.count for pq in consumer._group.owned_queues().values()))
     return {
         "handler_ms": 10,
         "concurrency": 20,

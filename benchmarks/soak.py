@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio
 
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.errors import RocketMQError
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
@@ -94,8 +94,11 @@ async def soak(namesrv: str, args: argparse.Namespace) -> dict[str, Any]:
     async with Producer(namesrv=namesrv) as producer:
         await create_topic(producer.instance, topic, queues=4)
         async with PushConsumer(
-            namesrv=namesrv, group=f"{topic}_group", subscriptions={topic: "*"}, handler=handle,
-            consume_from=ConsumeFrom.FIRST_OFFSET,
+            group=f"{topic}_group",
+            subscriptions={topic: "*"},
+            handler=handle,
+            namesrv=namesrv,
+            options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
         ):  # fmt: skip
             async with anyio.create_task_group() as tg:
                 for n in range(args.workers):

@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 import structlog
 
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.logs import configure_logging
 from rocketmq_actors.protocol.records import MessageExt
 
@@ -68,8 +68,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
     async with (
         PushConsumer(
-            namesrv=args.namesrv, group=args.group, subscriptions={args.topic: "*"},
-            handler=totals.handle, consume_from=ConsumeFrom.FIRST_OFFSET,
+            group=args.group,
+            subscriptions={args.topic: "*"},
+            handler=totals.handle,
+            namesrv=args.namesrv,
+            options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
         ),
         anyio.create_task_group() as tg,
     ):  # fmt: skip

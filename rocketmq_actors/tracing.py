@@ -2,10 +2,10 @@
 RocketMQ (https://opentelemetry.io/docs/specs/semconv/messaging/rocketmq/, semconv 1.44), with
 the trace context carried in message properties (W3C ``traceparent`` / ``tracestate``).
 
-Opt in with ``Producer(tracing=True)`` / ``PushConsumer(tracing=True)`` and the ``otel`` extra
-(the OpenTelemetry API only; the application installs and configures the SDK). Without the
-API installed, asking for tracing raises :class:`~rocketmq_actors.extras.MissingExtra` at
-construction, not a silent no-op.
+Opt in with ``Producer(tracing=True)`` / ``PushConsumer(client=ClientOptions(tracing=True))``
+and the ``otel`` extra (the OpenTelemetry API only; the application installs and configures the
+SDK). Without the API installed, asking for tracing raises
+:class:`~rocketmq_actors.extras.MissingExtra` at construction, not a silent no-op.
 
 Every span: ``messaging.system=rocketmq``, ``messaging.operation.name`` and ``.type``,
 ``messaging.rocketmq.namespace`` ("" without a namespace), ``messaging.client.id``, and, once

@@ -11,7 +11,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 import rocketmq_actors
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.metrics import _HELP, METRICS, Key, Metrics, SeriesCache
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
@@ -140,8 +140,11 @@ async def test_a_send_and_a_consume_are_recorded(
     assert METRICS.value("rocketmq_client_send_total", topic=unique_topic, result="ok") == 1
     assert METRICS.count("rocketmq_client_send_seconds", topic=unique_topic) == 1
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ):  # fmt: skip
         with anyio.fail_after(30):
             await done.wait()
@@ -164,14 +167,14 @@ class Refreshes:
 
     def __init__(self, consumer: PushConsumer, monkeypatch: pytest.MonkeyPatch) -> None:
         self._done = anyio.Event()
-        refresh = consumer.lag.refresh
+        refresh = consumer._group.lag.refresh
 
         async def refresh_and_tell() -> None:
             await refresh()
             self._done.set()
             self._done = anyio.Event()
 
-        monkeypatch.setattr(consumer.lag, "refresh", refresh_and_tell)
+        monkeypatch.setattr(consumer._group.lag, "refresh", refresh_and_tell)
 
     async def until(self, condition: Callable[[], bool], seconds: float = 15.0) -> None:
         with anyio.fail_after(seconds):
@@ -195,9 +198,12 @@ async def test_the_lag_gauge_moves_while_the_consumer_does_not_pull(
     async with Producer(namesrv=rocketmq_namesrv, group="G_metrics") as producer:
         await create_topic(producer.instance, unique_topic, queues=1)
         async with PushConsumer(
-            namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-            handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET, max_cached_messages=1,
-            persist_interval=0.2, pull_suspend=30.0,
+            group=unique_group,
+            subscriptions={unique_topic: "*"},
+            handler=handle,
+            namesrv=rocketmq_namesrv,
+            options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, max_cached_messages=1,
+                                persist_interval=0.2, pull_suspend=30.0),
         ) as consumer:  # fmt: skip
             refreshes = Refreshes(consumer, monkeypatch)
             await producer.send(Message(topic=unique_topic, body=b"first"))

@@ -13,7 +13,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.cluster.options import ClientOptions
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
 
@@ -98,8 +99,12 @@ async def test_send_and_process_spans_share_a_trace(
                                             sharding_key="s")  # fmt: skip
         second = await future
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET, tracing=True,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
+        client=ClientOptions(tracing=True),
     ):  # fmt: skip
         with anyio.fail_after(30):
             await done.wait()
@@ -170,8 +175,12 @@ async def test_batch_and_delay_sends_have_their_attributes_and_a_handler_error_i
     assert delay_attributes["messaging.rocketmq.message.delay_time_level"] == 1
     spans.clear()
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        namespace="ns1", handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET, tracing=True,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
+        client=ClientOptions(namespace="ns1", tracing=True),
     ):  # fmt: skip
         with anyio.fail_after(30):
             await failed.wait()

@@ -29,7 +29,7 @@ from typing import Any, cast
 import anyio
 
 from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
 
@@ -100,9 +100,10 @@ async def consume(args: argparse.Namespace) -> dict[str, Any]:
     # installed before the consumer starts: a signal can never find the default handler
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals, bar:
         client = PushConsumer(
-            namesrv=args.namesrv, group=args.group, subscriptions={args.topic: args.tags},
-            handler=handle, consume_from=consume_from, consume_timestamp_ms=timestamp,
-            orderly=args.orderly,
+            group=args.group, subscriptions={args.topic: args.tags}, handler=handle,
+            namesrv=args.namesrv,
+            options=PushOptions(consume_from=consume_from, consume_timestamp_ms=timestamp,
+                                orderly=args.orderly),
         )  # fmt: skip
         STATE.client_started = True
         async with client, anyio.create_task_group() as tg:

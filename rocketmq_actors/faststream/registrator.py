@@ -57,9 +57,11 @@ class RocketMQRegistrator(Registrator[ReceivedMessage[Any], RocketMQBrokerConfig
                 ``enablePropertyFilter=true``).
             orderly: consume each queue in order (queue locks; a nack suspends the queue).
             model: clustering (each message to one member) or broadcasting (to every member).
-            consumer_options: more :class:`~rocketmq_actors.consumer.push.PushConsumer`
-                keyword arguments (``consume_from``, ``concurrency``, ``max_reconsume_times``,
-                ``retry_delay_level``, ...).
+            consumer_options: fields of the consumer's
+                :class:`~rocketmq_actors.consumer.push.PushOptions` (``consume_from``,
+                ``concurrency``, ``max_reconsume_times``, ``retry_delay_level``, ...), of its
+                ``ClientOptions`` (``request_timeout``, ``shutdown_timeout``, ``tracing``,
+                ``trace``, ``trace_topic``, ``on_error``) and ``on_rebalance``.
             ack_policy: FastStream's policy; default ``NACK_ON_ERROR`` (reconsume later).
             no_reply: do not publish the handler's result to the message's ``reply_to``.
             dependencies, parser, decoder: as FastStream's other brokers.

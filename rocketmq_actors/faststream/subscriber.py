@@ -11,12 +11,12 @@ settling is consumed.
 from __future__ import annotations
 
 import asyncio
-import inspect
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import attrs
 from faststream._internal.configs import SubscriberSpecificationConfig, SubscriberUsecaseConfig
 from faststream._internal.constants import EMPTY
 from faststream._internal.endpoint.publisher.fake import FakePublisher
@@ -28,13 +28,15 @@ from faststream.middlewares import AckPolicy
 from faststream.specification.asyncapi.utils import resolve_payloads
 from faststream.specification.schema import Message, Operation, SubscriberSpec
 
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.core.message import ReceivedMessage
 from rocketmq_actors.consumer.core.options import ConsumeFrom, MessageModel
 from rocketmq_actors.consumer.core.subscriptions import MessageSelector
-from rocketmq_actors.consumer.push import PushConsumer
+from rocketmq_actors.consumer.push import PushConsumer, PushOptions
 from rocketmq_actors.errors import ClientStateError, ConfigError
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.names import validate_group, validate_topic
+from rocketmq_actors.protocol.bodies import MessageQueue
 
 from .config import RocketMQBrokerConfig
 from .message import RocketMQMessage, RocketMQParser
@@ -49,8 +51,13 @@ __all__ = ["RocketMQSubscriber", "create_subscriber", "selector_of"]
 
 log = get_logger("rocketmq_actors.faststream")
 
-#: what consumer_options may name (their values are checked when the consumer is built)
-PUSH_OPTIONS = frozenset(inspect.signature(PushConsumer).parameters)
+#: what consumer_options may name: the fields of PushOptions, those of ClientOptions a consumer on
+#: the broker's ClientInstance may set, and the consumer's on_rebalance (their values are
+#: checked when the subscriber is created)
+PUSH_OPTIONS = frozenset(attrs.fields_dict(PushOptions))
+CLIENT_OPTIONS = frozenset(
+    {"request_timeout", "shutdown_timeout", "tracing", "trace", "trace_topic", "on_error"}
+)
 
 
 def selector_of(tags: str | None, sql: str | None) -> MessageSelector:
@@ -105,7 +112,9 @@ class RocketMQSubscriberSpecificationConfig(SubscriberSpecificationConfig):
 class RocketMQSubscriberConfig(SubscriberUsecaseConfig):
     _outer_config: RocketMQBrokerConfig = field(default_factory=RocketMQBrokerConfig)
     channel: Channel
-    consumer_options: Mapping[str, Any] = field(default_factory=dict)
+    options: PushOptions = field(default_factory=PushOptions)
+    client: ClientOptions = field(default_factory=ClientOptions)
+    on_rebalance: Callable[[list[MessageQueue]], None] | None = None
 
     @property
     def ack_policy(self) -> AckPolicy:
@@ -173,7 +182,7 @@ class ReplyPublisher(FakePublisher):
 class RocketMQSubscriber(SubscriberUsecase[ReceivedMessage[Any]]):
     """Consumes one topic (with a tag or SQL92 selector) as one consumer group."""
 
-    __slots__ = ("_stopping", "channel", "consumer", "consumer_options")
+    __slots__ = ("_stopping", "channel", "client", "consumer", "on_rebalance", "options")
 
     _outer_config: RocketMQBrokerConfig
 
@@ -188,7 +197,8 @@ class RocketMQSubscriber(SubscriberUsecase[ReceivedMessage[Any]]):
         config.decoder = parser.decode_message
         super().__init__(config, specification, calls)
         self.channel = config.channel
-        self.consumer_options = dict(config.consumer_options)
+        self.options, self.client = config.options, config.client
+        self.on_rebalance = config.on_rebalance
         self.consumer: PushConsumer[bytes] | None = None
         self._stopping: set[asyncio.Task[None]] = set()
 
@@ -205,14 +215,13 @@ class RocketMQSubscriber(SubscriberUsecase[ReceivedMessage[Any]]):
         if instance is None:
             raise ClientStateError("the RocketMQ broker is not connected: start it first")
         return PushConsumer(
-            instance=instance,  # the broker's: one set of connections for all its clients
-            namespace=self._outer_config.namespace,
             group=self.group,
             subscriptions={self.topic: self.channel.selector},
             handler=handler,
-            orderly=self.channel.orderly,
-            model=self.channel.model,
-            **self.consumer_options,
+            on_rebalance=self.on_rebalance,
+            options=self.options,
+            client=self.client.evolve(namespace=self._outer_config.namespace),
+            instance=instance,  # the broker's: one set of connections for all its clients
         )
 
     async def start(self) -> None:
@@ -337,9 +346,16 @@ def create_subscriber(
             f"consumer_options may not set {sorted(clash)}: the subscriber's arguments, or the "
             "broker's (its consumers share its ClientInstance)"
         )
-    if unknown := set(consumer_options) - PUSH_OPTIONS:
-        raise ConfigError(f"consumer_options: PushConsumer takes no {sorted(unknown)}")
-    consumer_options = with_consume_from(consumer_options)
+    if unknown := set(consumer_options) - PUSH_OPTIONS - CLIENT_OPTIONS - {"on_rebalance"}:
+        raise ConfigError(
+            f"consumer_options: no {sorted(unknown)} in PushOptions (nor "
+            f"{', '.join(sorted(CLIENT_OPTIONS))} of ClientOptions, nor on_rebalance)"
+        )
+    named = with_consume_from(consumer_options)
+    on_rebalance = named.pop("on_rebalance", None)
+    client = ClientOptions(**{k: v for k, v in named.items() if k in CLIENT_OPTIONS})
+    options = PushOptions(orderly=bool(orderly), model=model,
+                          **{k: v for k, v in named.items() if k in PUSH_OPTIONS})  # fmt: skip
     channel = Channel(topic=topic, group=group, selector=selector_of(tags, sql),
                       orderly=bool(orderly), model=model)  # fmt: skip
     calls = CallsCollection[Any]()
@@ -354,7 +370,7 @@ def create_subscriber(
         calls,
     )
     usecase = RocketMQSubscriberConfig(
-        channel=channel, consumer_options=consumer_options, no_reply=no_reply,
-        _outer_config=config, _ack_policy=ack_policy,
+        channel=channel, options=options, client=client, on_rebalance=on_rebalance,
+        no_reply=no_reply, _outer_config=config, _ack_policy=ack_policy,
     )  # fmt: skip
     return RocketMQSubscriber(usecase, specification, calls)

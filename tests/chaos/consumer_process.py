@@ -16,7 +16,7 @@ import time
 
 import anyio
 
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
 
@@ -33,8 +33,12 @@ async def main(namesrv: str, group: str, topic: str, receipts: str, persist: flo
         sys.stdout.flush()
 
     async with PushConsumer(
-        namesrv=namesrv, group=group, subscriptions={topic: "*"}, handler=handle,
-        consume_from=ConsumeFrom.FIRST_OFFSET, persist_interval=persist, on_rebalance=assigned,
+        group=group,
+        subscriptions={topic: "*"},
+        handler=handle,
+        on_rebalance=assigned,
+        namesrv=namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, persist_interval=persist),
     ):  # fmt: skip
         await anyio.sleep_forever()
 

@@ -10,7 +10,7 @@ import pytest
 import structlog
 
 from rocketmq_actors.cluster.routes import TopicRoute
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.errors import SendFailed
 from rocketmq_actors.producer import Message, Producer, create_topic, select_by_key
 from rocketmq_actors.testing.cluster import LocalCluster
@@ -39,9 +39,11 @@ async def test_kill_9_one_master_during_produce_and_consume(
     async with (
         Producer(namesrv=namesrv, send_timeout=3.0, latency_fault_tolerance=True) as producer,
         PushConsumer(
-            namesrv=namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-            handler=receipts.handle, consume_from=ConsumeFrom.FIRST_OFFSET,
-            persist_interval=1.0,
+            group=unique_group,
+            subscriptions={unique_topic: "*"},
+            handler=receipts.handle,
+            namesrv=namesrv,
+            options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, persist_interval=1.0),
         ),
         anyio.create_task_group() as tg,
     ):  # fmt: skip
@@ -59,8 +61,11 @@ async def test_kill_9_one_master_during_produce_and_consume(
         restarted_in = time.monotonic() - killed_at
         # the produce task finishes inside the task group; then consumption must catch up
     async with PushConsumer(
-        namesrv=namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=receipts.handle, consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=receipts.handle,
+        namesrv=namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ):  # fmt: skip
         await receipts.wait_for_all_acknowledged(timeout=90)
     result = checker.check()

@@ -15,7 +15,7 @@ import anyio
 import pytest
 import structlog
 
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Producer, create_topic
 from rocketmq_actors.testing import probe
 from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
@@ -116,8 +116,11 @@ async def test_kill_9_master_the_standby_takes_over_without_loss(
     outage, resumed_in = gap_ended - gap_began, gap_ended - killed_at
     receipts = Receipts(checker)
     async with PushConsumer(
-        namesrv=cluster.namesrv_addr, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=receipts.handle, consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=receipts.handle,
+        namesrv=cluster.namesrv_addr,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ):  # fmt: skip
         await receipts.wait_for_all_acknowledged(timeout=90)
     result = checker.check()

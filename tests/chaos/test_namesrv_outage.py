@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Producer, create_topic
 from rocketmq_actors.testing.cluster import LocalCluster
 from rocketmq_actors.testing.faults import FaultProxy, QueueChecker
@@ -38,8 +38,11 @@ async def test_sixty_seconds_without_a_nameserver(
             instance,
             Producer(instance=instance) as producer,
             PushConsumer(
-                instance=instance, group=unique_group, subscriptions={unique_topic: "*"},
-                handler=receipts.handle, consume_from=ConsumeFrom.FIRST_OFFSET,
+                group=unique_group,
+                subscriptions={unique_topic: "*"},
+                handler=receipts.handle,
+                options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
+                instance=instance,
             ),
         ):  # fmt: skip
             await create_topic(instance, unique_topic, queues=4)

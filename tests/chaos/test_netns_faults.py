@@ -25,7 +25,7 @@ import pytest
 import structlog
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Producer, create_topic
 from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
 from rocketmq_actors.testing.faults import QueueChecker
@@ -82,8 +82,11 @@ async def _partition_under_load(
         stop.set()
     receipts = Receipts(checker)
     async with PushConsumer(
-        namesrv=namesrv, group=group, subscriptions={topic: "*"}, handler=receipts.handle,
-        consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=group,
+        subscriptions={topic: "*"},
+        handler=receipts.handle,
+        namesrv=namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ):  # fmt: skip
         await receipts.wait_for_all_acknowledged(timeout=90)
     return timeline, checker, cut_at, healed_at
@@ -230,9 +233,11 @@ async def test_broker_namesrv_partition_drops_the_broker_from_routes(
         stop.set()
     receipts = Receipts(checker)
     async with PushConsumer(
-        namesrv=topology.cluster.namesrv_addr, group=unique_group,
-        subscriptions={unique_topic: "*"}, handler=receipts.handle,
-        consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=receipts.handle,
+        namesrv=topology.cluster.namesrv_addr,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ):  # fmt: skip
         await receipts.wait_for_all_acknowledged(timeout=90)
     result = checker.check()
@@ -324,8 +329,11 @@ async def test_client_namesrv_partition_sends_go_on_from_cached_routes(
         stop.set()
     receipts = Receipts(checker)
     async with PushConsumer(
-        namesrv=namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=receipts.handle, consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=receipts.handle,
+        namesrv=namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ):  # fmt: skip
         await receipts.wait_for_all_acknowledged(timeout=90)
     result = checker.check()

@@ -29,7 +29,7 @@ import pytest
 import structlog
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.errors import RocketMQError
 from rocketmq_actors.producer import Producer
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
@@ -211,9 +211,11 @@ async def test_producer_under_a_degraded_path(
             stop.set()
     receipts = Receipts(checker)
     async with PushConsumer(
-        namesrv=topology.cluster.namesrv_addr, group=unique_group,
-        subscriptions={unique_topic: "*"}, handler=receipts.handle,
-        consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=receipts.handle,
+        namesrv=topology.cluster.namesrv_addr,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ):  # fmt: skip
         await receipts.wait_for_all_acknowledged(timeout=90)
     result = checker.check()
@@ -265,8 +267,11 @@ async def consume(
         await receipts.handle(message)
 
     async with PushConsumer(
-        instance=instance, group=group, subscriptions={topic: "*"}, handler=handle,
-        consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=group,
+        subscriptions={topic: "*"},
+        handler=handle,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
+        instance=instance,
     ):  # fmt: skip
         await receipts.wait_for_all_acknowledged(timeout=window)
         seen.ended, seen.in_window = time.monotonic(), len(checker.receipts)

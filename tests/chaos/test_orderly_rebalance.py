@@ -15,7 +15,7 @@ import anyio.abc
 import pytest
 import structlog
 
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.errors import RocketMQError
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
@@ -67,9 +67,12 @@ async def test_order_checker_passes_across_two_rebalances(
 
     def consumer(name: str) -> PushConsumer:
         return PushConsumer(
-            namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
+            group=unique_group,
+            subscriptions={unique_topic: "*"},
             handler=receipts.handler(name),
-            orderly=True, consume_from=ConsumeFrom.FIRST_OFFSET, persist_interval=1.0,
+            namesrv=rocketmq_namesrv,
+            options=PushOptions(orderly=True, consume_from=ConsumeFrom.FIRST_OFFSET,
+                                persist_interval=1.0),
         )  # fmt: skip
 
     async with Producer(namesrv=rocketmq_namesrv) as producer:

@@ -8,7 +8,7 @@ import json
 import anyio
 import pytest
 
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
 
@@ -108,8 +108,11 @@ async def test_describe_list_and_reset_an_online_group(
         for i in range(8):
             await producer.send(Message(topic=unique_topic, body=f"m{i}".encode()))
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ) as push:  # fmt: skip
         await until(8)
         # a 4.9 broker refuses to reset a group with no committed offset ("group not exist"):
@@ -118,9 +121,10 @@ async def test_describe_list_and_reset_an_online_group(
         # (consumer/push/concurrent.py _worker and _settle), so once no handler runs every
         # offset has moved
         with anyio.fail_after(15):
-            await push.dispatcher.wait_idle()
-        assert sum(push.offsets.read(q) or 0 for q in push.queues) == 8
-        await push.offsets.persist(list(push.queues), confirmed=True)  # not one-way
+            await push._group.dispatcher.wait_idle()
+        offsets = push._group.offsets
+        assert sum(offsets.read(q) or 0 for q in push.assigned()) == 8
+        await offsets.persist(push.assigned(), confirmed=True)  # not one-way
         described = await aok_json("group", "describe", *ns, "--group", unique_group,
                                    "--topic", unique_topic)  # fmt: skip
         assert described["online"] is True

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.errors import RecallTooLate, UnsupportedByBroker
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.recall import RecallHandle
@@ -40,8 +40,11 @@ async def test_a_recalled_timer_message_is_never_delivered(
     async with Producer(namesrv=rocketmq_namesrv, group=unique_group) as producer:
         await create_topic(producer.instance, unique_topic, queues=1)
         async with PushConsumer(
-            namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-            handler=inbox.handle, consume_from=ConsumeFrom.FIRST_OFFSET,
+            group=unique_group,
+            subscriptions={unique_topic: "*"},
+            handler=inbox.handle,
+            namesrv=rocketmq_namesrv,
+            options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
         ):  # fmt: skip
             plain = await producer.send(Message(topic=unique_topic, body=b"plain"))
             assert plain.recall_handle is None  # only timer messages get one

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.producer.requestreply import reply
 from rocketmq_actors.protocol.records import MessageExt
@@ -54,8 +54,11 @@ async def answer_java_requests(
     async with Producer(namesrv=namesrv, group=f"{group}_admin") as admin:
         await create_topic(admin.instance, topic, queues=2)
     consumer = PushConsumer(
-        namesrv=namesrv, group=group, subscriptions={topic: "*"}, handler=respond,
-        consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=group,
+        subscriptions={topic: "*"},
+        handler=respond,
+        namesrv=namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     )  # fmt: skip
     async with consumer:
         args = ("request", namesrv, topic, f"{group}_java", 3, 20000, api)

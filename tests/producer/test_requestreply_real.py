@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.errors import ReplyTimeout
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.producer.requestreply import reply
@@ -28,8 +28,11 @@ async def test_a_python_responder_answers_a_python_requester(
     async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_req") as requester:
         await create_topic(requester.instance, unique_topic, queues=2)
         consumer = PushConsumer(
-            namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-            handler=respond, consume_from=ConsumeFrom.FIRST_OFFSET,
+            group=unique_group,
+            subscriptions={unique_topic: "*"},
+            handler=respond,
+            namesrv=rocketmq_namesrv,
+            options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
         )  # fmt: skip
         async with consumer:
             with anyio.fail_after(60):

@@ -12,7 +12,7 @@ import pytest
 
 from rocketmq_actors.consumer.pop import PopConsumer
 from rocketmq_actors.consumer.pull import PullConsumer
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.runtime.lifecycle import State
@@ -79,14 +79,19 @@ def _client(kind: str, namesrv: str, topic: str, group: str, seen: _Counter) -> 
                 await anyio.sleep_forever()
         elif kind == "push handler":
             async with PushConsumer(
-                namesrv=namesrv, group=group, subscriptions={topic: "*"}, handler=seen.handle,
-                consume_from=ConsumeFrom.FIRST_OFFSET,
+                group=group,
+                subscriptions={topic: "*"},
+                handler=seen.handle,
+                namesrv=namesrv,
+                options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
             ):  # fmt: skip
                 await anyio.sleep_forever()
         elif kind == "push async for":
             async with PushConsumer(
-                namesrv=namesrv, group=group, subscriptions={topic: "*"},
-                consume_from=ConsumeFrom.FIRST_OFFSET,
+                group=group,
+                subscriptions={topic: "*"},
+                namesrv=namesrv,
+                options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
             ) as consumer:  # fmt: skip
                 async for message in consumer:
                     seen.add(message)
@@ -169,8 +174,11 @@ async def test_a_stray_cancelled_error_from_a_handler_is_a_failure_not_a_stop(
 
     body_finished = False
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET, retry_delay_level=1,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, retry_delay_level=1),
     ) as consumer:  # fmt: skip
         with anyio.fail_after(40):
             await seen.done.wait()  # the cancelled one came back through %RETRY%
@@ -195,8 +203,11 @@ async def test_keyboard_interrupt_or_system_exit_in_a_handler_stops_and_is_rerai
         handled.append(message.body)
 
     consumer = PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET, concurrency=1,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, concurrency=1),
     )  # fmt: skip
     with anyio.fail_after(30), pytest.raises(interrupt):
         async with consumer:
@@ -204,8 +215,11 @@ async def test_keyboard_interrupt_or_system_exit_in_a_handler_stops_and_is_rerai
     assert consumer.state is State.STOPPED and isinstance(consumer.error, interrupt)
     # the interrupted message was not committed: the next member of the group gets it
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=seen.handle, consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=seen.handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ):  # fmt: skip
         with anyio.fail_after(30):
             await seen.wait_for(b"m5")
@@ -236,8 +250,11 @@ async def test_a_consumer_started_in_one_task_and_stopped_in_another(
     await _produce(rocketmq_namesrv, unique_topic, 4)
     seen = _Counter(4)
     consumer = PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=seen.handle, consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=seen.handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     )  # fmt: skip
     async with anyio.create_task_group() as tg:  # the starting task ends before the stop
         tg.start_soon(consumer.start)

@@ -11,8 +11,9 @@ import anyio
 import attrs
 import pytest
 
+from rocketmq_actors.cluster.client import Client
 from rocketmq_actors.consumer.pull import PullConsumer
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.errors import ClientClosed, SupervisorGaveUp
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
@@ -35,7 +36,7 @@ class Subject:
     """A started client, the supervisor of the child under test, its key, and a probe that
     shows the client still does its work."""
 
-    client: Lifecycle
+    client: Lifecycle | Client[Any]
     supervisor: DynamicSupervisor
     key: Hashable
     works: Callable[[], Awaitable[None]]
@@ -82,8 +83,12 @@ def _subject(kind: str, child: str, namesrv: str, topic: str, group: str) -> Sub
     if kind.startswith("push"):
         inbox = Inbox()
         push = PushConsumer(
-            namesrv=namesrv, group=group, subscriptions={topic: "*"}, handler=inbox.handle,
-            consume_from=ConsumeFrom.FIRST_OFFSET, orderly=kind == "push orderly",
+            group=group,
+            subscriptions={topic: "*"},
+            handler=inbox.handle,
+            namesrv=namesrv,
+            options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET,
+                                orderly=kind == "push orderly"),
         )  # fmt: skip
 
         async def consume() -> None:
@@ -92,9 +97,9 @@ def _subject(kind: str, child: str, namesrv: str, topic: str, group: str) -> Sub
             await inbox.wait_for(probe)
 
         if child == "queue":
-            return Subject(push, push.queues.supervisor, MessageQueue(topic, "broker-a", 0),
-                           consume)  # fmt: skip
-        return Subject(push, push._supervisor, child, consume)
+            return Subject(push, push._group.queues.supervisor,
+                           MessageQueue(topic, "broker-a", 0), consume)  # fmt: skip
+        return Subject(push, push._group._supervisor, child, consume)
     pull = PullConsumer(namesrv=namesrv, group=group, auto_offset_reset="earliest")
 
     async def fetch() -> None:
@@ -192,8 +197,11 @@ async def test_the_architecture_diagrams_are_the_live_trees(
         await producer.send(Message(topic=unique_topic, body=b"x"))
         assert producer.tree().render(details=False) == shapes["producer"]
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=handle, orderly=True,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(orderly=True),
     ) as push:  # fmt: skip
         assert push.tree().render(details=False) == shapes["push-consumer (orderly)"]
     async with PullConsumer(namesrv=rocketmq_namesrv, group=unique_group + "_l") as pull:

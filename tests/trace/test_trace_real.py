@@ -14,9 +14,10 @@ import anyio
 import pytest
 
 from rocketmq_actors import query
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.pop import PopConsumer
 from rocketmq_actors.consumer.pull import PullConsumer
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.producer.transaction import LocalTransactionState, TransactionProducer
 from rocketmq_actors.protocol.trace import (
@@ -60,10 +61,17 @@ async def consume_it(kind: Any, namesrv: str, group: str, topic: str, msg_id: st
         if message.msg_id == msg_id:
             got.set()
 
-    async with kind(
-        namesrv=namesrv, group=group, subscriptions={topic: "*"}, handler=handle,
-        consume_from=ConsumeFrom.FIRST_OFFSET, trace=True,
-    ):  # fmt: skip
+    consumer = (
+        PushConsumer(group=group, subscriptions={topic: "*"}, handler=handle, namesrv=namesrv,
+                     options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
+                     client=ClientOptions(trace=True))
+        if kind is PushConsumer
+        else kind(
+            namesrv=namesrv, group=group, subscriptions={topic: "*"}, handler=handle,
+            consume_from=ConsumeFrom.FIRST_OFFSET, trace=True,
+        )
+    )  # fmt: skip
+    async with consumer:
         with anyio.fail_after(30):
             await got.wait()
 

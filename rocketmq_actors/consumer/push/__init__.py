@@ -2,5 +2,6 @@
 in order, with retries and dead letters."""
 
 from .consumer import BatchHandler, ConsumeFrom, Handler, MessageModel, PushConsumer
+from .options import PushOptions
 
-__all__ = ["BatchHandler", "ConsumeFrom", "Handler", "MessageModel", "PushConsumer"]
+__all__ = ["BatchHandler", "ConsumeFrom", "Handler", "MessageModel", "PushConsumer", "PushOptions"]

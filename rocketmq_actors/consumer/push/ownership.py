@@ -6,7 +6,6 @@ broker resets their offsets. The queue actors themselves are in :mod:`.queues`."
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -15,12 +14,10 @@ from rocketmq_actors.consumer.core.options import ConsumeFrom
 from rocketmq_actors.consumer.core.process_queue import ProcessQueue
 from rocketmq_actors.consumer.core.queues import QueueActor
 from rocketmq_actors.consumer.push.locks import lock_queues, unlock_queues
+from rocketmq_actors.consumer.push.ports import OwnershipPort
 from rocketmq_actors.errors import RocketMQError
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
-
-if TYPE_CHECKING:
-    from rocketmq_actors.consumer.push.consumer import PushConsumer
 
 __all__ = ["Ownership"]
 
@@ -33,7 +30,7 @@ LOCK_RETRY_DELAY = 0.5
 
 
 class Ownership:
-    def __init__(self, consumer: PushConsumer[Any]) -> None:
+    def __init__(self, consumer: OwnershipPort) -> None:
         self.consumer = consumer
         self.held: list[MessageQueue] = []  # orderly: the queues locked when the stop began
 
@@ -52,7 +49,7 @@ class Ownership:
                 if queue not in locked:
                     log.info("consumer.lock_not_granted", queue=str(queue))
             if len(locked) < len(new):  # held by the member that is giving them up: soon
-                c.rebalancer.later(LOCK_RETRY_DELAY)
+                c.rebalance_later(LOCK_RETRY_DELAY)
             new = [q for q in new if q in locked]
         for queue in new:
             try:
@@ -74,11 +71,12 @@ class Ownership:
         if committed is not None and committed >= 0:
             return committed
         retry = queue.topic.startswith("%RETRY%")
-        if c.consume_from is ConsumeFrom.FIRST_OFFSET or (
-            retry and c.consume_from is ConsumeFrom.LAST_OFFSET
+        consume_from = c.options.consume_from
+        if consume_from is ConsumeFrom.FIRST_OFFSET or (
+            retry and consume_from is ConsumeFrom.LAST_OFFSET
         ):
             return 0
-        if c.consume_from is ConsumeFrom.TIMESTAMP and not retry:
+        if consume_from is ConsumeFrom.TIMESTAMP and not retry:
             assert c.consume_timestamp_ms is not None
             return await offset_for_time(c.instance, queue, c.consume_timestamp_ms)
         return await max_offset(c.instance, queue)
@@ -137,7 +135,7 @@ class Ownership:
         orderly locks kept) and commit those offsets (RESET_CONSUMER_CLIENT_OFFSET, or the broker
         answering a pull OFFSET_MOVED)."""
         c = self.consumer
-        async with c.rebalancer.lock:
+        async with c.rebalance_lock:
             if c.stopping:
                 return []
             moved = []

@@ -12,11 +12,12 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rocketmq_actors.cluster.requests import RequestServer
 from rocketmq_actors.consumer.core.message import received
 from rocketmq_actors.consumer.core.running_info import member_properties
+from rocketmq_actors.consumer.push.ports import RequestsPort
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import (
     MessageQueue,
@@ -34,23 +35,20 @@ from rocketmq_actors.protocol.events import (
 )
 from rocketmq_actors.runtime.router import Inbound
 
-if TYPE_CHECKING:
-    from rocketmq_actors.consumer.push.consumer import PushConsumer
-
 __all__ = ["server"]
 
 log = get_logger("rocketmq_actors.consumer")
 
 
-def server(consumer: PushConsumer[Any]) -> RequestServer:
+def server(consumer: RequestsPort) -> RequestServer:
     async def ids_changed(inbound: Inbound) -> None:
         log.info("consumer.ids_changed", group=consumer.group)
-        consumer.rebalancer.trigger()
+        consumer.rebalance_now()
 
     async def reset(inbound: Inbound) -> None:
         event = inbound.event
         assert isinstance(event, ResetOffsets)
-        moved = await consumer.ownership.move(event.offsets)
+        moved = await consumer.move_offsets(event.offsets)
         log.info("consumer.offsets_reset", topic=event.topic, queues=len(moved))
 
     def status(inbound: Inbound) -> None:
@@ -77,16 +75,16 @@ def server(consumer: PushConsumer[Any]) -> RequestServer:
     )
 
 
-def _offsets_of(consumer: PushConsumer[Any], topic: str) -> dict[MessageQueue, int]:
+def _offsets_of(consumer: RequestsPort, topic: str) -> dict[MessageQueue, int]:
     out = {}
-    for queue in consumer.queues:
+    for queue in consumer.owned_queues():
         offset = consumer.offsets.read(queue)
         if queue.topic == topic and offset is not None:
             out[queue] = offset
     return out
 
 
-def running_info(consumer: PushConsumer[Any]) -> bytes:
+def running_info(consumer: RequestsPort) -> bytes:
     now = time.monotonic()
     queues: dict[MessageQueue, dict[str, Any]] = {}
     for queue, pq in sorted(consumer.owned_queues().items()):
@@ -107,12 +105,13 @@ def running_info(consumer: PushConsumer[Any]) -> bytes:
         consumer, namesrv=consumer.instance.namesrv.addrs, consume_type="CONSUME_PASSIVELY",
         started_ms=consumer.started_ms,
     )  # fmt: skip
+    options = consumer.options
     properties.update({
         # (Java's ConsumerRunningInfo.PROP_CONSUME_ORDERLY is the string "PROP_CONSUMEORDERLY")
-        "PROP_CONSUMEORDERLY": str(consumer.orderly).lower(),
-        "PROP_THREADPOOL_CORE_SIZE": str(consumer.concurrency),
-        "messageModel": consumer.model.value,
-        "consumeFromWhere": consumer.consume_from.value,
+        "PROP_CONSUMEORDERLY": str(options.orderly).lower(),
+        "PROP_THREADPOOL_CORE_SIZE": str(options.concurrency),
+        "messageModel": options.model.value,
+        "consumeFromWhere": options.consume_from.value,
         "consumed": str(consumer.consumed),
         "failed": str(consumer.failed),
         "inFlight": str(consumer.dispatcher.in_flight),
@@ -124,7 +123,7 @@ def running_info(consumer: PushConsumer[Any]) -> bytes:
     )
 
 
-async def consume_directly(consumer: PushConsumer[Any], inbound: Inbound) -> None:
+async def consume_directly(consumer: RequestsPort, inbound: Inbound) -> None:
     """CONSUME_MESSAGE_DIRECTLY (309): run the handler on one message the broker sends,
     outside the queues (no offset is committed), and report how it went."""
     event = inbound.event
@@ -144,7 +143,7 @@ async def consume_directly(consumer: PushConsumer[Any], inbound: Inbound) -> Non
     log.info("consumer.consumed_directly", msg_id=event.message.msg_id, result=result)
     inbound.reply(body=encode_consume_directly_result(
         result=result, remark="" if ok else "handler failed", spent_ms=spent,
-        order=consumer.orderly,
+        order=consumer.options.orderly,
     ))  # fmt: skip
 
 

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.core.handlers import as_async_handler
-from rocketmq_actors.consumer.push import PushConsumer
+from rocketmq_actors.consumer.push import PushConsumer, PushOptions
 from rocketmq_actors.errors import ConfigError, RocketMQError
 from rocketmq_actors.protocol.records import MessageExt
 
@@ -42,7 +43,7 @@ def _consumer(**kwargs: Any) -> PushConsumer:
     ids=["async def", "async __call__", "partial"],
 )
 def test_async_handlers_are_accepted(handler: object) -> None:
-    assert _consumer(handler=handler).handler is handler
+    assert _consumer(handler=handler)._group.dispatcher.handler is handler
 
 
 @pytest.mark.parametrize(
@@ -100,5 +101,6 @@ async def test_a_sync_handler_runs_in_a_worker_thread() -> None:
     ],
 )
 def test_bad_numbers_are_config_errors(option: str, value: object) -> None:
-    with pytest.raises(ConfigError, match=option):
-        _consumer(handler=good, **{option: value})
+    kind: Any = ClientOptions if option in ("shutdown_timeout", "request_timeout") else PushOptions
+    with pytest.raises(ConfigError, match=option):  # when the options are built
+        kind(**{option: value})

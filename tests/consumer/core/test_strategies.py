@@ -19,7 +19,7 @@ from rocketmq_actors.consumer.core.strategies import (
     as_allocator,
 )
 from rocketmq_actors.consumer.pull import PullConsumer
-from rocketmq_actors.consumer.push import PushConsumer
+from rocketmq_actors.consumer.push import PushConsumer, PushOptions
 from rocketmq_actors.errors import AllocationFailed, ConfigError
 from rocketmq_actors.protocol.bodies import MessageQueue
 
@@ -144,11 +144,12 @@ def test_the_option_is_checked_before_any_io(strategy: object, match: str) -> No
     with pytest.raises(ConfigError, match=match):
         as_allocator(strategy)
     with pytest.raises(ConfigError, match="strategy must be"):
-        PushConsumer(namesrv="127.0.0.1:9", group="G", subscriptions={"t": "*"},
-                     handler=_user([]), strategy=strategy)  # type: ignore[arg-type]  # fmt: skip
+        PushOptions(strategy=strategy)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="strategy must be"):
         PullConsumer(namesrv="127.0.0.1:9", group="G", strategy=strategy)  # type: ignore[arg-type]
     PullConsumer(namesrv="127.0.0.1:9", group="G", strategy=_user([]))  # a callable is taken
+    PushConsumer(group="G", subscriptions={"t": "*"}, namesrv="127.0.0.1:9",
+                 options=PushOptions(strategy=_user([])))  # fmt: skip
 
 
 def test_parameter_checks() -> None:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import anyio
 import pytest
 
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
@@ -83,14 +83,14 @@ async def test_two_members_share_a_topic_as_the_user_strategy_says(
         await create_topic(producer.instance, unique_topic, queues=4)
         consumers = [
             PushConsumer(
-                namesrv=rocketmq_namesrv,
                 group=unique_group,
                 subscriptions={unique_topic: "*"},
                 handler=m.handle,
                 on_rebalance=m.on_rebalance,
-                strategy=s,
-                consume_from=ConsumeFrom.FIRST_OFFSET,
-                rebalance_interval=1.0,
+                namesrv=rocketmq_namesrv,
+                options=PushOptions(
+                    strategy=s, consume_from=ConsumeFrom.FIRST_OFFSET, rebalance_interval=1.0
+                ),
             )
             for m, s in zip(members, strategies, strict=True)
         ]
@@ -109,7 +109,7 @@ async def test_two_members_share_a_topic_as_the_user_strategy_says(
             before = sorted(kept.queues, key=lambda q: (q.topic, q.queue_id))
             strategies[0].broken = True
             calls = strategies[0].calls
-            await broken.rebalancer.rebalance()
+            await broken._group.rebalancer.rebalance()
             assert strategies[0].calls > calls  # it was asked, and raised
             assert sorted(broken.assigned(), key=lambda q: (q.topic, q.queue_id)) == before
             queue_id = min(kept.ids(unique_topic))

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 import anyio
 
 from rocketmq_actors.consumer.pull import PullConsumer
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
@@ -92,11 +92,11 @@ async def test_push_consumer_waits_20_ms_after_flow_control_and_1_s_after_an_err
     async with (
         _fake(flow=5) as fake,
         PushConsumer(
-            namesrv=fake.addr,
             group="G",
             subscriptions={"T": "*"},
             handler=handler,
-            consume_from=ConsumeFrom.FIRST_OFFSET,
+            namesrv=fake.addr,
+            options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
         ),  # fmt: skip
     ):
         with anyio.fail_after(20):

@@ -15,7 +15,7 @@ from rocketmq_actors.consumer.core.admin import (
     consumer_status,
     reset_offsets_by_time,
 )
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.testing.cluster import FRESH_BROKER_TIMEOUT, LocalCluster
@@ -55,13 +55,14 @@ async def test_status_running_info_consume_directly_and_reset(
         await create_topic(producer.instance, unique_topic, queues=4, timeout=FRESH_BROKER_TIMEOUT)
         results = [await producer.send(Message(topic=unique_topic, body=b)) for b in bodies]
         async with PushConsumer(
-            namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-            handler=seen.handle, consume_from=ConsumeFrom.FIRST_OFFSET, persist_interval=0.2,
-            pull_suspend=2,  # 5.x resets on the broker: the next pull learns of it
+            group=unique_group, subscriptions={unique_topic: "*"}, handler=seen.handle,
+            namesrv=rocketmq_namesrv,
+            options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, persist_interval=0.2,
+                                pull_suspend=2),  # 5.x resets on the broker: the next pull learns
         ) as consumer:  # fmt: skip
             await seen.until(20)
             me = consumer.instance.client_id
-            await consumer.offsets.persist(confirmed=True)  # the broker has them now
+            await consumer._group.offsets.persist(confirmed=True)  # the broker has them now
             assert await _committed(consumer, unique_topic) == 20
 
             status = await consumer_status(admin, unique_topic, unique_group)  # 223 -> 221
@@ -94,7 +95,7 @@ async def test_status_running_info_consume_directly_and_reset(
 
 
 async def _committed(consumer: PushConsumer, topic: str) -> int:
-    return sum([await consumer.offsets.fetch(q) or 0 for q in consumer.assigned()
+    return sum([await consumer._group.offsets.fetch(q) or 0 for q in consumer.assigned()
                 if q.topic == topic])  # fmt: skip
 
 
@@ -127,10 +128,13 @@ async def test_client_side_reset_through_reset_consumer_client_offset(
         for body in bodies:
             await producer.send(Message(topic=unique_topic, body=body))
         async with PushConsumer(
-            namesrv=namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-            handler=seen.handle, consume_from=ConsumeFrom.FIRST_OFFSET, persist_interval=0.2,
+            group=unique_group,
+            subscriptions={unique_topic: "*"},
+            handler=seen.handle,
+            namesrv=namesrv,
+            options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, persist_interval=0.2),
         ) as consumer:  # fmt: skip
             await seen.until(12)
-            await consumer.offsets.persist(confirmed=True)  # a reset needs committed offsets
+            await consumer._group.offsets.persist(confirmed=True)  # a reset needs committed offsets
             assert await _committed(consumer, unique_topic) == 12
             await _reset_and_reconsume(admin, consumer, seen, unique_topic, bodies)

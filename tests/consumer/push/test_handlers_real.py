@@ -9,7 +9,7 @@ import anyio
 import pytest
 import structlog
 
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
 
@@ -53,8 +53,11 @@ async def test_handler_failures_log_a_warning_with_the_traceback_once_per_interv
         raise LookupError(f"no such order {message.body!r}")
 
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET, retry_delay_level=18,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, retry_delay_level=18),
     ) as consumer:  # fmt: skip
         with anyio.fail_after(30):
             await failed.wait()

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import anyio
 import pytest
 
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
@@ -56,23 +56,31 @@ async def test_a_failure_on_a_queue_handed_over_meanwhile_is_not_sent_back(
         return [q for q in consumer.assigned() if q.topic == unique_topic]
 
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=first_handler, consume_from=ConsumeFrom.FIRST_OFFSET, on_rebalance=change,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=first_handler,
+        on_rebalance=change,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ) as first:  # fmt: skip
         sent_back: list[int] = []
-        send_back = first.send_back
+        send_back = first._group.send_back
 
         async def counting_send_back(message: MessageExt, delay_level: int) -> bool:
             sent_back.append(message.queue_id)
             change()
             return await send_back(message, delay_level)
 
-        first.send_back = counting_send_back  # type: ignore[method-assign]
+        first._group.send_back = counting_send_back  # type: ignore[method-assign]
         with anyio.fail_after(30):
             await both_running.wait()
         async with PushConsumer(
-            namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-            handler=second_handler, consume_from=ConsumeFrom.FIRST_OFFSET, on_rebalance=change,
+            group=unique_group,
+            subscriptions={unique_topic: "*"},
+            handler=second_handler,
+            on_rebalance=change,
+            namesrv=rocketmq_namesrv,
+            options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
         ) as second:  # fmt: skip
             with anyio.fail_after(30):
                 while len(topic_queues(first)) != 1 or len(topic_queues(second)) != 1:

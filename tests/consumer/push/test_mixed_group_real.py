@@ -8,7 +8,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
 
@@ -55,8 +55,12 @@ async def test_java_and_python_members_share_a_group(
 
     first = await _send(rocketmq_namesrv, unique_topic, "a", 64)
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET, on_rebalance=change,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=handle,
+        on_rebalance=change,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ) as consumer:  # fmt: skip
 
         def mine() -> set[int]:

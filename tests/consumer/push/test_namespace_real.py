@@ -9,8 +9,9 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.pull import PullConsumer, PullStatus
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
@@ -38,13 +39,16 @@ async def test_push_consumer_delivers_its_own_names_and_retries_through_the_wrap
             done.set()
 
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, namespace=NS, handler=handle,
-        subscriptions={unique_topic: "*"}, consume_from=ConsumeFrom.FIRST_OFFSET,
-        retry_delay_level=1,
+        group=unique_group,
+        handler=handle,
+        subscriptions={unique_topic: "*"},
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, retry_delay_level=1),
+        client=ClientOptions(namespace=NS),
     ) as consumer:  # fmt: skip
         with anyio.fail_after(40):
             await done.wait()
-        assert consumer.retry_topic == f"%RETRY%{NS}%{unique_group}"
+        assert consumer._group.retry_topic == f"%RETRY%{NS}%{unique_group}"
     assert sorted(seen) == [("fail", unique_topic, 0), ("fail", unique_topic, 1),
                             ("ok", unique_topic, 0)]  # fmt: skip
 

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import anyio
 import pytest
 
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.consumer.push.orderly import OrderlyConsumeService
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
@@ -52,9 +52,12 @@ async def test_per_key_order_holds_across_a_rebalance(
 
     def member(i: int) -> PushConsumer:
         return PushConsumer(
-            namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-            handler=handler(i), orderly=True, consume_from=ConsumeFrom.FIRST_OFFSET,
-            rebalance_interval=2, pull_batch_size=4,
+            group=unique_group,
+            subscriptions={unique_topic: "*"},
+            handler=handler(i),
+            namesrv=rocketmq_namesrv,
+            options=PushOptions(orderly=True, consume_from=ConsumeFrom.FIRST_OFFSET,
+                                rebalance_interval=2, pull_batch_size=4),
         )  # fmt: skip
 
     async def until(count: int, timeout: float) -> None:
@@ -96,8 +99,11 @@ async def test_a_failure_suspends_the_queue_and_retries_in_order(
             done.set()
 
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=handle, orderly=True, consume_from=ConsumeFrom.FIRST_OFFSET, suspend_delay=0.1,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(orderly=True, consume_from=ConsumeFrom.FIRST_OFFSET, suspend_delay=0.1),
     ) as consumer:  # fmt: skip
         with anyio.fail_after(30):
             await done.wait()
@@ -123,9 +129,12 @@ async def test_past_max_reconsume_times_an_orderly_message_is_dead_lettered(
         done.set()
 
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=handle, orderly=True, consume_from=ConsumeFrom.FIRST_OFFSET, suspend_delay=0.1,
-        max_reconsume_times=2,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(orderly=True, consume_from=ConsumeFrom.FIRST_OFFSET, suspend_delay=0.1,
+                            max_reconsume_times=2),
     ) as consumer:  # fmt: skip
         with anyio.fail_after(30):
             await done.wait()
@@ -177,9 +186,13 @@ async def test_a_long_handler_on_a_released_queue_blocks_neither_renewals_nor_th
 
     def member(handler: Callable[[MessageExt], Awaitable[None]]) -> PushConsumer:
         return PushConsumer(
-            namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-            handler=handler, orderly=True, consume_from=ConsumeFrom.FIRST_OFFSET,
-            lock_interval=0.5, concurrency=4, on_rebalance=change,
+            group=unique_group,
+            subscriptions={unique_topic: "*"},
+            handler=handler,
+            on_rebalance=change,
+            namesrv=rocketmq_namesrv,
+            options=PushOptions(orderly=True, consume_from=ConsumeFrom.FIRST_OFFSET,
+                                lock_interval=0.5, concurrency=4),
         )  # fmt: skip
 
     def topic_queues(consumer: PushConsumer) -> list[MessageQueue]:
@@ -188,7 +201,7 @@ async def test_a_long_handler_on_a_released_queue_blocks_neither_renewals_nor_th
     renewals = 0
 
     async with member(slow) as first:
-        service = first.service
+        service = first._group.service
         assert isinstance(service, OrderlyConsumeService)
         renew = service.renew
 
@@ -203,8 +216,8 @@ async def test_a_long_handler_on_a_released_queue_blocks_neither_renewals_nor_th
             await all_started.wait()
         async with member(idle) as second:
             # the first member gives two queues up: their handlers run on, so it defers
-            await until(lambda: sum(pq.release_deferred for pq in first.owned_queues().values())
-                        == 2, 30)  # fmt: skip
+            owned = first._group.owned_queues
+            await until(lambda: sum(pq.release_deferred for pq in owned().values()) == 2, 30)
             deferred_at, before = anyio.current_time(), renewals
             await until(lambda: renewals >= before + 3, 10)  # its locks are renewed meanwhile
             assert topic_queues(second) == []  # refused: the first member holds the locks

@@ -11,7 +11,7 @@ import attrs
 import pytest
 
 from rocketmq_actors.consumer.core.options import ConsumeFrom
-from rocketmq_actors.consumer.push import ownership
+from rocketmq_actors.consumer.push import PushOptions, ownership
 from rocketmq_actors.consumer.push.ownership import Ownership
 from rocketmq_actors.protocol.bodies import MessageQueue
 
@@ -30,7 +30,7 @@ class Store:
 @attrs.define
 class Consumer:
     offsets: Store
-    consume_from: ConsumeFrom
+    options: PushOptions
     consume_timestamp_ms: int | None = None
     instance: object = None
 
@@ -49,7 +49,7 @@ def _broker_offsets(monkeypatch: pytest.MonkeyPatch) -> None:
 
 async def _start(answer: int | None, consume_from: ConsumeFrom, queue: MessageQueue = QUEUE,
                  **kwargs: Any) -> int:  # fmt: skip
-    consumer = Consumer(Store(answer), consume_from, **kwargs)
+    consumer = Consumer(Store(answer), PushOptions(consume_from=consume_from), **kwargs)
     return await Ownership(consumer).start_offset(queue)  # type: ignore[arg-type]
 
 

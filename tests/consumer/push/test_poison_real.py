@@ -12,7 +12,7 @@ import pytest
 import zstandard
 
 from rocketmq_actors.consumer.pull import PullConsumer, PullStatus
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.producer.sendloop import ROUND_ROBIN
 from rocketmq_actors.protocol.bodies import MessageQueue
@@ -67,9 +67,12 @@ async def test_undecodable_messages_go_to_the_dlq_and_the_queue_moves_on(
             done.set()
 
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET, orderly=orderly,
-        max_reconsume_times=None if orderly else 0,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, orderly=orderly,
+                            max_reconsume_times=None if orderly else 0),
     ) as consumer:  # fmt: skip
         with anyio.fail_after(30):
             await done.wait()  # every plain message, poison or not around it

@@ -9,8 +9,9 @@ from pathlib import Path
 import anyio
 import pytest
 
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.pull import MessageSelector, PullConsumer, PullStatus
-from rocketmq_actors.consumer.push import ConsumeFrom, MessageModel, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, MessageModel, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
@@ -69,8 +70,11 @@ async def test_consumes_everything_then_resumes_from_the_committed_offset(
     await _produce(rocketmq_namesrv, unique_topic, first)
     inbox = Inbox()
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=inbox.handle, consume_from=ConsumeFrom.FIRST_OFFSET, persist_interval=0.2,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=inbox.handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, persist_interval=0.2),
     ):  # fmt: skip
         await inbox.wait_for(100)
     assert sorted(inbox.bodies) == sorted(first)
@@ -78,8 +82,11 @@ async def test_consumes_everything_then_resumes_from_the_committed_offset(
     await _produce(rocketmq_namesrv, unique_topic, later)
     again = Inbox()
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=again.handle, consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=again.handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ):  # fmt: skip
         await again.wait_for(10)
     # a clean restart resumes at the committed offsets: nothing redelivered, nothing skipped
@@ -112,9 +119,12 @@ async def test_three_members_share_then_two_take_over(
 
     def consumer(member: int) -> PushConsumer:
         return PushConsumer(
-            namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-            handler=inbox.handle, consume_from=ConsumeFrom.FIRST_OFFSET,
-            on_rebalance=listener(member), rebalance_interval=20,
+            group=unique_group,
+            subscriptions={unique_topic: "*"},
+            handler=inbox.handle,
+            on_rebalance=listener(member),
+            namesrv=rocketmq_namesrv,
+            options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, rebalance_interval=20),
         )  # fmt: skip
 
     async with consumer(0), consumer(1):
@@ -135,9 +145,12 @@ async def test_failures_are_retried_then_dead_lettered(
 ) -> None:
     inbox = Inbox(fail=lambda m: m.body == b"poison")
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=inbox.handle, consume_from=ConsumeFrom.FIRST_OFFSET,
-        max_reconsume_times=1, retry_delay_level=1,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=inbox.handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, max_reconsume_times=1,
+                            retry_delay_level=1),
     ):  # fmt: skip
         await _produce(rocketmq_namesrv, unique_topic, [b"fine", b"poison"], queues=1)
         await inbox.wait_for(1)
@@ -168,9 +181,13 @@ async def test_broadcasting_every_member_gets_everything_and_offsets_survive(
         # one offset directory, as two processes of one host would have: each member keeps
         # its own file, under its client id (named, so that it survives the restart)
         return PushConsumer(
-            namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-            handler=inbox.handle, model=MessageModel.BROADCASTING, instance_name=f"m{i}",
-            consume_from=ConsumeFrom.FIRST_OFFSET, offset_dir=tmp_path,
+            group=unique_group,
+            subscriptions={unique_topic: "*"},
+            handler=inbox.handle,
+            namesrv=rocketmq_namesrv,
+            options=PushOptions(model=MessageModel.BROADCASTING,
+                                consume_from=ConsumeFrom.FIRST_OFFSET, offset_dir=tmp_path),
+            client=ClientOptions(instance_name=f"m{i}"),
         )  # fmt: skip
 
     async with member(0, inboxes[0]), member(1, inboxes[1]):
@@ -197,8 +214,11 @@ async def test_async_for_acknowledges_on_next_and_reconsume_later_retries(
     await _produce(rocketmq_namesrv, unique_topic, [b"a", b"again", b"c"], queues=1)
     got: list[tuple[bytes, int]] = []
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        consume_from=ConsumeFrom.FIRST_OFFSET, retry_delay_level=1, persist_interval=0.2,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, retry_delay_level=1,
+                            persist_interval=0.2),
     ) as consumer:  # fmt: skip
         with anyio.fail_after(30):
             async for message in consumer:
@@ -212,8 +232,10 @@ async def test_async_for_acknowledges_on_next_and_reconsume_later_retries(
     # comes again; everything acknowledged before does not
     later: list[bytes] = []
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ) as consumer:  # fmt: skip
         await _produce(rocketmq_namesrv, unique_topic, [b"d"], queues=1)
         with anyio.fail_after(30):
@@ -245,9 +267,12 @@ async def test_batches_timeout_and_drain(
             got.set()
 
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        batch_handler=handle, consume_batch_size=8, consume_timeout=0.5, retry_delay_level=1,
-        consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        batch_handler=handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_batch_size=8, consume_timeout=0.5, retry_delay_level=1,
+                            consume_from=ConsumeFrom.FIRST_OFFSET),
     ) as consumer:  # fmt: skip
         with anyio.fail_after(40):
             await got.wait()
@@ -269,8 +294,11 @@ async def test_close_waits_for_the_handler_in_flight_and_commits_it(
 
     queue = MessageQueue(unique_topic, "broker-a", 0)
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ):  # fmt: skip
         with anyio.fail_after(30):
             await started.wait()
@@ -290,8 +318,11 @@ async def test_consume_from_timestamp_on_a_young_queue_starts_at_its_first_messa
     start_ms = int(time.time() * 1000) + 60_000  # later than every message
     inbox = Inbox()
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=inbox.handle, consume_from=ConsumeFrom.TIMESTAMP, consume_timestamp_ms=start_ms,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=inbox.handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.TIMESTAMP, consume_timestamp_ms=start_ms),
     ):  # fmt: skip
         await inbox.wait_for(5)
     assert sorted(inbox.bodies) == [b"old%d" % i for i in range(5)]
@@ -308,9 +339,11 @@ async def test_sql92_selector_is_evaluated_by_the_broker(
             )
     inbox = Inbox()
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, handler=inbox.handle,
+        group=unique_group,
+        handler=inbox.handle,
         subscriptions={unique_topic: MessageSelector.by_sql("n >= 15 AND n <> 17")},
-        consume_from=ConsumeFrom.FIRST_OFFSET,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ):  # fmt: skip
         await inbox.wait_for(5)
     assert sorted(int(b) for b in inbox.bodies) == [15, 16, 18, 19, 100]

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.consumer.push.concurrent import ConcurrentConsumeService
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
@@ -62,12 +62,15 @@ async def test_a_refused_send_back_is_copied_to_the_retry_topic_on_another_broke
 
     try:
         async with PushConsumer(
-            namesrv=namesrv, group=unique_group, subscriptions={unique_topic: "*"}, handler=handle,
-            consume_from=ConsumeFrom.FIRST_OFFSET, retry_delay_level=1,
+            group=unique_group,
+            subscriptions={unique_topic: "*"},
+            handler=handle,
+            namesrv=namesrv,
+            options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, retry_delay_level=1),
         ) as consumer:  # fmt: skip
             with anyio.fail_after(60):  # delay level 3 (10 s) for the copy, as Java's
                 await done.wait()
-            service = consumer.service
+            service = consumer._group.service
             assert isinstance(service, ConcurrentConsumeService)
             assert service.local_retries == 0
     finally:  # the shared cluster's next test finds broker-a writable

@@ -16,7 +16,7 @@ from rocketmq_actors.consumer.core.settlement import (
     SettlementNotSupported,
 )
 from rocketmq_actors.consumer.pull import PullConsumer
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
 
@@ -83,8 +83,11 @@ async def test_concurrent_nack_with_level_1_redelivers_after_a_second(
             message.nack(delay=1)  # then return: reconsume later, in 1 s (delay level 1)
 
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ) as consumer:  # fmt: skip
         await seen.wait()
         assert consumer.failed == 1 and consumer.consumed >= 1
@@ -110,9 +113,12 @@ async def test_a_batch_handler_nacking_one_message_has_only_that_one_redelivered
             messages[2].nack(delay=DelayLevel(1))  # then return: m0 and m1 are consumed
 
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        batch_handler=handle, consume_batch_size=3, concurrency=1, retry_delay_level=1,
-        consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        batch_handler=handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_batch_size=3, concurrency=1, retry_delay_level=1,
+                            consume_from=ConsumeFrom.FIRST_OFFSET),
     ) as consumer:  # fmt: skip
         with anyio.fail_after(40):
             await again.wait()
@@ -127,8 +133,10 @@ async def test_process_with_an_exception_in_async_for_redelivers(
     await _produce(rocketmq_namesrv, unique_topic, [b"fails-once", b"fine"])
     got: list[tuple[bytes, int]] = []
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ) as consumer:  # fmt: skip
         with anyio.fail_after(40):
             async for message in consumer:
@@ -157,8 +165,11 @@ async def test_orderly_nack_suspends_and_redelivers_the_same_message_first(
             message.nack(delay=0.5)  # suspend the queue half a second
 
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET, orderly=True,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, orderly=True),
     ):  # fmt: skip
         await seen.wait()
     assert [(b, n) for b, n, _ in seen.items[:4]] == [
@@ -174,8 +185,10 @@ async def test_double_settlement_raises_and_the_first_holds(
     got: list[tuple[bytes, int]] = []
     errors: list[BaseException] = []
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        consume_from=ConsumeFrom.FIRST_OFFSET, retry_delay_level=1,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, retry_delay_level=1),
     ) as consumer:  # fmt: skip
         with anyio.fail_after(40):
             async for message in consumer:
@@ -202,8 +215,12 @@ async def test_json_deserializer_gives_dicts_push_and_pull(
     values, done, handle = _values_until(3)
 
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET, value_deserializer=json.loads,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=handle,
+        value_deserializer=json.loads,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ):  # fmt: skip
         with anyio.fail_after(30):
             await done.wait()
@@ -227,9 +244,13 @@ async def test_a_body_the_deserializer_rejects_goes_to_the_dlq_and_the_rest_is_c
     values, done, handle = _values_until(3)
 
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-        handler=handle, consume_from=ConsumeFrom.FIRST_OFFSET, orderly=orderly,
-        value_deserializer=json.loads, max_reconsume_times=None if orderly else 0,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=handle,
+        value_deserializer=json.loads,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, orderly=orderly,
+                            max_reconsume_times=None if orderly else 0),
     ) as consumer:  # fmt: skip
         with anyio.fail_after(30):
             await done.wait()

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
@@ -85,8 +85,11 @@ async def test_with_the_master_gone_a_new_member_consumes_from_the_slave(
             done.set()
 
     async with PushConsumer(
-        namesrv=namesrv, group=unique_group, subscriptions={unique_topic: "*"}, handler=handle,
-        consume_from=ConsumeFrom.FIRST_OFFSET,
+        group=unique_group,
+        subscriptions={unique_topic: "*"},
+        handler=handle,
+        namesrv=namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
     ):  # fmt: skip
         with anyio.fail_after(30):
             await done.wait()

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from rocketmq_actors.consumer.pull import PullConsumer
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
@@ -44,8 +44,11 @@ async def test_a_new_group_on_a_young_queue_starts_at_its_first_message_as_java_
             done.set()
 
     async with PushConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group + "_push",
-        subscriptions={unique_topic: "*"}, handler=handle, consume_from=ConsumeFrom.LAST_OFFSET,
+        group=unique_group + "_push",
+        subscriptions={unique_topic: "*"},
+        handler=handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.LAST_OFFSET),
     ):  # fmt: skip
         with anyio.fail_after(30):
             await done.wait()
