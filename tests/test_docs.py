@@ -10,10 +10,11 @@ import logging
 import re
 from pathlib import Path
 
+import attrs
 import pytest
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.consumer.pop import PopConsumer
+from rocketmq_actors.consumer.pop import PopConsumer, PopOptions
 from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.consumer.push import PushConsumer
 from rocketmq_actors.producer import Producer
@@ -34,10 +35,14 @@ def _matches(cell: str, default: object) -> bool:
     text = cell.strip("`")
     if isinstance(default, enum.Enum):
         return text == f"{type(default).__name__}.{default.name}"
+    if attrs.has(type(default)):  # an options object
+        return text == f"{type(default).__name__}()"
     return bool(ast.literal_eval(text) == default)
 
 
-@pytest.mark.parametrize("cls", [ClientInstance, Producer, PushConsumer, PullConsumer, PopConsumer])
+@pytest.mark.parametrize(
+    "cls", [ClientInstance, Producer, PushConsumer, PullConsumer, PopConsumer, PopOptions]
+)
 def test_configuration_table_lists_every_option_with_its_default(cls: type[object]) -> None:
     params = {
         name: p.default
