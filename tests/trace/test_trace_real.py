@@ -14,7 +14,8 @@ import anyio
 import pytest
 
 from rocketmq_actors import query
-from rocketmq_actors.consumer.pop import PopConsumer
+from rocketmq_actors.cluster.options import ClientOptions
+from rocketmq_actors.consumer.pop import PopConsumer, PopOptions
 from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
 from rocketmq_actors.producer import Message, Producer, create_topic
@@ -60,10 +61,18 @@ async def consume_it(kind: Any, namesrv: str, group: str, topic: str, msg_id: st
         if message.msg_id == msg_id:
             got.set()
 
-    async with kind(
-        namesrv=namesrv, group=group, subscriptions={topic: "*"}, handler=handle,
-        consume_from=ConsumeFrom.FIRST_OFFSET, trace=True,
-    ):  # fmt: skip
+    if kind is PopConsumer:
+        consumer = PopConsumer(
+            namesrv=namesrv, group=group, subscriptions={topic: "*"}, handler=handle,
+            options=PopOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
+            client=ClientOptions(trace=True),
+        )  # fmt: skip
+    else:
+        consumer = kind(
+            namesrv=namesrv, group=group, subscriptions={topic: "*"}, handler=handle,
+            consume_from=ConsumeFrom.FIRST_OFFSET, trace=True,
+        )  # fmt: skip
+    async with consumer:
         with anyio.fail_after(30):
             await got.wait()
 
