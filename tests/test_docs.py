@@ -14,7 +14,7 @@ import attrs
 import pytest
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.consumer.pop import PopConsumer
+from rocketmq_actors.consumer.pop import PopConsumer, PopOptions
 from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.consumer.push import PushConsumer, PushOptions
 from rocketmq_actors.producer import Producer
@@ -41,7 +41,8 @@ def _matches(cell: str, default: object) -> bool:
 
 
 @pytest.mark.parametrize(
-    "cls", [ClientInstance, Producer, PushConsumer, PushOptions, PullConsumer, PopConsumer]
+    "cls",
+    [ClientInstance, Producer, PushConsumer, PushOptions, PullConsumer, PopConsumer, PopOptions],
 )
 def test_configuration_table_lists_every_option_with_its_default(cls: type[object]) -> None:
     params = {

@@ -14,9 +14,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from rocketmq_actors.cluster.options import ClientOptions
+from rocketmq_actors.consumer.pop import PopConsumer, PopOptions
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
+from rocketmq_actors.testing.cluster import LocalCluster
 
 pytestmark = pytest.mark.integration
 
@@ -191,3 +193,31 @@ async def test_batch_and_delay_sends_have_their_attributes_and_a_handler_error_i
     assert attributes["messaging.destination.name"] == unique_topic
     assert process.parent is not None and process.parent.span_id == batch.context.span_id
     assert attributes["messaging.message.id"] in {r.msg_id for r in results}
+
+
+async def test_a_pop_consumer_traces_each_handler_call_when_its_client_options_say(
+    spans: InMemorySpanExporter, rocketmq_namesrv: str, rocketmq_cluster: LocalCluster,
+    unique_topic: str, unique_group: str,
+) -> None:  # fmt: skip
+    if rocketmq_cluster.spec.is_4x:
+        pytest.skip("POP needs a 5.x broker")
+    done = anyio.Event()
+
+    async def handle(message: MessageExt) -> None:
+        done.set()
+
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_p") as producer:
+        await create_topic(producer.instance, unique_topic, queues=1)
+        sent = await producer.send(Message(topic=unique_topic, body=b"popped"))
+    async with PopConsumer(
+        namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
+        handler=handle, options=PopOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
+        client=ClientOptions(tracing=True),
+    ):  # fmt: skip
+        with anyio.fail_after(30):
+            await done.wait()
+    (process,) = [s for s in spans.get_finished_spans() if s.kind is SpanKind.CONSUMER]
+    attributes = check_semconv(process)
+    assert attributes["messaging.consumer.group.name"] == unique_group
+    assert attributes["messaging.message.id"] == sent.msg_id
+    assert attributes["messaging.rocketmq.consumption_model"] == "clustering"

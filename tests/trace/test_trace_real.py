@@ -15,7 +15,7 @@ import pytest
 
 from rocketmq_actors import query
 from rocketmq_actors.cluster.options import ClientOptions
-from rocketmq_actors.consumer.pop import PopConsumer
+from rocketmq_actors.consumer.pop import PopConsumer, PopOptions
 from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
@@ -61,16 +61,18 @@ async def consume_it(kind: Any, namesrv: str, group: str, topic: str, msg_id: st
         if message.msg_id == msg_id:
             got.set()
 
-    consumer = (
-        PushConsumer(group=group, subscriptions={topic: "*"}, handler=handle, namesrv=namesrv,
-                     options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
-                     client=ClientOptions(trace=True))
-        if kind is PushConsumer
-        else kind(
+    options = ClientOptions(trace=True)
+    consumer: PushConsumer[bytes] | PopConsumer[bytes]
+    if kind is PopConsumer:
+        consumer = PopConsumer(
             namesrv=namesrv, group=group, subscriptions={topic: "*"}, handler=handle,
-            consume_from=ConsumeFrom.FIRST_OFFSET, trace=True,
-        )
-    )  # fmt: skip
+            options=PopOptions(consume_from=ConsumeFrom.FIRST_OFFSET), client=options,
+        )  # fmt: skip
+    else:
+        consumer = PushConsumer(
+            namesrv=namesrv, group=group, subscriptions={topic: "*"}, handler=handle,
+            options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET), client=options,
+        )  # fmt: skip
     async with consumer:
         with anyio.fail_after(30):
             await got.wait()

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from rocketmq_actors.runtime.tree import Node
 
-__all__ = ["TREE_PROPERTY", "member_properties"]
+__all__ = ["TREE_PROPERTY", "Member", "member_properties"]
 
 #: the running-info property holding a member's live actor tree as JSON (Java tools show
 #: properties they do not know as they are)

@@ -2,5 +2,6 @@
 queues."""
 
 from .consumer import PopConsumer
+from .options import PopOptions
 
-__all__ = ["PopConsumer"]
+__all__ = ["PopConsumer", "PopOptions"]

@@ -4,7 +4,8 @@
         ...                          # raising means "consume later" (retry)
 
     async with PopConsumer(namesrv="127.0.0.1:9876", group="billing",
-                           subscriptions={"orders": "paid || refunded"}, handler=handle):
+                           subscriptions={"orders": "paid || refunded"}, handler=handle,
+                           options=PopOptions(invisible_time=120.0)):
         await anyio.sleep_forever()
 
 or ``async for message in consumer`` as with :class:`~.push.PushConsumer`, with the same
@@ -20,389 +21,95 @@ acked is consumed; one not acked within its invisible time is delivered again, t
 (a member that stops or dies leaves its unacked messages to the others that way). A failure
 makes the message visible again after a delay, through the broker's pop retry topic
 (``%RETRY%<group>_<topic>`` or ``+<topic>``), its reconsume count one more; see
-:mod:`.pop_service`. Acks are batched (:mod:`.pop_acks`).
+:mod:`.service`. Acks are batched (:mod:`.acks`).
 
-``orderly=True`` pops with ``order=true``: the broker hands a queue's next messages out only
-once the previous ones are acked (or invisible again), so each queue is consumed in order,
-by one member at a time.
+``PopOptions(orderly=True)`` pops with ``order=true``: the broker hands a queue's next
+messages out only once the previous ones are acked (or invisible again), so each queue is
+consumed in order, by one member at a time.
 
-The consumer is a supervisor of actors: ``mailbox`` (the broker's requests for the group),
-``brokers`` (which (topic, broker) pairs to pop from, every ``route_interval``), one
-``popper`` per pair, ``consume`` (the workers) and ``acks``. POP needs 5.x brokers: starting
-against a 4.x broker raises :class:`~rocketmq_actors.errors.UnsupportedByBroker`.
+The actors doing the work (mailbox, brokers, poppers, consume, acks) are those of its group,
+:class:`~.group.PopGroup`. POP needs 5.x brokers: starting against a 4.x broker raises
+:class:`~rocketmq_actors.errors.UnsupportedByBroker`.
 """
 
 from __future__ import annotations
 
-import functools
-import ssl
-import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AsyncExitStack
 from typing import Any, Generic, cast
 
-import anyio
-from anyio.abc import TaskStatus
-
+from rocketmq_actors.cluster.client import Client
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.cluster.member import MEMBER_POLICY, GroupMember
 from rocketmq_actors.cluster.options import ClientOptions
-from rocketmq_actors.consumer.core.brokercalls import BROKER_FLOW_CONTROL_DELAY
-from rocketmq_actors.consumer.core.dispatch import BatchHandler, Dispatcher, Handler, async_handlers
-from rocketmq_actors.consumer.core.message import ReceivedMessage, T, deserialize
-from rocketmq_actors.consumer.core.options import ConsumeFrom
-from rocketmq_actors.consumer.core.options import max_reconsume_times as default_max_reconsume
-from rocketmq_actors.consumer.core.sendback import send_back
+from rocketmq_actors.consumer.core.dispatch import BatchHandler, Handler, async_handlers
+from rocketmq_actors.consumer.core.message import ReceivedMessage, T
 from rocketmq_actors.consumer.core.settlement import Delay
-from rocketmq_actors.consumer.core.subscriptions import (
-    MessageSelector,
-    Subscription,
-    subscription_table,
-)
-from rocketmq_actors.consumer.pop import calls as pop_calls
-from rocketmq_actors.consumer.pop.acks import Acker
-from rocketmq_actors.consumer.pop.options import check_pop_options
-from rocketmq_actors.consumer.pop.requests import server
-from rocketmq_actors.consumer.pop.service import PopConsumeService
-from rocketmq_actors.errors import (
-    BrokerError,
-    ConfigError,
-    RocketMQError,
-    TopicNotFound,
-    UnsupportedByBroker,
-)
-from rocketmq_actors.logs import get_logger
-from rocketmq_actors.names import wrap
-from rocketmq_actors.protocol.acl import AclCredentials
-from rocketmq_actors.protocol.bodies import ConsumerData
-from rocketmq_actors.protocol.codes import ResponseCode
-from rocketmq_actors.protocol.errors import ProtocolError
-from rocketmq_actors.protocol.pop import INIT_MODE_MAX, INIT_MODE_MIN
+from rocketmq_actors.consumer.core.subscriptions import MessageSelector
+from rocketmq_actors.consumer.pop.group import NO_ITERATION, PopGroup
+from rocketmq_actors.consumer.pop.options import PopOptions, check_pop_arguments
 from rocketmq_actors.protocol.records import MessageExt
-from rocketmq_actors.runtime.backoff import Backoff
-from rocketmq_actors.runtime.signal import Signal
-from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart
-from rocketmq_actors.runtime.tree import Node
-from rocketmq_actors.trace import hooks as rmq_trace
 
 __all__ = ["PopConsumer"]
 
-log = get_logger("rocketmq_actors.consumer")
-
-Target = tuple[str, str]  # (topic, broker name)
+_OPTIONS, _CLIENT = PopOptions(), ClientOptions()
 
 
-class PopConsumer(GroupMember, Generic[T]):
+class PopConsumer(Client[PopGroup], Generic[T]):
+    """A member of consumer ``group`` to which the brokers hand out messages of the
+    ``subscriptions`` (``{topic: "tag || tag"``, ``"*"`` or a ``MessageSelector``}), consumed by
+    ``handler(message)`` or ``batch_handler(messages)`` (with ``consume_batch_size``), a plain
+    ``def`` with ``sync_handler=True``; without either, ``async for message in consumer``.
+    ``value_deserializer`` turns each body into ``message.value``. ``namesrv`` is
+    ``ClientOptions(namesrv=...)`` in short; ``options`` what POP tunes (:class:`PopOptions`),
+    ``client`` what every client shares, ``instance`` a shared ``ClientInstance``."""
+
     def __init__(
         self,
         *,
-        namesrv: str | Sequence[str] | None = None,
         group: str,
         subscriptions: Mapping[str, str | MessageSelector],
         handler: Handler | None = None,
         batch_handler: BatchHandler | None = None,
-        instance: ClientInstance | None = None,
-        namespace: str | None = None,
-        orderly: bool = False,
-        consume_from: ConsumeFrom = ConsumeFrom.LAST_OFFSET,
-        invisible_time: float = 60.0,
-        poll_time: float = 15.0,
-        pop_batch_size: int = 32,
-        concurrency: int = 20,
-        consume_batch_size: int = 1,
-        max_cached_messages: int = 1000,
-        max_reconsume_times: int | None = None,
-        retry_delay: float | None = None,
-        suspend_delay: float = 1.0,
-        consume_timeout: float | None = 15 * 60.0,
-        ack_batch_size: int = 32,
-        ack_interval: float = 0.2,
-        route_interval: float = 20.0,
         sync_handler: bool = False,
-        shutdown_timeout: float = 10.0,
-        instance_name: str | None = None,
-        request_timeout: float = 3.0,
-        ssl_context: ssl.SSLContext | None = None,
-        credentials: AclCredentials | None = None,
-        on_error: Callable[[BaseException], object] | None = None,
         value_deserializer: Callable[[bytes], T] | None = None,
-        trace: bool = False,
-        trace_topic: str | None = None,
+        namesrv: str | Sequence[str] | None = None,
+        options: PopOptions = _OPTIONS,
+        client: ClientOptions = _CLIENT,
+        instance: ClientInstance | None = None,
     ) -> None:
-        check_pop_options(locals())
+        check_pop_arguments(
+            group=group, subscriptions=subscriptions, handler=handler,
+            batch_handler=batch_handler, sync_handler=sync_handler,
+            value_deserializer=value_deserializer, options=options, client=client,
+        )  # fmt: skip
         handler, batch_handler = async_handlers(handler, batch_handler, sync=sync_handler,
-                                                concurrency=concurrency)  # fmt: skip
-        super().__init__(
-            kind="pop-consumer", group=wrap(namespace, group), namesrv=namesrv, instance=instance,
-            client=ClientOptions(ssl_context=ssl_context, credentials=credentials,
-                                 instance_name=instance_name, shutdown_timeout=shutdown_timeout,
-                                 on_error=on_error),
+                                                concurrency=options.concurrency)  # fmt: skip
+        self._group = PopGroup(
+            group=group, subscriptions=subscriptions, handler=handler,
+            batch_handler=batch_handler, value_deserializer=value_deserializer,
+            namesrv=namesrv, options=options, client=client, instance=instance,
         )  # fmt: skip
-        self.orderly, self.consume_from = orderly, consume_from
-        self.invisible_time, self.poll_time = float(invisible_time), float(poll_time)
-        self.pop_batch_size, self.concurrency = pop_batch_size, concurrency
-        self.max_cached_messages = max_cached_messages
-        self.max_reconsume_times = default_max_reconsume(max_reconsume_times, orderly)
-        self.retry_delay, self.suspend_delay = retry_delay, suspend_delay
-        self.route_interval, self.request_timeout = route_interval, request_timeout
-        self.value_deserializer = value_deserializer
-        self.namespace = namespace
-        self._subscriptions = subscription_table(namespace, subscriptions)
-        self.dispatcher = Dispatcher(
-            self.group, handler=handler, batch_handler=batch_handler,
-            consume_timeout=consume_timeout, fail=self._fail, tracing=None, namespace=namespace,
-            msg_trace=rmq_trace.for_consumer(self._instance, self.group, namespace, trace,
-                                             trace_topic),
-        )  # fmt: skip
-        self.acker = Acker(self._instance, self.group, batch_size=ack_batch_size,
-                           interval=ack_interval)  # fmt: skip
-        self.service = PopConsumeService(
-            self, self.dispatcher, self.acker, concurrency=concurrency,
-            consume_batch_size=consume_batch_size, orderly=orderly,
-        )  # fmt: skip
-        self._supervisor = DynamicSupervisor(
-            f"pop-consumer:{self.group}", MEMBER_POLICY, shutdown_timeout=shutdown_timeout
-        )
-        self.targets: set[Target] = set()
-        self.pops = 0  # POP requests answered
-        self.pop_errors = 0  # POP requests that failed (retried after a back-off)
-        self._flow = Signal()
-        self._stopping = False
-        self._sub_version = time.time_ns() // 1_000_000
-        self.started_ms = 0
-
-    # ---- what the actors read ---------------------------------------------------------------
-
-    @property
-    def stopping(self) -> bool:
-        return self._stopping
-
-    @property
-    def consumed(self) -> int:
-        return self.dispatcher.consumed
-
-    @property
-    def failed(self) -> int:
-        return self.dispatcher.failed
-
-    def subscriptions(self) -> list[Subscription]:
-        return list(self._subscriptions.values())
-
-    def flow_changed(self) -> None:
-        self._flow.set()
-
-    async def send_back(self, message: MessageExt, delay_level: int) -> bool:
-        return await send_back(self._instance, self.group, message, delay_level,
-                               self.max_reconsume_times, namespace=self.namespace)  # fmt: skip
-
-    # ---- lifecycle ----------------------------------------------------------------------
-
-    async def _open(self, stack: AsyncExitStack) -> None:
-        self._stopping = False
-        self.started_ms = time.time_ns() // 1_000_000
-        await self._join(
-            stack,
-            lambda: self._instance.register_consumer(self.group, self.mailbox, self._consumer_data),
-            self._instance.unregister_consumer,
-        )
-        stack.push_async_callback(self._flush_acks)  # once every handler has stopped
-        if self.dispatcher.deliveries is not None:
-            stack.callback(self.dispatcher.deliveries.dispose)
-        stack.callback(self.service.close)
-        supervisor = await stack.enter_async_context(self._supervisor)
-        if (msg_trace := self.dispatcher.msg_trace) is not None:  # message trace records
-            await supervisor.start_child(msg_trace.dispatcher.child_spec())
-        await supervisor.start_child(ChildSpec("mailbox", server(self).run, Restart.PERMANENT,
-                                               kind="mailbox"))  # fmt: skip
-        await supervisor.start_child(ChildSpec("consume", self.service.run, Restart.PERMANENT,
-                                               kind="consume-service"))  # fmt: skip
-        await supervisor.start_child(ChildSpec("acks", self.acker.run, Restart.PERMANENT,
-                                               kind="pop-acker"))  # fmt: skip
-        await self._instance.heartbeat.beat()  # the brokers know the group before we pop
-        await self._follow_routes(strict=True)
-        await supervisor.start_child(ChildSpec("brokers", self._watch, Restart.PERMANENT,
-                                               kind="pop-brokers"))  # fmt: skip
-        log.info("consumer.pop.started", group=self.group, orderly=self.orderly,
-                 brokers=len(self.targets))  # fmt: skip
-
-    async def _closing(self) -> None:
-        """Stop popping, then wait (bounded) for the handlers in flight; what they acked is
-        acked to the brokers once they stopped (:meth:`_flush_acks`)."""
-        self._stopping = True
-        for target in list(self.targets):
-            self._supervisor.terminate_child(_key(target))
-        if self.dispatcher.deliveries is not None:
-            self.dispatcher.deliveries.close()
-        reserve = min(self.request_timeout, self._time_left() / 2)  # for the last acks
-        with anyio.move_on_after(max(0.0, self._time_left() - reserve)) as scope:
-            await self.dispatcher.wait_idle()
-        if scope.cancelled_caught:
-            log.warning("consumer.drain_timeout", group=self.group,
-                        in_flight=self.dispatcher.in_flight)  # fmt: skip
-        if self.dispatcher.msg_trace is not None:  # while its actor still runs
-            await self.dispatcher.msg_trace.dispatcher.flush(max(0.0, self._time_left() - reserve))
-        log.info("consumer.stopping", group=self.group, consumed=self.consumed,
-                 failed=self.failed)  # fmt: skip
-
-    async def _flush_acks(self) -> None:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(max(0.0, self._time_left())):
-            await self.acker.flush()
-
-    def _consumer_data(self) -> ConsumerData:
-        return ConsumerData(
-            group=self.group,
-            consume_type="CONSUME_PASSIVELY",  # as Java's push consumer in pop mode says
-            message_model="CLUSTERING",  # POP is clustering only (PopMessageProcessor)
-            consume_from_where=self.consume_from.value,
-            subscriptions=tuple(s.wire(self._sub_version) for s in self._subscriptions.values()),
-        )
-
-    # ---- which brokers to pop from ----------------------------------------------------------
-
-    async def _watch(self, *, task_status: TaskStatus[None]) -> None:
-        """The ``brokers`` actor: follow the subscribed topics' routes."""
-        task_status.started()
-        while True:
-            # a topic without a route yet (auto-created by a first send) is looked up again
-            # within a second, the others every route_interval
-            missing = {t for t, _ in self.targets} != set(self._subscriptions)
-            await anyio.sleep(min(self.route_interval, 1.0) if missing else self.route_interval)
-            await self._follow_routes(strict=False)
-
-    async def _follow_routes(self, *, strict: bool) -> None:
-        """Start a popper for each (topic, broker) the routes name, stop those they no longer
-        name. ``strict`` (the start): a 4.x broker raises :class:`UnsupportedByBroker`; later
-        one is logged and left out."""
-        wanted: set[Target] = set()
-        for topic in self._subscriptions:
-            try:
-                route = await self._instance.routes.refresh(topic)
-            except TopicNotFound:
-                log.info("consumer.topic_not_found", topic=topic, group=self.group)
-                continue
-            except RocketMQError as exc:
-                log.info("consumer.pop.route_failed", topic=topic, error=str(exc))
-                wanted |= {t for t in self.targets if t[0] == topic}
-                continue
-            for broker in {q.broker_name for q in route.subscribe_queues}:
-                if route.master_addr(broker) is not None:
-                    wanted.add((topic, broker))
-        for target in sorted(self.targets - wanted):
-            self._supervisor.terminate_child(_key(target))
-            self.targets.discard(target)
-            log.info("consumer.pop.broker_removed", topic=target[0], broker=target[1])
-        for target in sorted(wanted - self.targets):
-            if self._stopping:
-                return
-            addr = self._instance.routes.master_addr(target[1])
-            try:
-                if addr is not None:
-                    await pop_calls.check_pop_broker(self._instance, addr, self.request_timeout)
-            except UnsupportedByBroker:
-                if strict:
-                    raise
-                log.error("consumer.pop.unsupported_broker", broker=target[1], addr=addr)
-                continue
-            except RocketMQError as exc:  # its popper will meet the error and back off
-                log.info("consumer.pop.version_unknown", broker=target[1], error=str(exc))
-            self.targets.add(target)
-            start = functools.partial(self._pop_loop, *target)
-            await self._supervisor.start_child(ChildSpec(_key(target), start, Restart.PERMANENT,
-                                                         kind="popper"))  # fmt: skip
-
-    async def _pop_loop(self, topic: str, broker: str, *, task_status: TaskStatus[None]) -> None:
-        """A ``popper`` actor: long-polling POPs of ``topic`` on ``broker``, under flow
-        control; network and broker errors are retried after a back-off, never a crash."""
-        task_status.started()
-        backoff = Backoff(initial=0.2, maximum=5.0)
-        subscription = self._subscriptions[topic]
-        init_mode = (
-            INIT_MODE_MIN if self.consume_from is ConsumeFrom.FIRST_OFFSET else INIT_MODE_MAX
-        )
-        while not self._stopping:
-            while self.service.cached >= self.max_cached_messages:
-                with anyio.move_on_after(1.0):
-                    await self._flow.wait()
-            room = self.max_cached_messages - self.service.cached
-            asked = time.monotonic()
-            try:
-                popped = await pop_calls.pop_once(
-                    self._instance, self.group, topic, broker, subscription=subscription,
-                    max_messages=min(self.pop_batch_size, room),
-                    invisible_time=self.invisible_time, poll_time=self.poll_time,
-                    order=self.orderly, request_timeout=self.request_timeout,
-                    init_mode=init_mode,
-                )  # fmt: skip
-            except (RocketMQError, ProtocolError) as exc:
-                self.pop_errors += 1
-                if isinstance(exc, BrokerError) and exc.code == ResponseCode.FLOW_CONTROL:
-                    await anyio.sleep(BROKER_FLOW_CONTROL_DELAY)
-                    continue
-                log.info("consumer.pop.failed", topic=topic, broker=broker, error=str(exc))
-                await backoff.sleep()
-                continue
-            self.pops += 1
-            for handle in popped.unwanted:  # Java acks what its tag filter drops
-                self.acker.add(topic, handle)
-            if popped.status is pop_calls.PopStatus.POLLING_FULL or (
-                popped.status is pop_calls.PopStatus.NOT_FOUND
-                and time.monotonic() - asked < self.poll_time / 2
-            ):
-                # nothing, long before the poll time: the broker did not hold the request
-                # (PopMessageRequestHeader.isTimeoutTooMuch: our clock behind the broker's
-                # by more than the poll time) - never a tight loop of POPs
-                if popped.status is pop_calls.PopStatus.NOT_FOUND and not backoff.attempt:
-                    log.info("consumer.pop.answered_early", topic=topic, broker=broker,
-                             seconds=round(time.monotonic() - asked, 3))  # fmt: skip
-                await backoff.sleep()
-                continue
-            backoff.reset()
-            if popped.messages:
-                messages = [m for m, _ in popped.messages]
-                if self.value_deserializer is not None:
-                    deserialize(messages, self.value_deserializer, self.group)
-                await self.service.accept(topic, list(popped.messages))
-
-    # ---- iteration ----------------------------------------------------------------------
 
     def __aiter__(self) -> PopConsumer[T]:
-        if self.dispatcher.deliveries is None:
-            raise ConfigError(
-                "this consumer has a handler (iterate a consumer created without one)"
-            )
+        """``async for message in consumer`` (a consumer created without a handler): each
+        message counts as consumed when the loop asks for the next, unless settled before
+        (``message.ack()``, ``message.nack(delay=...)``)."""
+        self._group.deliveries(NO_ITERATION)
         return self
 
     async def __anext__(self) -> ReceivedMessage[T]:
         """The next message; the previous one counts as consumed now (unless settled)."""
-        self._check_running()
-        assert self.dispatcher.deliveries is not None
-        return cast("ReceivedMessage[T]", await self.dispatcher.deliveries.next())
+        return cast("ReceivedMessage[T]", await self._group.next_delivery())
 
     def reconsume_later(self, message: MessageExt, delay: Delay | None = None) -> None:
-        """``message.nack(delay)`` for the message ``async for`` is on."""
-        if self.dispatcher.deliveries is None:
-            raise ConfigError("reconsume_later is for async for (a handler raises, or nacks)")
-        self.dispatcher.deliveries.reconsume_later(message, delay)
-
-    # ---- inspection ---------------------------------------------------------------------
+        """``message.nack(delay)`` for the message ``async for`` is on: delivered again after
+        ``delay`` (a duration), else after ``retry_delay`` or the pop retry delays."""
+        refusal = "reconsume_later is for async for (a handler raises, or nacks)"
+        self._group.deliveries(refusal).reconsume_later(message, delay)
 
     def statistics(self) -> dict[str, Any]:
-        return {
-            "consumed": self.consumed, "failed": self.failed, "cached": self.service.cached,
-            "acked": self.acker.acked, "ack_refused": self.acker.refused,
-            "retried": self.service.retried, "dead": self.service.dead,
-            "expired": self.service.expired, "pops": self.pops,
-            "pop_errors": self.pop_errors,
-            "brokers": sorted(f"{t}@{b}" for t, b in self.targets),
-        }  # fmt: skip
-
-    def describe(self) -> Node:
-        children = list(self._supervisor.describe().children)
-        children.append(self._instance.describe())
-        return Node(name=self._describe(), kind="pop-consumer", state=self.state.value,
-                    last_error=repr(self.error) if self.error else None,
-                    children=tuple(children))  # fmt: skip
-
-
-def _key(target: Target) -> str:
-    return f"popper:{target[0]}@{target[1]}"
+        """What it did so far: ``consumed`` and ``failed`` handler outcomes, ``cached``
+        (popped, not settled), ``acked`` and ``ack_refused`` acks, ``retried`` (made visible
+        again), ``dead`` (sent to the DLQ), ``expired`` (their invisible time ran out before a
+        worker took them), ``pops`` and ``pop_errors`` (POP requests), and the ``brokers``
+        (``topic@broker``) it pops from."""
+        return self._group.statistics()

@@ -11,24 +11,41 @@ or report).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.requests import RequestServer
 from rocketmq_actors.consumer.core.running_info import member_properties
+from rocketmq_actors.consumer.core.subscriptions import Subscription
+from rocketmq_actors.consumer.pop.options import PopOptions
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import encode_running_info
 from rocketmq_actors.protocol.events import ConsumerIdsChanged, RunningInfoQuery
+from rocketmq_actors.runtime.mailbox import Mailbox
 from rocketmq_actors.runtime.router import Inbound
+from rocketmq_actors.runtime.tree import Node
 
-if TYPE_CHECKING:
-    from rocketmq_actors.consumer.pop.consumer import PopConsumer
-
-__all__ = ["server"]
+__all__ = ["PopMember", "server"]
 
 log = get_logger("rocketmq_actors.consumer")
 
 
-def server(consumer: PopConsumer[Any]) -> RequestServer:
+class PopMember(Protocol):
+    """What the mailbox reads of its POP consumer's group."""
+
+    group: str
+    mailbox: Mailbox[Inbound]
+    options: PopOptions
+    started_ms: int
+
+    @property
+    def instance(self) -> ClientInstance: ...
+    def subscriptions(self) -> list[Subscription]: ...
+    def statistics(self) -> dict[str, Any]: ...
+    def tree(self) -> Node: ...
+
+
+def server(consumer: PopMember) -> RequestServer:
     def ids_changed(inbound: Inbound) -> None:
         log.debug("consumer.ids_changed", group=consumer.group)
 
@@ -38,10 +55,10 @@ def server(consumer: PopConsumer[Any]) -> RequestServer:
             started_ms=consumer.started_ms,
         )  # fmt: skip
         properties.update({
-            "PROP_CONSUMEORDERLY": str(consumer.orderly).lower(),
-            "PROP_THREADPOOL_CORE_SIZE": str(consumer.concurrency),
+            "PROP_CONSUMEORDERLY": str(consumer.options.orderly).lower(),
+            "PROP_THREADPOOL_CORE_SIZE": str(consumer.options.concurrency),
             "messageModel": "CLUSTERING",
-            "consumeFromWhere": consumer.consume_from.value,
+            "consumeFromWhere": consumer.options.consume_from.value,
             **{k: str(v) for k, v in consumer.statistics().items()},
         })  # fmt: skip
         body = encode_running_info(

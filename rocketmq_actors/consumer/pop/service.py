@@ -3,7 +3,7 @@ what each outcome means for the broker (Java's ``ConsumeMessagePopConcurrentlySe
 ``ConsumeMessagePopOrderlyService``).
 
 Concurrent: a message acked (explicitly, or implicitly by a handler that returned) is acked
-to the broker (batched, :mod:`.pop_acks`); a failed one (nacked, or left unsettled by a
+to the broker (batched, :mod:`.acks`); a failed one (nacked, or left unsettled by a
 handler that raised or timed out, or one that could not be decoded) gets
 CHANGE_MESSAGE_INVISIBLETIME: the broker delivers it again after the nack's delay, else after
 Java's pop retry delay for its reconsume count (:data:`POP_RETRY_DELAYS`), through the pop

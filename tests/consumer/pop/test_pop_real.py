@@ -8,14 +8,16 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from typing import Any
 
 import anyio
 import pytest
 from anyio.abc import TaskStatus
 
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.core.message import ReceivedMessage
 from rocketmq_actors.consumer.core.options import ConsumeFrom
-from rocketmq_actors.consumer.pop import PopConsumer
+from rocketmq_actors.consumer.pop import PopConsumer, PopOptions
 from rocketmq_actors.errors import UnsupportedByBroker
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.testing.cluster import FRESH_BROKER_TIMEOUT, LocalCluster
@@ -27,6 +29,8 @@ pytestmark = pytest.mark.integration
 
 Handle = Callable[[ReceivedMessage[bytes]], Awaitable[None]]
 
+_CLIENT = ClientOptions()
+
 
 @pytest.fixture
 def needs_5x(rocketmq_cluster: LocalCluster) -> None:
@@ -34,14 +38,22 @@ def needs_5x(rocketmq_cluster: LocalCluster) -> None:
         pytest.skip("POP needs a 5.x broker (test_pop_is_refused_on_4x runs here)")
 
 
-def _pop(namesrv: str, group: str, topic: str, handler: Handle, **options: object) -> PopConsumer:
+def _pop(
+    namesrv: str, group: str, topic: str, handler: Handle, *, client: ClientOptions = _CLIENT,
+    **options: Any,
+) -> PopConsumer[bytes]:  # fmt: skip
     options.setdefault("consume_from", ConsumeFrom.FIRST_OFFSET)
     options.setdefault("poll_time", 5.0)
     # (a POP answer lost on the way - a client timeout on a loaded machine - comes back after
     # this, within the tests' deadlines)
     options.setdefault("invisible_time", 10.0)
     return PopConsumer(namesrv=namesrv, group=group, subscriptions={topic: "*"},
-                       handler=handler, **options)  # type: ignore[arg-type]  # fmt: skip
+                       handler=handler, options=PopOptions(**options), client=client)  # fmt: skip
+
+
+def _stat(consumer: PopConsumer[bytes], name: str) -> int:
+    count: int = consumer.statistics()[name]
+    return count
 
 
 async def _send(producer: Producer, topic: str, bodies: list[str], key: str | None = None) -> None:
@@ -116,13 +128,13 @@ async def test_eight_members_share_a_four_queue_topic(
             ]
             await _send(producer, unique_topic, [f"m-{i}" for i in range(total)])
             await _until(lambda: sum(map(len, got.values())) >= total, 90)
-            await _until(lambda: sum(m.acker.acked for m in members) >= total, 10)
+            await _until(lambda: sum(_stat(m, "acked") for m in members) >= total, 10)
     bodies = Counter(b for received in got.values() for b in received)
     assert set(bodies) == {f"m-{i}".encode() for i in range(total)}  # nothing lost
     assert max(bodies.values()) == 1  # none twice: every ack was taken
     assert all(got[i] for i in range(8)), {i: len(got[i]) for i in range(8)}  # all had some
-    assert sum(m.acker.acked for m in members) == total
-    assert sum(m.acker.refused for m in members) == 0
+    assert sum(_stat(m, "acked") for m in members) == total
+    assert sum(_stat(m, "ack_refused") for m in members) == 0
 
 
 @pytest.mark.usefixtures("needs_5x")
@@ -148,7 +160,7 @@ async def test_a_killed_members_unacked_messages_go_to_another_after_the_invisib
     async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_p") as producer:
         await create_topic(producer.instance, unique_topic, queues=4, timeout=FRESH_BROKER_TIMEOUT)
         first = _pop(rocketmq_namesrv, unique_group, unique_topic, hold, invisible_time=5,
-                     concurrency=4, shutdown_timeout=2)  # fmt: skip
+                     concurrency=4, client=ClientOptions(shutdown_timeout=2))  # fmt: skip
 
         async def run_first(*, task_status: TaskStatus[None]) -> None:
             async with first:
@@ -164,7 +176,7 @@ async def test_a_killed_members_unacked_messages_go_to_another_after_the_invisib
         killed_at = time.monotonic()
         assert killed_at - began < 2 + slack(began)  # within its shutdown timeout
         assert not first.running
-        assert first.acker.acked == 0
+        assert _stat(first, "acked") == 0
         async with _pop(rocketmq_namesrv, unique_group, unique_topic, take) as second:
             try:
                 await _until(lambda: len(later) >= total, 60)
@@ -204,11 +216,11 @@ async def test_nack_and_handler_failures_are_delivered_again(
                 await _until(lambda: len(seen[b"nack"]) >= 3 and len(seen[b"raise"]) >= 2, 90)
             except TimeoutError:
                 raise AssertionError((dict(seen), consumer.statistics())) from None
-            await _until(lambda: consumer.acker.acked >= 3, 10)
+            await _until(lambda: _stat(consumer, "acked") >= 3, 10)
     assert seen[b"nack"] == [0, 1, 2]  # each nack one more reconsume
     assert seen[b"raise"] == [0, 1]
     assert seen[b"fine"] == [0]
-    assert consumer.service.retried == 3 and consumer.failed == 3
+    assert _stat(consumer, "retried") == 3 and _stat(consumer, "failed") == 3
 
 
 @pytest.mark.usefixtures("needs_5x")
@@ -231,8 +243,8 @@ async def test_past_max_reconsume_times_and_on_nack_without_requeue_it_is_a_dead
                         max_reconsume_times=1)  # fmt: skip
         async with consumer:
             await _send(producer, unique_topic, ["dead now", "never"])
-            await _until(lambda: consumer.service.dead >= 2, 60)
-            await _until(lambda: consumer.acker.acked + consumer.acker.refused >= 2, 10)
+            await _until(lambda: _stat(consumer, "dead") >= 2, 60)
+            await _until(lambda: _stat(consumer, "acked") + _stat(consumer, "ack_refused") >= 2, 10)
     letters = await dead_letters(rocketmq_namesrv, unique_group, 2)
     assert sorted(m.body for m in letters) == [b"dead now", b"never"]
     assert seen[b"never"] == [0, 1]  # delivered max_reconsume_times + 1 times
@@ -247,9 +259,10 @@ async def test_async_for_settles_each_message(
         await create_topic(producer.instance, unique_topic, queues=2, timeout=FRESH_BROKER_TIMEOUT)
         await _send(producer, unique_topic, ["a", "later", "b"])
         received: list[tuple[bytes, int]] = []
-        consumer = PopConsumer(
+        consumer: PopConsumer[bytes] = PopConsumer(
             namesrv=rocketmq_namesrv, group=unique_group, subscriptions={unique_topic: "*"},
-            consume_from=ConsumeFrom.FIRST_OFFSET, poll_time=5.0, invisible_time=10.0,
+            options=PopOptions(consume_from=ConsumeFrom.FIRST_OFFSET, poll_time=5.0,
+                               invisible_time=10.0),
         )  # fmt: skip
         async with consumer:
             with anyio.fail_after(60):
@@ -261,9 +274,9 @@ async def test_async_for_settles_each_message(
                         break
             # the message the loop broke on is not consumed (delivered again later): the
             # two before it that were not nacked are, once the loop asked for the next
-            await _until(lambda: consumer.acker.acked >= 2, 10)
+            await _until(lambda: _stat(consumer, "acked") >= 2, 10)
     assert sorted(received) == [(b"a", 0), (b"b", 0), (b"later", 0), (b"later", 1)]
-    assert consumer.acker.acked == consumer.consumed == 2
+    assert _stat(consumer, "acked") == _stat(consumer, "consumed") == 2
 
 
 @pytest.mark.usefixtures("needs_5x")
@@ -365,7 +378,7 @@ async def test_a_pop_consumer_pops_from_every_broker_of_the_topic(
             ]  # fmt: skip
             await _send(producer, unique_topic, [f"m-{i}" for i in range(40)])
             await _until(lambda: sum(map(len, got.values())) >= 40, 60)
-            await _until(lambda: consumer.acker.acked >= 40, 10)
+            await _until(lambda: _stat(consumer, "acked") >= 40, 10)
     assert sorted(got) == ["broker-a", "broker-b"]  # the sends went round both
     assert sorted(b for bodies in got.values() for b in bodies) == sorted(
         f"m-{i}".encode() for i in range(40)

@@ -1,0 +1,94 @@
+"""The public face of the clients (issue 42): constructors a user can read (at most 15
+parameters: what nearly every user sets, then the option objects), names that keep Python's
+conventions (a ``*_nowait`` never awaits), and every public name of a client documented in
+docs/usage.md or docs/operations.md."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+import rocketmq_actors
+from rocketmq_actors.blocking import BlockingProducer
+from rocketmq_actors.consumer.pop import PopConsumer
+from rocketmq_actors.consumer.pull import PullConsumer
+from rocketmq_actors.consumer.push import PushConsumer
+from rocketmq_actors.producer import Producer
+from rocketmq_actors.producer.transaction import TransactionProducer
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+CLIENTS = [Producer, TransactionProducer, PushConsumer, PullConsumer, PopConsumer,
+           BlockingProducer]  # fmt: skip
+
+MAX_PARAMETERS = 15
+
+
+@pytest.mark.parametrize("cls", CLIENTS, ids=lambda cls: cls.__name__)
+def test_no_client_constructor_takes_more_than_15_parameters(cls: type[object]) -> None:
+    parameters = list(inspect.signature(cls).parameters)
+    assert len(parameters) <= MAX_PARAMETERS, (len(parameters), parameters)
+
+
+def _modules() -> Iterator[ModuleType]:
+    """Every module of the package; those of an optional extra that is not installed (an
+    ImportError) are left out, and ``__main__`` modules (they run the CLI) are not imported."""
+    package = rocketmq_actors.__name__
+    walk = pkgutil.walk_packages(rocketmq_actors.__path__, f"{package}.", onerror=lambda _: None)
+    names = [package] + [info.name for info in walk]
+    for name in names:
+        if name.rsplit(".", 1)[-1] == "__main__":
+            continue
+        try:
+            yield importlib.import_module(name)
+        except ImportError:
+            continue
+
+
+def _coroutine_functions(module: ModuleType) -> Iterator[tuple[str, Any]]:
+    """The coroutine functions a module defines, and the methods of its classes."""
+    for name, value in vars(module).items():
+        if inspect.iscoroutinefunction(value) and value.__module__ == module.__name__:
+            yield f"{module.__name__}.{name}", value
+        if inspect.isclass(value) and value.__module__ == module.__name__:
+            for attr, member in vars(value).items():
+                function = getattr(member, "__func__", member)  # (static and class methods)
+                if inspect.iscoroutinefunction(function):
+                    yield f"{module.__name__}.{value.__qualname__}.{attr}", function
+
+
+def test_no_coroutine_function_is_named_nowait() -> None:
+    """A ``*_nowait`` is a plain function that never awaits (it raises when no slot is
+    free); a method that awaits admission and returns a future is named for that."""
+    modules = list(_modules())
+    assert len(modules) > 50  # (the walk found the package)
+    named = sorted(
+        qualified
+        for module in modules
+        for qualified, function in _coroutine_functions(module)
+        if function.__name__.endswith("_nowait") or qualified.endswith("_nowait")
+    )
+    assert not named
+
+
+def _documented(name: str, text: str) -> bool:
+    """``name`` appears in backticks (called or not: `` `name` ``, `` `name(...)` ``), or as an
+    attribute (``.name``)."""
+    word = re.escape(name)
+    return re.search(rf"`{word}[`(]|\.{word}\b", text) is not None
+
+
+@pytest.mark.parametrize("cls", CLIENTS, ids=lambda cls: cls.__name__)
+def test_every_public_name_of_a_client_is_documented(cls: type[object]) -> None:
+    text = "\n".join((DOCS / page).read_text() for page in ("usage.md", "operations.md"))
+    public = [name for name in dir(cls) if not name.startswith("_")]
+    assert public
+    assert not [name for name in public if not _documented(name, text)]
