@@ -10,11 +10,12 @@ import logging
 import re
 from pathlib import Path
 
+import attrs
 import pytest
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.consumer.pop import PopConsumer
-from rocketmq_actors.consumer.pull import PullConsumer
+from rocketmq_actors.consumer.pull import PullConsumer, PullOptions
 from rocketmq_actors.consumer.push import PushConsumer
 from rocketmq_actors.producer import Producer
 
@@ -32,12 +33,16 @@ def _matches(cell: str, default: object) -> bool:
     if default is inspect.Parameter.empty:
         return cell == "required"
     text = cell.strip("`")
+    if attrs.has(type(default)):  # an options object: its class's defaults
+        return text == f"{type(default).__name__}()" and default == type(default)()
     if isinstance(default, enum.Enum):
         return text == f"{type(default).__name__}.{default.name}"
     return bool(ast.literal_eval(text) == default)
 
 
-@pytest.mark.parametrize("cls", [ClientInstance, Producer, PushConsumer, PullConsumer, PopConsumer])
+@pytest.mark.parametrize(
+    "cls", [ClientInstance, Producer, PushConsumer, PullConsumer, PullOptions, PopConsumer]
+)
 def test_configuration_table_lists_every_option_with_its_default(cls: type[object]) -> None:
     params = {
         name: p.default

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from typing import Protocol
 
-from rocketmq_actors.runtime.lifecycle import Lifecycle
+from rocketmq_actors.runtime.tree import Node
 
 __all__ = ["TREE_PROPERTY", "member_properties"]
 
@@ -15,7 +16,11 @@ __all__ = ["TREE_PROPERTY", "member_properties"]
 TREE_PROPERTY = "PROP_ROCKETMQ_ACTORS_TREE"
 
 
-def member_properties(member: Lifecycle, *, namesrv: Sequence[str], consume_type: str,
+class Member(Protocol):
+    def tree(self) -> Node: ...
+
+
+def member_properties(member: Member, *, namesrv: Sequence[str], consume_type: str,
                       started_ms: int) -> dict[str, str]:  # fmt: skip
     """The running-info properties every member reports (GET_CONSUMER_RUNNING_INFO)."""
     return {

@@ -18,7 +18,7 @@ from rocketmq_actors.consumer.core.strategies import (
     allocate_checked,
     as_allocator,
 )
-from rocketmq_actors.consumer.pull import PullConsumer
+from rocketmq_actors.consumer.pull import PullOptions
 from rocketmq_actors.consumer.push import PushConsumer
 from rocketmq_actors.errors import AllocationFailed, ConfigError
 from rocketmq_actors.protocol.bodies import MessageQueue
@@ -147,8 +147,8 @@ def test_the_option_is_checked_before_any_io(strategy: object, match: str) -> No
         PushConsumer(namesrv="127.0.0.1:9", group="G", subscriptions={"t": "*"},
                      handler=_user([]), strategy=strategy)  # type: ignore[arg-type]  # fmt: skip
     with pytest.raises(ConfigError, match="strategy must be"):
-        PullConsumer(namesrv="127.0.0.1:9", group="G", strategy=strategy)  # type: ignore[arg-type]
-    PullConsumer(namesrv="127.0.0.1:9", group="G", strategy=_user([]))  # a callable is taken
+        PullOptions(strategy=strategy)  # type: ignore[arg-type]
+    PullOptions(strategy=_user([]))  # a callable is taken
 
 
 def test_parameter_checks() -> None:
