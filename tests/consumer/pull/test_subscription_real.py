@@ -13,7 +13,8 @@ from rocketmq_actors.consumer.pull import MessageSelector, PullConsumer, PullOpt
 from rocketmq_actors.errors import ClientStateError
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
-from rocketmq_actors.protocol.records import MessageExt
+
+from .test_lite_pull_real import _collect
 
 pytestmark = pytest.mark.integration
 
@@ -25,15 +26,6 @@ async def _send(namesrv: str, topic: str, bodies: list[bytes], *, tags: str | No
         await create_topic(producer.instance, topic, queues=2)
         for body in bodies:
             await producer.send(Message(topic=topic, body=body, tags=tags))
-
-
-async def _collect(consumer: PullConsumer, count: int, timeout: float = 30) -> list[MessageExt]:
-    got: list[MessageExt] = []
-    with anyio.fail_after(timeout):
-        while len(got) < count:
-            for records in (await consumer.getmany(timeout=1.0)).values():
-                got += records
-    return got
 
 
 class Assigned:
