@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio
 
-from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer
+from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer, PullOptions
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.extras import uvloop_options
 from rocketmq_actors.producer import Message, Producer, create_topic
@@ -114,10 +114,9 @@ async def pull_drain(namesrv: str, topic: str, count: int) -> dict[str, Any]:
     seen = 0
     began = time.perf_counter()
     async with PullConsumer(
-        namesrv=namesrv, group=f"bench_pull_{time.time_ns()}",
-        auto_offset_reset=OffsetReset.EARLIEST,
+        group=f"bench_pull_{time.time_ns()}", topics=[topic], namesrv=namesrv,
+        options=PullOptions(auto_offset_reset=OffsetReset.EARLIEST),
     ) as consumer:  # fmt: skip
-        await consumer.subscribe(topic)
         with anyio.fail_after(600):
             while seen < count:
                 for records in (await consumer.getmany(timeout=1.0)).values():

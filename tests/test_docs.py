@@ -15,7 +15,7 @@ import pytest
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.consumer.pop import PopConsumer, PopOptions
-from rocketmq_actors.consumer.pull import PullConsumer
+from rocketmq_actors.consumer.pull import PullConsumer, PullOptions
 from rocketmq_actors.consumer.push import PushConsumer, PushOptions
 from rocketmq_actors.producer import Producer
 
@@ -42,7 +42,16 @@ def _matches(cell: str, default: object) -> bool:
 
 @pytest.mark.parametrize(
     "cls",
-    [ClientInstance, Producer, PushConsumer, PushOptions, PullConsumer, PopConsumer, PopOptions],
+    [
+        ClientInstance,
+        Producer,
+        PushConsumer,
+        PushOptions,
+        PullConsumer,
+        PullOptions,
+        PopConsumer,
+        PopOptions,
+    ],
 )
 def test_configuration_table_lists_every_option_with_its_default(cls: type[object]) -> None:
     params = {

@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer
+from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer, PullOptions
 from rocketmq_actors.errors import RocketMQError
 from rocketmq_actors.names import validate_topic
 from rocketmq_actors.producer import Message, Producer, create_topic
@@ -60,10 +60,10 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         produce_s = time.perf_counter() - began
     received = 0
     began = time.perf_counter()
-    async with PullConsumer(namesrv=args.namesrv, group=f"rocketmq_actors_bench_{time.time_ns()}",
-                            auto_offset_reset=OffsetReset.EARLIEST,
-                            auto_commit=False) as consumer:  # fmt: skip
-        await consumer.subscribe(args.topic)
+    async with PullConsumer(group=f"rocketmq_actors_bench_{time.time_ns()}", topics=[args.topic],
+                            namesrv=args.namesrv,
+                            options=PullOptions(auto_offset_reset=OffsetReset.EARLIEST,
+                                                auto_commit=False)) as consumer:  # fmt: skip
         with anyio.move_on_after(max(30.0, args.count / 1000)):
             while received < args.count - failed:
                 for records in (await consumer.getmany(timeout=1.0)).values():

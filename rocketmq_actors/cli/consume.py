@@ -28,7 +28,7 @@ from typing import Any, cast
 
 import anyio
 
-from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer
+from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer, PullOptions
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
@@ -193,8 +193,9 @@ async def consume_exactly(args: argparse.Namespace) -> dict[str, Any]:
     bar = ProgressReport("received", total=args.count, enabled=args.progress and not args.json)
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals, bar:
         client = PullConsumer(
-            namesrv=args.namesrv, group=args.group, auto_commit=False, auto_offset_reset=reset
-        )
+            group=args.group, namesrv=args.namesrv,
+            options=PullOptions(auto_commit=False, auto_offset_reset=reset),
+        )  # fmt: skip
         STATE.client_started = True
         async with client as consumer:
             work = anyio.CancelScope()
@@ -209,7 +210,7 @@ async def consume_exactly(args: argparse.Namespace) -> dict[str, Any]:
                 tg.start_soon(stop_on_signal)
                 with work:
                     window.ready()  # joining the topic's queues is part of consuming
-                    await consumer.subscribe(args.topic, args.tags)
+                    await consumer.subscribe({args.topic: args.tags})
                     if args.from_timestamp is not None:
                         await _seek_new_queues(consumer, args.from_timestamp)
                     while received < args.count:

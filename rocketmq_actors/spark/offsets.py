@@ -19,9 +19,10 @@ from pyspark.sql.datasource import InputPartition
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.consumer.core.brokercalls import first_offset_at, max_offset, min_offset
+from rocketmq_actors.consumer.core.subscriptions import matching_topics
 from rocketmq_actors.errors import RocketMQError, TopicNotFound
 from rocketmq_actors.logs import get_logger
-from rocketmq_actors.names import _is_system, unwrap, wrap
+from rocketmq_actors.names import wrap
 from rocketmq_actors.protocol.bodies import MessageQueue
 
 from .source_options import EARLIEST, LATEST, QueueSpec, SourceOptions, queue_key
@@ -195,13 +196,7 @@ class OffsetPlanner:
         if pattern is None:
             return [self._wire(t) for t in self.options.topics]
         names = await self.instance.namesrv.topic_list()
-        ns = self.options.namespace
-        return sorted(
-            name for name in names
-            if not _is_system(name) and not name.startswith(("%RETRY%", "%DLQ%"))
-            and (ns is None or unwrap(ns, name) != name)
-            and pattern.fullmatch(unwrap(ns, name))
-        )  # fmt: skip
+        return matching_topics(names, pattern, self.options.namespace)
 
     async def queues(self) -> list[MessageQueue]:
         """Every readable queue of the topics, from a fresh route (new queues and brokers)."""

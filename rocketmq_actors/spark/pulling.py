@@ -38,7 +38,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from rocketmq_actors.consumer.pull import PullConsumer, PullStatus
+from rocketmq_actors.cluster.options import ClientOptions
+from rocketmq_actors.consumer.pull import PullStatus
+from rocketmq_actors.consumer.pull.group import PullGroup
 from rocketmq_actors.names import unwrap
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.messages import (
@@ -169,7 +171,7 @@ Deliver = Callable[[RecordColumns], Awaitable[None]]
 
 
 async def _pull(
-    pulls: PullConsumer[bytes], options: SourceOptions, queue: MessageQueue, offset: int,
+    pulls: PullGroup, options: SourceOptions, queue: MessageQueue, offset: int,
     count: int,
 ) -> tuple[PullStatus, int, RecordColumns]:  # fmt: skip
     """One pull: its status, the next offset and its records as columns. Without a filter the
@@ -187,7 +189,7 @@ async def _pull(
 
 
 async def _pull_span(
-    pulls: PullConsumer[bytes], options: SourceOptions, queue: MessageQueue,
+    pulls: PullGroup, options: SourceOptions, queue: MessageQueue,
     span: tuple[int, int], deliver: Deliver,
 ) -> None:  # fmt: skip
     """Pull offsets ``[start, end)`` (``span``) of ``queue`` into ``deliver``, one pull at a
@@ -233,7 +235,7 @@ class _Chunk:
         self.done = anyio.Event()
 
     async def fill(
-        self, pulls: PullConsumer[bytes], options: SourceOptions, queue: MessageQueue,
+        self, pulls: PullGroup, options: SourceOptions, queue: MessageQueue,
         span: tuple[int, int],
     ) -> None:  # fmt: skip
         async def keep(rows: RecordColumns) -> None:
@@ -267,7 +269,7 @@ def _chunk_size(pull_batch_size: int, offsets: int) -> int:
 
 
 async def _pull_range(
-    pulls: PullConsumer[bytes],
+    pulls: PullGroup,
     options: SourceOptions,
     part: QueueRange,
     send: ObjectSendStream[list[RecordColumns]],
@@ -339,8 +341,9 @@ def read_ranges(options: SourceOptions, parts: Sequence[QueueRange]) -> Iterator
     ``ROWS_PER_BATCH`` rows (:func:`_next_batch`; one client for them all). A range's task
     reads ahead of Spark by at most ``PULLS_IN_FLIGHT`` chunks being pulled and
     ``CHUNKS_AHEAD`` pulled, besides the batch being made."""
-    consumer = partial(PullConsumer, namesrv=options.namesrv, group=options.group,
-                       namespace=options.namespace, **options.client_options())  # fmt: skip
+    # the consumer's actor group itself: pulls by hand, raw ones included (PullGroup.pull_raw)
+    client = ClientOptions(namespace=options.namespace, **options.client_options())
+    consumer = partial(PullGroup, namesrv=options.namesrv, group=options.group, client=client)
     with (
         start_blocking_portal("asyncio") as portal,
         portal.wrap_async_context_manager(portal.call(consumer)) as pulls,
@@ -350,7 +353,7 @@ def read_ranges(options: SourceOptions, parts: Sequence[QueueRange]) -> Iterator
 
 
 def _read_one(
-    portal: BlockingPortal, pulls: PullConsumer[bytes], options: SourceOptions, part: QueueRange
+    portal: BlockingPortal, pulls: PullGroup, options: SourceOptions, part: QueueRange
 ) -> Generator[pa.RecordBatch, None, None]:
     send, receive = anyio.create_memory_object_stream[list[RecordColumns]](CHUNKS_AHEAD)
     pulling = portal.start_task_soon(_pull_range, pulls, options, part, send)

@@ -2,10 +2,11 @@
 (``spark.readStream``).
 
 Both plan on the driver, per queue, with :class:`~.offsets.OffsetPlanner`, and read on the
-executors, one :class:`~rocketmq_actors.consumer.PullConsumer` per Spark partition pulling its
-offset range. A streaming query's offsets are Spark's (the checkpoint's offset log): a query
-restarted from its checkpoint reads each offset once more only if its batch was not committed,
-so with an idempotent sink (the file sink) the output has every message exactly once.
+executors, one pull consumer's group (:class:`~rocketmq_actors.consumer.pull.group.PullGroup`)
+per Spark partition pulling its offset range. A streaming query's offsets are Spark's (the
+checkpoint's offset log): a query restarted from its checkpoint reads each offset once more
+only if its batch was not committed, so with an idempotent sink (the file sink) the output has
+every message exactly once.
 """
 
 from __future__ import annotations

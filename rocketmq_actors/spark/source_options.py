@@ -229,7 +229,7 @@ class SourceOptions:
         return self.expression == "*" and self.expression_type == "TAG"
 
     def client_options(self) -> dict[str, Any]:
-        """Keyword arguments for a ClientInstance / PullConsumer of this source."""
+        """Keyword arguments for a ClientInstance / ClientOptions of this source."""
         return {
             "ssl_context": tls_context(self.tls, self.tls_insecure),
             "credentials": (

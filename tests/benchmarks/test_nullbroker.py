@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks.nullbroker import NullBroker, null_broker, pin_layout
 from benchmarks.producer import nowait_window
-from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer
+from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer, PullOptions
 from rocketmq_actors.producer import Message, Producer
 from rocketmq_actors.producer.result import SendStatus
 
@@ -37,9 +37,9 @@ async def _send_and_pull(addr: str) -> tuple[Any, Any, dict[int, list[int]]]:
         assert producer.senders.pending == 0  # (every future settled before it returned)
     offsets: dict[int, list[int]] = {}
     async with PullConsumer(
-        namesrv=addr, group="null_broker_test_pull", auto_offset_reset=OffsetReset.EARLIEST
-    ) as consumer:
-        await consumer.subscribe("null_broker_topic")
+        group="null_broker_test_pull", topics=["null_broker_topic"], namesrv=addr,
+        options=PullOptions(auto_offset_reset=OffsetReset.EARLIEST),
+    ) as consumer:  # fmt: skip
         with anyio.fail_after(30):
             while sum(map(len, offsets.values())) < QUEUES * BACKLOG:
                 for queue, records in (await consumer.getmany(timeout=1.0)).items():

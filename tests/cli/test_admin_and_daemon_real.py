@@ -137,9 +137,8 @@ async def test_tree_prints_each_online_members_actor_tree(
     async with (
         PushConsumer(namesrv=rocketmq_namesrv, group=unique_group,
                      subscriptions={unique_topic: "*"}, handler=handle) as push,
-        PullConsumer(namesrv=rocketmq_namesrv, group=unique_group) as pull,
+        PullConsumer(group=unique_group, topics=[unique_topic], namesrv=rocketmq_namesrv) as pull,
     ):  # fmt: skip
-        await pull.subscribe(unique_topic)
         args = ["tree", "--namesrv", rocketmq_namesrv, "--group", unique_group,
                 "--topic", unique_topic]  # fmt: skip
         shown = await anyio.to_thread.run_sync(functools.partial(_cli, *args, "--json"))

@@ -43,6 +43,7 @@ CLIENTS: dict[str, Callable[[], Lifecycle | Client[Any]]] = {
         namesrv=UNREACHABLE, group="G", subscriptions={"T": "*"}
     ),
     "pull consumer": lambda: PullConsumer(namesrv=UNREACHABLE, group="G"),
+    "pull consumer with topics": lambda: PullConsumer(group="G", topics=["T"], namesrv=UNREACHABLE),
 }
 
 

@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from rocketmq_actors.consumer.pull import PullConsumer
+from rocketmq_actors.consumer.pull import PullConsumer, PullOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.compression import CompressionType
@@ -44,8 +44,9 @@ async def test_java_compressed_bodies_are_consumed(
         zlib_bits = MessageSysFlag.COMPRESSED | MessageSysFlag.COMPRESSION_ZLIB
         assert bits == [zlib_bits, *flags[1:]] * 2 + [0, 0, 0]  # Java marks zlib 0x300 too
     async with PullConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, auto_offset_reset="earliest"
-    ) as consumer:
+        group=unique_group, namesrv=rocketmq_namesrv,
+        options=PullOptions(auto_offset_reset="earliest"),
+    ) as consumer:  # fmt: skip
         await consumer.assign([queue])
         got: list[bytes] = []
         while len(got) < len(expected):

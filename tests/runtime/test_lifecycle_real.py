@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from rocketmq_actors.consumer.pop import PopConsumer
-from rocketmq_actors.consumer.pull import PullConsumer
+from rocketmq_actors.consumer.pull import PullConsumer, PullOptions
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
@@ -97,9 +97,11 @@ def _client(kind: str, namesrv: str, topic: str, group: str, seen: _Counter) -> 
                     seen.add(message)
         else:
             async with PullConsumer(
-                namesrv=namesrv, group=group, auto_offset_reset="earliest"
+                group=group,
+                topics=[topic],
+                namesrv=namesrv,
+                options=PullOptions(auto_offset_reset="earliest"),
             ) as pull:
-                await pull.subscribe(topic)
                 async for message in pull:
                     seen.add(message)
 

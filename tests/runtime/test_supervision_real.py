@@ -12,7 +12,7 @@ import attrs
 import pytest
 
 from rocketmq_actors.cluster.client import Client
-from rocketmq_actors.consumer.pull import PullConsumer
+from rocketmq_actors.consumer.pull import PullConsumer, PullOptions
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.errors import ClientClosed, SupervisorGaveUp
 from rocketmq_actors.producer import Message, Producer, create_topic
@@ -100,7 +100,8 @@ def _subject(kind: str, child: str, namesrv: str, topic: str, group: str) -> Sub
             return Subject(push, push._group.queues.supervisor,
                            MessageQueue(topic, "broker-a", 0), consume)  # fmt: skip
         return Subject(push, push._group._supervisor, child, consume)
-    pull = PullConsumer(namesrv=namesrv, group=group, auto_offset_reset="earliest")
+    pull = PullConsumer(group=group, topics=[topic], namesrv=namesrv,
+                        options=PullOptions(auto_offset_reset="earliest"))  # fmt: skip
 
     async def fetch() -> None:
         probe = body()
@@ -112,8 +113,9 @@ def _subject(kind: str, child: str, namesrv: str, topic: str, group: str) -> Sub
                     return
 
     if child == "fetcher":
-        return Subject(pull, pull.fetchers.supervisor, MessageQueue(topic, "broker-a", 0), fetch)
-    return Subject(pull, pull._supervisor, child, fetch)
+        return Subject(pull, pull._group.fetchers.supervisor, MessageQueue(topic, "broker-a", 0),
+                       fetch)  # fmt: skip
+    return Subject(pull, pull._group._supervisor, child, fetch)
 
 
 CASES = [
@@ -157,8 +159,6 @@ async def test_a_fault_in_any_child_restarts_it_then_escalates_to_a_typed_error(
     supervisor.policy = FAST
     with pytest.raises(subject.escalates_as) as info:
         async with client:
-            if isinstance(client, PullConsumer):
-                await client.subscribe(unique_topic)
             await subject.works()
             with anyio.fail_after(30):
                 await supervisor.wait_running(key)
@@ -204,6 +204,7 @@ async def test_the_architecture_diagrams_are_the_live_trees(
         options=PushOptions(orderly=True),
     ) as push:  # fmt: skip
         assert push.tree().render(details=False) == shapes["push-consumer (orderly)"]
-    async with PullConsumer(namesrv=rocketmq_namesrv, group=unique_group + "_l") as pull:
-        await pull.subscribe(unique_topic)
+    async with PullConsumer(
+        group=unique_group + "_l", topics=[unique_topic], namesrv=rocketmq_namesrv
+    ) as pull:
         assert pull.tree().render(details=False) == shapes["pull-consumer"]

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from rocketmq_actors.consumer.pull import PullConsumer
+from rocketmq_actors.cluster.options import ClientOptions
+from rocketmq_actors.consumer.pull import PullConsumer, PullOptions
 from rocketmq_actors.errors import AccessDenied, SendFailed
 from rocketmq_actors.producer import Message, Producer
 from rocketmq_actors.protocol.acl import AclCredentials
@@ -43,10 +44,10 @@ async def test_correct_keys_send_and_consume(
         await future
     assert len(sent) == 5 and len(batch) == 3
     async with PullConsumer(
-        namesrv=acl_cluster.namesrv_addr, group=unique_group, credentials=creds,
-        auto_offset_reset="earliest",
+        group=unique_group, topics=[unique_topic], namesrv=acl_cluster.namesrv_addr,
+        options=PullOptions(auto_offset_reset="earliest"),
+        client=ClientOptions(credentials=creds),
     ) as consumer:  # fmt: skip
-        await consumer.subscribe(unique_topic)
         got: list[bytes] = []
         while len(got) < 9:
             batches = await consumer.getmany(timeout=10.0)

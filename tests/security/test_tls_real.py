@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from rocketmq_actors.consumer.pull import PullConsumer
+from rocketmq_actors.cluster.options import ClientOptions
+from rocketmq_actors.consumer.pull import PullConsumer, PullOptions
 from rocketmq_actors.errors import ConnectionLost, NameServerUnavailable, SendFailed
 from rocketmq_actors.producer import Message, Producer
 from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
@@ -49,10 +50,10 @@ async def test_send_and_consume_over_tls(
         assert broker is not None
         assert broker.statistics()["tls"] is True
     async with PullConsumer(
-        namesrv=tls_cluster.namesrv_addr, group=unique_group, ssl_context=_unverified(),
-        auto_offset_reset="earliest",
+        group=unique_group, topics=[unique_topic], namesrv=tls_cluster.namesrv_addr,
+        options=PullOptions(auto_offset_reset="earliest"),
+        client=ClientOptions(ssl_context=_unverified()),
     ) as consumer:  # fmt: skip
-        await consumer.subscribe(unique_topic)
         got: list[bytes] = []
         while len(got) < 5:
             batches = await consumer.getmany(timeout=10.0)

@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer
+from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer, PullOptions
 from rocketmq_actors.producer import Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.spark import ColumnError, OptionError, publish_dataframe
@@ -36,9 +36,9 @@ def _consume_all(namesrv: str, topic: str, group: str, at_least: int) -> list[Me
 
     async def run() -> list[MessageExt]:
         got: list[MessageExt] = []
-        async with PullConsumer(namesrv=namesrv, group=group,
-                                auto_offset_reset=OffsetReset.EARLIEST) as consumer:  # fmt: skip
-            await consumer.subscribe(topic)
+        async with PullConsumer(group=group, topics=[topic], namesrv=namesrv,
+                                options=PullOptions(auto_offset_reset=OffsetReset.EARLIEST)
+                                ) as consumer:  # fmt: skip
             with anyio.fail_after(60):
                 while True:
                     batch = await consumer.getmany(timeout=1.0)

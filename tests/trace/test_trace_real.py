@@ -16,7 +16,7 @@ import pytest
 from rocketmq_actors import query
 from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.pop import PopConsumer, PopOptions
-from rocketmq_actors.consumer.pull import PullConsumer
+from rocketmq_actors.consumer.pull import PullConsumer, PullOptions
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.producer.transaction import LocalTransactionState, TransactionProducer
@@ -166,9 +166,9 @@ async def test_lite_pull_writes_sub_before_and_after_when_polled(
         await create_topic(producer.instance, unique_topic, queues=1)
         sent = await producer.send(Message(topic=unique_topic, body=b"pulled"))
     async with PullConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, auto_offset_reset="earliest", trace=True
-    ) as consumer:
-        await consumer.subscribe(unique_topic)
+        group=unique_group, topics=[unique_topic], namesrv=rocketmq_namesrv,
+        options=PullOptions(auto_offset_reset="earliest"), client=ClientOptions(trace=True),
+    ) as consumer:  # fmt: skip
         with anyio.fail_after(30):
             got: list[Any] = []
             while not got:

@@ -10,6 +10,9 @@ releases and starts queues. A topic whose share cannot be computed now (no route
 broker answering) keeps the queues it has, and is looked at again after 1, 2, 4 ... s (up to
 the interval) while it has no route.
 
+An owner may give a ``refresh``, awaited before each round the actor makes (a pull
+consumer's pattern subscription: the topics it matches now).
+
 ``lock`` serializes rounds with whatever else moves queues (an offset reset, the orderly lock
 keeper), so that a queue is never started and released at once.
 """
@@ -50,6 +53,7 @@ class Rebalancer:
         topics: Callable[[], Iterable[str]],
         owned: Callable[[], Iterable[MessageQueue]],
         apply: Apply,
+        refresh: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.instance = instance
         self.group = group
@@ -59,6 +63,7 @@ class Rebalancer:
         self._topics = topics
         self._owned = owned
         self._apply = apply
+        self._refresh = refresh
         self.lock = anyio.Lock()
         self.rounds = 0
         self.missing: set[str] = set()  # subscribed topics with no route yet
@@ -112,7 +117,7 @@ class Rebalancer:
     async def run(self, *, task_status: TaskStatus[Rebalancer] = anyio.TASK_STATUS_IGNORED) -> None:
         """The actor: a round every ``interval`` or when triggered; topics without a route are
         looked at again sooner, with a growing back-off."""
-        missing = Backoff(1.0, self.interval, jitter=False)
+        missing = Backoff(min(1.0, self.interval), self.interval, jitter=False)
         task_status.started(self)
         while not self._stopped:
             wait = self.interval
@@ -126,6 +131,8 @@ class Rebalancer:
             self._waiting = None
             self._now = anyio.Event()
             self._later = math.inf
+            if self._refresh is not None:
+                await self._refresh()
             await self.rebalance()
 
     def describe(self) -> Node:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 
 import attrs
 
 from rocketmq_actors.errors import ConfigError
-from rocketmq_actors.names import wrap
+from rocketmq_actors.names import _is_system, unwrap, wrap
 from rocketmq_actors.protocol.bodies import SubscriptionData
 from rocketmq_actors.protocol.messages import java_string_hash
 from rocketmq_actors.protocol.records import MessageExt
 
-__all__ = ["MessageSelector", "Subscription", "subscription_table"]
+__all__ = ["MessageSelector", "Subscription", "matching_topics", "subscription_table"]
 
 
 @attrs.frozen
@@ -98,3 +99,17 @@ def subscription_table(
         wrap(namespace, topic): Subscription.of(wrap(namespace, topic), selector)
         for topic, selector in subscriptions.items()
     }
+
+
+def matching_topics(
+    names: Iterable[str], pattern: re.Pattern[str], namespace: str | None
+) -> list[str]:
+    """The topics of ``names`` (as the NameServer lists them) whose name, without the
+    namespace, ``pattern`` matches in full: system, retry and dead-letter topics left out, and
+    with a namespace only the topics in it. Sorted, as the wire names them."""
+    return sorted(
+        name for name in names
+        if not _is_system(name) and not name.startswith(("%RETRY%", "%DLQ%"))
+        and (namespace is None or unwrap(namespace, name) != name)
+        and pattern.fullmatch(unwrap(namespace, name))
+    )  # fmt: skip

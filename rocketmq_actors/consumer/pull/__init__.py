@@ -1,10 +1,12 @@
-"""The pull consumer (Java's lite pull, aiokafka's shape): ``getone`` / ``getmany``, ``assign``,
-``seek``, commits."""
+"""The pull consumer (Java's lite pull, aiokafka's shape): topics or a pattern, ``subscribe`` /
+``unsubscribe`` / ``assign``, ``getone`` / ``getmany``, ``seek``, commits; its options
+(:class:`PullOptions`)."""
 
 from .consumer import (
     MessageSelector,
     OffsetReset,
     PullConsumer,
+    PullOptions,
     PullResult,
     PullStatus,
     RebalanceListener,
@@ -18,6 +20,7 @@ __all__ = [
     "MessageSelector",
     "OffsetReset",
     "PullConsumer",
+    "PullOptions",
     "PullResult",
     "PullStatus",
     "RebalanceListener",

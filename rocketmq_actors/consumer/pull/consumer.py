@@ -1,20 +1,28 @@
 """PullConsumer: lite pull, aiokafka-style - you ask for records, the consumer fetches them.
 
-    async with PullConsumer(namesrv="127.0.0.1:9876", group="reports") as consumer:
-        await consumer.subscribe("orders", "paid || refunded")   # group-balanced queues
-        async for message in consumer:                           # or getmany(timeout=1.0)
+    async with PullConsumer(group="reports", topics={"orders": "paid || refunded"},
+                            namesrv="127.0.0.1:9876") as consumer:
+        async for message in consumer:                  # or getmany(timeout=1.0)
             ...
 
-``subscribe`` shares the topic's queues with the group's other members (rebalanced every
-``rebalance_interval`` and when the broker says the group changed; a :class:`RebalanceListener`
-hears about it); ``assign`` takes exactly the queues given. One fetcher per queue long-polls the
-broker into a buffer of at most ``max_buffered`` records; ``getmany``/``getone``/``async for``
-return buffered records and advance the queue's *position*. With ``auto_commit`` the positions
-are committed every ``auto_commit_interval``, before queues are revoked, and on close - so a
-record counts as consumed once a later ``getmany`` was called (at-least-once if you process
-records before asking for more). ``commit()`` commits now and waits for the brokers. ``seek``,
-``seek_to_beginning``, ``seek_to_end``, ``offsets_for_times``, ``pause`` and ``resume`` work on
-assigned queues, and ``pull`` reads any queue at any offset, outside the assignment.
+Topics given to the constructor (a list of names, or topic -> tag expression or
+:class:`MessageSelector`), or a ``pattern`` over topic names, are consumed as a member of the
+group from the start: their queues are shared with the group's other members and rebalanced
+every ``rebalance_interval`` and when the broker says the group changed (a
+:class:`RebalanceListener` hears about it). ``subscribe()`` replaces that subscription, before
+or after start; ``unsubscribe()`` drops it; ``assign()`` takes exactly the queues given instead
+(topics, a pattern and an assignment exclude each other, as in aiokafka). A pattern is matched
+against the NameServer's topic list at start and before every rebalance round, so a topic
+created later is consumed once it appears.
+
+One fetcher per queue long-polls the broker into a buffer of at most ``max_buffered`` records;
+``getmany``/``getone``/``async for`` return buffered records and advance the queue's
+*position*. With ``auto_commit`` the positions are committed every ``auto_commit_interval``,
+before queues are revoked, and on close - so a record counts as consumed once a later
+``getmany`` was called (at-least-once if you process records before asking for more).
+``commit()`` commits now and waits for the brokers. ``seek``, ``seek_to_beginning``,
+``seek_to_end``, ``offsets_for_times``, ``pause`` and ``resume`` work on assigned queues, and
+``pull`` reads any queue at any offset, outside the assignment.
 
 With a ``value_deserializer`` each record's ``value`` is what it made of the body (the body
 itself without one). A body it rejects (or a record that could not be decoded) makes
@@ -33,58 +41,36 @@ hash codes can collide; SQL92 expressions are evaluated by the broker.
 
 from __future__ import annotations
 
-import enum
-import ssl
-import time
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import AsyncExitStack
-from typing import Generic, Protocol, cast
+from typing import Generic, cast
 
+from rocketmq_actors.cluster.client import Client
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.cluster.member import MEMBER_POLICY, GroupMember
 from rocketmq_actors.cluster.options import ClientOptions
-from rocketmq_actors.cluster.requests import RequestServer
 from rocketmq_actors.consumer.core.brokercalls import (
     PullResult,
     PullStatus,
-    RawPull,
-    check_subscription,
-    decode_pull,
     first_offset_at,
     max_offset,
     min_offset,
     offset_for_time,
-    pull_raw,
 )
-from rocketmq_actors.consumer.core.message import ReceivedMessage, T, deserialize_record
-from rocketmq_actors.consumer.core.namespaced import Namespace
-from rocketmq_actors.consumer.core.offsets import RemoteOffsetStore
-from rocketmq_actors.consumer.core.options import check_deserializer
-from rocketmq_actors.consumer.core.queues import QueueTable
-from rocketmq_actors.consumer.core.rebalance import Strategy
-from rocketmq_actors.consumer.core.rebalancer import Rebalancer
-from rocketmq_actors.consumer.core.strategies import StrategyOption, as_allocator
+from rocketmq_actors.consumer.core.message import ReceivedMessage, T
 from rocketmq_actors.consumer.core.subscriptions import MessageSelector, Subscription
-from rocketmq_actors.consumer.pull.assignment import change, request_handlers
-from rocketmq_actors.consumer.pull.commits import Committer
-from rocketmq_actors.consumer.pull.fetcher import Fetcher, RecordBuffer, deserialize_taken
-from rocketmq_actors.errors import ClientStateError, ConfigError
-from rocketmq_actors.logs import get_logger
-from rocketmq_actors.names import validate_group, validate_topic, wrap
-from rocketmq_actors.protocol.acl import AclCredentials
-from rocketmq_actors.protocol.bodies import (
-    ConsumerData,
-    MessageQueue,
-)
-from rocketmq_actors.runtime.checks import check_int, check_timeout
-from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart
-from rocketmq_actors.runtime.tree import Node
-from rocketmq_actors.trace import hooks as rmq_trace
+from rocketmq_actors.errors import ConfigError
+from rocketmq_actors.protocol.bodies import MessageQueue
+
+from .fetcher import Fetcher, deserialize_taken
+from .group import PullGroup
+from .options import OffsetReset, PullOptions
+from .subscription import RebalanceListener, Topics, compile_pattern, parse_topics
 
 __all__ = [
     "MessageSelector",
     "OffsetReset",
     "PullConsumer",
+    "PullOptions",
     "PullResult",
     "PullStatus",
     "RebalanceListener",
@@ -94,229 +80,93 @@ __all__ = [
     "offset_for_time",
 ]
 
-log = get_logger("rocketmq_actors.consumer")
 
+class PullConsumer(Client[PullGroup], Generic[T]):
+    """A lite pull consumer (see the module docs): ``group``, what it consumes (``topics`` or
+    ``pattern``, with a ``listener``; or nothing until ``subscribe()`` / ``assign()``), a
+    ``value_deserializer``, then ``options`` (:class:`PullOptions`) and what every client
+    shares (``namesrv``, ``client``: :class:`~rocketmq_actors.cluster.options.ClientOptions`,
+    or a shared ``instance``)."""
 
-class RebalanceListener(Protocol):
-    """Told when :meth:`PullConsumer.subscribe` moves queues (aiokafka's listener): revoked
-    queues after their positions were committed (with auto-commit), assigned queues once their
-    starting positions are known."""
-
-    async def on_queues_revoked(self, revoked: set[MessageQueue]) -> None: ...
-
-    async def on_queues_assigned(self, assigned: set[MessageQueue]) -> None: ...
-
-
-class OffsetReset(enum.Enum):
-    """Where a queue with no committed offset starts."""
-
-    EARLIEST = "earliest"
-    LATEST = "latest"
-
-
-def _check_timeouts(**timeouts: float) -> None:
-    for name, seconds in timeouts.items():
-        check_timeout(name, seconds)
-
-
-def _offset_reset(value: OffsetReset | str) -> OffsetReset:
-    try:
-        return OffsetReset(value)
-    except ValueError:
-        raise ConfigError(
-            f"auto_offset_reset must be 'earliest' or 'latest', not {value!r}"
-        ) from None
-
-
-class PullConsumer(GroupMember, Generic[T]):
     def __init__(
         self,
         *,
-        namesrv: str | Sequence[str] | None = None,
         group: str,
-        instance: ClientInstance | None = None,
-        namespace: str | None = None,
-        auto_commit: bool = True,
-        auto_commit_interval: float = 5.0,
-        auto_offset_reset: OffsetReset | str = OffsetReset.LATEST,
-        strategy: StrategyOption = Strategy.AVG,
+        topics: Topics = (),
+        pattern: str | re.Pattern[str] | None = None,
         listener: RebalanceListener | None = None,
-        pull_batch_size: int = 32,
-        max_buffered: int = 1000,
-        pull_suspend: float = 5.0,
-        rebalance_interval: float = 20.0,
-        request_timeout: float = 3.0,
-        ssl_context: ssl.SSLContext | None = None,
-        credentials: AclCredentials | None = None,
-        trace: bool = False,
-        trace_topic: str | None = None,
-        shutdown_timeout: float = 10.0,
-        on_error: Callable[[BaseException], object] | None = None,
         value_deserializer: Callable[[bytes], T] | None = None,
+        namesrv: str | Sequence[str] | None = None,
+        options: PullOptions = PullOptions(),  # noqa: B008 (frozen)
+        client: ClientOptions = ClientOptions(),  # noqa: B008 (frozen)
+        instance: ClientInstance | None = None,
     ) -> None:
-        validate_group(group)
-        check_deserializer(value_deserializer)
-        check_int("pull_batch_size", pull_batch_size)
-        check_int("max_buffered", max_buffered)
-        as_allocator(strategy)  # a Strategy or a callable (.strategies)
-        _check_timeouts(
-            auto_commit_interval=auto_commit_interval,
-            pull_suspend=pull_suspend,
-            rebalance_interval=rebalance_interval,
-            request_timeout=request_timeout,
-        )
-        auto_offset_reset = _offset_reset(auto_offset_reset)
-        super().__init__(
-            kind="pull-consumer", group=wrap(namespace, group), namesrv=namesrv, instance=instance,
-            client=ClientOptions(ssl_context=ssl_context, credentials=credentials,
-                                 shutdown_timeout=shutdown_timeout, on_error=on_error),
-        )  # fmt: skip
-        self.namespace = namespace
-        self._ns = Namespace(namespace)
-        self.auto_commit = auto_commit
-        self.auto_commit_interval = auto_commit_interval
-        self.auto_offset_reset = auto_offset_reset
-        self.strategy = strategy
-        self.listener = listener
-        self.pull_batch_size = pull_batch_size
-        self.max_buffered = max_buffered
-        self.pull_suspend = pull_suspend
-        self.rebalance_interval = rebalance_interval
-        self.request_timeout = request_timeout
-        self.value_deserializer = value_deserializer
-        self._subscriptions: dict[str, Subscription] = {}
-        self._subscribed: set[str] = set()  # topics whose queues the group rebalances
-        self._sub_version = time.time_ns() // 1_000_000
-        self.offsets = RemoteOffsetStore(self._instance, self.group)
-        self.fetchers: QueueTable[Fetcher] = QueueTable(
-            "fetchers", shutdown_timeout=shutdown_timeout, kind="fetcher"
-        )
-        self.rebalancer = Rebalancer(
-            self._instance, self.group, strategy=strategy, broadcasting=False,
-            interval=rebalance_interval, topics=lambda: sorted(self._subscribed),
-            owned=lambda: list(self.fetchers), apply=lambda wanted: change(self, wanted),
-        )  # fmt: skip
-        self._supervisor = DynamicSupervisor(
-            f"pull-consumer:{self.group}", MEMBER_POLICY, shutdown_timeout=shutdown_timeout
-        )
-        self.buffer = RecordBuffer()
-        self.committer = Committer(self.fetchers, self.offsets, interval=auto_commit_interval)
-        self.started_ms = 0
-        # message trace (as the Java lite pull consumer's: SubBefore + SubAfter when polled)
-        self.trace = rmq_trace.for_consumer(self._instance, self.group, namespace, trace,
-                                            trace_topic)  # fmt: skip
+        for name, value, kind in (("options", options, PullOptions),
+                                  ("client", client, ClientOptions)):  # fmt: skip
+            if not isinstance(value, kind):
+                raise ConfigError(f"{name} must be a {kind.__name__}, not {type(value).__name__}")
+        table = parse_topics(topics, client.namespace)
+        if table and pattern is not None:
+            raise ConfigError("give topics or a pattern, not both")
+        if listener is not None and not table and pattern is None:
+            raise ConfigError("listener goes with topics or a pattern (or give it to subscribe)")
+        self._group = PullGroup(group=group, namesrv=namesrv, instance=instance,
+                                options=options, client=client,
+                                value_deserializer=value_deserializer)  # fmt: skip
+        if table or pattern is not None:
+            compiled = None if pattern is None else compile_pattern(pattern)
+            self._group.subs.take(table, compiled, listener)
 
-    # ---- what the fetchers read -----------------------------------------------------------
-
-    @property
-    def sub_version(self) -> int:
-        return self._sub_version
-
-    def subscription(self, topic: str) -> Subscription:
-        return self._subscriptions[topic]
-
-    def subscriptions(self) -> list[Subscription]:
-        return list(self._subscriptions.values())
-
-    # ---- lifecycle ----------------------------------------------------------------------
-
-    async def _open(self, stack: AsyncExitStack) -> None:
-        self.started_ms = time.time_ns() // 1_000_000
-        await self._join(
-            stack,
-            lambda: self._instance.register_consumer(self.group, self.mailbox, self._consumer_data),
-            self._instance.unregister_consumer,
-        )
-        stack.push_async_callback(self.offsets.persist_on_close)
-        await stack.enter_async_context(self.fetchers.supervisor)
-        supervisor = await stack.enter_async_context(self._supervisor)
-        server = RequestServer(self.group, self.mailbox, request_handlers(self))
-        await supervisor.start_child(ChildSpec("mailbox", server.run, Restart.PERMANENT,
-                                               kind="mailbox"))  # fmt: skip
-        await supervisor.start_child(ChildSpec("rebalancer", self.rebalancer.run,
-                                               Restart.PERMANENT, kind="rebalancer"))  # fmt: skip
-        if self.auto_commit:
-            spec: ChildSpec[None] = ChildSpec(
-                "offsets", self.committer.run, Restart.PERMANENT, kind="offset-persister"
-            )
-            await supervisor.start_child(spec)
-        if self.trace is not None:
-            await supervisor.start_child(self.trace.dispatcher.child_spec())
-
-    async def _closing(self) -> None:
-        if self.trace is not None:  # the polled records' trace (while the actors run)
-            await self.trace.dispatcher.flush(self._time_left() * 0.5)
-        self.rebalancer.stop()
-        if self.auto_commit:
-            self.committer.record_positions()  # persisted by the stack, after fetchers stop
-
-    def _consumer_data(self) -> ConsumerData:
-        return ConsumerData(
-            group=self.group,
-            consume_type="CONSUME_ACTIVELY",
-            message_model="CLUSTERING",
-            consume_from_where="CONSUME_FROM_LAST_OFFSET"
-            if self.auto_offset_reset is OffsetReset.LATEST
-            else "CONSUME_FROM_FIRST_OFFSET",
-            subscriptions=tuple(s.wire(self._sub_version) for s in self._subscriptions.values()),
-        )
-
-    async def _subscribe(self, topic: str, expression: str, expression_type: str) -> Subscription:
-        subscription = Subscription.parse(topic, expression, expression_type)
-        if self._subscriptions.get(topic) != subscription:
-            await check_subscription(self._instance, self.group, subscription.wire(0))
-            self._subscriptions[topic] = subscription
-            self._sub_version = time.time_ns() // 1_000_000
-            await self._instance.routes.get(topic)
-            await self._instance.heartbeat.beat()  # the brokers learn the group now
-        return subscription
-
-    async def queues(self, topic: str) -> list[MessageQueue]:
-        """The topic's readable queues, in Java's order (named without the namespace, as
-        every queue this consumer takes or gives)."""
-        self._check_running()
-        validate_topic(topic, error=ConfigError)
-        wire_topic = wrap(self.namespace, topic)
-        await self._subscribe(wire_topic, "*", "TAG")
-        route = await self._instance.routes.get(wire_topic)
-        return [self._ns.app(q) for q in route.subscribe_queues]
-
-    # ---- assignment -------------------------------------------------------------------
+    # ---- what it consumes ---------------------------------------------------------------
 
     async def subscribe(
-        self, topic: str, expression: str = "*", *, expression_type: str = "TAG"
-    ) -> None:
-        """Consume ``topic`` as a member of the group: its queues are shared with the group's
-        other members and rebalanced as members come and go."""
-        self._check_running()
-        validate_topic(topic, error=ConfigError)
-        if len(self.fetchers) and not self._subscribed:
-            raise ClientStateError("this consumer has queues assigned by hand: subscribe or assign")
-        wire_topic = wrap(self.namespace, topic)
-        await self._subscribe(wire_topic, expression, expression_type)
-        self._subscribed.add(wire_topic)
-        await self.rebalancer.rebalance()
+        self, topics: Topics = (), *, pattern: str | re.Pattern[str] | None = None,
+        listener: RebalanceListener | None = None,
+    ) -> None:  # fmt: skip
+        """Consume ``topics`` (a list of names, or topic -> tag expression or
+        :class:`MessageSelector`) or every topic whose name ``pattern`` matches in full,
+        instead of what was subscribed before (not incremental), as a member of the group;
+        ``listener`` replaces the previous one. Before start it is what the consumer starts
+        with; while it runs, the queues move at once (one rebalance round, before this
+        returns). A :class:`~rocketmq_actors.errors.ClientStateError` after ``assign()`` (or
+        for topics after a pattern, or the reverse) until ``unsubscribe()``;
+        :class:`~rocketmq_actors.errors.InvalidSubscription` for an SQL92 expression the
+        broker cannot evaluate."""
+        table = parse_topics(topics, self._group.namespace)
+        if bool(table) == (pattern is not None):
+            raise ConfigError("subscribe takes topics or a pattern (one of them)")
+        compiled = None if pattern is None else compile_pattern(pattern)
+        await self._group.subscribe(table, compiled, listener)
+
+    async def unsubscribe(self) -> None:
+        """Consume nothing: the subscription (or the assignment) and the listener are dropped,
+        and every queue is revoked, its position committed first with ``auto_commit``. Then
+        ``subscribe()`` or ``assign()`` again."""
+        await self._group.unsubscribe()
+
+    def subscription(self) -> frozenset[str]:
+        """The topics consumed: those subscribed, those the pattern matches now, or those of
+        the queues assigned."""
+        return self._group.subs.names()
 
     async def assign(self, queues: Iterable[MessageQueue]) -> None:
-        """Consume exactly ``queues`` (no group rebalancing), from their committed offsets."""
-        self._check_running()
-        if self._subscribed:
-            raise ClientStateError("this consumer subscribed to topics: subscribe or assign")
-        wanted = set(self._ns.wire_all(queues))
-        for topic in {q.topic for q in wanted}:
-            if topic not in self._subscriptions:
-                await self._subscribe(topic, "*", "TAG")
-        async with self.rebalancer.lock:
-            await change(self, wanted)
+        """Consume exactly ``queues`` (no group rebalancing), from their committed offsets (or
+        as ``auto_offset_reset`` says), instead of those assigned before; before start, from
+        the start. A :class:`~rocketmq_actors.errors.ClientStateError` after ``subscribe()``
+        until ``unsubscribe()``."""
+        await self._group.assign(queues)
 
     def assignment(self) -> set[MessageQueue]:
-        return self._ns.app_set(self.fetchers)
+        """The queues this consumer fetches now (its share of the subscribed topics, or those
+        assigned)."""
+        return self._group.ns.app_set(self._group.fetchers)
 
-    def app_queues(self, queues: Iterable[MessageQueue]) -> set[MessageQueue]:
-        """``queues`` as the application names them (without the namespace)."""
-        return self._ns.app_set(queues)
+    async def queues(self, topic: str) -> list[MessageQueue]:
+        """The topic's readable queues, in Java's order: what :meth:`assign` and :meth:`pull`
+        take."""
+        return await self._group.queues(topic)
 
-    # ---- records ----------------------------------------------------------------------
+    # ---- records ------------------------------------------------------------------------
 
     async def getmany(
         self, *queues: MessageQueue, max_records: int | None = None, timeout: float = 0.0
@@ -325,17 +175,19 @@ class PullConsumer(GroupMember, Generic[T]):
         ``timeout`` seconds for the first; an empty dict when none came. A record that could
         not be decoded comes as stored, with ``decode_error`` saying why (with a
         ``value_deserializer``: :class:`RecordDeserializationError`, see the module docs)."""
-        self._check_running()
+        group = self._group
+        group._check_running()
         limit = max_records if max_records is not None else 1 << 30
         if limit < 1 or timeout < 0:
             raise ConfigError("max_records >= 1 and timeout >= 0 are required")
-        taken = await self.buffer.take(self.fetchers, self._ns.wire_all(queues), limit, timeout)
-        if self.value_deserializer is not None:  # (raises RecordDeserializationError)
-            taken = deserialize_taken(self.fetchers, taken, self.value_deserializer, self._ns.app)
-        records = self._ns.app_records(taken)
-        if self.trace is not None:
+        taken = await group.buffer.take(group.fetchers, group.ns.wire_all(queues), limit, timeout)
+        if group.value_deserializer is not None:  # (raises RecordDeserializationError)
+            taken = deserialize_taken(group.fetchers, taken, group.value_deserializer,
+                                      group.ns.app)  # fmt: skip
+        records = group.ns.app_records(taken)
+        if group.trace is not None:
             for polled in records.values():
-                self.trace.polled(polled)
+                group.trace.polled(polled)
         return cast("dict[MessageQueue, list[ReceivedMessage[T]]]", records)
 
     async def getone(self, *queues: MessageQueue) -> ReceivedMessage[T]:
@@ -346,6 +198,7 @@ class PullConsumer(GroupMember, Generic[T]):
                 return records[0]
 
     def __aiter__(self) -> PullConsumer[T]:
+        """``async for message in consumer``: :meth:`getone` until the consumer stops."""
         return self
 
     async def __anext__(self) -> ReceivedMessage[T]:
@@ -353,10 +206,10 @@ class PullConsumer(GroupMember, Generic[T]):
             raise StopAsyncIteration
         return await self.getone()
 
-    # ---- positions --------------------------------------------------------------------
+    # ---- positions ----------------------------------------------------------------------
 
     def _fetcher(self, queue: MessageQueue) -> Fetcher:
-        fetcher = self.fetchers.lookup(self._ns.wire(queue))
+        fetcher = self._group.fetchers.lookup(self._group.ns.wire(queue))
         if fetcher is None:
             raise ConfigError(f"{queue} is not assigned to this consumer")
         return fetcher
@@ -367,25 +220,21 @@ class PullConsumer(GroupMember, Generic[T]):
 
     def seek(self, queue: MessageQueue, offset: int) -> None:
         """Continue ``queue`` at ``offset`` (buffered records are dropped)."""
-        self._check_running()
+        self._group._check_running()
         if offset < 0:
             raise ConfigError("offset must be >= 0")
         self._fetcher(queue).seek(offset)
-        self.buffer.freed()
+        self._group.buffer.freed()
 
     async def seek_to_beginning(self, *queues: MessageQueue) -> None:
+        """Continue ``queues`` (every assigned queue without any) at their first offset."""
         for queue in queues or tuple(self.assignment()):
             self.seek(queue, await self.min_offset(queue))
 
     async def seek_to_end(self, *queues: MessageQueue) -> None:
+        """Continue ``queues`` (every assigned queue without any) past their last message."""
         for queue in queues or tuple(self.assignment()):
             self.seek(queue, await self.max_offset(queue))
-
-    async def offsets_for_times(
-        self, timestamps: Mapping[MessageQueue, int]
-    ) -> dict[MessageQueue, int]:
-        """For each queue, the first offset stored at or after its timestamp (ms)."""
-        return {q: await self.offset_for_time(q, ts) for q, ts in timestamps.items()}
 
     def pause(self, *queues: MessageQueue) -> None:
         """Stop fetching and returning ``queues`` until :meth:`resume`."""
@@ -393,98 +242,59 @@ class PullConsumer(GroupMember, Generic[T]):
             self._fetcher(queue).paused = True
 
     def resume(self, *queues: MessageQueue) -> None:
+        """Fetch and return paused ``queues`` again."""
         for queue in queues:
             self._fetcher(queue).paused = False
-        self.buffer.freed()
+        self._group.buffer.freed()
 
     def paused(self) -> set[MessageQueue]:
-        return self._ns.app_set(f.queue for f in self.fetchers.actors() if f.paused)
+        """The queues :meth:`pause` stopped."""
+        return self._group.ns.app_set(f.queue for f in self._group.fetchers.actors() if f.paused)
 
-    # ---- pulling by hand ----------------------------------------------------------------
-
-    async def pull(
-        self,
-        queue: MessageQueue,
-        offset: int,
-        *,
-        max_messages: int = 32,
-        expression: str = "*",
-        expression_type: str = "TAG",
-        wait: float = 0.0,
-    ) -> PullResult:
-        """One pull of up to ``max_messages`` from ``offset``, outside any assignment; with
-        ``wait`` > 0 the broker holds the request up to that long for new messages."""
-        queue, subscription, raw = await self._pull(
-            queue, offset, max_messages, expression, expression_type, wait
-        )
-        result = decode_pull(raw, queue, subscription)
-        if self.value_deserializer is not None:  # (raises for the first it rejects)
-            for message in result.messages:
-                deserialize_record(message, self.value_deserializer, self._ns.app(queue))
-        self._ns.app_messages(result.messages)
-        return result
-
-    async def pull_raw(
-        self, queue: MessageQueue, offset: int, *, max_messages: int = 32
-    ) -> RawPull:
-        """One pull of every message from ``offset`` (no filter, no wait) whose records are left
-        undecoded: for readers that copy them into columns
-        (:func:`~rocketmq_actors.protocol.recordcolumns.decode_columns`), such as the Spark
-        source.
-        No deserializer is applied and the records carry the topic as stored (namespaced)."""
-        return (await self._pull(queue, offset, max_messages, "*", "TAG", 0.0))[2]
-
-    async def _pull(  # noqa: PLR0917
-        self, queue: MessageQueue, offset: int, max_messages: int, expression: str,
-        expression_type: str, wait: float,
-    ) -> tuple[MessageQueue, Subscription, RawPull]:  # fmt: skip
-        """A pull by hand: the queue as the broker names it, the subscription and the answer."""
-        self._check_running()
-        if offset < 0 or max_messages < 1 or wait < 0:
-            raise ConfigError("offset >= 0, max_messages >= 1 and wait >= 0 are required")
-        queue = self._ns.wire(queue)
-        subscription = await self._subscribe(queue.topic, expression, expression_type)
-        raw = await pull_raw(
-            self._instance, self.group, queue, offset, subscription=subscription,
-            sub_version=self._sub_version, max_messages=max_messages, wait=wait,
-            request_timeout=self.request_timeout,
-        )  # fmt: skip
-        return queue, subscription, raw
-
-    # ---- offsets ----------------------------------------------------------------------
+    # ---- offsets ------------------------------------------------------------------------
 
     async def commit(self, offsets: Mapping[MessageQueue, int] | None = None) -> None:
         """Commit ``offsets`` (next offset to consume, by queue), or the current position of
         every assigned queue; returns once the brokers have them."""
-        self._check_running()
-        await self.committer.commit(None if offsets is None else self._ns.wire_keys(offsets))
+        group = self._group
+        group._check_running()
+        await group.committer.commit(None if offsets is None else group.ns.wire_keys(offsets))
 
     async def committed(self, queue: MessageQueue) -> int | None:
-        """This group's committed offset for ``queue``: in memory, else from the broker."""
-        return await self.committer.committed(self._ns.wire(queue))
-
-    async def persist(self) -> None:
-        await self.offsets.persist()
+        """This group's committed offset for ``queue``: in memory, else from the broker (None
+        when it never committed one)."""
+        return await self._group.committer.committed(self._group.ns.wire(queue))
 
     async def min_offset(self, queue: MessageQueue) -> int:
-        return await min_offset(self._instance, self._ns.wire(queue))
+        """The first offset still stored in ``queue``."""
+        return await min_offset(self._group.instance, self._group.ns.wire(queue))
 
     async def max_offset(self, queue: MessageQueue) -> int:
         """The offset the next message will get (one past the last stored)."""
-        return await max_offset(self._instance, self._ns.wire(queue))
+        return await max_offset(self._group.instance, self._group.ns.wire(queue))
 
     async def offset_for_time(self, queue: MessageQueue, timestamp_ms: int) -> int:
         """The first offset stored at or after ``timestamp_ms`` (on 4.x brokers too, whose own
         answer is the nearest: see :func:`~.brokercalls.first_offset_at`)."""
-        return await first_offset_at(self._instance, self.group, self._ns.wire(queue),
+        group = self._group
+        return await first_offset_at(group.instance, group.group, group.ns.wire(queue),
                                      timestamp_ms)  # fmt: skip
 
-    # ---- inspection ---------------------------------------------------------------------
+    async def offsets_for_times(
+        self, timestamps: Mapping[MessageQueue, int]
+    ) -> dict[MessageQueue, int]:
+        """For each queue, the first offset stored at or after its timestamp (ms)."""
+        return {q: await self.offset_for_time(q, ts) for q, ts in timestamps.items()}
 
-    def describe(self) -> Node:
-        children = list(self._supervisor.describe().children)
-        children.append(self.fetchers.supervisor.describe(kind="fetcher-supervisor"))
-        children.append(self._instance.describe())
-        return Node(name=self._describe(), kind="pull-consumer", state=self.state.value,
-                    last_error=repr(self.error) if self.error else None,
-                    children=tuple(children))  # fmt: skip
+    # ---- pulling by hand ----------------------------------------------------------------
+
+    async def pull(
+        self, queue: MessageQueue, offset: int, *, max_messages: int = 32, expression: str = "*",
+        expression_type: str = "TAG", wait: float = 0.0,
+    ) -> PullResult:  # fmt: skip
+        """One pull of up to ``max_messages`` from ``offset``, outside any assignment, keeping
+        ``expression`` (tags, or SQL92 with ``expression_type="SQL92"``); with ``wait`` > 0
+        the broker holds the request up to that long for new messages."""
+        return await self._group.pull(queue, offset, max_messages=max_messages,
+                                      expression=expression, expression_type=expression_type,
+                                      wait=wait)  # fmt: skip

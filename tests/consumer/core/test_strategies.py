@@ -18,8 +18,8 @@ from rocketmq_actors.consumer.core.strategies import (
     allocate_checked,
     as_allocator,
 )
-from rocketmq_actors.consumer.pull import PullConsumer
-from rocketmq_actors.consumer.push import PushConsumer, PushOptions
+from rocketmq_actors.consumer.pull import PullOptions
+from rocketmq_actors.consumer.push import PushOptions
 from rocketmq_actors.errors import AllocationFailed, ConfigError
 from rocketmq_actors.protocol.bodies import MessageQueue
 
@@ -146,10 +146,9 @@ def test_the_option_is_checked_before_any_io(strategy: object, match: str) -> No
     with pytest.raises(ConfigError, match="strategy must be"):
         PushOptions(strategy=strategy)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="strategy must be"):
-        PullConsumer(namesrv="127.0.0.1:9", group="G", strategy=strategy)  # type: ignore[arg-type]
-    PullConsumer(namesrv="127.0.0.1:9", group="G", strategy=_user([]))  # a callable is taken
-    PushConsumer(group="G", subscriptions={"t": "*"}, namesrv="127.0.0.1:9",
-                 options=PushOptions(strategy=_user([])))  # fmt: skip
+        PullOptions(strategy=strategy)  # type: ignore[arg-type]
+    PullOptions(strategy=_user([]))  # a callable is taken
+    PushOptions(strategy=_user([]))
 
 
 def test_parameter_checks() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.consumer.core.admin import consumer_running_info, consumer_status
-from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer
+from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer, PullOptions
 from rocketmq_actors.errors import ClientStateError
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
@@ -55,9 +55,10 @@ async def test_subscribe_getmany_commit_and_resume(
     bodies = [b"m%d" % i for i in range(40)]
     await _send(rocketmq_namesrv, unique_topic, bodies)
     async with PullConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, auto_offset_reset=OffsetReset.EARLIEST
-    ) as consumer:
-        await consumer.subscribe(unique_topic)
+        group=unique_group, namesrv=rocketmq_namesrv,
+        options=PullOptions(auto_offset_reset=OffsetReset.EARLIEST),
+    ) as consumer:  # fmt: skip
+        await consumer.subscribe([unique_topic])
         assert len(consumer.assignment()) == 4
         first = await consumer.getmany(max_records=10, timeout=10)
         assert 0 < sum(len(r) for r in first.values()) <= 10
@@ -67,8 +68,9 @@ async def test_subscribe_getmany_commit_and_resume(
         assert sum(consumer.position(q) for q in consumer.assignment()) == 40
     later = [b"n%d" % i for i in range(8)]
     await _send(rocketmq_namesrv, unique_topic, later)
-    async with PullConsumer(namesrv=rocketmq_namesrv, group=unique_group) as again:
-        await again.subscribe(unique_topic)
+    async with PullConsumer(
+        group=unique_group, topics=[unique_topic], namesrv=rocketmq_namesrv
+    ) as again:
         resumed = await _collect(again, 8)  # auto-commit on close: nothing seen twice
         assert sorted(m.body for m in resumed) == sorted(later)
         assert await again.getmany(timeout=0.5) == {}
@@ -79,12 +81,14 @@ async def test_two_members_split_the_queues_and_the_listener_hears_it(
 ) -> None:
     await _send(rocketmq_namesrv, unique_topic, [b"seed"])
     one, two = Listener(), Listener()
-    async with PullConsumer(namesrv=rocketmq_namesrv, group=unique_group, listener=one) as a:
-        await a.subscribe(unique_topic)
+    async with PullConsumer(
+        group=unique_group, topics=[unique_topic], listener=one, namesrv=rocketmq_namesrv
+    ) as a:
         assert one.events == [("assigned", a.assignment())] and len(a.assignment()) == 4
-        async with PullConsumer(namesrv=rocketmq_namesrv, group=unique_group, listener=two) as b:
-            await b.subscribe(unique_topic)
-            # b's subscribe returns after its own round; a hears of b through the broker's
+        async with PullConsumer(
+            group=unique_group, topics=[unique_topic], listener=two, namesrv=rocketmq_namesrv
+        ) as b:
+            # b's start returns after its own round; a hears of b through the broker's
             # NOTIFY_CONSUMER_IDS_CHANGED. The listener is told of a revocation before the
             # revoked queues' fetchers stop (so that it may still commit their positions):
             # the round is over once the rebalancer's lock is free again.
@@ -92,7 +96,7 @@ async def test_two_members_split_the_queues_and_the_listener_hears_it(
             with anyio.fail_after(30):
                 while not any(kind == "revoked" for kind, _ in one.events):
                     await one.changed.wait()
-                async with a.rebalancer.lock:
+                async with a._group.rebalancer.lock:
                     pass
             assert len(a.assignment()) == 2
             assert a.assignment().isdisjoint(b.assignment())
@@ -115,8 +119,8 @@ async def test_assign_seek_pause_resume_and_iterate(
     await _send(rocketmq_namesrv, unique_topic, [b"%d" % i for i in range(10)], queues=1)
     queue = MessageQueue(unique_topic, "broker-a", 0)
     async with PullConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, auto_commit=False,
-        auto_offset_reset="earliest",
+        group=unique_group, namesrv=rocketmq_namesrv,
+        options=PullOptions(auto_commit=False, auto_offset_reset="earliest"),
     ) as consumer:  # fmt: skip
         await consumer.assign([queue])
         assert consumer.position(queue) == 0
@@ -141,8 +145,8 @@ async def test_assign_seek_pause_resume_and_iterate(
         assert await consumer.committed(queue) == 11
         with pytest.raises(ValueError, match="not assigned"):
             consumer.seek(MessageQueue(unique_topic, "broker-a", 9), 0)
-        with pytest.raises(ClientStateError, match="subscribe or assign"):
-            await consumer.subscribe(unique_topic)
+        with pytest.raises(ClientStateError, match="unsubscribe"):
+            await consumer.subscribe([unique_topic])
 
 
 async def test_a_lite_pull_member_answers_the_brokers_queries_as_java_does(
@@ -155,11 +159,13 @@ async def test_a_lite_pull_member_answers_the_brokers_queries_as_java_does(
     await _send(rocketmq_namesrv, unique_topic, [b"m%d" % i for i in range(8)])
     async with (
         PullConsumer(
-            namesrv=rocketmq_namesrv, group=unique_group, auto_offset_reset="earliest"
+            group=unique_group,
+            topics=[unique_topic],
+            namesrv=rocketmq_namesrv,
+            options=PullOptions(auto_offset_reset="earliest"),
         ) as consumer,  # fmt: skip
         ClientInstance(rocketmq_namesrv) as admin,
     ):
-        await consumer.subscribe(unique_topic)
         await _collect(consumer, 8)
         me = consumer.instance.client_id
         assert await consumer_status(admin, unique_topic, unique_group) == {me: {}}

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 
 import anyio
 
-from rocketmq_actors.consumer.pull import PullConsumer
+from rocketmq_actors.consumer.pull import PullConsumer, PullOptions
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
@@ -75,7 +75,9 @@ async def _fake(flow: int) -> AsyncIterator[FailingPulls]:
 async def test_pull_consumer_waits_20_ms_after_flow_control_and_3_s_after_an_error() -> None:
     async with (
         _fake(flow=5) as fake,
-        PullConsumer(namesrv=fake.addr, group="G", auto_commit=False) as consumer,
+        PullConsumer(
+            group="G", namesrv=fake.addr, options=PullOptions(auto_commit=False)
+        ) as consumer,  # fmt: skip
     ):
         await consumer.assign([MessageQueue("T", "fake", 0)])
         with anyio.fail_after(20):

@@ -107,7 +107,7 @@ async def test_offsets_illegal_committed_and_by_time(
         assert await consumer.committed(queue) == 0  # zero is an offset, not "none"
         await consumer.commit({queue: high})  # returns once the broker has it
     async with PullConsumer(namesrv=rocketmq_namesrv, group=unique_group) as again:
-        assert await again.offsets.fetch(queue) == high
+        assert await again._group.offsets.fetch(queue) == high
 
 
 async def test_tags_are_refiltered_by_name_when_hash_codes_collide(

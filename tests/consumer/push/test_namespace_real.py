@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from rocketmq_actors.cluster.options import ClientOptions
-from rocketmq_actors.consumer.pull import PullConsumer, PullStatus
+from rocketmq_actors.consumer.pull import PullConsumer, PullOptions, PullStatus
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
@@ -61,8 +61,9 @@ async def test_pull_consumer_takes_and_gives_queues_without_the_namespace(
         for i in range(6):
             await producer.send(Message(topic=unique_topic, body=b"%d" % i))
     async with PullConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, namespace=NS, auto_offset_reset="earliest"
-    ) as consumer:
+        group=unique_group, namesrv=rocketmq_namesrv,
+        options=PullOptions(auto_offset_reset="earliest"), client=ClientOptions(namespace=NS),
+    ) as consumer:  # fmt: skip
         queues = await consumer.queues(unique_topic)
         assert queues == [MessageQueue(unique_topic, "broker-a", i) for i in (0, 1)]
         await consumer.assign(queues)

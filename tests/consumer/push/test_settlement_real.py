@@ -15,7 +15,7 @@ from rocketmq_actors.consumer.core.settlement import (
     MessageAlreadySettled,
     SettlementNotSupported,
 )
-from rocketmq_actors.consumer.pull import PullConsumer
+from rocketmq_actors.consumer.pull import PullConsumer, PullOptions
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
@@ -226,8 +226,8 @@ async def test_json_deserializer_gives_dicts_push_and_pull(
             await done.wait()
     assert sorted(v["n"] for v in values) == [0, 1, 2]
     async with PullConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group + "_pull", auto_offset_reset="earliest",
-        value_deserializer=json.loads,
+        group=unique_group + "_pull", value_deserializer=json.loads, namesrv=rocketmq_namesrv,
+        options=PullOptions(auto_offset_reset="earliest"),
     ) as pull:  # fmt: skip
         await pull.assign([MessageQueue(unique_topic, "broker-a", 0)])
         with anyio.fail_after(30):
@@ -266,8 +266,8 @@ async def test_pull_consumer_raises_for_a_rejected_body_after_the_records_before
     await _produce(rocketmq_namesrv, unique_topic, [b"[0]", b"oops", b"[2]"])
     queue = MessageQueue(unique_topic, "broker-a", 0)
     async with PullConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group, auto_offset_reset="earliest",
-        value_deserializer=json.loads,
+        group=unique_group, value_deserializer=json.loads, namesrv=rocketmq_namesrv,
+        options=PullOptions(auto_offset_reset="earliest"),
     ) as pull:  # fmt: skip
         await pull.assign([queue])
         with anyio.fail_after(30):

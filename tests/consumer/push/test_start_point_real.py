@@ -9,7 +9,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from rocketmq_actors.consumer.pull import PullConsumer
+from rocketmq_actors.consumer.pull import PullConsumer, PullOptions
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
@@ -56,8 +56,8 @@ async def test_a_new_group_on_a_young_queue_starts_at_its_first_message_as_java_
     # ours, lite pull with auto_offset_reset="latest": the same; nothing committed yet
     queue = MessageQueue(unique_topic, "broker-a", 0)
     async with PullConsumer(
-        namesrv=rocketmq_namesrv, group=unique_group + "_pull", auto_offset_reset="latest",
-        auto_commit=False,
+        group=unique_group + "_pull", namesrv=rocketmq_namesrv,
+        options=PullOptions(auto_offset_reset="latest", auto_commit=False),
     ) as consumer:  # fmt: skip
         await consumer.assign([queue])
         assert consumer.position(queue) == 0

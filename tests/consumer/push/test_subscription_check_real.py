@@ -44,9 +44,9 @@ async def test_an_expression_the_broker_cannot_compile_is_refused_at_start(
             pass
     async with PullConsumer(namesrv=rocketmq_namesrv, group=unique_group + "_pull") as pull:
         with pytest.raises(InvalidSubscription, match=unique_topic):
-            await pull.subscribe(unique_topic, BROKEN, expression_type="SQL92")
-        assert pull.assignment() == set()
-        await pull.subscribe(unique_topic, "region = 'eu'", expression_type="SQL92")  # fine
+            await pull.subscribe({unique_topic: MessageSelector.by_sql(BROKEN)})
+        assert pull.assignment() == set() and pull.subscription() == frozenset()
+        await pull.subscribe({unique_topic: MessageSelector.by_sql("region = 'eu'")})  # fine
 
 
 async def test_sql92_on_a_broker_without_property_filters_is_refused_at_start(
