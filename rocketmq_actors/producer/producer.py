@@ -61,6 +61,7 @@ from .selector import LatencyFaultTolerance, QueueSelector
 from .senders import Senders
 from .sendloop import ROUND_ROBIN, TEMPLATE_TOPIC, Routing, SendLoop
 from .serialize import serialize, serialize_all
+from .tracesend import trace_sender
 
 __all__ = ["Producer"]
 
@@ -164,7 +165,7 @@ class Producer(GroupMember):
         )  # fmt: skip
         # message trace (RMQ_SYS_TRACE_TOPIC records, as the Java client's): rocketmq_actors.trace
         self.trace = rmq_trace.for_producer(
-            self._instance, self.group, namespace, trace, trace_topic
+            self._instance, self.group, namespace, trace, trace_topic, sender=trace_sender
         )
         self.senders = Senders(
             self.loop, name=self._describe(), max_pending=max_pending,

@@ -73,6 +73,7 @@ from rocketmq_actors.errors import (
 )
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.names import wrap
+from rocketmq_actors.producer.tracesend import trace_sender
 from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import ConsumerData
 from rocketmq_actors.protocol.codes import ResponseCode
@@ -152,7 +153,7 @@ class PopConsumer(GroupMember, Generic[T]):
             self.group, handler=handler, batch_handler=batch_handler,
             consume_timeout=consume_timeout, fail=self._fail, tracing=None, namespace=namespace,
             msg_trace=rmq_trace.for_consumer(self._instance, self.group, namespace, trace,
-                                             trace_topic),
+                                             trace_topic, sender=trace_sender),
         )  # fmt: skip
         self.acker = Acker(self._instance, self.group, batch_size=ack_batch_size,
                            interval=ack_interval)  # fmt: skip

@@ -71,6 +71,7 @@ from rocketmq_actors.consumer.pull.fetcher import Fetcher, RecordBuffer, deseria
 from rocketmq_actors.errors import ClientStateError, ConfigError
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.names import validate_group, validate_topic, wrap
+from rocketmq_actors.producer.tracesend import trace_sender
 from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import (
     ConsumerData,
@@ -204,7 +205,7 @@ class PullConsumer(GroupMember, Generic[T]):
         self.started_ms = 0
         # message trace (as the Java lite pull consumer's: SubBefore + SubAfter when polled)
         self.trace = rmq_trace.for_consumer(self._instance, self.group, namespace, trace,
-                                            trace_topic)  # fmt: skip
+                                            trace_topic, sender=trace_sender)  # fmt: skip
 
     # ---- what the fetchers read -----------------------------------------------------------
 

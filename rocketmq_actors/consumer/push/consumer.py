@@ -77,6 +77,7 @@ from rocketmq_actors.consumer.push.ownership import Ownership
 from rocketmq_actors.errors import ConfigError, TopicNotFound
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.names import wrap
+from rocketmq_actors.producer.tracesend import trace_sender
 from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import ConsumerData, MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
@@ -184,7 +185,7 @@ class PushConsumer(GroupMember, Generic[T]):
                             model=model.value.lower()) if tracing else None,
             namespace=namespace,
             msg_trace=rmq_trace.for_consumer(self._instance, self.group, namespace, trace,
-                                             trace_topic),
+                                             trace_topic, sender=trace_sender),
         )  # fmt: skip
         self.queues: QueueTable[QueueActor] = QueueTable(
             "queues", shutdown_timeout=shutdown_timeout
