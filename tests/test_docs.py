@@ -10,6 +10,7 @@ import logging
 import re
 from pathlib import Path
 
+import attrs
 import pytest
 
 from rocketmq_actors.cluster.instance import ClientInstance
@@ -32,6 +33,8 @@ def _matches(cell: str, default: object) -> bool:
     if default is inspect.Parameter.empty:
         return cell == "required"
     text = cell.strip("`")
+    if attrs.has(type(default)):  # an options value: its class's defaults, `Options()`
+        return text == f"{type(default).__name__}()" and default == type(default)()
     if isinstance(default, enum.Enum):
         return text == f"{type(default).__name__}.{default.name}"
     return bool(ast.literal_eval(text) == default)

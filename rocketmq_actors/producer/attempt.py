@@ -1,4 +1,4 @@
-"""A send's first attempt started without a task (``send_nowait``'s path, as the Java client's
+"""A send's first attempt started without a task (``submit``'s path, as the Java client's
 asynchronous send): one object per message in flight, which the connection completes itself
 when the answer arrives (:meth:`BrokerConnection.start_encoded` with a completion: no future,
 no callback scheduled) and which encodes the frame, with no closure (a closure's cells are

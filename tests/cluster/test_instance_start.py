@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import anyio
 import pytest
 
+from rocketmq_actors.cluster.client import Client
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.consumer.push import PushConsumer
@@ -27,7 +29,7 @@ async def _check(message: MessageExt) -> LocalTransactionState:
     return LocalTransactionState.COMMIT
 
 
-CLIENTS: dict[str, Callable[[], Lifecycle]] = {
+CLIENTS: dict[str, Callable[[], Lifecycle | Client[Any]]] = {
     "instance": lambda: ClientInstance(UNREACHABLE),
     "producer": lambda: Producer(namesrv=UNREACHABLE, group="G"),
     "producer with topics": lambda: Producer(namesrv=UNREACHABLE, group="G", topics=["T"]),
@@ -47,7 +49,7 @@ CLIENTS: dict[str, Callable[[], Lifecycle]] = {
 @pytest.mark.parametrize("make", CLIENTS.values(), ids=CLIENTS.keys())
 @pytest.mark.parametrize("how", ["async with", "start()"])
 async def test_no_nameserver_at_start_is_one_typed_error(
-    make: Callable[[], Lifecycle], how: str
+    make: Callable[[], Lifecycle | Client[Any]], how: str
 ) -> None:
     client = make()
     with anyio.fail_after(10):

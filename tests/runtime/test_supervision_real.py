@@ -11,6 +11,7 @@ import anyio
 import attrs
 import pytest
 
+from rocketmq_actors.cluster.client import Client
 from rocketmq_actors.consumer.pull import PullConsumer
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer
 from rocketmq_actors.errors import ClientClosed, SupervisorGaveUp
@@ -35,7 +36,7 @@ class Subject:
     """A started client, the supervisor of the child under test, its key, and a probe that
     shows the client still does its work."""
 
-    client: Lifecycle
+    client: Lifecycle | Client[Any]
     supervisor: DynamicSupervisor
     key: Hashable
     works: Callable[[], Awaitable[None]]
@@ -74,11 +75,11 @@ def _subject(kind: str, child: str, namesrv: str, topic: str, group: str) -> Sub
 
         async def send() -> None:
             await producer.send(Message(topic=topic, body=body()))
-            await (await producer.send_nowait(Message(topic=topic, body=body())))
+            await (await producer.submit(Message(topic=topic, body=body())))
 
         if kind == "instance":  # the instance's own children: the member sees it stop
             return Subject(producer, producer.instance._supervisor, child, send, ClientClosed)
-        return Subject(producer, producer._supervisor, child, send)
+        return Subject(producer, producer._group._supervisor, child, send)
     if kind.startswith("push"):
         inbox = Inbox()
         push = PushConsumer(

@@ -7,6 +7,7 @@ from typing import Any
 import anyio
 import pytest
 
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.core.dispatch import Dispatcher
 from rocketmq_actors.consumer.core.message import ReceivedMessage
 from rocketmq_actors.consumer.push import PushConsumer
@@ -131,10 +132,10 @@ def test_trace_options() -> None:
 
 def test_clients_check_the_options_before_any_io() -> None:
     with pytest.raises(ConfigError):
-        Producer(namesrv="127.0.0.1:1", trace="on")  # type: ignore[arg-type]
+        Producer(namesrv="127.0.0.1:1", client=ClientOptions(trace="on"))  # type: ignore[arg-type]
     with pytest.raises(ConfigError):
         PushConsumer(namesrv="127.0.0.1:1", group="G", subscriptions={"T": "*"},
                      trace_topic="a b")  # fmt: skip
-    producer = Producer(namesrv="127.0.0.1:1", trace_topic="MyTrace")
-    assert producer.trace is not None and producer.trace.dispatcher.topic == "MyTrace"
-    assert Producer(namesrv="127.0.0.1:1").trace is None
+    producer = Producer(namesrv="127.0.0.1:1", client=ClientOptions(trace_topic="MyTrace"))
+    assert producer._group.trace is not None and producer._group.trace.dispatcher.topic == "MyTrace"
+    assert Producer(namesrv="127.0.0.1:1")._group.trace is None
