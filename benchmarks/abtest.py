@@ -8,7 +8,7 @@
 this tree's is the code after it. One ``NullBroker.java`` serves both. Each window is a fresh
 process running ``benchmarks.sendprofile``'s worker (a warm-up, then ``--seconds`` of 1 KiB
 sends with ``--concurrency`` in flight: ``await send`` from that many tasks, or with
-``--nowait`` ``send_nowait`` from one task with that many admitted), the sides taking turns
+``--nowait`` ``submit`` from one task with that many admitted), the sides taking turns
 (before-after, after-before, ...) so that the machine's phases fall on both, after a window
 that neither side counts (the null broker's warm-up); with ``--pin``
 the null broker runs on a core of its own and the windows on another (``benchmarks.nullbroker
@@ -80,9 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--windows", type=int, default=6, help="windows per side")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--concurrency", type=int, default=256)
-    parser.add_argument(
-        "--nowait", action="store_true", help="path b_pipelined_nowait_1k (send_nowait)"
-    )
+    parser.add_argument("--nowait", action="store_true", help="path b_pipelined_nowait_1k (submit)")
     parser.add_argument("--pin", action="store_true", help="the null broker on a core of its own")
     parser.add_argument("--out", type=Path, default=RESULTS / "nullbroker.json")
     args = parser.parse_args(argv)

@@ -73,9 +73,10 @@ FINDINGS = """\
   its rate on (b) is bounded by its CPU per message; the Java client's rate times its CPU per
   message, both in the table, is more than one core's time, which ours cannot take.
 - Two ways to pipeline (b): `await send` from as many tasks as sends in flight, and
-  `send_nowait` from one task with `max_pending` as the window, which is how the Java client's
-  pipelined path runs (asynchronous sends with a callback, a semaphore, one thread);
-  `b_pipelined_nowait_1k` is that path, paired with the same Java windows. `send_nowait` once
+  `submit` (named `send_nowait` in the runs' records) from one task with `max_pending` as
+  the window, which is how the Java client's pipelined path runs (asynchronous sends with a
+  callback, a semaphore, one thread);
+  `b_pipelined_nowait_1k` is that path, paired with the same Java windows. `submit` once
   went through the pool of sender tasks (a queue hand-off and a task wake-up per message) and
   cost more per message than `await send`. Starting the first attempt from the caller's task,
   completed by the connection's reader as the answer arrives, brought it near `await send`'s
@@ -89,10 +90,10 @@ FINDINGS = """\
   experiment, young-generation and full collections became several times rarer. `await send`
   does not have this cost: each sending task frees its last message's objects before it makes
   the next one's, so the collector's count stays low and collections are rare.
-- Each side takes a `send_nowait` send's latency in its callback: the Java program in its
-  `SendCallback`, ours in `send_nowait`'s `callback`. A function given to
+- Each side takes a `submit` send's latency in its callback: the Java program in its
+  `SendCallback`, ours in `submit`'s `callback`. A function given to
   `future.add_done_callback` instead costs a loop handle made, queued and run per message;
-  `send_nowait`'s callbacks for the sends one read of answers ends run from one loop callback
+  `submit`'s callbacks for the sends one read of answers ends run from one loop callback
   (`runtime/soon.py`). Runs before that API took this path's latencies with
   `add_done_callback`.
 - Profiling: py-spy's default mode pauses the process for every sample, and a paused thread

@@ -27,7 +27,7 @@ from typing import Any
 
 import anyio
 
-from rocketmq_actors.producer import Producer, create_topic
+from rocketmq_actors.producer import Producer, ProducerOptions, create_topic
 
 from .common import (
     JAVA_DIR,
@@ -48,7 +48,7 @@ MODES = {
     "batch": "batch_16x1k",
 }
 # what the other side runs for each mode: ours sends pipelined two ways - ``await send`` from
-# CONCURRENCY tasks, and ``send_nowait`` from one task with CONCURRENCY admitted (the Java
+# CONCURRENCY tasks, and ``submit`` from one task with CONCURRENCY admitted (the Java
 # client's asynchronous send with a callback, from one thread, is its one way)
 OTHER_MODE = {"nowait": "pipelined"}
 
@@ -183,12 +183,18 @@ async def paired(  # noqa: PLR0917 - positional for anyio.run
     figures: dict[str, Any] = {}
     async with AsyncExitStack() as stack:
         producer = await stack.enter_async_context(
-            Producer(namesrv=namesrv, group="bench_paired", max_pending=100_000)
+            Producer(
+                namesrv=namesrv, group="bench_paired", options=ProducerOptions(max_pending=100_000)
+            )
         )
-        nowait = producer  # (replaced below when the mode runs: send_nowait's window)
+        nowait = producer  # (replaced below when the mode runs: submit's window)
         if "nowait" in modes:
             nowait = await stack.enter_async_context(
-                Producer(namesrv=namesrv, group="bench_paired_nowait", max_pending=concurrency)
+                Producer(
+                    namesrv=namesrv,
+                    group="bench_paired_nowait",
+                    options=ProducerOptions(max_pending=concurrency),
+                )
             )
         await create_topic(producer.instance, topic, queues=QUEUES)
         other_side = other(namesrv, topic, warmup, concurrency)

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 
 from rocketmq_actors.extras import uvloop_options
-from rocketmq_actors.producer import Message, Producer, SendFuture, create_topic
+from rocketmq_actors.producer import Message, Producer, ProducerOptions, SendFuture, create_topic
 
 from .common import RESULTS, on_cluster, percentiles, write_results
 
@@ -57,7 +57,7 @@ async def window(producer: Producer, topic: str, concurrency: int, seconds: floa
 async def nowait_window(
     producer: Producer, topic: str, seconds: float
 ) -> tuple[int, float, list[float], int]:
-    """``send_nowait`` from one task for ``seconds``, as the Java client's asynchronous send
+    """``submit`` from one task for ``seconds``, as the Java client's asynchronous send
     with a callback from one thread: the producer's ``max_pending`` is the window (admission
     waits for room as Java's semaphore does) and each send's ``callback`` (Java's
     ``SendCallback``) takes its latency. Messages sent, elapsed seconds (until the last
@@ -82,7 +82,7 @@ async def nowait_window(
     began = perf_counter()
     while time.monotonic() < stop:
         started = perf_counter()
-        await producer.send_nowait(message, callback=functools.partial(settled, started))
+        await producer.submit(message, callback=functools.partial(settled, started))
         sent += 1
     admitted = sent
     if len(latencies) < admitted:  # (each send's callback, as Java's program waits for)
@@ -99,7 +99,9 @@ async def _run(producer: Producer, topic: str, concurrency: int, seconds: float,
 async def bench(
     namesrv: str, seconds: float, concurrency: int, warmup: float, topic: str | None = None
 ) -> dict[str, Any]:
-    async with Producer(namesrv=namesrv, group="bench_producer", max_pending=100_000) as producer:
+    async with Producer(
+        namesrv=namesrv, group="bench_producer", options=ProducerOptions(max_pending=100_000)
+    ) as producer:
         topic = topic or f"bench_{int(time.time())}"
         await create_topic(producer.instance, topic, queues=QUEUES)
         await _run(producer, topic, concurrency, warmup, 1)  # broker JIT and connections

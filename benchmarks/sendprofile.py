@@ -81,7 +81,7 @@ def summarize(raw: str, top: int = 15) -> dict[str, Any]:
 
 
 async def _worker(addr: str, seconds: float, concurrency: int, nowait: bool) -> dict[str, Any]:
-    from rocketmq_actors.producer import Producer
+    from rocketmq_actors.producer import Producer, ProducerOptions
     from rocketmq_actors.protocol import framing
 
     async def run(producer: Producer, length: float) -> tuple[int, float]:
@@ -93,7 +93,9 @@ async def _worker(addr: str, seconds: float, concurrency: int, nowait: bool) -> 
 
     topic = "bench_profile"
     max_pending = concurrency if nowait else 100_000
-    async with Producer(namesrv=addr, group="bench_profile", max_pending=max_pending) as producer:
+    async with Producer(
+        namesrv=addr, group="bench_profile", options=ProducerOptions(max_pending=max_pending)
+    ) as producer:
         await run(producer, 2.0)  # warm: route, connection
         cpu = time.process_time()  # this process, every thread
         sent, elapsed = await run(producer, seconds)
@@ -114,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=int, default=250, help="samples per second")
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--nowait", action="store_true",
-                        help="send_nowait from one task, --concurrency admitted")  # fmt: skip
+                        help="submit from one task, --concurrency admitted")  # fmt: skip
     parser.add_argument("--worker", metavar="ADDR", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=RESULTS / "nullbroker.json")
     parser.add_argument("--keep-raw", type=Path, help="also copy py-spy's raw stacks here")

@@ -1,6 +1,6 @@
 """Blocking facade: the async client from synchronous code (scripts, Spark tasks, notebooks).
 
-    with BlockingProducer(namesrv="127.0.0.1:9876", group="jobs") as producer:
+    with BlockingProducer(group="jobs", namesrv="127.0.0.1:9876") as producer:
         producer.send(Message(topic="orders", body=b"..."))
         summary = producer.send_many((Message(topic="orders", body=b), None) for b in bodies)
 
@@ -33,9 +33,10 @@ import attrs
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from rocketmq_actors.cluster.health import Health
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.errors import ClientClosed, RocketMQError
 from rocketmq_actors.logs import get_logger
-from rocketmq_actors.producer import Message, Producer
+from rocketmq_actors.producer import Message, Producer, ProducerOptions
 from rocketmq_actors.producer.result import BatchResults, SendResult
 from rocketmq_actors.producer.selector import QueueSelector
 
@@ -90,13 +91,28 @@ def _routing(key: str | QueueSelector | None) -> dict[str, Any]:
 
 
 class BlockingProducer:
-    def __init__(self, **producer_options: Any) -> None:
-        """``producer_options`` are :class:`~rocketmq_actors.producer.Producer`'s."""
+    """A :class:`~rocketmq_actors.producer.Producer` for synchronous code, started when built:
+    ``with BlockingProducer(...) as producer:`` or ``close()``. It takes the producer's
+    arguments but ``instance`` (its client instance lives in its own loop thread)."""
+
+    def __init__(
+        self,
+        *,
+        group: str = "DEFAULT_PRODUCER",
+        namesrv: str | Sequence[str] | None = None,
+        topics: Sequence[str] = (),
+        value_serializer: Callable[[Any], bytes] | None = None,
+        options: ProducerOptions = ProducerOptions(),  # noqa: B008 - frozen: shared safely
+        client: ClientOptions = ClientOptions(),  # noqa: B008
+    ) -> None:
         self._portal_cm: AbstractContextManager[BlockingPortal] = start_blocking_portal("asyncio")
         self._portal = self._portal_cm.__enter__()
         try:
             # built in the loop thread: its anyio primitives belong to that loop
-            self.producer: Producer = self._portal.call(partial(Producer, **producer_options))
+            self.producer: Producer = self._portal.call(
+                partial(Producer, group=group, namesrv=namesrv, topics=topics,
+                        value_serializer=value_serializer, options=options, client=client)
+            )  # fmt: skip
             self._running = self._portal.wrap_async_context_manager(self.producer)
             self._running.__enter__()
         except BaseException:
@@ -134,10 +150,12 @@ class BlockingProducer:
             raise ClientClosed("this BlockingProducer is closed")
 
     def send(self, message: Message, *, sharding_key: str | None = None) -> SendResult:
+        """The producer's ``send``: the broker's answer, or its error."""
         self._check()
         return self._portal.call(partial(self.producer.send, message, sharding_key=sharding_key))
 
     def send_batch(self, messages: list[Message]) -> BatchResults:
+        """The producer's ``send_batch``: one result per message."""
         self._check()
         return self._portal.call(self.producer.send_batch, messages)
 
@@ -150,16 +168,18 @@ class BlockingProducer:
 
     @property
     def ready(self) -> bool:
+        """The producer's ``ready``."""
         return self.health().ready
 
     def send_oneway(self, message: Message) -> None:
+        """The producer's ``send_oneway``: no answer, no retry."""
         self._check()
         self._portal.call(self.producer.send_oneway, message)
 
     async def _send_chunk(self, items: list[Item], batch_size: int) -> list[Outcome]:
         """Send one chunk: runs of up to ``batch_size`` un-keyed messages of one topic as
         SEND_BATCH_MESSAGE requests (all at once), keyed messages one by one through
-        send_nowait (in order per queue)."""
+        submit (in order per queue)."""
         outcomes: list[Any] = [None] * len(items)
 
         async def batch(start: int, messages: list[Message]) -> None:
@@ -186,9 +206,7 @@ class BlockingProducer:
                     run.append(message)
                     continue
                 try:
-                    futures.append(
-                        (index, await self.producer.send_nowait(message, **_routing(key)))
-                    )
+                    futures.append((index, await self.producer.submit(message, **_routing(key))))
                 except (RocketMQError, ValueError) as exc:  # ValueError: InvalidMessage
                     outcomes[index] = exc
             if run:
@@ -203,7 +221,7 @@ class BlockingProducer:
     def _batchable(self, message: Message) -> bool:
         """A delayed message cannot go in a batch, and a batch is not compressed (Java's
         ``MessageBatch`` neither): such a message goes alone."""
-        threshold, body = self.producer.compress_threshold, message.body
+        threshold, body = self.producer.options.compress_threshold, message.body
         return not (
             message.delay_level
             or message.deliver_at_ms is not None

@@ -26,6 +26,7 @@ __all__ = [
     "InvalidRecallHandle",
     "InvalidSubscription",
     "NameServerUnavailable",
+    "ProducerBusy",
     "RecallDisabled",
     "RecallFailed",
     "RecallTooLate",
@@ -296,6 +297,15 @@ class SendFailed(RocketMQError):
         super().__init__(
             f"send to {topic!r} failed after {len(attempts)} attempt(s), {state}: {last}"
         )
+
+
+class ProducerBusy(RocketMQError):
+    """``Producer.send_nowait`` could not admit the message at once: ``max_pending`` sends
+    (or ``max_pending_bytes``) are admitted and unanswered, or an ordered send's queue cannot
+    be chosen without waiting (its topic's route was never looked up). Nothing was sent.
+    Retriable: try again once sends have completed, or call ``submit``, which waits."""
+
+    retriable = True
 
 
 class SupervisorGaveUp(RocketMQError):

@@ -14,6 +14,7 @@ import pytest
 
 from rocketmq_actors.cli import main
 from rocketmq_actors.cli import progress as progress_module
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.errors import RocketMQError
 from rocketmq_actors.extras import MissingExtra, require, uvloop_options, uvloop_policy
 from rocketmq_actors.metrics import Metrics
@@ -91,7 +92,7 @@ def test_tracing_without_the_extra_fails_at_construction(monkeypatch: pytest.Mon
     with pytest.raises(MissingExtra, match=r"tracing needs opentelemetry: .*\[otel\]"):
         Tracing("G")
     with pytest.raises(MissingExtra, match=r"\[otel\]"):  # before any I/O
-        Producer(namesrv="127.0.0.1:1", group="G_extras", tracing=True)
+        Producer(namesrv="127.0.0.1:1", group="G_extras", client=ClientOptions(tracing=True))
 
 
 @pytest.fixture

@@ -129,7 +129,7 @@ def test_a_producer_prints_nothing_without_logging_configured(
         "async def main() -> None:\n"
         f"    async with Producer(namesrv={rocketmq_namesrv!r}, group='G_silent') as p:\n"
         f"        await p.send(Message(topic={unique_topic!r}, body=b'quiet'))\n"
-        "        future = await p.send_nowait(Message(topic="
+        "        future = await p.submit(Message(topic="
         f"{unique_topic!r}, body=b'quiet too'))\n"
         "        await future\n"
         "anyio.run(main)\n"

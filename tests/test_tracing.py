@@ -94,10 +94,12 @@ async def test_send_and_process_spans_share_a_trace(
         if len(got) == 2:
             done.set()
 
-    async with Producer(namesrv=rocketmq_namesrv, group="G_traced", tracing=True) as producer:
+    async with Producer(
+        namesrv=rocketmq_namesrv, group="G_traced", client=ClientOptions(tracing=True)
+    ) as producer:
         await create_topic(producer.instance, unique_topic, queues=1)
         first = await producer.send(Message(topic=unique_topic, body=b"a", tags="t", keys=["k1"]))
-        future = await producer.send_nowait(Message(topic=unique_topic, body=b"b"),
+        future = await producer.submit(Message(topic=unique_topic, body=b"b"),
                                             sharding_key="s")  # fmt: skip
         second = await future
     async with PushConsumer(
@@ -140,7 +142,9 @@ async def test_send_and_process_spans_share_a_trace(
 async def test_a_failed_send_ends_its_span_with_an_error(
     spans: InMemorySpanExporter, rocketmq_namesrv: str
 ) -> None:
-    async with Producer(namesrv=rocketmq_namesrv, group="G_traced", tracing=True) as producer:
+    async with Producer(
+        namesrv=rocketmq_namesrv, group="G_traced", client=ClientOptions(tracing=True)
+    ) as producer:
         with pytest.raises(ValueError, match="body"):
             await producer.send(Message(topic="T_traced_bad", body=b""))
     (span,) = spans.get_finished_spans()
@@ -158,8 +162,11 @@ async def test_batch_and_delay_sends_have_their_attributes_and_a_handler_error_i
         failed.set()
         raise KeyError("handler says no")  # reconsumed later: the process span fails
 
-    async with Producer(namesrv=rocketmq_namesrv, group="G_traced", namespace="ns1",
-                        tracing=True) as producer:  # fmt: skip
+    async with Producer(
+        namesrv=rocketmq_namesrv,
+        group="G_traced",
+        client=ClientOptions(namespace="ns1", tracing=True),
+    ) as producer:
         await create_topic(producer.instance, f"ns1%{unique_topic}", queues=1)
         results = await producer.send_batch(
             [Message(topic=unique_topic, body=b"%d" % i) for i in range(3)]

@@ -1,6 +1,6 @@
 """``rocketmq-actors bench``: quick throughput figures against a cluster.
 
-Sends ``--count`` messages of ``--size`` bytes with ``--concurrency`` in flight (send_nowait),
+Sends ``--count`` messages of ``--size`` bytes with ``--concurrency`` in flight (submit),
 then reads them back with a fresh pull-consumer group. Prints the figures (``--json``: one
 line). For comparable, recorded figures use ``make bench`` (benchmarks/).
 """
@@ -19,7 +19,7 @@ import anyio
 from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer, PullOptions
 from rocketmq_actors.errors import RocketMQError
 from rocketmq_actors.names import validate_topic
-from rocketmq_actors.producer import Message, Producer, create_topic
+from rocketmq_actors.producer import Message, Producer, ProducerOptions, create_topic
 from rocketmq_actors.producer.future import SendFuture
 
 from .common import STATE, add_namesrv
@@ -33,8 +33,8 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     body = b"x" * args.size
     latencies: list[float] = []
     failed = 0
-    client = Producer(namesrv=args.namesrv, group="rocketmq_actors_bench",
-                      max_pending=args.concurrency)  # fmt: skip
+    client = Producer(group="rocketmq_actors_bench", namesrv=args.namesrv,
+                      options=ProducerOptions(max_pending=args.concurrency))  # fmt: skip
     STATE.client_started = True
     async with client as producer:
         await create_topic(producer.instance, args.topic, queues=args.queues)
@@ -54,7 +54,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             if len(pending) >= args.concurrency:
                 await settle()
             message = Message(topic=args.topic, body=body)
-            pending.append((time.perf_counter(), await producer.send_nowait(message)))
+            pending.append((time.perf_counter(), await producer.submit(message)))
         while pending:
             await settle()
         produce_s = time.perf_counter() - began

@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 
 from rocketmq_actors.errors import InvalidMessage, RocketMQError
-from rocketmq_actors.producer import Message, Producer
+from rocketmq_actors.producer import Message, Producer, ProducerOptions
 from rocketmq_actors.producer.future import SendFuture
 from rocketmq_actors.producer.prepare import prepare
 from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE, UniqueIdGenerator
@@ -109,7 +109,8 @@ async def produce(args: argparse.Namespace) -> dict[str, Any]:
 
     total = None if args.stdin else args.count
     bar = ProgressReport("sent", total=total, enabled=args.progress and not args.json)
-    client = Producer(namesrv=args.namesrv, group=args.group, send_timeout=args.timeout)
+    client = Producer(group=args.group, namesrv=args.namesrv,
+                      options=ProducerOptions(send_timeout=args.timeout))  # fmt: skip
     STATE.client_started = True  # from here, an InvalidMessage is a failed send
     async with client as producer:
         started = time.monotonic()
@@ -123,7 +124,7 @@ async def produce(args: argparse.Namespace) -> dict[str, Any]:
                 msg = message(args, i, body, properties)
                 i += 1
                 try:
-                    pending.append(await producer.send_nowait(msg))
+                    pending.append(await producer.submit(msg))
                 except InvalidMessage as exc:  # a blank or oversized stdin line, say
                     failed += 1
                     last_error = f"message {i}: {exc}"

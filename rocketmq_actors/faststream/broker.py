@@ -39,11 +39,12 @@ from faststream.specification.schema import BrokerSpec
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import NAMESRV_ENV
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.core.message import ReceivedMessage
 from rocketmq_actors.consumer.core.settlement import Delay
 from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.names import validate_group
-from rocketmq_actors.producer import Producer, SendResult
+from rocketmq_actors.producer import Producer, ProducerOptions, SendResult
 
 from .config import RocketMQBrokerConfig
 from .producer import RocketMQFastProducer
@@ -64,10 +65,6 @@ __all__ = ["RocketMQBroker"]
 
 #: what client_options may set: the ClientInstance's keyword arguments
 CLIENT_OPTIONS = frozenset(inspect.signature(ClientInstance).parameters) - {"namesrv"}
-
-
-#: what producer_options may set: the Producer's other keyword arguments
-PRODUCER_OPTIONS = frozenset(inspect.signature(Producer).parameters)
 
 
 def resolve_namesrv(namesrv: str | Sequence[str] | None) -> str | Sequence[str]:
@@ -120,7 +117,7 @@ class RocketMQBroker(
         producer_group: str = "faststream",
         namespace: str | None = None,
         client_options: Mapping[str, Any] | None = None,
-        producer_options: Mapping[str, Any] | None = None,
+        producer_options: ProducerOptions | None = None,
         graceful_timeout: float | None = 15.0,
         decoder: CustomCallable | None = None,
         parser: CustomCallable | None = None,
@@ -148,19 +145,17 @@ class RocketMQBroker(
         client = dict(client_options or {})
         if unknown := set(client) - CLIENT_OPTIONS:
             raise ConfigError(f"client_options: ClientInstance takes no {sorted(unknown)}")
-        producer_kw = dict(producer_options or {})
-        if clash := set(producer_kw) & {"namesrv", "instance", "group", "namespace", "ssl_context",
-                                         "credentials"}:  # fmt: skip
+        if producer_options is None:
+            producer_options = ProducerOptions()
+        if not isinstance(producer_options, ProducerOptions):
             raise ConfigError(
-                f"producer_options may not set {sorted(clash)}: they are the broker's arguments"
+                f"producer_options must be a ProducerOptions, not {type(producer_options).__name__}"
             )
-        if unknown := set(producer_kw) - PRODUCER_OPTIONS:
-            raise ConfigError(f"producer_options: Producer takes no {sorted(unknown)}")
         shown = namesrv or os.environ.get(NAMESRV_ENV) or f"${NAMESRV_ENV}"
         url = [f"rocketmq://{a}" for a in ([shown] if isinstance(shown, str) else shown)]
         super().__init__(
             producer_group=producer_group,
-            producer_options=producer_kw,
+            producer_options=producer_options,
             routers=routers,
             config=RocketMQBrokerConfig(
                 namesrv=namesrv,
@@ -208,10 +203,10 @@ class RocketMQBroker(
         config, kwargs = self.config.broker_config, self._connection_kwargs
         instance = ClientInstance(resolve_namesrv(config.namesrv), **config.client_options)
         producer = Producer(
-            instance=instance,
-            namespace=config.namespace,
             group=kwargs["producer_group"],
-            **kwargs["producer_options"],
+            options=kwargs["producer_options"],
+            client=ClientOptions(namespace=config.namespace),
+            instance=instance,
         )
         await instance.start()
         try:

@@ -1,10 +1,11 @@
-"""Producers: send, send_nowait, send_oneway, send_batch, ordered sends, transactions."""
+"""Producers: send, submit, send_nowait, send_oneway, send_batch, ordered sends, transactions."""
 
 from rocketmq_actors.protocol.compression import CompressionType
 from rocketmq_actors.protocol.messages import Message
 
 from .admin import create_topic
 from .future import FlushResult, SendFuture
+from .options import ProducerOptions
 from .producer import Producer
 from .recall import RecallResult
 from .result import BatchResults, SendResult, SendStatus
@@ -18,6 +19,7 @@ __all__ = [
     "LocalTransactionState",
     "Message",
     "Producer",
+    "ProducerOptions",
     "QueueSelector",
     "RecallResult",
     "SendFuture",

@@ -1,4 +1,4 @@
-"""A send's first attempt started without a task (``send_nowait``'s path, as the Java client's
+"""A send's first attempt started without a task (``submit``'s path, as the Java client's
 asynchronous send): one object per message in flight, which the connection completes itself
 when the answer arrives (:meth:`BrokerConnection.start_encoded` with a completion: no future,
 no callback scheduled) and which encodes the frame, with no closure (a closure's cells are
@@ -12,7 +12,8 @@ attempt's and retries, in a sender task.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Protocol
 
 from rocketmq_actors.cluster.routes import TopicRoute
 from rocketmq_actors.errors import ConnectionLost, RocketMQError
@@ -26,14 +27,29 @@ from rocketmq_actors.runtime.connection import BrokerConnection
 from .prepare import Prepared
 from .result import SendResult, status_of_code
 
-if TYPE_CHECKING:
-    from .sendloop import SendLoop
-
-__all__ = ["AttemptFrame", "FirstAttempt"]
+__all__ = ["AttemptFrame", "AttemptLoop", "FirstAttempt"]
 
 log = get_logger("rocketmq_actors.producer")
 
 _SUCCESS = int(ResponseCode.SUCCESS)  # (a plain int: the cheapest comparison)
+
+
+class AttemptLoop(Protocol):
+    """What a first attempt calls on the send loop that started it (``SendLoop``)."""
+
+    in_flight: int  # sends under way: one less when the attempt ends
+    on_done: Callable[[], None] | None  # told when one ends (while stopping)
+
+    def result_of(
+        self,
+        prepared: Prepared,
+        queue: MessageQueue,
+        addr: str,
+        reply: RemotingCommand,
+        started: float,
+    ) -> SendResult: ...
+
+    def attempt_failed(self, topic: str, broker: str, exc: RocketMQError) -> None: ...
 
 
 class AttemptFrame:
@@ -78,7 +94,7 @@ class FirstAttempt(AttemptFrame):
 
     __slots__ = ("addr", "conn", "deadline", "loop", "outcome", "route", "started")
 
-    loop: SendLoop
+    loop: AttemptLoop
     outcome: RemotingCommand | RocketMQError | None
     route: TopicRoute  # (this and the rest: set by SendLoop.start_first)
     addr: str

@@ -1,4 +1,4 @@
-"""The typed future ``send_nowait`` returns, and what ``flush`` reports."""
+"""The typed future ``submit`` and ``send_nowait`` return, and what ``flush`` reports."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ __all__ = ["FlushResult", "SendFuture"]
 
 
 class SendFuture(Protocol):
-    """The future of one ``send_nowait``: ``await`` it for its :class:`SendResult` (or its
-    error), or poll it. Under asyncio it is an ``asyncio.Future``; under trio, an event-backed
-    object with the same methods."""
+    """The future of one ``submit`` or ``send_nowait``: ``await`` it for its
+    :class:`SendResult` (or its error), or poll it. Under asyncio it is an ``asyncio.Future``;
+    under trio, an event-backed object with the same methods."""
 
     def done(self) -> bool: ...
 
@@ -41,10 +41,10 @@ class SendFuture(Protocol):
 
 @attrs.frozen
 class FlushResult:
-    """What ``flush`` waited for: the ``send_nowait`` sends admitted before it was called.
-    ``pending`` is what was still unresolved when its timeout passed (0 without a timeout);
-    ``cancelled`` the futures whose awaiting caller was cancelled (their outcome is not
-    known to the future: neither sent nor failed)."""
+    """What ``flush`` waited for: the sends ``submit`` and ``send_nowait`` admitted before it
+    was called. ``pending`` is what was still unresolved when its timeout passed (0 without a
+    timeout); ``cancelled`` the futures whose awaiting caller was cancelled (their outcome is
+    not known to the future: neither sent nor failed)."""
 
     sent: int
     failed: int

@@ -2,7 +2,7 @@
 
     # the requester
     reply = await producer.request(Message(topic="rpc", body=b"ping"), timeout=3.0)
-    future = await producer.request_nowait(message, timeout=3.0)   # sent; the reply later
+    future = await producer.submit_request(message, timeout=3.0)   # sent; the reply later
 
     # the responder, in a consumer's handler (any started producer or consumer sends it)
     async def handle(message: ReceivedMessage) -> None:
@@ -33,12 +33,13 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Generator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import Any, Protocol, cast
 
 import anyio
 import attrs
 from anyio.abc import TaskStatus
 
+from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import ClientClosed, InvalidMessage, ReplyTimeout, broker_error
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
@@ -52,24 +53,22 @@ from rocketmq_actors.runtime.router import REPLY_EVENTS, Inbound, Router
 from rocketmq_actors.runtime.tree import Node
 from rocketmq_actors.runtime.waiters import Waiter, waiter_factory
 
+from .prepare import Prepared
+from .result import SendResult
 from .sendloop import TEMPLATE_TOPIC, Routing
-
-if TYPE_CHECKING:
-    from rocketmq_actors.cluster.instance import ClientInstance
-
-    from .producer import Producer
 
 __all__ = [
     "REPLY_MESSAGE_FLAG",
     "ReplyFuture",
     "ReplyTable",
+    "Requester",
     "reply",
     "reply_properties",
     "reply_topic",
     "request",
-    "request_nowait",
     "request_properties",
     "send_request",
+    "submit_request",
 ]
 
 log = get_logger("rocketmq_actors.producer")
@@ -79,7 +78,7 @@ REPLY_MESSAGE_FLAG = "reply"
 
 
 class ReplyFuture(Protocol):
-    """The future ``request_nowait`` returns: ``await`` it for the :class:`ReplyMessage` (or
+    """The future ``submit_request`` returns: ``await`` it for the :class:`ReplyMessage` (or
     :class:`~rocketmq_actors.errors.ReplyTimeout`), or poll ``done()`` / ``result()``."""
 
     def done(self) -> bool: ...
@@ -279,7 +278,26 @@ class ReplyTable:
         })  # fmt: skip
 
 
-async def request(producer: Producer, message: Message, timeout: float) -> ReplyMessage:
+class Requester(Protocol):
+    """What a request needs of the producer that sends it (the producer's actor group)."""
+
+    @property
+    def instance(self) -> ClientInstance: ...
+    @property
+    def replies(self) -> ReplyTable: ...
+
+    def prepare(
+        self, message: Message, extra: dict[str, str] | None = None, sys_flag: int = 0
+    ) -> Prepared: ...
+
+    def check_running(self) -> None: ...
+
+    async def send_prepared(
+        self, prepared: Prepared, routing: Routing, timeout: float | None
+    ) -> SendResult: ...
+
+
+async def request(producer: Requester, message: Message, timeout: float) -> ReplyMessage:
     """``Producer.request``: the reply, or its error."""
     correlation_id, waiter = await send_request(producer, message, timeout)
     try:
@@ -297,8 +315,8 @@ def _retrieve(future: ReplyFuture) -> None:
         future.exception()
 
 
-async def request_nowait(producer: Producer, message: Message, timeout: float) -> ReplyFuture:
-    """``Producer.request_nowait``: the future of the reply.
+async def submit_request(producer: Requester, message: Message, timeout: float) -> ReplyFuture:
+    """``Producer.submit_request``: the future of the reply, once the request is stored.
 
     Its error is marked retrieved as soon as it is set: a caller may drop the future (fire and
     forget, or it stopped caring), and asyncio would log "Future exception was never retrieved"
@@ -309,7 +327,7 @@ async def request_nowait(producer: Producer, message: Message, timeout: float) -
     return cast(ReplyFuture, waiter)
 
 
-async def send_request(producer: Producer, message: Message, timeout: float) -> tuple[str, Waiter]:
+async def send_request(producer: Requester, message: Message, timeout: float) -> tuple[str, Waiter]:
     """Send ``message`` as a request; its correlation id and the future of its reply (the
     send's error, or :class:`~rocketmq_actors.errors.ReplyTimeout` after ``timeout`` in
     all)."""
@@ -317,10 +335,10 @@ async def send_request(producer: Producer, message: Message, timeout: float) -> 
     instance = producer.instance
     table = producer.replies
     correlation_id = table.new_id()
-    prepared = producer._prepare(
+    prepared = producer.prepare(
         message, extra=request_properties(correlation_id, instance.client_id, timeout)
     )
-    producer._check_running()
+    producer.check_running()
     started = anyio.current_time()
     if prepared.topic not in table.announced:
         # the broker pushes the reply down the connection that heartbeats as REPLY_TO_CLIENT:
@@ -331,7 +349,7 @@ async def send_request(producer: Producer, message: Message, timeout: float) -> 
     waiter = table.open(correlation_id, prepared.topic, timeout, started + timeout)
     try:
         left = started + timeout - anyio.current_time()
-        await producer._send(prepared, Routing(message), max(left, 0.001))
+        await producer.send_prepared(prepared, Routing(message), max(left, 0.001))
     except BaseException:
         table.discard(correlation_id)
         raise

@@ -1,14 +1,15 @@
-"""The senders actor: what ``send_nowait`` admits, sent by a pool of tasks.
+"""The senders actor: what ``submit`` and ``send_nowait`` admit, sent by a pool of tasks.
 
 At most ``max_pending`` messages (and ``max_pending_bytes``) are admitted at once; past that,
-admission waits (backpressure). A plain message's first attempt starts at once from the
-caller's task when its route and connection are ready (``SendLoop.start_first``: the Java
-client's asynchronous send), and a SEND_OK answer resolves its future from the connection.
-The rest goes on a work queue served by a fixed pool of sender tasks (a task per message costs
-more than the send itself): route lookups, connections, retries, ordered messages. Ordered
-messages (a sharding key or a selector) form a lane per queue: each waits for the one before
-it, because a broker stores one connection's concurrent sends to a queue in any order (5.x
-runs several send threads) - as the Java client's synchronous ordered send does.
+``submit``'s admission waits (backpressure) and ``send_nowait``'s is refused. A plain
+message's first attempt starts at once from the caller's task when its route and connection
+are ready (``SendLoop.start_first``: the Java client's asynchronous send), and a SEND_OK
+answer resolves its future from the connection. The rest goes on a work queue served by a
+fixed pool of sender tasks (a task per message costs more than the send itself): route
+lookups, connections, retries, ordered messages. Ordered messages (a sharding key or a
+selector) form a lane per queue: each waits for the one before it, because a broker stores
+one connection's concurrent sends to a queue in any order (5.x runs several send threads) -
+as the Java client's synchronous ordered send does.
 
 Every admitted message's future is resolved, whatever happens: with the broker's answer, with
 the send's failure, with :class:`~rocketmq_actors.errors.InternalError` if the send hit a bug
@@ -26,6 +27,7 @@ from typing import Any, NoReturn, cast
 import anyio
 from anyio.abc import TaskStatus
 
+from rocketmq_actors.cluster.routes import TopicRoute
 from rocketmq_actors.errors import (
     ClientClosed,
     ConfigError,
@@ -94,7 +96,7 @@ class _Queued(FirstAttempt):
         self.span = span  # tracing: the send span, ended when the send is
         self.seq = seq  # admission order: flush waits for what was admitted before it
         self.first = False  # its first attempt started without a task, not SEND_OK: go on
-        self.callback = callback  # send_nowait's: called with the future once, as it ends
+        self.callback = callback  # submit's / send_nowait's: called with the future once
 
     def first_done(self, outcome: SendResult | Exception | None) -> None:
         self.senders._first_done(self, outcome)
@@ -137,16 +139,24 @@ class Senders:
         span: Any,
         callback: Call | None = None,
     ) -> Waiter | None:
-        """The message admitted without waiting - its future - when there is room now and it
-        is not ordered (no lane to look up); None, with nothing done: :meth:`admit` it.
-        ``send_nowait``'s common path, without a coroutine. A ``callback`` that cannot be
-        called is a :class:`ConfigError`, before anything is done."""
+        """The message admitted without waiting - its future - when there is room now and,
+        for an ordered message, its queue is known without a lookup (a cached route); None,
+        with nothing done: :meth:`admit` it (or refuse it: :meth:`why_not_now`). The common
+        path of ``submit``, and all of ``send_nowait``, without a coroutine. A ``callback``
+        that cannot be called is a :class:`ConfigError`, before anything is done."""
         if callback is not None and not callable(callback):
             raise ConfigError(f"callback must be callable, not {type(callback).__name__}")
-        if (routing is not ROUND_ROBIN and routing.ordered) or not self._has_room(prepared.size):
+        if not self._has_room(prepared.size):
             return None
-        item = self._enter(prepared, routing, timeout, span, None, callback)
-        if not self.loop.start_first(item, timeout):
+        lane = None
+        ordered = routing is not ROUND_ROBIN and routing.ordered
+        if ordered:  # (its lane: the send before it to the same queue, if it is known now)
+            route = self.loop._instance.routes.cached(prepared.topic)
+            if route is None:
+                return None
+            lane = self._lane_in(route, routing)
+        item = self._enter(prepared, routing, timeout, span, lane, callback)
+        if ordered or not self.loop.start_first(item, timeout):
             try:
                 placed = self.outbox.offer(item)
             except anyio.ClosedResourceError as exc:  # the producer stopped
@@ -154,6 +164,19 @@ class Senders:
             if not placed:  # (room for every admitted item: it is always taken)
                 self._refuse(item, InternalError("the senders' queue had no room"))
         return item.future
+
+    def why_not_now(self, prepared: Prepared) -> str:
+        """Why :meth:`admit_now` could not admit ``prepared`` (``send_nowait``'s refusal)."""
+        if self._has_room(prepared.size):
+            return (
+                f"{self.name}: the queue of an ordered send to {prepared.user_topic!r} is not "
+                f"known yet (its route was never looked up): submit() waits for it"
+            )
+        return (
+            f"{self.name}: {self.pending} sends ({self.pending_bytes} bytes) admitted and not "
+            f"answered, max_pending={self.max_pending}, max_pending_bytes="
+            f"{self.max_pending_bytes}: submit() waits for room"
+        )
 
     async def admit(
         self,
@@ -294,6 +317,12 @@ class Senders:
         """The queue an ordered message goes to."""
         try:
             route = self.loop._instance.routes.cached(topic) or await self.loop.route(topic)
+        except RocketMQError:
+            return None  # the send itself reports it
+        return self._lane_in(route, routing)
+
+    def _lane_in(self, route: TopicRoute, routing: Routing) -> MessageQueue | None:
+        try:
             return self.loop.choose(route, routing, None)
         except RocketMQError:
             return None  # the send itself reports it

@@ -3,8 +3,8 @@
     async def charge(message: Message, arg: object) -> LocalTransactionState: ...
     async def check(message: MessageExt) -> LocalTransactionState: ...  # the broker asks later
 
-    async with TransactionProducer(namesrv=..., group="payments", checker=check,
-                                   topics=["payments"]) as producer:
+    async with TransactionProducer(group="payments", checker=check, topics=["payments"],
+                                   namesrv=...) as producer:
         outcome = await producer.send_in_transaction(Message(topic="payments", body=b"..."),
                                                      charge, arg=order)
 
@@ -13,17 +13,23 @@ answer goes to the broker as END_TRANSACTION (one-way). When the answer is UNKNO
 producer died, the broker later sends CHECK_TRANSACTION_STATE to *any* live producer of the
 group: it arrives through this producer's mailbox and ``checker`` decides. Give ``topics`` so a
 freshly started producer heartbeats to the brokers at once and can serve checks.
+
+The public :class:`TransactionProducer` is a :class:`~.producer.Producer` with
+:meth:`~TransactionProducer.send_in_transaction`; its actor group, :class:`TransactionGroup`,
+serves the checks.
 """
 
 from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import attrs
 
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.cluster.requests import Handler
 from rocketmq_actors.errors import InvalidMessage, RocketMQError
 from rocketmq_actors.logs import get_logger
@@ -44,11 +50,14 @@ from rocketmq_actors.runtime.callbacks import as_async_handler
 from rocketmq_actors.runtime.checks import check_int
 from rocketmq_actors.runtime.router import Inbound
 
+from .group import ProducerGroup
+from .options import ProducerOptions
 from .prepare import check_message
-from .producer import Producer, _Routing
+from .producer import Producer
 from .result import SendResult, SendStatus
+from .sendloop import Routing
 
-__all__ = ["LocalTransactionState", "TransactionOutcome", "TransactionProducer"]
+__all__ = ["LocalTransactionState", "TransactionGroup", "TransactionOutcome", "TransactionProducer"]
 
 log = get_logger("rocketmq_actors.producer")
 
@@ -76,11 +85,16 @@ class TransactionOutcome:
     state: LocalTransactionState
 
 
-class TransactionProducer(Producer):
+class TransactionGroup(ProducerGroup):
+    """A transaction producer's actor group: a producer's, whose mailbox serves the broker's
+    transaction checks, ``check_concurrency`` at once."""
+
+    public_name = "TransactionProducer"
+
     def __init__(
-        self, *, checker: TransactionChecker, check_concurrency: int = 8, **kwargs: Any
+        self, *, checker: TransactionChecker, check_concurrency: int, **producer: Any
     ) -> None:
-        super().__init__(**kwargs)
+        super().__init__(**producer)
         self.checker: TransactionChecker = as_async_handler(checker, name="checker", sync=False)
         self.check_concurrency = check_int("check_concurrency", check_concurrency)
         self.checks = 0
@@ -91,14 +105,14 @@ class TransactionProducer(Producer):
         message = check_message(message)
         if message.delay_level or message.deliver_at_ms is not None or message.delay_ms is not None:
             raise InvalidMessage("transactional messages cannot be delayed")
-        prepared = self._prepare(
+        prepared = self.prepare(
             message,
             extra={Property.TRAN_MSG: "true", Property.PGROUP: self.group},
             sys_flag=MessageSysFlag.TRANSACTION_PREPARED,
         )
         self._check_running()
         started = time.time_ns() // 1_000_000
-        sent = await self._send(prepared, _Routing(message), None)
+        sent = await self.send_prepared(prepared, Routing(message), None)
         if self.trace is not None:  # message trace: the half message's Pub record
             self.trace.pub(message, sent, started, half=True)
         if sent.status is not SendStatus.SEND_OK:
@@ -119,8 +133,8 @@ class TransactionProducer(Producer):
         return TransactionOutcome(sent, state)
 
     async def _end(self, sent: SendResult, topic: str, state: LocalTransactionState) -> None:
-        route = await self._route(topic)
-        addr = self._master(route, sent.queue)
+        route = await self.route(topic)
+        addr = self.master(route, sent.queue)
         _, commit_log_offset = decode_offset_msg_id(sent.offset_msg_id)
         header = EndTransactionRequestHeader(
             producer_group=self.group,
@@ -178,3 +192,46 @@ class TransactionProducer(Producer):
                 transaction_id=end.transaction_id, state=_JAVA_STATE[state], from_check=True,
                 region_id=message.properties.get(Property.MSG_REGION),
             )  # fmt: skip
+
+
+class TransactionProducer(Producer):
+    """A :class:`~.producer.Producer` that also sends transactional messages: a half message,
+    the local transaction, then commit or rollback (:meth:`send_in_transaction`).
+
+    ``checker(message)``: ``async``, the state of a transaction the broker asks about (its
+    answer was UNKNOWN, lost, or its producer died), at most ``check_concurrency`` at once.
+    The other arguments are :class:`~.producer.Producer`'s; give ``topics`` so that a freshly
+    started producer can serve checks at once.
+    """
+
+    _group: TransactionGroup
+
+    def __init__(
+        self,
+        *,
+        checker: TransactionChecker,
+        check_concurrency: int = 8,
+        group: str = "DEFAULT_PRODUCER",
+        namesrv: str | Sequence[str] | None = None,
+        topics: Sequence[str] = (),
+        value_serializer: Callable[[Any], bytes] | None = None,
+        options: ProducerOptions = ProducerOptions(),  # noqa: B008 - frozen: shared safely
+        client: ClientOptions = ClientOptions(),  # noqa: B008
+        instance: ClientInstance | None = None,
+    ) -> None:
+        self._group = TransactionGroup(
+            checker=checker, check_concurrency=check_concurrency, group=group, namesrv=namesrv,
+            topics=topics, value_serializer=value_serializer, options=options, client=client,
+            instance=instance,
+        )  # fmt: skip
+
+    async def send_in_transaction(
+        self, message: Message, execute: LocalTransaction, arg: Any = None
+    ) -> TransactionOutcome:
+        """Send ``message`` as a half message (stored, invisible to consumers), run
+        ``await execute(message, arg)`` - the local transaction - once it is stored, and end
+        the transaction as it answers (COMMIT, ROLLBACK, or UNKNOWN: the broker checks
+        later; an ``execute`` that raises is UNKNOWN). A half message stored but not durably
+        (not SEND_OK) is rolled back without running ``execute``. Returns the send's result
+        and the state sent; a delayed message is an ``InvalidMessage``."""
+        return await self._group.send_in_transaction(message, execute, arg)

@@ -30,8 +30,10 @@ from typing import Any
 import attrs
 
 from rocketmq_actors.cluster.namesrv import parse_namesrv
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.names import validate_group
+from rocketmq_actors.producer.options import ProducerOptions
 from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.compression import CompressionType
 
@@ -176,20 +178,25 @@ class SinkOptions:
         return tls_context(self.tls, self.tls_insecure)
 
     def producer_options(self) -> dict[str, Any]:
+        """The ``BlockingProducer``'s arguments."""
         return {
             "namesrv": self.namesrv,
             "group": self.group,
-            "namespace": self.namespace,
-            "send_timeout": self.send_timeout,
-            "retry_times": self.retry_times,
-            "max_pending": max(self.chunk_size * self.max_chunks, 1),
-            "ssl_context": self.ssl_context(),
-            "credentials": (
-                AclCredentials(self.access_key, self.secret_key)
-                if self.access_key and self.secret_key
-                else None
+            "options": ProducerOptions(
+                send_timeout=self.send_timeout,
+                retry_times=self.retry_times,
+                max_pending=max(self.chunk_size * self.max_chunks, 1),
+                compress_type=self.compress_type,
+                compress_level=self.compress_level,
+                compress_threshold=self.compress_threshold,
             ),
-            "compress_type": self.compress_type,
-            "compress_level": self.compress_level,
-            "compress_threshold": self.compress_threshold,
+            "client": ClientOptions(
+                namespace=self.namespace,
+                ssl_context=self.ssl_context(),
+                credentials=(
+                    AclCredentials(self.access_key, self.secret_key)
+                    if self.access_key and self.secret_key
+                    else None
+                ),
+            ),
         }

@@ -12,9 +12,11 @@ text reaches ``max_body`` characters, ``maxMsgSize - 10 * 1000``, or its keys
 (``queryMsgTraceById`` looks them up by key). A stop flushes what is queued within the owner's
 deadline (:meth:`TraceDispatcher.flush`).
 
-Sending is the owning client's: :func:`instance_sender` sends through the client instance with
-a plain send loop of its own (the trace producer group Java names
-``_INNER_TRACE_PRODUCER-<group>-<type>``), which no hook sees: trace messages are never traced.
+Sending is the owning client's: it hands the dispatcher a :data:`Send` function, made by the
+:class:`SendFactory` it was given (the producer's ``trace_sender``: a plain send loop of its
+own on the client instance, as the trace producer group Java names
+``_INNER_TRACE_PRODUCER-<group>-<type>``, which no hook sees: trace messages are never
+traced). This package imports nothing from the producer.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import anyio
 from anyio.abc import TaskStatus
@@ -30,19 +33,24 @@ from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import RocketMQError
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.metrics import METRICS
-from rocketmq_actors.protocol.messages import Message, UniqueIdGenerator
-from rocketmq_actors.protocol.sendframe import SendFrameEncoder
 from rocketmq_actors.protocol.trace import TRACE_GROUP_PREFIX, TraceRecord, encode_record
-from rocketmq_actors.runtime.netinfo import local_ipv4
 from rocketmq_actors.runtime.signal import Signal
 from rocketmq_actors.runtime.supervisor import ChildSpec, Restart
 from rocketmq_actors.runtime.tree import Node
 
-__all__ = ["MAX_BODY", "MAX_KEYS", "Send", "TraceDispatcher", "instance_sender"]
+__all__ = ["MAX_BODY", "MAX_KEYS", "Send", "SendFactory", "TraceDispatcher", "trace_group"]
 
 log = get_logger("rocketmq_actors.trace")
 
 Send = Callable[[str, bytes, list[str]], Awaitable[object]]  # (topic, body, keys)
+
+
+class SendFactory(Protocol):
+    """Makes the :data:`Send` of a client's trace messages (``kind``: ``"PRODUCER"`` or
+    ``"CONSUMER"``, as Java names the trace producer group)."""
+
+    def __call__(self, instance: ClientInstance, *, group: str, kind: str) -> Send: ...
+
 
 MAX_BODY = 128_000 - 10 * 1000  # AsyncTraceDispatcher: maxMsgSize less its margin
 MAX_KEYS = 32767 - 10000  # AsyncTraceDispatcher.MAX_MSG_KEY_SIZE (properties are a short)
@@ -191,31 +199,6 @@ def trace_group(group: str, kind: str) -> str:
     """The producer group trace messages are sent as (Java:
     ``AsyncTraceDispatcher.genGroupNameForTrace``, less its per-process counter)."""
     return f"{TRACE_GROUP_PREFIX}-{group}-{kind}"
-
-
-def instance_sender(instance: ClientInstance, *, group: str, kind: str) -> Send:
-    """Trace messages sent through ``instance``, as the Java trace producer sends them: 5 s
-    timeout, two retries on other brokers, bodies over 4 KiB compressed (zlib)."""
-    # (imported here: producer/ imports this package for its hooks)
-    from rocketmq_actors.producer.prepare import prepare
-    from rocketmq_actors.producer.selector import LatencyFaultTolerance
-    from rocketmq_actors.producer.sendloop import ROUND_ROBIN, SendLoop
-
-    loop = SendLoop(
-        instance,
-        SendFrameEncoder(trace_group(group, kind), credentials=instance.pool.credentials),
-        send_timeout=5.0, retry_times=2, faults=LatencyFaultTolerance(enabled=False),
-    )  # fmt: skip
-    ids = UniqueIdGenerator(ip=bytes(int(p) for p in local_ipv4().split(".")))
-
-    async def send(topic: str, body: bytes, keys: list[str]) -> object:
-        prepared = prepare(
-            Message(topic=topic, body=body, keys=keys), ids=ids, namespace=None,
-            max_size=4 * 1024 * 1024, compress_threshold=4096, compress_level=5,
-        )  # fmt: skip
-        return await loop.send(prepared, ROUND_ROBIN, None)
-
-    return send
 
 
 def now_ms() -> int:

@@ -11,14 +11,16 @@ appends them to the dispatcher, which never waits.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.names import unwrap, validate_topic, wrap
+from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.messages import Message, Property, UniqueIdGenerator
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.protocol.trace import (
@@ -33,12 +35,13 @@ from rocketmq_actors.protocol.trace import (
 )
 from rocketmq_actors.runtime.netinfo import local_ipv4
 
-from .dispatcher import TraceDispatcher, instance_sender, now_ms
+from .dispatcher import SendFactory, TraceDispatcher, now_ms
 
 __all__ = [
     "ConsumeCall",
     "ConsumeTrace",
     "SendTrace",
+    "Sent",
     "for_consumer",
     "for_producer",
     "now_ms",
@@ -76,6 +79,23 @@ def _msg_type(message: Message, half: bool) -> TraceMessageType:
     return TraceMessageType.NORMAL
 
 
+class Sent(Protocol):
+    """What a Pub record reads of a send's result (the producer's ``SendResult``)."""
+
+    @property
+    def status(self) -> enum.Enum: ...  # its value: Java's SendStatus name
+    @property
+    def msg_id(self) -> str: ...
+    @property
+    def offset_msg_id(self) -> str: ...
+    @property
+    def queue(self) -> MessageQueue: ...
+    @property
+    def region_id(self) -> str | None: ...
+    @property
+    def trace_on(self) -> bool: ...
+
+
 @attrs.define
 class SendTrace:
     """A producer's hooks. ``store_host(topic, broker_name)`` is the broker address a send
@@ -86,12 +106,12 @@ class SendTrace:
     namespace: str | None
     store_host: Callable[[str, str], str | None]
 
-    def pub(self, message: Message, result: object, started_ms: int, *, half: bool = False) -> None:
-        """After a send's answer (a result: any other ``result``, a failure, writes nothing,
-        as Java's hook has no result then)."""
-        from rocketmq_actors.producer.result import SendResult, SendStatus
-
-        if not isinstance(result, SendResult) or result.region_id is None or not result.trace_on:
+    def pub(
+        self, message: Message, result: Sent | None, started_ms: int, *, half: bool = False
+    ) -> None:
+        """After a send's answer (None, a failure, writes nothing, as Java's hook has no
+        result then)."""
+        if result is None or result.region_id is None or not result.trace_on:
             return
         now = now_ms()
         body = message.body if isinstance(message.body, bytes) else b""
@@ -109,12 +129,12 @@ class SendTrace:
                 cost_ms=now - started_ms,
                 msg_type=_msg_type(message, half),
                 offset_msg_id=result.offset_msg_id,
-                success=result.status is SendStatus.SEND_OK,
+                success=result.status.value == "SEND_OK",
             )
         )
 
     def watch(self, future: Any, message: Message, started_ms: int) -> None:
-        """A Pub record when a ``send_nowait`` future is resolved with a result."""
+        """A Pub record when a ``submit`` / ``send_nowait`` future is resolved with a result."""
 
         def done(future: Any) -> None:
             if not future.cancelled() and future.exception() is None:
@@ -240,23 +260,37 @@ def _store_host(
 
 
 def for_producer(
-    instance: ClientInstance, group: str, namespace: str | None, trace: object, topic: object
+    instance: ClientInstance,
+    group: str,
+    namespace: str | None,
+    trace: object,
+    topic: object,
+    *,
+    sender: SendFactory,
 ) -> SendTrace | None:
-    """A producer's hooks and dispatcher, if its options ask for them."""
+    """A producer's hooks and dispatcher, if its options ask for them; ``sender`` makes the
+    function that sends the trace messages."""
     name = trace_topic(trace, topic)
     if name is None:
         return None
-    send = instance_sender(instance, group=group, kind="PRODUCER")
+    send = sender(instance, group=group, kind="PRODUCER")
     dispatcher = TraceDispatcher(send, group=group, topic=name)
     return SendTrace(dispatcher, group, namespace, _store_host(instance, namespace))
 
 
 def for_consumer(
-    instance: ClientInstance, group: str, namespace: str | None, trace: object, topic: object
+    instance: ClientInstance,
+    group: str,
+    namespace: str | None,
+    trace: object,
+    topic: object,
+    *,
+    sender: SendFactory,
 ) -> ConsumeTrace | None:
-    """A consumer's hooks and dispatcher, if its options ask for them."""
+    """A consumer's hooks and dispatcher, if its options ask for them; ``sender`` makes the
+    function that sends the trace messages (the producer's ``trace_sender``)."""
     name = trace_topic(trace, topic)
     if name is None:
         return None
-    send = instance_sender(instance, group=group, kind="CONSUMER")
+    send = sender(instance, group=group, kind="CONSUMER")
     return ConsumeTrace(TraceDispatcher(send, group=group, topic=name), group, namespace)

@@ -14,7 +14,7 @@ import pytest
 from benchmarks.nullbroker import NullBroker, null_broker, pin_layout
 from benchmarks.producer import nowait_window
 from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer, PullOptions
-from rocketmq_actors.producer import Message, Producer
+from rocketmq_actors.producer import Message, Producer, ProducerOptions
 from rocketmq_actors.producer.result import SendStatus
 
 # needs Java and the cached jars, not the session cluster; the same on every broker version
@@ -30,11 +30,13 @@ async def _send_and_pull(addr: str) -> tuple[Any, Any, dict[int, list[int]]]:
         batch = await producer.send_batch(
             [Message(topic="null_broker_topic", body=b"x") for _ in range(3)]
         )
-    async with Producer(namesrv=addr, group="null_broker_nowait", max_pending=8) as producer:
-        # path b_pipelined_nowait_1k's driver: send_nowait with max_pending as the window
+    async with Producer(
+        namesrv=addr, group="null_broker_nowait", options=ProducerOptions(max_pending=8)
+    ) as producer:
+        # path b_pipelined_nowait_1k's driver: submit with max_pending as the window
         sent, seconds, latencies, failed = await nowait_window(producer, "null_broker_topic", 0.2)
         assert sent > 8 and failed == 0 and len(latencies) == sent and seconds >= 0.2
-        assert producer.senders.pending == 0  # (every future settled before it returned)
+        assert producer._group.senders.pending == 0  # (every future settled before it returned)
     offsets: dict[int, list[int]] = {}
     async with PullConsumer(
         group="null_broker_test_pull", topics=["null_broker_topic"], namesrv=addr,

@@ -12,7 +12,7 @@ import structlog
 from rocketmq_actors.cluster.routes import TopicRoute
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.errors import SendFailed
-from rocketmq_actors.producer import Message, Producer, create_topic, select_by_key
+from rocketmq_actors.producer import Message, Producer, ProducerOptions, create_topic, select_by_key
 from rocketmq_actors.testing.cluster import LocalCluster
 from rocketmq_actors.testing.faults import QueueChecker
 from tests.slack import slack
@@ -36,8 +36,9 @@ async def test_kill_9_one_master_during_produce_and_consume(
     receipts = Receipts(checker)
     namesrv = two_masters.namesrv_addr
     halfway = anyio.Event()
+    options = ProducerOptions(send_timeout=3.0, latency_fault_tolerance=True)
     async with (
-        Producer(namesrv=namesrv, send_timeout=3.0, latency_fault_tolerance=True) as producer,
+        Producer(namesrv=namesrv, options=options) as producer,
         PushConsumer(
             group=unique_group,
             subscriptions={unique_topic: "*"},
@@ -99,7 +100,9 @@ async def _route_of_both(producer: Producer, topic: str) -> TopicRoute:
 
 async def test_sigstop_broker_for_10_s(two_masters: LocalCluster, unique_topic: str) -> None:
     timeout = 2.0
-    async with Producer(namesrv=two_masters.namesrv_addr, send_timeout=timeout) as producer:
+    async with Producer(
+        namesrv=two_masters.namesrv_addr, options=ProducerOptions(send_timeout=timeout)
+    ) as producer:
         await create_topic(producer.instance, unique_topic, queues=2)
         route = await _route_of_both(producer, unique_topic)
         message = Message(topic=unique_topic, body=b"x")

@@ -16,7 +16,7 @@ import pytest
 import structlog
 
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
-from rocketmq_actors.producer import Producer, create_topic
+from rocketmq_actors.producer import Producer, ProducerOptions, create_topic
 from rocketmq_actors.testing import probe
 from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
 from rocketmq_actors.testing.faults import QueueChecker
@@ -92,7 +92,8 @@ async def test_kill_9_master_the_standby_takes_over_without_loss(
     checker, timeline, stop = QueueChecker(), SendTimeline(), anyio.Event()
     async with (
         Producer(
-            namesrv=cluster.namesrv_addr, send_timeout=SEND_TIMEOUT, attempt_timeout=attempt_timeout
+            namesrv=cluster.namesrv_addr,
+            options=ProducerOptions(send_timeout=SEND_TIMEOUT, attempt_timeout=attempt_timeout),
         ) as producer,
         anyio.create_task_group() as tg,
     ):

@@ -26,7 +26,7 @@ import structlog
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
-from rocketmq_actors.producer import Producer, create_topic
+from rocketmq_actors.producer import Producer, ProducerOptions, create_topic
 from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
 from rocketmq_actors.testing.faults import QueueChecker
 from rocketmq_actors.testing.serverconf import NetnsPlacement
@@ -60,9 +60,11 @@ async def _partition_under_load(
     async with (
         Producer(
             namesrv=namesrv,
-            send_timeout=SEND_TIMEOUT,
-            attempt_timeout=attempt_timeout,
-            latency_fault_tolerance=latency_fault_tolerance,
+            options=ProducerOptions(
+                send_timeout=SEND_TIMEOUT,
+                attempt_timeout=attempt_timeout,
+                latency_fault_tolerance=latency_fault_tolerance,
+            ),
         ) as producer,
         anyio.create_task_group() as tg,
     ):
@@ -212,7 +214,7 @@ async def test_broker_namesrv_partition_drops_the_broker_from_routes(
     instance = ClientInstance(topology.cluster.namesrv_addr, route_refresh_interval=5)
     async with (
         instance,
-        Producer(instance=instance, send_timeout=SEND_TIMEOUT) as producer,
+        Producer(options=ProducerOptions(send_timeout=SEND_TIMEOUT), instance=instance) as producer,
         anyio.create_task_group() as tg,
     ):
         await create_topic(instance, unique_topic, queues=4)
@@ -308,7 +310,7 @@ async def test_client_namesrv_partition_sends_go_on_from_cached_routes(
     instance = ClientInstance(namesrv, route_refresh_interval=5)
     async with (
         instance,
-        Producer(instance=instance, send_timeout=SEND_TIMEOUT) as producer,
+        Producer(options=ProducerOptions(send_timeout=SEND_TIMEOUT), instance=instance) as producer,
         anyio.create_task_group() as tg,
     ):
         await create_topic(instance, unique_topic, queues=4)

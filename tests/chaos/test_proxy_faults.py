@@ -10,7 +10,7 @@ import pytest
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import RocketMQError, SendFailed
-from rocketmq_actors.producer import Message, Producer, create_topic
+from rocketmq_actors.producer import Message, Producer, ProducerOptions, create_topic
 from rocketmq_actors.testing.cluster import LocalCluster
 from rocketmq_actors.testing.faults import FaultProxy
 from tests.slack import slack
@@ -27,7 +27,10 @@ async def test_cut_stall_and_delay(rocketmq_cluster: LocalCluster, unique_topic:
     baseline_tasks, baseline_fds = tasks_now(), fds_now()
     async with FaultProxy(rocketmq_cluster.namesrv_addr) as ns_proxy, FaultProxy(broker) as proxy:
         instance = ClientInstance(ns_proxy.addr, address_map={broker: proxy.addr})
-        async with instance, Producer(instance=instance, send_timeout=TIMEOUT) as producer:
+        async with (
+            instance,
+            Producer(options=ProducerOptions(send_timeout=TIMEOUT), instance=instance) as producer,
+        ):
             await create_topic(instance, unique_topic, queues=4)
             message = Message(topic=unique_topic, body=b"x")
             await producer.send(message)
@@ -44,7 +47,7 @@ async def test_cut_stall_and_delay(rocketmq_cluster: LocalCluster, unique_topic:
             await producer.send(message)
 
             # cut with 100 sends in flight: every one settles, ok or typed, within its timeout
-            futures = [await producer.send_nowait(message) for _ in range(100)]
+            futures = [await producer.submit(message) for _ in range(100)]
             proxy.cut()
             began = time.monotonic()
             settled = {"ok": 0, "error": 0}

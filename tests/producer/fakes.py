@@ -10,7 +10,8 @@ from typing import Protocol
 import anyio
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.producer import Producer
+from rocketmq_actors.cluster.options import ClientOptions
+from rocketmq_actors.producer import Producer, ProducerOptions
 from rocketmq_actors.protocol.codes import RequestCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
@@ -61,8 +62,12 @@ async def on_shared_instance(fake: _Fake) -> AsyncIterator[Producer]:
     async with FakeServer(fake) as server:
         fake.addr = server.addr
         async with ClientInstance(server.addr) as instance:
-            producer = Producer(instance=instance, group="G", send_timeout=30.0,
-                                shutdown_timeout=0.5)  # fmt: skip
+            producer = Producer(
+                group="G",
+                options=ProducerOptions(send_timeout=30.0),
+                client=ClientOptions(shutdown_timeout=0.5),
+                instance=instance,
+            )
             await producer.start()
             try:
                 yield producer

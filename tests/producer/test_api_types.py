@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.errors import InvalidMessage
 from rocketmq_actors.producer import Message, Producer
 
@@ -41,7 +42,7 @@ SINGLE_ONLY: list[tuple[str, Any, str]] = [
 
 @pytest.mark.parametrize(("what", "message", "error"), CASES + SINGLE_ONLY,
                          ids=[c[0] for c in CASES + SINGLE_ONLY])  # fmt: skip
-@pytest.mark.parametrize("mode", ["send", "send_nowait", "send_oneway"])
+@pytest.mark.parametrize("mode", ["send", "submit", "send_nowait", "send_oneway"])
 async def test_wrong_types_in_a_send(what: str, message: Any, error: str, mode: str) -> None:
     producer = Producer(namesrv="127.0.0.1:1")  # never started: the check comes first
     with pytest.raises(InvalidMessage, match=error):
@@ -73,10 +74,10 @@ async def test_a_non_message_later_in_a_batch_is_named_by_index() -> None:
         await producer.send_batch([_msg(), "x"])  # type: ignore[list-item]
 
 
-@pytest.mark.parametrize("mode", ["send", "send_nowait"])
+@pytest.mark.parametrize("mode", ["send", "submit", "send_nowait"])
 async def test_a_non_message_with_tracing_on(mode: str) -> None:
     pytest.importorskip("opentelemetry")
-    producer = Producer(namesrv="127.0.0.1:1", tracing=True)
+    producer = Producer(namesrv="127.0.0.1:1", client=ClientOptions(tracing=True))
     with pytest.raises(InvalidMessage, match="expected a Message, not str"):
         await getattr(producer, mode)("body")
 
@@ -110,12 +111,12 @@ def spans() -> Any:
 
 @pytest.mark.parametrize(("what", "message", "error"), CASES + SINGLE_ONLY,
                          ids=[c[0] for c in CASES + SINGLE_ONLY])  # fmt: skip
-@pytest.mark.parametrize("mode", ["send", "send_nowait"])
+@pytest.mark.parametrize("mode", ["send", "submit", "send_nowait"])
 async def test_wrong_types_with_tracing_on(
     what: str, message: Any, error: str, mode: str, spans: Any
 ) -> None:
     """The span started before the message is validated is ended, with the error."""
-    producer = Producer(namesrv="127.0.0.1:1", tracing=True)
+    producer = Producer(namesrv="127.0.0.1:1", client=ClientOptions(tracing=True))
     with pytest.raises(InvalidMessage, match=error):
         await getattr(producer, mode)(message)
     if isinstance(message, Message):  # (a non-message is refused before any span)
@@ -126,7 +127,7 @@ async def test_wrong_types_with_tracing_on(
 
 @pytest.mark.parametrize(("what", "message", "error"), CASES + SINGLE_ONLY,
                          ids=[c[0] for c in CASES + SINGLE_ONLY])  # fmt: skip
-@pytest.mark.parametrize("mode", ["send", "send_nowait", "send_oneway"])
+@pytest.mark.parametrize("mode", ["send", "submit", "send_nowait", "send_oneway"])
 async def test_wrong_types_with_a_value_serializer(
     what: str, message: Any, error: str, mode: str
 ) -> None:
@@ -141,7 +142,9 @@ async def test_a_value_with_a_body_of_the_wrong_type(body: Any, tracing: bool) -
     if tracing:
         pytest.importorskip("opentelemetry.sdk")
     producer = Producer(
-        namesrv="127.0.0.1:1", value_serializer=lambda v: repr(v).encode(), tracing=tracing
+        namesrv="127.0.0.1:1",
+        value_serializer=lambda v: repr(v).encode(),
+        client=ClientOptions(tracing=tracing),
     )
     with pytest.raises(InvalidMessage, match="body"):
-        await producer.send_nowait(Message(topic="T", body=body, value=1))
+        await producer.submit(Message(topic="T", body=body, value=1))

@@ -1,6 +1,6 @@
-"""``send_nowait``'s first attempt, started without a task (producer/attempt.py), against a
-fake broker whose answers the test scripts (the real broker cannot be told to answer
-SYSTEM_BUSY or to stay silent)."""
+"""The first attempt of ``submit`` and ``send_nowait``, started without a task
+(producer/attempt.py), against a fake broker whose answers the test scripts (the real broker
+cannot be told to answer SYSTEM_BUSY or to stay silent)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.errors import (
     BrokerError,
     ClientClosed,
@@ -20,7 +21,7 @@ from rocketmq_actors.errors import (
     RequestTimeout,
     SendFailed,
 )
-from rocketmq_actors.producer import Message, Producer, SendStatus
+from rocketmq_actors.producer import Message, Producer, ProducerOptions, SendStatus
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.errors import ProtocolError
@@ -60,13 +61,13 @@ class LoopSends:
 
     def __init__(self, producer: Producer, monkeypatch: pytest.MonkeyPatch) -> None:
         self.firsts: list[Any] = []
-        real = producer.loop.send
+        real = producer._group.loop.send
 
         async def spy(prepared: Any, routing: Any, timeout: Any, first: Any = None) -> Any:
             self.firsts.append(first)
             return await real(prepared, routing, timeout, first)
 
-        monkeypatch.setattr(producer.loop, "send", spy)
+        monkeypatch.setattr(producer._group.loop, "send", spy)
 
 
 async def _known_route(producer: Producer) -> None:
@@ -84,18 +85,16 @@ async def _ready(fake: Scripted) -> AsyncIterator[Producer]:
             yield producer
 
 
-async def test_send_nowait_on_a_known_route_needs_no_sender_task(
+async def test_submit_on_a_known_route_needs_no_sender_task(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     fake = Scripted()
     async with _ready(fake) as producer:
         spy = LoopSends(producer, monkeypatch)
-        futures = [
-            await producer.send_nowait(Message(topic="T", body=b"%d" % i)) for i in range(50)
-        ]
+        futures = [await producer.submit(Message(topic="T", body=b"%d" % i)) for i in range(50)]
         results = [await future for future in futures]
-        assert producer.senders.pending == 0
-        assert producer.loop.in_flight == 0
+        assert producer._group.senders.pending == 0
+        assert producer._group.loop.in_flight == 0
         conn = producer.instance.pool.registry.lookup(fake.addr)
         assert conn is not None
         stats = conn.statistics()  # every slot and its bytes given back, once
@@ -114,7 +113,7 @@ async def test_a_busy_first_attempt_is_retried_by_a_sender_task(
     fake = Scripted(ResponseCode.SUCCESS, ResponseCode.SYSTEM_BUSY)
     async with _ready(fake) as producer:
         spy = LoopSends(producer, monkeypatch)
-        result = await (await producer.send_nowait(Message(topic="T", body=b"x")))
+        result = await (await producer.submit(Message(topic="T", body=b"x")))
     assert result.status is SendStatus.SEND_OK
     assert fake.sends == 3  # the warm-up, the busy first attempt, its retry
     (first,) = spy.firsts  # the retry went on from the first attempt's answer
@@ -127,7 +126,7 @@ async def test_a_refused_first_attempt_fails_once_with_the_brokers_answer(
     fake = Scripted(ResponseCode.SUCCESS, ResponseCode.MESSAGE_ILLEGAL)
     async with _ready(fake) as producer:
         spy = LoopSends(producer, monkeypatch)
-        future = await producer.send_nowait(Message(topic="T", body=b"x"))
+        future = await producer.submit(Message(topic="T", body=b"x"))
         with pytest.raises(SendFailed) as info:
             await future
     (first,) = spy.firsts  # the send loop handled the first attempt's answer
@@ -144,21 +143,21 @@ async def test_a_bug_in_the_first_attempt_fails_that_send_not_the_producer(
     fake = Scripted()
     async with _ready(fake) as producer:
         spy = LoopSends(producer, monkeypatch)
-        real = producer.loop.result_of
+        real = producer._group.loop.result_of
 
         def broken(prepared: Any, *args: Any, **kwargs: Any) -> Any:
             if prepared.body == b"bug":
                 raise ZeroDivisionError("a bug in a send")
             return real(prepared, *args, **kwargs)
 
-        monkeypatch.setattr(producer.loop, "result_of", broken)
-        bad = await producer.send_nowait(Message(topic="T", body=b"bug"))
-        good = await producer.send_nowait(Message(topic="T", body=b"fine"))
+        monkeypatch.setattr(producer._group.loop, "result_of", broken)
+        bad = await producer.submit(Message(topic="T", body=b"bug"))
+        good = await producer.submit(Message(topic="T", body=b"fine"))
         with pytest.raises(SendFailed) as info:
             await bad
         assert (await good).status is SendStatus.SEND_OK
         assert producer.running
-        assert producer.senders.pending == 0
+        assert producer._group.senders.pending == 0
     assert spy.firsts == []  # both ended on the first attempt's own path
     (attempt,) = info.value.attempts
     assert isinstance(attempt, InternalError)
@@ -169,12 +168,16 @@ async def test_a_stop_resolves_first_attempts_a_silent_broker_never_answers() ->
     fake = Scripted(ResponseCode.SUCCESS, *[None] * 20)
     async with FakeServer(fake) as server:
         fake.addr = server.addr
-        producer = Producer(namesrv=server.addr, group="G", send_timeout=30.0,
-                            shutdown_timeout=1.0)  # fmt: skip
+        producer = Producer(
+            namesrv=server.addr,
+            group="G",
+            options=ProducerOptions(send_timeout=30.0),
+            client=ClientOptions(shutdown_timeout=1.0),
+        )
         await producer.start()
         await _known_route(producer)
-        futures = [await producer.send_nowait(Message(topic="T", body=b"x")) for _ in range(20)]
-        assert producer.loop.in_flight == 20  # all started, none in a sender task
+        futures = [await producer.submit(Message(topic="T", body=b"x")) for _ in range(20)]
+        assert producer._group.loop.in_flight == 20  # all started, none in a sender task
         began = time.monotonic()
         await producer.stop()
         took = time.monotonic() - began
@@ -193,8 +196,8 @@ async def test_a_bad_timeout_is_refused_before_admission(timeout: object) -> Non
     fake = Scripted()
     async with _ready(fake) as producer:
         with pytest.raises(ConfigError, match="timeout"):
-            await producer.send_nowait(Message(topic="T", body=b"x"), timeout=timeout)  # type: ignore[arg-type]
-        assert producer.senders.pending == 0
+            await producer.submit(Message(topic="T", body=b"x"), timeout=timeout)  # type: ignore[arg-type]
+        assert producer._group.senders.pending == 0
     assert fake.sends == 1  # the warm-up only
 
 
@@ -204,7 +207,7 @@ async def test_a_stop_on_a_shared_instance_resolves_first_attempts_at_once() -> 
     fake = Scripted(ResponseCode.SUCCESS, *[None] * 5)
     async with on_shared_instance(fake) as producer:
         await _known_route(producer)
-        futures = [await producer.send_nowait(Message(topic="T", body=b"x")) for _ in range(5)]
+        futures = [await producer.submit(Message(topic="T", body=b"x")) for _ in range(5)]
         with anyio.fail_after(5):
             await producer.stop()
         assert all(future.done() for future in futures)
@@ -223,17 +226,19 @@ async def test_a_silent_first_attempt_is_retried_within_the_sends_deadline(
     stale: list[str] = []
     async with FakeServer(fake) as server:
         fake.addr = server.addr
-        async with Producer(namesrv=server.addr, group="G", attempt_timeout=0.3) as producer:
+        async with Producer(
+            namesrv=server.addr, group="G", options=ProducerOptions(attempt_timeout=0.3)
+        ) as producer:
             await _known_route(producer)
             monkeypatch.setattr(producer.instance.routes, "mark_stale", stale.append)
-            real, seen = producer.loop.send, []
+            real, seen = producer._group.loop.send, []
 
             async def spy(prepared: Any, routing: Any, timeout: Any, first: Any = None) -> Any:
                 seen.append((first, list(stale)))
                 return await real(prepared, routing, timeout, first)
 
-            monkeypatch.setattr(producer.loop, "send", spy)
-            result = await (await producer.send_nowait(Message(topic="T", body=b"x")))
+            monkeypatch.setattr(producer._group.loop, "send", spy)
+            result = await (await producer.submit(Message(topic="T", body=b"x")))
     assert result.status is SendStatus.SEND_OK
     assert fake.sends == 3  # the warm-up, the silent first attempt, its retry
     ((first, stale_then),) = seen
@@ -247,7 +252,7 @@ async def test_a_frame_that_cannot_be_built_fails_its_send_and_frees_its_room(
 ) -> None:
     fake = Scripted()
     async with _ready(fake) as producer:
-        real = producer.loop.encoder
+        real = producer._group.loop.encoder
 
         class Encoder:
             def encode(self, opaque: int, topic: str, queue_id: int, body: Any, *args: Any,
@@ -256,16 +261,15 @@ async def test_a_frame_that_cannot_be_built_fails_its_send_and_frees_its_room(
                     raise ProtocolError("frame-too-large", "scripted")
                 return real.encode(opaque, topic, queue_id, body, *args, **kwargs)
 
-        monkeypatch.setattr(producer.loop, "encoder", Encoder())
-        bad = await producer.send_nowait(Message(topic="T", body=b"bad"))
+        monkeypatch.setattr(producer._group.loop, "encoder", Encoder())
+        bad = await producer.submit(Message(topic="T", body=b"bad"))
         with pytest.raises(SendFailed):
             await bad
         with anyio.fail_after(5):
             flushed = await producer.flush()
-        assert (flushed.failed, producer.senders.pending, producer.senders.pending_bytes) == (
-            0, 0, 0,
-        )  # fmt: skip
-        assert (await (await producer.send_nowait(Message(topic="T", body=b"ok")))).msg_id
+        senders = producer._group.senders
+        assert (flushed.failed, senders.pending, senders.pending_bytes) == (0, 0, 0)
+        assert (await (await producer.submit(Message(topic="T", body=b"ok")))).msg_id
     assert fake.sends == 2  # the warm-up and the good one: the bad frame was never written
 
 
@@ -278,8 +282,12 @@ async def test_a_stop_says_a_timed_out_first_attempt_may_be_stored(
     fake = Scripted(ResponseCode.SUCCESS, *[None] * 4)
     async with FakeServer(fake) as server:
         fake.addr = server.addr
-        producer = Producer(namesrv=server.addr, group="G", attempt_timeout=0.2,
-                            shutdown_timeout=0.5, max_pending=4)  # fmt: skip
+        producer = Producer(
+            namesrv=server.addr,
+            group="G",
+            options=ProducerOptions(attempt_timeout=0.2, max_pending=4),
+            client=ClientOptions(shutdown_timeout=0.5),
+        )
         await producer.start()
         await _known_route(producer)
         busy = anyio.Event()
@@ -288,8 +296,8 @@ async def test_a_stop_says_a_timed_out_first_attempt_may_be_stored(
             busy.set()
             await anyio.sleep_forever()
 
-        monkeypatch.setattr(producer.loop, "send", stuck)
-        outbox, offered = producer.senders.outbox, anyio.Event()
+        monkeypatch.setattr(producer._group.loop, "send", stuck)
+        outbox, offered = producer._group.senders.outbox, anyio.Event()
         offer = outbox.offer
 
         def counted(item: Any) -> bool:
@@ -299,7 +307,7 @@ async def test_a_stop_says_a_timed_out_first_attempt_may_be_stored(
             return placed
 
         monkeypatch.setattr(outbox, "offer", counted)
-        futures = [await producer.send_nowait(Message(topic="T", body=b"x")) for _ in range(4)]
+        futures = [await producer.submit(Message(topic="T", body=b"x")) for _ in range(4)]
         with anyio.fail_after(5):
             await busy.wait()  # one timed out and is held by the only sender ...
             await offered.wait()  # ... and the other three wait in the queue

@@ -14,8 +14,9 @@ from typing import Any
 import anyio
 import pytest
 
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.errors import ConfigError, RequestTimeout, SendFailed, WriteTimeout
-from rocketmq_actors.producer import Message, Producer
+from rocketmq_actors.producer import Message, Producer, ProducerOptions
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
@@ -86,7 +87,9 @@ async def test_send_timeout_bounds_a_route_lookup_on_silent_nameservers() -> Non
     async with (
         _serving(NameServer()) as ns1,
         _serving(NameServer()) as ns2,
-        Producer(namesrv=[ns1.addr, ns2.addr], group="G", send_timeout=1.0) as p,
+        Producer(
+            namesrv=[ns1.addr, ns2.addr], group="G", options=ProducerOptions(send_timeout=1.0)
+        ) as p,
     ):
         for _ in range(3):
             began = time.monotonic()
@@ -103,16 +106,22 @@ async def test_a_dropped_connection_fails_over_at_once_and_the_deadline_holds() 
     dropping, serving = Broker("drop"), Broker("ok")
     async with _serving(dropping) as bad, _serving(serving) as good:
         routes = {"T": route_body(("broker-a", bad.addr), ("broker-b", good.addr))}
-        async with _serving(NameServer(routes)) as ns, Producer(
-            namesrv=ns.addr, group="G", send_timeout=2.0
-        ) as producer:  # fmt: skip
+        async with (
+            _serving(NameServer(routes)) as ns,
+            Producer(
+                namesrv=ns.addr, group="G", options=ProducerOptions(send_timeout=2.0)
+            ) as producer,
+        ):
             # never waits for broker-a's reconnect (the bug waited up to 4.8 s): well within
             # the send timeout (2.0 s), each send goes to broker-b
             await _sends_all_on(producer, "broker-b", 20, within=0.5)
             assert dropping.sends >= 1  # it was tried, and dropped the connection
-        async with _serving(NameServer({"T": route_body(("broker-a", bad.addr))})) as ns, Producer(
-            namesrv=ns.addr, group="G", send_timeout=2.0
-        ) as alone:  # fmt: skip
+        async with (
+            _serving(NameServer({"T": route_body(("broker-a", bad.addr))})) as ns,
+            Producer(
+                namesrv=ns.addr, group="G", options=ProducerOptions(send_timeout=2.0)
+            ) as alone,
+        ):
             outcomes = []
             for _ in range(3):  # no broker to fail over to: it waits for the reconnect
                 began = time.monotonic()  # (within the deadline), and the next one too
@@ -136,9 +145,14 @@ def never_reading() -> Iterator[str]:
 async def test_send_oneway_to_a_broker_that_stops_reading_has_a_write_deadline() -> None:
     """Before: send_oneway waited for ever on a broker that stopped reading."""
     with never_reading() as broker:
-        async with _serving(NameServer({"T": route_body(("broker-a", broker))})) as ns, Producer(
-            namesrv=ns.addr, group="G", send_timeout=1.0, compress_threshold=8 * 1024 * 1024,
-        ) as producer:  # fmt: skip
+        async with (
+            _serving(NameServer({"T": route_body(("broker-a", broker))})) as ns,
+            Producer(
+                namesrv=ns.addr,
+                group="G",
+                options=ProducerOptions(send_timeout=1.0, compress_threshold=8 * 1024 * 1024),
+            ) as producer,
+        ):
             body = b"z" * (1024 * 1024)
             with anyio.fail_after(60):
                 for _ in range(200):  # the kernel takes a few MiB, then nothing more
@@ -157,9 +171,9 @@ async def test_send_oneway_to_a_broker_that_stops_reading_has_a_write_deadline()
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -1.0, 0.0])
 async def test_nan_infinite_or_negative_timeouts_are_refused(bad: float) -> None:
     with pytest.raises(ConfigError, match="send_timeout"):
-        Producer(namesrv="127.0.0.1:1", send_timeout=bad)
+        Producer(namesrv="127.0.0.1:1", options=ProducerOptions(send_timeout=bad))
     with pytest.raises(ConfigError, match="shutdown_timeout"):
-        Producer(namesrv="127.0.0.1:1", shutdown_timeout=bad)
+        Producer(namesrv="127.0.0.1:1", client=ClientOptions(shutdown_timeout=bad))
     async with _serving(NameServer()) as ns, Producer(namesrv=ns.addr) as producer:
         with pytest.raises(ConfigError, match="timeout"):
             await producer.send(Message(topic="T", body=b"x"), timeout=bad)
@@ -176,9 +190,12 @@ async def test_hostile_routes_fail_their_topic_never_the_producer() -> None:
             "huge": route_body(("broker-a", good.addr), queues=2**31 - 1),
             "fine": route_body(("broker-a", good.addr)),
         }
-        async with _serving(NameServer(routes)) as ns, Producer(
-            namesrv=ns.addr, group="G", send_timeout=2.0
-        ) as producer:  # fmt: skip
+        async with (
+            _serving(NameServer(routes)) as ns,
+            Producer(
+                namesrv=ns.addr, group="G", options=ProducerOptions(send_timeout=2.0)
+            ) as producer,
+        ):
             tracemalloc.start()
             try:
                 for topic in ("bad-address", "huge"):
@@ -205,7 +222,9 @@ async def test_attempt_timeout_gives_a_silent_broker_up_and_sends_elsewhere() ->
     async with _serving(silent) as bad, _serving(serving) as good:
         routes = {"T": route_body(("broker-a", bad.addr), ("broker-b", good.addr))}
         async with _serving(NameServer(routes)) as ns:
-            async with Producer(namesrv=ns.addr, group="G", send_timeout=1.0) as java_like:
+            async with Producer(
+                namesrv=ns.addr, group="G", options=ProducerOptions(send_timeout=1.0)
+            ) as java_like:
                 failed = []
                 for i in range(4):  # two of the four queues are broker-a's
                     try:
@@ -217,8 +236,10 @@ async def test_attempt_timeout_gives_a_silent_broker_up_and_sends_elsewhere() ->
             # each send within one attempt's bound, not the send timeout (an attempt's bound
             # leaves broker-b time to answer on a busy machine: 1.0 s, not 0.3 s)
             async with Producer(
-                namesrv=ns.addr, group="G", send_timeout=5.0, attempt_timeout=1.0
-            ) as bounded:  # fmt: skip
+                namesrv=ns.addr,
+                group="G",
+                options=ProducerOptions(send_timeout=5.0, attempt_timeout=1.0),
+            ) as bounded:
                 await _sends_all_on(bounded, "broker-b", 8, within=1.0)
                 assert silent.sends > tried  # broker-a was tried, and given up on
 
@@ -226,4 +247,7 @@ async def test_attempt_timeout_gives_a_silent_broker_up_and_sends_elsewhere() ->
 @pytest.mark.parametrize("attempt", [0.0, -1.0, math.nan, 2.5])
 async def test_attempt_timeout_must_be_positive_and_within_send_timeout(attempt: float) -> None:
     with pytest.raises(ConfigError, match="attempt_timeout"):
-        Producer(namesrv="127.0.0.1:9876", send_timeout=2.0, attempt_timeout=attempt)
+        Producer(
+            namesrv="127.0.0.1:9876",
+            options=ProducerOptions(send_timeout=2.0, attempt_timeout=attempt),
+        )

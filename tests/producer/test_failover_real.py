@@ -10,7 +10,7 @@ import pytest
 import structlog
 
 from rocketmq_actors.errors import SendFailed
-from rocketmq_actors.producer import Message, Producer, SendResult, create_topic
+from rocketmq_actors.producer import Message, Producer, ProducerOptions, SendResult, create_topic
 from rocketmq_actors.testing.cluster import FRESH_BROKER_TIMEOUT, LocalCluster
 
 from .pull import pull
@@ -29,7 +29,9 @@ async def test_kill_one_master_while_sending(
     acked: list[SendResult] = []
     failed: list[SendFailed] = []
     async with Producer(
-        namesrv=cluster.namesrv_addr, group="G_failover", latency_fault_tolerance=True
+        namesrv=cluster.namesrv_addr,
+        group="G_failover",
+        options=ProducerOptions(latency_fault_tolerance=True),
     ) as producer:
         hosts = await create_topic(
             producer.instance, unique_topic, queues=4, timeout=FRESH_BROKER_TIMEOUT
@@ -76,7 +78,9 @@ async def test_a_dead_master_never_pauses_sends_to_the_live_one(
     killed_at = 0.0
     stop, warmed_up = anyio.Event(), anyio.Event()
     async with Producer(
-        namesrv=cluster.namesrv_addr, group="G_failover_gap", send_timeout=send_timeout
+        namesrv=cluster.namesrv_addr,
+        group="G_failover_gap",
+        options=ProducerOptions(send_timeout=send_timeout),
     ) as producer:
         hosts = await create_topic(
             producer.instance, unique_topic, queues=4, timeout=FRESH_BROKER_TIMEOUT

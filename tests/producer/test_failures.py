@@ -10,6 +10,7 @@ import anyio
 import pytest
 from structlog.testing import capture_logs
 
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.errors import (
     BrokerError,
     ClientClosed,
@@ -18,7 +19,7 @@ from rocketmq_actors.errors import (
     RequestTimeout,
     SendFailed,
 )
-from rocketmq_actors.producer import Message, Producer
+from rocketmq_actors.producer import Message, Producer, ProducerOptions
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
@@ -48,11 +49,14 @@ class FakeCluster:
             await peer.reply(cmd)
 
 
-async def _send(answer: str, **producer: float) -> tuple[SendFailed, FakeCluster]:
+async def _send(
+    answer: str, options: ProducerOptions | None = None
+) -> tuple[SendFailed, FakeCluster]:
     fake = FakeCluster(answer)
     async with FakeServer(fake) as server:
         fake.addr = server.addr
-        async with Producer(namesrv=server.addr, group="G", **producer) as p:  # type: ignore[arg-type]
+        options = options or ProducerOptions()
+        async with Producer(namesrv=server.addr, group="G", options=options) as p:
             with pytest.raises(SendFailed) as info:
                 await p.send(Message(topic="T", body=b"x"))
     return info.value, fake
@@ -72,26 +76,28 @@ async def test_refusal_is_not_retried() -> None:
 
 async def test_stalled_broker_means_outcome_unknown_within_the_timeout() -> None:
     with anyio.fail_after(5):
-        failed, _ = await _send("stall", send_timeout=0.5)
+        failed, _ = await _send("stall", ProducerOptions(send_timeout=0.5))
     assert failed.outcome_unknown
     assert isinstance(failed.__cause__, RequestTimeout)
 
 
-async def test_send_nowait_applies_backpressure() -> None:
+async def test_submit_applies_backpressure() -> None:
     fake = FakeCluster("stall")
     async with FakeServer(fake) as server:
         fake.addr = server.addr
         # send_timeout: longer than the look below takes under make test's load (at 0.3 s the
         # first send timed out there before it, and the third was admitted in its place)
-        async with Producer(namesrv=server.addr, group="G", max_pending=2, send_timeout=2.0) as p:
-            first = await p.send_nowait(Message(topic="T", body=b"1"))
-            second = await p.send_nowait(Message(topic="T", body=b"2"))
+        async with Producer(
+            namesrv=server.addr, group="G", options=ProducerOptions(max_pending=2, send_timeout=2.0)
+        ) as p:
+            first = await p.submit(Message(topic="T", body=b"1"))
+            second = await p.submit(Message(topic="T", body=b"2"))
             admitted = anyio.Event()
 
             thirds = []
 
             async def third() -> None:
-                thirds.append(await p.send_nowait(Message(topic="T", body=b"3")))
+                thirds.append(await p.submit(Message(topic="T", body=b"3")))
                 admitted.set()
 
             async with anyio.create_task_group() as tg:
@@ -119,7 +125,7 @@ def test_refused_identity_is_access_denied_in_both_dialects() -> None:
 
 
 async def test_stop_resolves_every_pending_future_on_a_silent_broker() -> None:
-    """Before: closing left most send_nowait futures unresolved for ever (744 of 1,000)."""
+    """Before: closing left most submit futures unresolved for ever (744 of 1,000)."""
     sends_seen = anyio.Event()
 
     class Silent(FakeCluster):
@@ -132,15 +138,13 @@ async def test_stop_resolves_every_pending_future_on_a_silent_broker() -> None:
     async with FakeServer(fake) as server:
         fake.addr = server.addr
         producer = Producer(
-            # no send may time out before the stop (under make test's load a 2 s one did, and
-            # its sender took the next queued message): the stop alone resolves them
-            namesrv=server.addr, group="G", send_timeout=30.0, shutdown_timeout=1.0,
-            max_pending=1000,
-        )  # fmt: skip
+            namesrv=server.addr,
+            group="G",
+            options=ProducerOptions(send_timeout=30.0, max_pending=1000),
+            client=ClientOptions(shutdown_timeout=1.0),
+        )
         await producer.start()
-        futures = [
-            await producer.send_nowait(Message(topic="T", body=b"%d" % i)) for i in range(1000)
-        ]
+        futures = [await producer.submit(Message(topic="T", body=b"%d" % i)) for i in range(1000)]
         with anyio.fail_after(5):
             await sends_seen.wait()
         began = time.monotonic()
@@ -168,22 +172,24 @@ async def test_stop_resolves_every_pending_future_on_a_silent_broker() -> None:
 async def test_an_unexpected_error_in_one_send_fails_it_not_the_producer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Before: any non-RocketMQError inside a send_nowait send killed the producer and left
+    """Before: any non-RocketMQError inside a submit send killed the producer and left
     the other pending futures unresolved."""
     fake = FakeCluster("busy")
     async with FakeServer(fake) as server:
         fake.addr = server.addr
-        async with Producer(namesrv=server.addr, group="G", retry_times=0) as producer:
-            real_send = producer.loop.send
+        async with Producer(
+            namesrv=server.addr, group="G", options=ProducerOptions(retry_times=0)
+        ) as producer:
+            real_send = producer._group.loop.send
 
             async def flaky(prepared: Any, routing: Any, timeout: Any, first: Any = None) -> Any:
                 if prepared.body == b"bug":
                     raise ZeroDivisionError("a bug somewhere in a send")
                 return await real_send(prepared, routing, timeout, first)
 
-            monkeypatch.setattr(producer.loop, "send", flaky)
-            bad = await producer.send_nowait(Message(topic="T", body=b"bug"))
-            good = await producer.send_nowait(Message(topic="T", body=b"fine"))
+            monkeypatch.setattr(producer._group.loop, "send", flaky)
+            bad = await producer.submit(Message(topic="T", body=b"bug"))
+            good = await producer.submit(Message(topic="T", body=b"fine"))
             with pytest.raises(SendFailed) as info:
                 await bad
             assert isinstance(info.value.attempts[0], InternalError)
@@ -201,7 +207,9 @@ async def test_no_route_because_every_nameserver_is_gone_fails_once() -> None:
     fake = FakeCluster("busy")
     async with FakeServer(fake) as server:
         fake.addr = server.addr
-        producer = Producer(namesrv=server.addr, group="G", send_timeout=2.0)
+        producer = Producer(
+            namesrv=server.addr, group="G", options=ProducerOptions(send_timeout=2.0)
+        )
         await producer.start()
     try:  # the NameServer (the fake) is gone; this topic has no cached route
         started = time.monotonic()

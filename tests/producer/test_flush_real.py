@@ -1,4 +1,4 @@
-"""send_nowait's typed future, flush(), and value_serializer against the real broker."""
+"""submit's typed future, flush(), and value_serializer against the real broker."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from rocketmq_actors.producer import (
     FlushResult,
     Message,
     Producer,
+    ProducerOptions,
     SendFuture,
     SendResult,
     SendStatus,
@@ -28,13 +29,14 @@ def _json(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True).encode()
 
 
-async def test_flush_waits_for_every_send_nowait(
+async def test_flush_waits_for_every_submit(
     rocketmq_namesrv: str, unique_group: str, unique_topic: str
 ) -> None:
-    async with Producer(namesrv=rocketmq_namesrv, group=unique_group, max_pending=64) as producer:
+    async with Producer(
+        namesrv=rocketmq_namesrv, group=unique_group, options=ProducerOptions(max_pending=64)
+    ) as producer:
         futures: list[SendFuture] = [
-            await producer.send_nowait(Message(topic=unique_topic, body=b"m%d" % i))
-            for i in range(300)
+            await producer.submit(Message(topic=unique_topic, body=b"m%d" % i)) for i in range(300)
         ]
         assert not all(f.done() for f in futures)  # (else flush would have nothing to wait for)
         flushed = await producer.flush(timeout=30)
@@ -61,7 +63,7 @@ async def test_flush_counts_failures_and_a_timeout_leaves_pending(
             seen.append(future)
             done.set()
 
-        future = await producer.send_nowait(Message(topic=unique_topic, body=b"cb"))
+        future = await producer.submit(Message(topic=unique_topic, body=b"cb"))
         future.add_done_callback(callback)
         flushed = await producer.flush()
         assert flushed.sent + flushed.failed <= 1 and flushed.pending == 0
@@ -70,8 +72,7 @@ async def test_flush_counts_failures_and_a_timeout_leaves_pending(
         assert seen == [future]
         # a flush cancelled from outside cancels none of the sends it waited for
         pending = [
-            await producer.send_nowait(Message(topic=unique_topic, body=b"c%d" % i))
-            for i in range(50)
+            await producer.submit(Message(topic=unique_topic, body=b"c%d" % i)) for i in range(50)
         ]
         with anyio.move_on_after(0):
             await producer.flush()
@@ -91,9 +92,11 @@ async def test_send_callbacks_are_called_once_each_as_javas_send_callback(
         if len(ended) == 300:
             all_ended.set()
 
-    async with Producer(namesrv=rocketmq_namesrv, group=unique_group, max_pending=64) as producer:
+    async with Producer(
+        namesrv=rocketmq_namesrv, group=unique_group, options=ProducerOptions(max_pending=64)
+    ) as producer:
         futures = [
-            await producer.send_nowait(
+            await producer.submit(
                 Message(topic=unique_topic, body=b"m%d" % i),
                 sharding_key="k" if i % 10 == 0 else None,  # (some through the sender tasks)
                 callback=callback,
@@ -118,7 +121,7 @@ async def test_value_serializer_round_trip(
         namesrv=rocketmq_namesrv, group=unique_group, value_serializer=_json
     ) as producer:
         one = await producer.send(Message(topic=unique_topic, value={"id": 1}, keys="o-1"))
-        nowait = await (await producer.send_nowait(Message(topic=unique_topic, value=[2])))
+        nowait = await (await producer.submit(Message(topic=unique_topic, value=[2])))
         batch = await producer.send_batch(
             [Message(topic=unique_topic, value={"id": 3}), Message(topic=unique_topic, body=b"4")]
         )

@@ -14,7 +14,7 @@ import pytest
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.routes import STALE_REFRESH_SPACING
 from rocketmq_actors.errors import SendFailed
-from rocketmq_actors.producer import Message, Producer
+from rocketmq_actors.producer import Message, Producer, ProducerOptions
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer
@@ -86,7 +86,10 @@ async def test_promoted_slave_takes_the_sends_within_seconds() -> None:
         namesrv.nodes = {"0": a.addr, "1": b.addr}
         # the periodic refresh is an hour away: only a marked-stale route can move in time
         instance = ClientInstance(ns.addr, route_refresh_interval=3600)
-        async with instance, Producer(instance=instance, send_timeout=1.0) as producer:
+        async with (
+            instance,
+            Producer(options=ProducerOptions(send_timeout=1.0), instance=instance) as producer,
+        ):
             await producer.send(message)
             assert old.stored == 1
             # the master dies: the NameServer drops it at once (its channel closed) ...
@@ -112,7 +115,12 @@ async def _one_master(send_timeout: float) -> AsyncIterator[tuple[MovingRoute, N
     async with FakeServer(namesrv) as ns, FakeServer(node) as a:
         namesrv.nodes = {"0": a.addr}
         instance = ClientInstance(ns.addr, route_refresh_interval=3600)
-        async with instance, Producer(instance=instance, send_timeout=send_timeout) as producer:
+        async with (
+            instance,
+            Producer(
+                options=ProducerOptions(send_timeout=send_timeout), instance=instance
+            ) as producer,
+        ):
             await producer.send(MESSAGE)
             yield namesrv, node, producer
 

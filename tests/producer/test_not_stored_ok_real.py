@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from rocketmq_actors.producer import Message, Producer, SendStatus, create_topic
+from rocketmq_actors.producer import Message, Producer, ProducerOptions, SendStatus, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.testing.cluster import FRESH_BROKER_TIMEOUT, LocalCluster
 
@@ -30,14 +30,18 @@ async def test_not_stored_ok_is_returned_or_sent_again_elsewhere(
         "slaveTimeout": "300", "syncFlushTimeout": "300",
     })  # fmt: skip
     namesrv = cluster.namesrv_addr
-    async with Producer(namesrv=namesrv, retry_times=2) as plain:
+    async with Producer(namesrv=namesrv, options=ProducerOptions(retry_times=2)) as plain:
         await create_topic(plain.instance, unique_topic, queues=1, timeout=FRESH_BROKER_TIMEOUT)
         once = await plain.send(Message(topic=unique_topic, body=b"once"))
         assert once.status in NOT_REPLICATED  # stored, not replicated
     # 30 s: each attempt waits out slaveTimeout, and under make test's load three of them
     # once took longer than the default 3 s send timeout (two attempts, two copies)
-    async with Producer(namesrv=namesrv, retry_times=2, send_timeout=30.0,
-                        retry_another_broker_when_not_store_ok=True) as retrying:  # fmt: skip
+    async with Producer(
+        namesrv=namesrv,
+        options=ProducerOptions(
+            retry_times=2, send_timeout=30.0, retry_another_broker_when_not_store_ok=True
+        ),
+    ) as retrying:
         again = await retrying.send(Message(topic=unique_topic, body=b"again"))
         assert again.status in NOT_REPLICATED  # the last of three attempts
         stored: list[bytes] = []

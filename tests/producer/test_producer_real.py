@@ -7,6 +7,7 @@ import zlib
 import pytest
 
 from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.errors import InvalidMessage
 from rocketmq_actors.producer import (
     LocalTransactionState,
@@ -65,8 +66,8 @@ async def test_a_batch_record_over_the_limit_is_refused_before_any_io(
     times and refused by the broker each time."""
     async with Producer(namesrv=rocketmq_namesrv, group=unique_group) as producer:
         sent: list[object] = []
-        monkeypatch.setattr(producer.loop, "send", lambda *args: sent.append(args))
-        big = Message(topic=unique_topic, body=b"x" * producer.max_message_size)
+        monkeypatch.setattr(producer._group.loop, "send", lambda *args: sent.append(args))
+        big = Message(topic=unique_topic, body=b"x" * producer.options.max_message_size)
         with pytest.raises(InvalidMessage, match="message 1 of the batch encodes to"):
             await producer.send_batch([Message(topic=unique_topic, body=b"small"), big])
         assert sent == []
@@ -106,12 +107,12 @@ async def test_oneway(rocketmq_namesrv: str, unique_group: str, unique_topic: st
         assert got.body == b"fire-and-forget"
 
 
-async def test_send_nowait_returns_futures(
+async def test_submit_returns_futures(
     rocketmq_namesrv: str, unique_group: str, unique_topic: str
 ) -> None:
     async with Producer(namesrv=rocketmq_namesrv, group=unique_group) as producer:
         futures = [
-            await producer.send_nowait(Message(topic=unique_topic, body=f"m{i}".encode()))
+            await producer.submit(Message(topic=unique_topic, body=f"m{i}".encode()))
             for i in range(200)
         ]
         results = [await f for f in futures]
@@ -195,7 +196,9 @@ async def test_unknown_topic_is_created_through_the_template(
 
 
 async def test_namespace_wraps_topic_and_group(rocketmq_namesrv: str, unique_topic: str) -> None:
-    async with Producer(namesrv=rocketmq_namesrv, group="G_ns", namespace="tenant1") as p:
+    async with Producer(
+        namesrv=rocketmq_namesrv, group="G_ns", client=ClientOptions(namespace="tenant1")
+    ) as p:
         result = await p.send(Message(topic=unique_topic, body=b"ns"))
         assert p.group == "tenant1%G_ns" and result.queue.topic == unique_topic
         wrapped = MessageQueue(f"tenant1%{unique_topic}", result.queue.broker_name,
@@ -294,14 +297,14 @@ async def test_pipelined_sends_with_one_sharding_key_are_stored_in_order(
     rocketmq_namesrv: str, unique_topic: str
 ) -> None:
     """A 5.x broker runs several send threads: concurrent sends of one connection can be
-    stored in any order. send_nowait with a sharding key goes one at a time per queue."""
+    stored in any order. submit with a sharding key goes one at a time per queue."""
     async with Producer(namesrv=rocketmq_namesrv, group="G_lanes") as producer:
         await create_topic(producer.instance, unique_topic, queues=2)
         futures = []
         for i in range(400):
             message = Message(topic=unique_topic, body=b"%d" % i)
             key = "k" if i % 2 else "other"
-            futures.append(await producer.send_nowait(message, sharding_key=key))
+            futures.append(await producer.submit(message, sharding_key=key))
         results = [await f for f in futures]
     for parity in (0, 1):
         mine = results[parity::2]

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 import anyio
 import pytest
 
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.errors import (
     InvalidMessage,
     InvalidRecallHandle,
@@ -17,7 +18,7 @@ from rocketmq_actors.errors import (
     RecallTooLate,
     UnsupportedByBroker,
 )
-from rocketmq_actors.producer import Producer, RecallResult
+from rocketmq_actors.producer import Producer, ProducerOptions, RecallResult
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.recall import RecallHandle
@@ -48,7 +49,7 @@ class _Broker:
 
 
 @asynccontextmanager
-async def _producer(broker: _Broker, **options: object) -> AsyncIterator[Producer]:
+async def _producer(broker: _Broker, namespace: str | None = None) -> AsyncIterator[Producer]:
     async with FakeServer(broker) as b:
         body = route_body(("b", b.addr))
 
@@ -57,9 +58,11 @@ async def _producer(broker: _Broker, **options: object) -> AsyncIterator[Produce
 
         # send_timeout, recall's deadline: these tests are about what is sent and refused, not
         # time; a make test run once took the fake broker's heartbeat answer past the default
-        options = {"send_timeout": 10.0, **options}
+        options = ProducerOptions(send_timeout=10.0)
+        client = ClientOptions(namespace=namespace)
         async with FakeServer(namesrv) as ns, Producer(namesrv=ns.addr, group="PG",
-                                                       **options) as producer:  # type: ignore[arg-type]  # fmt: skip
+                                                       options=options,
+                                                       client=client) as producer:  # fmt: skip
             with anyio.fail_after(20):
                 yield producer
 

@@ -15,11 +15,13 @@ from typing import Any, cast
 import anyio
 import pytest
 
+from rocketmq_actors.cluster.requests import Handler
 from rocketmq_actors.errors import BrokerError, ClientClosed, InvalidMessage, ReplyTimeout
 from rocketmq_actors.producer import Producer
 from rocketmq_actors.producer.requestreply import reply, reply_properties
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.protocol.events import BrokerRequest
 from rocketmq_actors.protocol.messages import Message, decode_properties, encode_properties
 from rocketmq_actors.runtime.router import REPLY_EVENTS
 from rocketmq_actors.runtime.waiters import Waiter, wait_done
@@ -71,15 +73,19 @@ class Broker:
 
 
 @asynccontextmanager
-async def producer_on(broker: Broker, kind: type[Producer] = Producer) -> AsyncIterator[Producer]:
+async def producer_on(
+    broker: Broker, handlers: dict[type[BrokerRequest], Handler] | None = None
+) -> AsyncIterator[Producer]:
+    """A started producer against ``broker``; its mailbox serves ``handlers`` too."""
     async with FakeServer(broker) as fake:
         routes = {"T": route_body(("broker-a", fake.addr)),
                   "C_REPLY_TOPIC": route_body(("broker-a", fake.addr), queues=1)}  # fmt: skip
-        async with (
-            FakeServer(NameServer(routes)) as ns,
-            kind(namesrv=ns.addr, group="G", topics=["T"]) as producer,
-        ):
-            yield producer
+        async with FakeServer(NameServer(routes)) as ns:
+            producer = Producer(namesrv=ns.addr, group="G", topics=["T"])
+            if handlers is not None:
+                producer._group._broker_handlers = lambda: handlers  # type: ignore[method-assign]
+            async with producer:
+                yield producer
 
 
 async def test_request_returns_the_pushed_reply_and_frees_its_entry() -> None:
@@ -92,7 +98,7 @@ async def test_request_returns_the_pushed_reply_and_frees_its_entry() -> None:
         assert answer.correlation_id == sent["CORRELATION_ID"]
         assert sent["REPLY_TO_CLIENT"] == producer.instance.client_id
         assert 0 < int(sent["TTL"]) <= 3000
-        assert len(producer.replies) == 0 and producer.replies.replies == 1
+        assert len(producer._group.replies) == 0 and producer._group.replies.replies == 1
         assert (REPLY_EVENTS[0], answer.correlation_id) not in producer.instance.router._owners
         assert broker.peer is not None
         (response,) = await broker.peer.wait_responses(1)  # the broker waits for an answer
@@ -106,7 +112,7 @@ async def test_no_reply_is_a_reply_timeout_and_a_late_reply_is_refused() -> None
             await producer.request(Message(topic="T", body=b"ping"), timeout=0.3)
         correlation_id = broker.requests[0]["CORRELATION_ID"]
         assert caught.value.correlation_id == correlation_id and caught.value.topic == "T"
-        assert len(producer.replies) == 0 and producer.replies.timeouts == 1
+        assert len(producer._group.replies) == 0 and producer._group.replies.timeouts == 1
         assert broker.peer is not None
         late = push_reply(correlation_id, b"late")
         late.opaque = 777
@@ -116,11 +122,11 @@ async def test_no_reply_is_a_reply_timeout_and_a_late_reply_is_refused() -> None
         assert response.opaque == 777 and response.code == ResponseCode.SYSTEM_ERROR
 
 
-async def test_request_nowait_futures_resolve_independently() -> None:
+async def test_submit_request_futures_resolve_independently() -> None:
     broker = Broker(b"pong")
     async with producer_on(broker) as producer:
         futures = [
-            await producer.request_nowait(Message(topic="T", body=b"%d" % i), timeout=3)
+            await producer.submit_request(Message(topic="T", body=b"%d" % i), timeout=3)
             for i in range(3)
         ]
         with anyio.fail_after(5):
@@ -128,28 +134,28 @@ async def test_request_nowait_futures_resolve_independently() -> None:
         ids = [r["CORRELATION_ID"] for r in broker.requests]
         assert [a.correlation_id for a in answers] == ids and len(set(ids)) == 3
         assert all(f.done() and f.result().body == b"pong" for f in futures)
-        assert len(producer.replies) == 0
+        assert len(producer._group.replies) == 0
 
 
 async def test_stopping_the_producer_fails_the_pending_requests() -> None:
     broker = Broker(answer=None)
     async with producer_on(broker) as producer:
-        future = await producer.request_nowait(Message(topic="T", body=b"x"), timeout=30)
-        assert len(producer.replies) == 1 and not future.done()
+        future = await producer.submit_request(Message(topic="T", body=b"x"), timeout=30)
+        assert len(producer._group.replies) == 1 and not future.done()
     assert future.done() and isinstance(future.exception(), ClientClosed)
-    assert len(producer.replies) == 0
+    assert len(producer._group.replies) == 0
 
 
-async def test_a_failed_request_nowait_future_nobody_awaits_is_not_reported() -> None:
+async def test_a_failed_submit_request_future_nobody_awaits_is_not_reported() -> None:
     reported: list[dict[str, Any]] = []
     asyncio.get_running_loop().set_exception_handler(lambda _, context: reported.append(context))
     broker = Broker(answer=None)
     async with producer_on(broker) as producer:
-        dropped = await producer.request_nowait(Message(topic="T", body=b"x"), timeout=0.2)
-        kept = await producer.request_nowait(Message(topic="T", body=b"y"), timeout=0.2)
+        dropped = await producer.submit_request(Message(topic="T", body=b"x"), timeout=0.2)
+        kept = await producer.submit_request(Message(topic="T", body=b"y"), timeout=0.2)
         with anyio.fail_after(5):
             await wait_done(cast(Waiter, dropped))
-        assert producer.replies.timeouts >= 1
+        assert producer._group.replies.timeouts >= 1
         collected = weakref.ref(dropped)
         del dropped
         gc.collect()  # (asyncio reports an unretrieved error when the future is collected)
@@ -162,7 +168,7 @@ async def test_a_failed_request_nowait_future_nobody_awaits_is_not_reported() ->
 async def test_a_compressed_reply_is_decompressed() -> None:
     broker = Broker(answer=None)
     async with producer_on(broker) as producer:
-        future = await producer.request_nowait(Message(topic="T", body=b"x"), timeout=3)
+        future = await producer.submit_request(Message(topic="T", body=b"x"), timeout=3)
         assert broker.peer is not None
         push = push_reply(broker.requests[0]["CORRELATION_ID"], zlib.compress(b"big" * 100),
                           sys_flag=1)  # fmt: skip
@@ -232,8 +238,7 @@ async def test_reply_to_something_not_a_received_message_is_invalid_before_any_i
 async def test_a_reply_is_never_queued_behind_a_slow_broker_request() -> None:
     """Replies share the producer's mailbox with transaction checks, which are served
     ``check_concurrency`` at a time: a reply must not wait for a checker to finish."""
-    from rocketmq_actors.cluster.requests import Handler
-    from rocketmq_actors.protocol.events import BrokerRequest, TransactionCheck
+    from rocketmq_actors.protocol.events import TransactionCheck
     from rocketmq_actors.runtime.router import Inbound
 
     checking = anyio.Event()
@@ -242,15 +247,11 @@ async def test_a_reply_is_never_queued_behind_a_slow_broker_request() -> None:
         checking.set()
         await anyio.sleep_forever()
 
-    class SlowChecks(Producer):
-        def _broker_handlers(self) -> dict[type[BrokerRequest], Handler]:
-            return {TransactionCheck: slow_check}
-
     broker = Broker(b"pong")
-    async with producer_on(broker, SlowChecks) as producer:
+    async with producer_on(broker, {TransactionCheck: slow_check}) as producer:
         check = cast(Any, TransactionCheck.__new__(TransactionCheck))  # (never read)
-        for _ in range(producer.check_concurrency):  # every slot taken
-            await producer.mailbox.post(Inbound(cast(Any, None), cast(Any, None), check))
+        for _ in range(producer._group.check_concurrency):  # every slot taken
+            await producer._group.mailbox.post(Inbound(cast(Any, None), cast(Any, None), check))
         with anyio.fail_after(5):
             await checking.wait()
             answer = await producer.request(Message(topic="T", body=b"ping"), timeout=3)

@@ -132,4 +132,4 @@ async def test_a_java_responder_answers_a_python_requester(
     assert [a.body for a in answers] == [b"re:p0", b"re:p1", b"re:p2"]
     assert all(a.properties["MSG_TYPE"] == "reply" for a in answers)
     assert sorted(line["replied"] for line in lines if "replied" in line) == ["p0", "p1", "p2"]
-    assert len(requester.replies) == 0
+    assert len(requester._group.replies) == 0

@@ -38,7 +38,7 @@ async def test_a_python_responder_answers_a_python_requester(
             with anyio.fail_after(60):
                 first = await requester.request(Message(topic=unique_topic, body=b"a"), 30)
                 futures = [
-                    await requester.request_nowait(Message(topic=unique_topic, body=b"%d" % i), 30)
+                    await requester.submit_request(Message(topic=unique_topic, body=b"%d" % i), 30)
                     for i in range(5)
                 ]
                 rest = [await f for f in futures]
@@ -48,7 +48,7 @@ async def test_a_python_responder_answers_a_python_requester(
     request_ids = {m.properties["CORRELATION_ID"] for m in seen}
     assert {r.correlation_id for r in [first, *rest]} <= request_ids
     assert all(m.properties["REPLY_TO_CLIENT"] == requester.instance.client_id for m in seen)
-    assert len(requester.replies) == 0 and requester.replies.replies == 6
+    assert len(requester._group.replies) == 0 and requester._group.replies.replies == 6
 
 
 async def test_a_request_nobody_answers_times_out_and_frees_its_entry(
@@ -58,4 +58,4 @@ async def test_a_request_nobody_answers_times_out_and_frees_its_entry(
         await create_topic(requester.instance, unique_topic, queues=1)
         with anyio.fail_after(30), pytest.raises(ReplyTimeout):
             await requester.request(Message(topic=unique_topic, body=b"x"), timeout=2)
-        assert len(requester.replies) == 0 and requester.replies.timeouts == 1
+        assert len(requester._group.replies) == 0 and requester._group.replies.timeouts == 1

@@ -1,7 +1,7 @@
-"""send_nowait's ``callback`` (the Java client's SendCallback): called once with the send's
-future as the send ends, whatever the end, against a fake broker that answers sends only when
-the test lets it (the real broker cannot be held; tests/producer/test_flush_real.py has the
-real one)."""
+"""submit's (and send_nowait's) ``callback`` (the Java client's SendCallback): called once with
+the send's future as the send ends, whatever the end, against a fake broker that answers sends
+only when the test lets it (the real broker cannot be held; tests/producer/test_flush_real.py
+has the real one)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from rocketmq_actors.errors import ClientClosed, ConfigError, SendFailed
-from rocketmq_actors.producer import Message, Producer, SendFuture
+from rocketmq_actors.producer import Message, Producer, ProducerOptions, SendFuture
 from rocketmq_actors.producer.sendloop import ROUND_ROBIN
 from rocketmq_actors.testing.fakeserver import FakeServer
 
@@ -45,13 +45,15 @@ async def test_each_callback_is_called_once_with_its_future_when_its_send_ends()
     calls = Calls()
     async with FakeServer(fake) as server:
         fake.addr = server.addr
-        async with Producer(namesrv=server.addr, group="G", send_timeout=10) as producer:
+        async with Producer(
+            namesrv=server.addr, group="G", options=ProducerOptions(send_timeout=10)
+        ) as producer:
             plain = [
-                await producer.send_nowait(Message(topic="T", body=b"p%d" % i), callback=calls)
+                await producer.submit(Message(topic="T", body=b"p%d" % i), callback=calls)
                 for i in range(5)
             ]
             ordered = [  # (through the sender tasks: the ordered lane)
-                await producer.send_nowait(
+                await producer.submit(
                     Message(topic="T", body=b"o%d" % i), sharding_key="k", callback=calls
                 )
                 for i in range(2)
@@ -83,11 +85,11 @@ async def test_a_stop_calls_back_every_send_it_fails_at_once() -> None:
         await producer.send(Message(topic="T", body=b"warm"))
         fake.sends_open = anyio.Event()  # the next sends are never answered
         futures = [
-            await producer.send_nowait(Message(topic="T", body=b"s%d" % i), callback=calls)
+            await producer.submit(Message(topic="T", body=b"s%d" % i), callback=calls)
             for i in range(3)
         ]
         with anyio.fail_after(5):
-            await fake.wait_sends(4)  # (the first attempts, from send_nowait)
+            await fake.wait_sends(4)  # (the first attempts, from submit)
             await producer.stop()
         await calls.until(3)
         assert sorted(map(id, calls.futures)) == sorted(map(id, futures))
@@ -97,8 +99,8 @@ async def test_a_stop_calls_back_every_send_it_fails_at_once() -> None:
             assert isinstance(error, SendFailed) and error.outcome_unknown
         fake.sends_open.set()  # the answers arrive now and release the sends
         with anyio.fail_after(5):
-            while producer.senders.pending:
-                await producer.senders.wait_change()
+            while producer._group.senders.pending:
+                await producer._group.senders.wait_change()
         await anyio.wait_all_tasks_blocked()
         assert len(calls.futures) == 3  # nothing called back twice
 
@@ -118,12 +120,12 @@ async def test_a_raising_callback_is_logged_once_an_interval_and_fails_no_send()
         async with Producer(namesrv=server.addr, group="G") as producer:
             with capture_logs() as logs:
                 raising = [
-                    await producer.send_nowait(
+                    await producer.submit(
                         Message(topic="T", body=b"a%d" % i), callback=functools.partial(bad, str(i))
                     )
                     for i in range(3)
                 ]
-                other = await producer.send_nowait(Message(topic="T", body=b"b"), callback=calls)
+                other = await producer.submit(Message(topic="T", body=b"b"), callback=calls)
                 await calls.until(4)
             assert sorted(map(id, calls.futures)) == sorted(map(id, [*raising, other]))
             assert all(calls.done_when_called)
@@ -151,9 +153,11 @@ async def test_a_cancelled_future_is_called_back_once_when_its_send_ends() -> No
 
     async with FakeServer(fake) as server:
         fake.addr = server.addr
-        async with Producer(namesrv=server.addr, group="G", send_timeout=10) as producer:
+        async with Producer(
+            namesrv=server.addr, group="G", options=ProducerOptions(send_timeout=10)
+        ) as producer:
             with capture_logs() as logs:
-                future = await producer.send_nowait(Message(topic="T", body=b"x"), callback=naive)
+                future = await producer.submit(Message(topic="T", body=b"x"), callback=naive)
                 with anyio.fail_after(5):
                     await fake.wait_sends(1)
                 with anyio.move_on_after(0):  # the caller gives up
@@ -176,14 +180,14 @@ async def test_a_callback_that_is_not_callable_is_refused_before_admission() -> 
         fake.addr = server.addr
         async with Producer(namesrv=server.addr, group="G") as producer:
             with pytest.raises(ConfigError, match="callback must be callable, not int"):
-                await producer.send_nowait(Message(topic="T", body=b"x"), callback=42)  # type: ignore[arg-type]
-            assert producer.senders.pending == 0 and fake.sends == 0
+                await producer.submit(Message(topic="T", body=b"x"), callback=42)  # type: ignore[arg-type]
+            assert producer._group.senders.pending == 0 and fake.sends == 0
 
 
 async def test_a_refused_admission_never_calls_back() -> None:
     producer = Producer(namesrv="127.0.0.1:1")  # never started: its senders alone
-    senders = producer.senders
-    prepared = producer._prepare(Message(topic="T", body=b"x"))
+    senders = producer._group.senders
+    prepared = producer._group.prepare(Message(topic="T", body=b"x"))
     senders.fail_unsent()  # what the producer's stop does once the sender tasks are gone
     calls = Calls()
     with pytest.raises(ClientClosed):

@@ -59,7 +59,7 @@ def test_a_non_callable_serializer_is_a_config_error() -> None:
         Producer(namesrv="127.0.0.1:1", value_serializer="json")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("mode", ["send", "send_nowait", "send_oneway", "send_batch"])
+@pytest.mark.parametrize("mode", ["send", "submit", "send_nowait", "send_oneway", "send_batch"])
 async def test_a_value_without_serializer_is_refused_before_any_io(mode: str) -> None:
     producer = Producer(namesrv="127.0.0.1:1")  # never started: no I/O is possible
     msg = Message(topic="T", value={"a": 1})
@@ -68,7 +68,7 @@ async def test_a_value_without_serializer_is_refused_before_any_io(mode: str) ->
         await (call([msg, msg]) if mode == "send_batch" else call(msg))
 
 
-@pytest.mark.parametrize("mode", ["send", "send_nowait", "send_oneway", "send_batch"])
+@pytest.mark.parametrize("mode", ["send", "submit", "send_nowait", "send_oneway", "send_batch"])
 async def test_serializer_errors_come_before_any_io(mode: str) -> None:
     producer = Producer(namesrv="127.0.0.1:1", value_serializer=_json)
     call = getattr(producer, mode)
@@ -86,7 +86,7 @@ async def test_transaction_producer_serializes_too() -> None:
         raise AssertionError
 
     producer = TransactionProducer(namesrv="127.0.0.1:1", checker=check, value_serializer=_json)
-    prepared = producer._prepare(Message(topic="T", value={"x": 2}))
+    prepared = producer._group.prepare(Message(topic="T", value={"x": 2}))
     assert prepared.body == b'{"x": 2}'
     with pytest.raises(InvalidMessage, match="value_serializer failed"):
-        producer._prepare(Message(topic="T", value={1, 2}))
+        producer._group.prepare(Message(topic="T", value={1, 2}))

@@ -156,7 +156,7 @@ async def test_timer_sends_through_the_producer_avoid_the_4x_master() -> None:
                 for _ in range(4):
                     result = await producer.send(Message(topic="T", body=b"x", delay_ms=1000))
                     assert result.queue.broker_name == "b"
-                    future = await producer.send_nowait(Message(topic="T", body=b"y", delay_ms=1))
+                    future = await producer.submit(Message(topic="T", body=b"y", delay_ms=1))
                     assert (await future).queue.broker_name == "b"
                 await producer.send_oneway(Message(topic="T", body=b"z", delay_ms=1))
     assert old.sends == 0 and new.sends >= 8  # (the oneway may not have been read yet)

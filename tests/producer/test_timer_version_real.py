@@ -29,7 +29,7 @@ async def test_timer_messages_are_refused_on_4x(
             assert info.value.broker_version == "V4_9_7"
             with pytest.raises(UnsupportedByBroker):
                 await producer.send_oneway(msg)
-            future = await producer.send_nowait(msg)
+            future = await producer.submit(msg)
             with pytest.raises(UnsupportedByBroker):
                 await future
         # none of the refused messages reached the (one-queue) topic: the next plain send

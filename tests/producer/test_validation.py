@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from rocketmq_actors.errors import ClientNotStarted, ConfigError, InvalidMessage, RocketMQError
 from rocketmq_actors.names import validate_topic
-from rocketmq_actors.producer import Message, Producer
+from rocketmq_actors.producer import Message, Producer, ProducerOptions
 from rocketmq_actors.producer.prepare import prepare, prepare_batch
 from rocketmq_actors.protocol.compression import CompressionType, decompress
 from rocketmq_actors.protocol.messages import (
@@ -59,7 +59,9 @@ async def test_bad_messages_fail_before_any_io(what: str, message: Message) -> N
     with pytest.raises(InvalidMessage):
         await producer.send(message)
     with pytest.raises(InvalidMessage):
-        await producer.send_nowait(message)
+        await producer.submit(message)
+    with pytest.raises(InvalidMessage):
+        producer.send_nowait(message)
     with pytest.raises(InvalidMessage):
         await producer.send_oneway(message)
     with pytest.raises(InvalidMessage) as single:
@@ -78,9 +80,11 @@ async def test_bad_messages_fail_before_any_io(what: str, message: Message) -> N
 
 async def test_a_good_message_on_a_producer_not_started_is_a_typed_error() -> None:
     producer = Producer(namesrv="127.0.0.1:1", group="G")
-    for call in (producer.send, producer.send_nowait, producer.send_oneway):
+    for call in (producer.send, producer.submit, producer.send_oneway):
         with pytest.raises(ClientNotStarted):
             await call(_message())
+    with pytest.raises(ClientNotStarted):
+        producer.send_nowait(_message())
     with pytest.raises(ClientNotStarted):
         await producer.send_batch([_message()])
 
@@ -94,7 +98,7 @@ def test_bad_producer_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError):
         Producer(namesrv="nonsense", group="G")
     with pytest.raises(ValueError):
-        Producer(namesrv="127.0.0.1:9876", send_timeout=0)
+        Producer(namesrv="127.0.0.1:9876", options=ProducerOptions(send_timeout=0))
 
 
 def test_system_topics_as_java_validators_treats_them() -> None:
@@ -139,19 +143,20 @@ def test_bad_keys_are_invalid_messages(keys: list[object]) -> None:
                 compress_threshold=0, compress_level=5)  # fmt: skip
 
 
-def test_compress_type_and_level_are_checked_at_construction() -> None:
-    ns = "127.0.0.1:9876"
-    assert Producer(namesrv=ns).compress_type is CompressionType.ZLIB  # Java's default
-    assert Producer(namesrv=ns, compress_type="LZ4").compress_type is CompressionType.LZ4
-    assert Producer(namesrv=ns, compress_type="zstd", compress_level=19).compress_level == 19
+def test_compress_type_and_level_are_checked_when_the_options_are_built() -> None:
+    assert ProducerOptions().compress_type is CompressionType.ZLIB  # Java's default
+    assert ProducerOptions(compress_type="LZ4").compress_type is CompressionType.LZ4
+    assert ProducerOptions(compress_type="zstd", compress_level=19).compress_level == 19
     with pytest.raises(ConfigError, match="compress_type must be one of 'zlib', 'lz4', 'zstd'"):
-        Producer(namesrv=ns, compress_type="snappy")
+        ProducerOptions(compress_type="snappy")
     with pytest.raises(ConfigError, match="compress_type"):
-        Producer(namesrv=ns, compress_type=3)  # type: ignore[arg-type]
+        ProducerOptions(compress_type=3)
     with pytest.raises(ConfigError, match="compress_level"):
-        Producer(namesrv=ns, compress_level=10)  # zlib stops at 9
+        ProducerOptions(compress_level=10)  # zlib stops at 9
     with pytest.raises(ConfigError, match="compress_level"):
-        Producer(namesrv=ns, compress_type=CompressionType.ZSTD, compress_level=23)
+        ProducerOptions(compress_type=CompressionType.ZSTD, compress_level=23)
+    producer = Producer(namesrv="127.0.0.1:9876", options=ProducerOptions(compress_type="lz4"))
+    assert producer.options.compress_type is CompressionType.LZ4
 
 
 @pytest.mark.parametrize("kind", list(CompressionType))

@@ -8,7 +8,7 @@ import zlib
 import pytest
 
 from rocketmq_actors.consumer.pull import PullConsumer, PullOptions
-from rocketmq_actors.producer import Message, Producer, create_topic
+from rocketmq_actors.producer import Message, Producer, ProducerOptions, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.compression import CompressionType
 from rocketmq_actors.protocol.messages import MessageSysFlag
@@ -63,7 +63,9 @@ async def test_our_compressed_bodies_are_consumed_by_java(
     async with Producer(namesrv=rocketmq_namesrv, group="G_compress_feed") as plain:
         await create_topic(plain.instance, unique_topic, queues=2)
     for kind in TYPES:
-        async with Producer(namesrv=rocketmq_namesrv, compress_type=kind) as producer:
+        async with Producer(
+            namesrv=rocketmq_namesrv, options=ProducerOptions(compress_type=kind)
+        ) as producer:
             for size in SIZES:
                 key = f"{kind}-{size}"
                 sent[key] = body(size, size)

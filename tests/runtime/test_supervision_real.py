@@ -75,11 +75,11 @@ def _subject(kind: str, child: str, namesrv: str, topic: str, group: str) -> Sub
 
         async def send() -> None:
             await producer.send(Message(topic=topic, body=body()))
-            await (await producer.send_nowait(Message(topic=topic, body=body())))
+            await (await producer.submit(Message(topic=topic, body=body())))
 
         if kind == "instance":  # the instance's own children: the member sees it stop
             return Subject(producer, producer.instance._supervisor, child, send, ClientClosed)
-        return Subject(producer, producer._supervisor, child, send)
+        return Subject(producer, producer._group._supervisor, child, send)
     if kind.startswith("push"):
         inbox = Inbox()
         push = PushConsumer(

@@ -35,12 +35,14 @@ async def test_correct_keys_send_and_consume(
     acl_cluster: LocalCluster, unique_topic: str, unique_group: str
 ) -> None:
     creds = AclCredentials(*ADMIN)
-    async with Producer(namesrv=acl_cluster.namesrv_addr, credentials=creds) as producer:
+    async with Producer(
+        namesrv=acl_cluster.namesrv_addr, client=ClientOptions(credentials=creds)
+    ) as producer:
         sent = [await producer.send(Message(topic=unique_topic, body=b"%d" % i)) for i in range(5)]
         batch = await producer.send_batch(
             [Message(topic=unique_topic, body=b"b") for _ in range(3)]
         )
-        future = await producer.send_nowait(Message(topic=unique_topic, body=b"n"))
+        future = await producer.submit(Message(topic=unique_topic, body=b"n"))
         await future
     assert len(sent) == 5 and len(batch) == 3
     async with PullConsumer(
@@ -62,7 +64,9 @@ async def test_wrong_secret_is_refused_with_a_clear_error(
     acl_cluster: LocalCluster, unique_topic: str
 ) -> None:
     creds = AclCredentials(ADMIN[0], "not-the-secret")
-    async with Producer(namesrv=acl_cluster.namesrv_addr, credentials=creds) as producer:
+    async with Producer(
+        namesrv=acl_cluster.namesrv_addr, client=ClientOptions(credentials=creds)
+    ) as producer:
         with pytest.raises(SendFailed) as info:
             await producer.send(Message(topic=unique_topic, body=b"x"))
     assert isinstance(info.value.__cause__, AccessDenied)

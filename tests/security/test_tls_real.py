@@ -11,7 +11,7 @@ import pytest
 from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.pull import PullConsumer, PullOptions
 from rocketmq_actors.errors import ConnectionLost, NameServerUnavailable, SendFailed
-from rocketmq_actors.producer import Message, Producer
+from rocketmq_actors.producer import Message, Producer, ProducerOptions
 from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -43,7 +43,9 @@ def _unverified() -> ssl.SSLContext:
 async def test_send_and_consume_over_tls(
     tls_cluster: LocalCluster, unique_topic: str, unique_group: str
 ) -> None:
-    async with Producer(namesrv=tls_cluster.namesrv_addr, ssl_context=_unverified()) as producer:
+    async with Producer(
+        namesrv=tls_cluster.namesrv_addr, client=ClientOptions(ssl_context=_unverified())
+    ) as producer:
         for i in range(5):
             await producer.send(Message(topic=unique_topic, body=b"%d" % i))
         broker = producer.instance.pool.registry.lookup(tls_cluster.broker("broker-a").addr)
@@ -66,7 +68,9 @@ async def test_send_and_consume_over_tls(
 async def test_plaintext_is_refused_with_a_typed_error(
     tls_cluster: LocalCluster, unique_topic: str
 ) -> None:
-    async with Producer(namesrv=tls_cluster.namesrv_addr, retry_times=0) as producer:
+    async with Producer(
+        namesrv=tls_cluster.namesrv_addr, options=ProducerOptions(retry_times=0)
+    ) as producer:
         with pytest.raises(SendFailed) as info:
             await producer.send(Message(topic=unique_topic, body=b"x"))
     assert isinstance(info.value.__cause__, ConnectionLost)
@@ -77,7 +81,10 @@ async def test_certificate_verification_failure_is_a_connect_error(
 ) -> None:
     """A verifying context (the Python default) refuses the self-signed certificate, and the
     error says so - at start, since the NameServer (TLS too) is the first to fail the check."""
-    producer = Producer(namesrv=tls_cluster.namesrv_addr, ssl_context=ssl.create_default_context())
+    producer = Producer(
+        namesrv=tls_cluster.namesrv_addr,
+        client=ClientOptions(ssl_context=ssl.create_default_context()),
+    )
     with pytest.raises(NameServerUnavailable) as info:
         await producer.start()
     assert "CERTIFICATE_VERIFY_FAILED" in str(info.value)

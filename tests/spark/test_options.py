@@ -38,23 +38,23 @@ def test_bad_values_are_refused(extra: dict[str, str], message: str) -> None:
 
 def test_acl_credentials_reach_the_producer_and_stay_out_of_repr() -> None:
     options = SinkOptions.parse({**BASE, "accessKey": "ak", "secretKey": "sk-hidden"})
-    creds = options.producer_options()["credentials"]
+    creds = options.producer_options()["client"].credentials
     assert (creds.access_key, creds.secret_key) == ("ak", "sk-hidden")
     assert "sk-hidden" not in repr(options) and "sk-hidden" not in repr(creds)
-    assert SinkOptions.parse(BASE).producer_options()["credentials"] is None
+    assert SinkOptions.parse(BASE).producer_options()["client"].credentials is None
     with pytest.raises(OptionError, match="both"):
         SinkOptions.parse({**BASE, "secretKey": "sk"})
 
 
 def test_compression_options_reach_the_producer() -> None:
-    defaults = SinkOptions.parse(BASE).producer_options()
-    assert (defaults["compress_type"], defaults["compress_level"],
-            defaults["compress_threshold"]) == (CompressionType.ZLIB, 5, 4096)  # fmt: skip
+    defaults = SinkOptions.parse(BASE).producer_options()["options"]
+    assert (defaults.compress_type, defaults.compress_level,
+            defaults.compress_threshold) == (CompressionType.ZLIB, 5, 4096)  # fmt: skip
     options = SinkOptions.parse(
         {**BASE, "compressType": "zstd", "compressLevel": "19", "COMPRESSTHRESHOLD": "100"}
-    ).producer_options()
-    assert (options["compress_type"], options["compress_level"],
-            options["compress_threshold"]) == (CompressionType.ZSTD, 19, 100)  # fmt: skip
+    ).producer_options()["options"]
+    assert (options.compress_type, options.compress_level,
+            options.compress_threshold) == (CompressionType.ZSTD, 19, 100)  # fmt: skip
     lz4 = SinkOptions.parse({**BASE, "compressType": "LZ4", "compressThreshold": "0"})
     assert (lz4.compress_type, lz4.compress_threshold) == (CompressionType.LZ4, 0)
 

@@ -8,6 +8,7 @@ import time
 import anyio
 import pytest
 
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.errors import ConnectError
 from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.producer import Message, Producer
@@ -177,7 +178,9 @@ async def test_producer_writes_a_pub_record_for_a_send() -> None:
     fake = FakeCluster(stall_trace=False)
     async with FakeServer(fake) as server:
         fake.addr = server.addr
-        async with Producer(namesrv=server.addr, group="PG", trace=True) as producer:
+        async with Producer(
+            namesrv=server.addr, group="PG", client=ClientOptions(trace=True)
+        ) as producer:
             sent = await producer.send(Message(topic="orders", body=b"hello", tags="t", keys="k"))
             with anyio.fail_after(5):
                 await fake.trace_arrived.wait()
@@ -198,10 +201,14 @@ async def test_no_pub_record_when_the_broker_switched_its_trace_off() -> None:
     fake = FakeCluster(stall_trace=False, trace_on="false")
     async with FakeServer(fake) as server:
         fake.addr = server.addr
-        async with Producer(namesrv=server.addr, group="PO", trace=True) as producer:
+        async with Producer(
+            namesrv=server.addr, group="PO", client=ClientOptions(trace=True)
+        ) as producer:
             sent = await producer.send(Message(topic="orders", body=b"hello"))
             assert sent.trace_on is False
-            assert producer.trace is not None and producer.trace.dispatcher.queued == 0
+            assert (
+                producer._group.trace is not None and producer._group.trace.dispatcher.queued == 0
+            )
     assert fake.traces == []  # (the stop flushed whatever there was: nothing)
 
 
@@ -210,9 +217,11 @@ async def test_a_stuck_trace_broker_never_slows_a_send(nowait: bool) -> None:
     fake = FakeCluster(stall_trace=True)
     async with FakeServer(fake) as server:
         fake.addr = server.addr
-        producer = Producer(namesrv=server.addr, group="PS", trace=True, shutdown_timeout=1.0)
-        assert producer.trace is not None
-        dispatcher = producer.trace.dispatcher
+        producer = Producer(
+            namesrv=server.addr, group="PS", client=ClientOptions(trace=True, shutdown_timeout=1.0)
+        )
+        assert producer._group.trace is not None
+        dispatcher = producer._group.trace.dispatcher
         dispatcher.capacity, dispatcher.linger = 5, 0
         async with producer:
             await producer.send(Message(topic="orders", body=b"0"))
@@ -222,7 +231,7 @@ async def test_a_stuck_trace_broker_never_slows_a_send(nowait: bool) -> None:
                 for i in range(30):
                     message = Message(topic="orders", body=str(i).encode())
                     if nowait:
-                        await (await producer.send_nowait(message))
+                        await (await producer.submit(message))
                     else:
                         await producer.send(message)
             assert dispatcher.queued == 5 and dispatcher.dropped == 25

@@ -132,7 +132,7 @@ def test_trace_options() -> None:
 
 def test_clients_check_the_options_before_any_io() -> None:
     with pytest.raises(ConfigError):
-        Producer(namesrv="127.0.0.1:1", trace="on")  # type: ignore[arg-type]
+        Producer(namesrv="127.0.0.1:1", client=ClientOptions(trace="on"))  # type: ignore[arg-type]
     with pytest.raises(ConfigError):
         PushConsumer(
             group="G",
@@ -140,6 +140,6 @@ def test_clients_check_the_options_before_any_io() -> None:
             namesrv="127.0.0.1:1",
             client=ClientOptions(trace_topic="a b"),
         )  # fmt: skip
-    producer = Producer(namesrv="127.0.0.1:1", trace_topic="MyTrace")
-    assert producer.trace is not None and producer.trace.dispatcher.topic == "MyTrace"
-    assert Producer(namesrv="127.0.0.1:1").trace is None
+    producer = Producer(namesrv="127.0.0.1:1", client=ClientOptions(trace_topic="MyTrace"))
+    assert producer._group.trace is not None and producer._group.trace.dispatcher.topic == "MyTrace"
+    assert Producer(namesrv="127.0.0.1:1")._group.trace is None

@@ -96,7 +96,9 @@ async def test_produced_and_consumed_with_trace_shown_by_mqadmin(
     since = time.time_ns() // 1_000_000 - 1000
     key = f"tr-{uuid.uuid4().hex[:8]}"
     producer_group, consumer_group = f"{unique_group}_p", f"{unique_group}_c"
-    async with Producer(namesrv=rocketmq_namesrv, group=producer_group, trace=True) as producer:
+    async with Producer(
+        namesrv=rocketmq_namesrv, group=producer_group, client=ClientOptions(trace=True)
+    ) as producer:
         await create_topic(producer.instance, unique_topic, queues=2)
         sent = await producer.send(Message(topic=unique_topic, body=b"traced", tags="t", keys=key))
     await consume_it(PushConsumer, rocketmq_namesrv, consumer_group, unique_topic, sent.msg_id)
@@ -143,7 +145,10 @@ async def test_transaction_writes_half_pub_and_end_transaction(
         return LocalTransactionState.COMMIT
 
     async with TransactionProducer(
-        namesrv=rocketmq_namesrv, group=unique_group, checker=check, trace=True
+        namesrv=rocketmq_namesrv,
+        group=unique_group,
+        checker=check,
+        client=ClientOptions(trace=True),
     ) as producer:
         await create_topic(producer.instance, unique_topic, queues=1)
         outcome = await producer.send_in_transaction(

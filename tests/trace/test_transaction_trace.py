@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import anyio
 
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.producer.transaction import LocalTransactionState, TransactionProducer
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.protocol.trace import EndTransactionRecord, decode_records
@@ -28,10 +29,14 @@ async def test_a_check_writes_end_transaction_flushed_on_stop() -> None:
         routes = {"T": route_body(("broker-a", fake.addr))}
         async with FakeServer(NameServer(routes)) as ns:
             producer = TransactionProducer(
-                namesrv=ns.addr, group="G", checker=checker, topics=["T"], trace=True
+                namesrv=ns.addr,
+                group="G",
+                checker=checker,
+                topics=["T"],
+                client=ClientOptions(trace=True),
             )
-            assert producer.trace is not None
-            dispatcher = producer.trace.dispatcher
+            assert producer._group.trace is not None
+            dispatcher = producer._group.trace.dispatcher
             dispatcher._send, dispatcher.linger = send, 3600  # only the stop sends it
             async with producer:
                 peer = await fake.wait_peer()

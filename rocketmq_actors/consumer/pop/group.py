@@ -48,6 +48,7 @@ from rocketmq_actors.errors import (
 )
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.names import wrap
+from rocketmq_actors.producer.tracesend import trace_sender
 from rocketmq_actors.protocol.bodies import ConsumerData
 from rocketmq_actors.protocol.codes import ResponseCode
 from rocketmq_actors.protocol.errors import ProtocolError
@@ -105,7 +106,7 @@ class PopGroup(GroupMember):
             consume_timeout=options.consume_timeout, fail=self._fail, tracing=tracing,
             namespace=namespace,
             msg_trace=rmq_trace.for_consumer(self._instance, self.group, namespace, client.trace,
-                                             client.trace_topic),
+                                             client.trace_topic, sender=trace_sender),
         )  # fmt: skip
         self.acker = Acker(self._instance, self.group, batch_size=options.ack_batch_size,
                            interval=options.ack_interval)  # fmt: skip

@@ -39,6 +39,7 @@ from rocketmq_actors.consumer.core.subscriptions import Subscription, matching_t
 from rocketmq_actors.errors import ConfigError, RocketMQError, TopicNotFound
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.names import validate_group, validate_topic, wrap
+from rocketmq_actors.producer.tracesend import trace_sender
 from rocketmq_actors.protocol.bodies import ConsumerData, MessageQueue
 from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart
 from rocketmq_actors.runtime.tree import Node
@@ -101,7 +102,8 @@ class PullGroup(GroupMember):
         self._changing = anyio.Lock()
         # message trace (as the Java lite pull consumer's: SubBefore + SubAfter when polled)
         self.trace = rmq_trace.for_consumer(self._instance, self.group, client.namespace,
-                                            client.trace, client.trace_topic)  # fmt: skip
+                                            client.trace, client.trace_topic,
+                                            sender=trace_sender)  # fmt: skip
 
     def _describe(self) -> str:
         return f"PullConsumer({self.group})"

@@ -63,6 +63,7 @@ from rocketmq_actors.consumer.push.ownership import Ownership
 from rocketmq_actors.errors import TopicNotFound
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.names import wrap
+from rocketmq_actors.producer.tracesend import trace_sender
 from rocketmq_actors.protocol.bodies import ConsumerData, MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.runtime.signal import Signal
@@ -128,7 +129,7 @@ class PushGroup(GroupMember):
                             model=model.value.lower()) if client.tracing else None,
             namespace=namespace,
             msg_trace=rmq_trace.for_consumer(self._instance, self.group, namespace, client.trace,
-                                             client.trace_topic),
+                                             client.trace_topic, sender=trace_sender),
         )  # fmt: skip
         self.queues: QueueTable[QueueActor] = QueueTable(
             "queues", shutdown_timeout=self.shutdown_timeout

@@ -24,7 +24,7 @@ NS = "ns1"
 async def test_push_consumer_delivers_its_own_names_and_retries_through_the_wrapped_topics(
     rocketmq_namesrv: str, unique_topic: str, unique_group: str
 ) -> None:
-    async with Producer(namesrv=rocketmq_namesrv, namespace=NS) as producer:
+    async with Producer(namesrv=rocketmq_namesrv, client=ClientOptions(namespace=NS)) as producer:
         await create_topic(producer.instance, f"{NS}%{unique_topic}", queues=1)
         await producer.send(Message(topic=unique_topic, body=b"ok", keys="ok"))
         await producer.send(Message(topic=unique_topic, body=b"fail", keys="fail"))
@@ -56,7 +56,7 @@ async def test_push_consumer_delivers_its_own_names_and_retries_through_the_wrap
 async def test_pull_consumer_takes_and_gives_queues_without_the_namespace(
     rocketmq_namesrv: str, unique_topic: str, unique_group: str
 ) -> None:
-    async with Producer(namesrv=rocketmq_namesrv, namespace=NS) as producer:
+    async with Producer(namesrv=rocketmq_namesrv, client=ClientOptions(namespace=NS)) as producer:
         await create_topic(producer.instance, f"{NS}%{unique_topic}", queues=2)
         for i in range(6):
             await producer.send(Message(topic=unique_topic, body=b"%d" % i))

@@ -38,9 +38,9 @@ POISON = {
 
 async def _send_raw(producer: Producer, topic: str, key: str, body: bytes, sys_flag: int) -> None:
     """A message stored exactly as given (the producer would compress with zlib itself)."""
-    prepared = producer._prepare(Message(topic=topic, body=b"placeholder", keys=[key]))
+    prepared = producer._group.prepare(Message(topic=topic, body=b"placeholder", keys=[key]))
     prepared = attrs.evolve(prepared, body=body, sys_flag=sys_flag, size=len(body))
-    await producer._send(prepared, ROUND_ROBIN, None)
+    await producer._group.send_prepared(prepared, ROUND_ROBIN, None)
 
 
 @pytest.mark.parametrize("orderly", [False, True], ids=["concurrent", "orderly"])

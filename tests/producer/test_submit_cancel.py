@@ -1,4 +1,4 @@
-"""A caller's cancellation around ``send_nowait`` affects no other send, against a fake
+"""A caller's cancellation around ``submit`` affects no other send, against a fake
 broker that answers sends only when the test lets it (the real broker cannot be held)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import anyio
 import pytest
 
 from rocketmq_actors.errors import ClientClosed
-from rocketmq_actors.producer import FlushResult, Message, Producer, SendFuture
+from rocketmq_actors.producer import FlushResult, Message, Producer, ProducerOptions, SendFuture
 from rocketmq_actors.producer.sendloop import ROUND_ROBIN
 from rocketmq_actors.testing.fakeserver import FakeServer
 
@@ -15,7 +15,7 @@ from .fakes import GatedCluster
 
 
 def _senders_restarts(producer: Producer) -> int:
-    (senders,) = [n for n in producer.describe().children if n.name == "senders"]
+    (senders,) = [n for n in producer._group.describe().children if n.name == "senders"]
     return senders.restarts
 
 
@@ -27,10 +27,10 @@ async def test_cancelling_the_await_of_one_future_fails_no_other_send() -> None:
     fake.routes_open.set()
     async with FakeServer(fake) as server:
         fake.addr = server.addr
-        async with Producer(namesrv=server.addr, group="G", send_timeout=10) as producer:
-            futures = [
-                await producer.send_nowait(Message(topic="T", body=b"m%d" % i)) for i in range(5)
-            ]
+        async with Producer(
+            namesrv=server.addr, group="G", options=ProducerOptions(send_timeout=10)
+        ) as producer:
+            futures = [await producer.submit(Message(topic="T", body=b"m%d" % i)) for i in range(5)]
             with anyio.fail_after(5):
                 await fake.wait_sends(5)
             with anyio.move_on_after(0):  # the caller gives up on the third one
@@ -64,13 +64,13 @@ async def test_cancelled_admission_leaves_no_send_registered() -> None:
     async with FakeServer(fake) as server:
         fake.addr = server.addr
         async with Producer(
-            namesrv=server.addr, group="G", max_pending=1, send_timeout=10
-        ) as producer:  # fmt: skip
+            namesrv=server.addr, group="G", options=ProducerOptions(max_pending=1, send_timeout=10)
+        ) as producer:
             admitted: list[SendFuture] = []
 
             async def admit(i: int) -> None:
                 message = Message(topic="T", body=b"o%d" % i)
-                admitted.append(await producer.send_nowait(message, sharding_key="k"))
+                admitted.append(await producer.submit(message, sharding_key="k"))
 
             with anyio.fail_after(5):
                 async with anyio.create_task_group() as tg:
@@ -85,18 +85,20 @@ async def test_cancelled_admission_leaves_no_send_registered() -> None:
             fake.sends_open.set()
             with anyio.fail_after(5):
                 flushed = await producer.flush()
-                later = await producer.send_nowait(Message(topic="T", body=b"z"), sharding_key="k")
+                later = await producer.submit(Message(topic="T", body=b"z"), sharding_key="k")
                 assert (await later).offset_msg_id == "AB"
             assert flushed.pending == 0 and flushed.failed == 0
-            assert producer.senders.pending == 0 and not producer.senders.outstanding()
+            assert (
+                producer._group.senders.pending == 0 and not producer._group.senders.outstanding()
+            )
 
 
 async def test_admission_after_the_outbox_closed_is_a_typed_error() -> None:
-    """Before: a raw anyio.ClosedResourceError escaped send_nowait (the producer stopped while
+    """Before: a raw anyio.ClosedResourceError escaped submit (the producer stopped while
     an ordered send looked its route up), and the send stayed registered."""
     producer = Producer(namesrv="127.0.0.1:1")  # never started: its senders alone
-    senders = producer.senders
-    prepared = producer._prepare(Message(topic="T", body=b"x"))
+    senders = producer._group.senders
+    prepared = producer._group.prepare(Message(topic="T", body=b"x"))
     senders.fail_unsent()  # what the producer's stop does once the sender tasks are gone
     with pytest.raises(ClientClosed, match="stopped before the send was admitted"):
         await senders.admit(prepared, ROUND_ROBIN, None, None, lambda: None)

@@ -1,0 +1,411 @@
+"""The producer's actor group: what a :class:`~rocketmq_actors.producer.Producer` runs on.
+
+A supervisor of three actors - ``mailbox`` (the broker's requests for the group: replies,
+transaction checks), ``senders`` (what ``submit`` and ``send_nowait`` admit: :mod:`.senders`)
+and ``replies`` (request-reply's expiry: :mod:`.requestreply`) - and, with message trace, the
+trace dispatcher, on a :class:`~rocketmq_actors.cluster.ClientInstance`. Sync sends go through
+the send loop (:mod:`.sendloop`): up to ``1 + retry_times`` queues within ``send_timeout``,
+each attempt within ``attempt_timeout`` when set.
+
+``max_pending`` bounds the sends admitted at once (1024 by default; measured: 10,000 in flight
+from one process made a broker on the same two cores answer SYSTEM_BUSY
+"[TIMEOUT_CLEAN_QUEUE]" once its send queue waited past 1 s).
+
+The public client is thin; this group is what its collaborators are given (request-reply takes
+it as its :class:`~.requestreply.Requester`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Sequence
+from contextlib import AsyncExitStack
+from typing import Any, cast
+
+import anyio
+import attrs
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.cluster.member import MEMBER_POLICY, GroupMember
+from rocketmq_actors.cluster.options import ClientOptions
+from rocketmq_actors.cluster.requests import Handler, RequestServer
+from rocketmq_actors.cluster.routes import TopicRoute
+from rocketmq_actors.errors import ConfigError, ProducerBusy
+from rocketmq_actors.logs import get_logger
+from rocketmq_actors.names import validate_group, wrap
+from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.codes import ResponseCode
+from rocketmq_actors.protocol.events import BrokerRequest, ReplyPushed
+from rocketmq_actors.protocol.messages import Message, UniqueIdGenerator
+from rocketmq_actors.protocol.sendframe import SendFrameEncoder
+from rocketmq_actors.runtime.checks import check_timeout
+from rocketmq_actors.runtime.netinfo import local_ipv4
+from rocketmq_actors.runtime.router import Inbound
+from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart
+from rocketmq_actors.runtime.tree import Node
+from rocketmq_actors.runtime.waiters import Waiter
+from rocketmq_actors.trace import hooks as rmq_trace
+from rocketmq_actors.tracing import Tracing
+
+from . import recall as recalls
+from .future import FlushResult, SendFuture
+from .options import ProducerOptions
+from .prepare import Prepared, check_batch, check_message, prepare, prepare_batch
+from .requestreply import ReplyTable
+from .result import BatchResults, SendResult
+from .selector import LatencyFaultTolerance, QueueSelector
+from .senders import Senders
+from .sendloop import ROUND_ROBIN, TEMPLATE_TOPIC, Routing, SendLoop
+from .serialize import serialize, serialize_all
+from .tracesend import trace_sender
+
+__all__ = ["Admission", "ProducerGroup"]
+
+log = get_logger("rocketmq_actors.producer")
+
+_ROUND_ROBIN = ROUND_ROBIN
+
+
+@attrs.frozen
+class Admission:
+    """A send that admission must wait for (``submit``), or refuse (``send_nowait``)."""
+
+    message: Message
+    prepared: Prepared
+    routing: Routing
+    timeout: float | None
+    span: Any
+    started: int  # (message trace: when the send began)
+    callback: Callable[[SendFuture], object] | None
+
+
+class ProducerGroup(GroupMember):
+    ready_needs_brokers = True
+    #: the public client's name: the root of the tree (``tree().render()``) and the error
+    #: messages name the producer with it
+    public_name = "Producer"
+
+    def __init__(
+        self,
+        *,
+        group: str,
+        namesrv: str | Sequence[str] | None,
+        topics: Sequence[str],
+        value_serializer: Callable[[Any], bytes] | None,
+        options: ProducerOptions,
+        client: ClientOptions,
+        instance: ClientInstance | None,
+    ) -> None:
+        validate_group(group)
+        if not isinstance(options, ProducerOptions):
+            raise ConfigError(f"options must be a ProducerOptions, not {type(options).__name__}")
+        if not isinstance(client, ClientOptions):
+            raise ConfigError(f"client must be a ClientOptions, not {type(client).__name__}")
+        if value_serializer is not None and not callable(value_serializer):
+            raise ConfigError(
+                f"value_serializer must be callable (value -> bytes), not "
+                f"{type(value_serializer).__name__}"
+            )
+        if isinstance(topics, str):
+            raise ConfigError("topics must be a list of topic names, not a string")
+        namespace = client.namespace
+        super().__init__(kind="producer", group=wrap(namespace, group), namesrv=namesrv,
+                         instance=instance, client=client)  # fmt: skip
+        self.options = options
+        self.namespace = namespace
+        self.value_serializer = value_serializer
+        self._topics = [wrap(namespace, t) for t in topics]
+        self._ids = UniqueIdGenerator(ip=bytes(int(p) for p in local_ipv4().split(".")))
+        self.faults = LatencyFaultTolerance(enabled=options.latency_fault_tolerance)
+        self._tracing = (
+            Tracing(self.group, namespace=namespace, client_id=self._instance.client_id)
+            if client.tracing
+            else None
+        )
+        self.loop = SendLoop(
+            self._instance,
+            SendFrameEncoder(self.group, credentials=self._instance.pool.credentials),
+            send_timeout=options.send_timeout, attempt_timeout=options.attempt_timeout,
+            retry_times=options.retry_times, faults=self.faults,
+            retry_not_stored_ok=options.retry_another_broker_when_not_store_ok,
+        )  # fmt: skip
+        # message trace (RMQ_SYS_TRACE_TOPIC records, as the Java client's): rocketmq_actors.trace
+        self.trace = rmq_trace.for_producer(self._instance, self.group, namespace, client.trace,
+                                            client.trace_topic, sender=trace_sender)  # fmt: skip
+        #: a send is traced (OpenTelemetry spans or message trace): the send path's test
+        self.traced = self._tracing is not None or self.trace is not None
+        self.senders = Senders(
+            self.loop, name=self._describe(), max_pending=options.max_pending,
+            max_pending_bytes=options.max_pending_bytes, tracing=self._tracing,
+        )  # fmt: skip
+        self._supervisor = DynamicSupervisor(
+            f"producer:{self.group}", MEMBER_POLICY, shutdown_timeout=client.shutdown_timeout
+        )
+        self.check_concurrency = 1  # broker requests served at once (transactions: more)
+        self.replies = ReplyTable(self._instance.router, self.mailbox)
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    async def _open(self, stack: AsyncExitStack) -> None:
+        await self._join(
+            stack,
+            lambda: self._instance.register_producer(self.group, self.mailbox),
+            self._instance.unregister_producer,
+        )
+        stack.callback(self.senders.fail_unsent)  # after the sender tasks are gone
+        supervisor = await stack.enter_async_context(self._supervisor)
+        server = RequestServer(
+            self.group, self.mailbox, self._broker_handlers(), concurrency=self.check_concurrency,
+            inline={ReplyPushed: self._resolve_reply},  # (never behind a slow check)
+        )  # fmt: skip
+        await supervisor.start_child(  # (transient: it ends when the stop closes the mailbox)
+            ChildSpec("mailbox", server.run, Restart.TRANSIENT, kind="mailbox")
+        )
+        await supervisor.start_child(
+            ChildSpec("senders", self.senders.run, Restart.PERMANENT, kind="senders")
+        )
+        await supervisor.start_child(
+            ChildSpec("replies", self.replies.run, Restart.PERMANENT, kind="reply-table")
+        )
+        if self.trace is not None:
+            await supervisor.start_child(self.trace.dispatcher.child_spec())
+        for topic in self._topics:  # know the brokers now: heartbeats can reach them
+            await self._instance.routes.get(topic, template=TEMPLATE_TOPIC)
+        if self._topics:
+            await self._instance.heartbeat.beat()
+        log.info("producer.started", group=self.group, client_id=self._instance.client_id)
+
+    async def _closing(self) -> None:
+        """Refuse new sends, then let the sends already admitted (and sync sends in flight)
+        finish, within most of the stop deadline: what is still unanswered then is failed
+        when the senders are cancelled."""
+        senders, loop = self.senders, self.loop
+        if self.trace is not None:  # the trace records so far (while the mailbox still runs)
+            await self.trace.dispatcher.flush(self._time_left() * 0.4)
+        self.replies.close()  # (before the mailbox: no reply is routed to a closed one)
+        self.mailbox.close()
+        loop.on_done = senders.changed  # the drain below hears of every send that ends
+        senders.changed()  # admissions waiting for room: they see the state now
+        log.info("producer.stopping", group=self.group, pending=senders.pending,
+                 in_flight=loop.in_flight)  # fmt: skip
+        with anyio.move_on_after(self._time_left() * 0.8):
+            while senders.pending or loop.in_flight:
+                await senders.wait_change()
+        if self.trace is not None:  # the drained sends' records (if any: no wait otherwise)
+            await self.trace.dispatcher.flush(self._time_left() * 0.8)
+
+    def _describe(self) -> str:
+        return f"{self.public_name}({self.group})"
+
+    def describe(self) -> Node:
+        children = (*self._supervisor.describe().children, self._instance.describe())
+        return Node(name=self._describe(), kind=self.kind, state=self.state.value,
+                    last_error=repr(self.error) if self.error else None,
+                    children=children)  # fmt: skip
+
+    def check_running(self) -> None:
+        """:class:`~rocketmq_actors.errors.ClientStateError` unless running."""
+        self._check_running()
+
+    def _resolve_reply(self, inbound: Inbound) -> None:
+        assert isinstance(inbound.event, ReplyPushed)
+        self.replies.resolve(inbound.event.message)
+        inbound.reply(ResponseCode.SUCCESS)  # the broker waits for it (Broker2Client)
+
+    def _broker_handlers(self) -> dict[type[BrokerRequest], Handler]:
+        """The broker's requests this producer serves besides replies (a transaction
+        producer's: transaction checks)."""
+        return {}
+
+    # ---- sending ------------------------------------------------------------------------
+
+    def prepare(
+        self, message: Message, extra: dict[str, str] | None = None, sys_flag: int = 0
+    ) -> Prepared:
+        """``message`` checked, serialized and encoded as it goes on the wire."""
+        if self.value_serializer is not None:
+            message = serialize(check_message(message), self.value_serializer)
+        options = self.options
+        return prepare(
+            message,
+            ids=self._ids,
+            namespace=self.namespace,
+            max_size=options.max_message_size,
+            compress_threshold=options.compress_threshold,
+            compress_level=options.compress_level,
+            compress_type=options.compress_type,
+            extra=extra,
+            sys_flag=sys_flag,
+        )
+
+    def send_now(
+        self,
+        message: Message,
+        sharding_key: str | None,
+        selector: QueueSelector | None,
+        arg: object,
+        timeout: float | None,
+    ) -> Coroutine[Any, Any, SendResult]:
+        """The send loop's own coroutine for ``message`` (checked first): awaited by
+        ``Producer.send`` with no frame of ours between them, on a path that runs once per
+        message (benchmarks/abtest.py)."""
+        prepared = self.prepare(message)
+        self._check_running()
+        routing = (
+            _ROUND_ROBIN
+            if sharding_key is None and selector is None
+            else Routing(message, sharding_key, selector, arg)
+        )
+        return self.loop.send(prepared, routing, timeout)
+
+    async def send_traced(
+        self,
+        message: Message,
+        sharding_key: str | None,
+        selector: QueueSelector | None,
+        arg: object,
+        timeout: float | None,
+    ) -> SendResult:
+        """:meth:`send_now` with a span around it and a Pub trace record after it."""
+        started = rmq_trace.now_ms()
+        if self._tracing is not None:
+            span, message = self._start_span(message, sharding_key, selector)
+            try:
+                result = await self.send_now(message, sharding_key, selector, arg, timeout)
+            except BaseException as exc:
+                self._tracing.end_send(span, None, exc)
+                raise
+            self._tracing.end_send(span, result, None)
+        else:
+            result = await self.send_now(message, sharding_key, selector, arg, timeout)
+        if self.trace is not None:  # a Pub record (message trace), after the answer
+            self.trace.pub(message, result, started)
+        return result
+
+    def admit(  # noqa: PLR0917 - positional: once per message
+        self,
+        message: Message,
+        sharding_key: str | None,
+        selector: QueueSelector | None,
+        arg: object,
+        timeout: float | None,
+        callback: Callable[[SendFuture], object] | None,
+    ) -> SendFuture | Admission:
+        """The message admitted now: its future. Or, when it cannot be without waiting (no
+        room, or an ordered send's route to look up), nothing admitted yet: the
+        :class:`Admission` that :meth:`admit_waiting` completes (``submit``) or that is
+        refused with :meth:`busy` (``send_nowait``). Bad input raises first."""
+        span = None
+        if self._tracing is not None:
+            span, message = self._start_span(message, sharding_key, selector)
+        try:
+            prepared = self.prepare(message)
+            self._check_running()
+            if timeout is not None:
+                timeout = check_timeout("timeout", timeout)
+            routing = (
+                _ROUND_ROBIN
+                if sharding_key is None and selector is None
+                else Routing(message, sharding_key, selector, arg)
+            )
+            started = 0 if self.trace is None else rmq_trace.now_ms()
+            future = self.senders.admit_now(prepared, routing, timeout, span, callback)
+        except BaseException as exc:
+            self._span_failed(span, exc)
+            raise
+        if future is None:
+            return Admission(message, prepared, routing, timeout, span, started, callback)
+        return self._watched(future, message, started)
+
+    async def admit_waiting(self, admission: Admission) -> SendFuture:
+        """Wait for room (and an ordered send's lane), then admit: the send's future."""
+        try:
+            future = await self.senders.admit(
+                admission.prepared, admission.routing, admission.timeout, admission.span,
+                self._check_running, callback=admission.callback,
+            )  # fmt: skip
+        except BaseException as exc:
+            self._span_failed(admission.span, exc)
+            raise
+        return self._watched(future, admission.message, admission.started)
+
+    def busy(self, admission: Admission) -> ProducerBusy:
+        """The error of a ``send_nowait`` that could not be admitted (its span ended)."""
+        error = ProducerBusy(self.senders.why_not_now(admission.prepared))
+        self._span_failed(admission.span, error)
+        return error
+
+    async def flush(self, timeout: float | None) -> FlushResult:
+        if timeout is not None:
+            timeout = check_timeout("timeout", timeout)
+        return await self.senders.flush(timeout)
+
+    def _watched(self, future: Waiter, message: Message, started: int) -> SendFuture:
+        if self.trace is not None:  # a Pub record when it is answered (message trace)
+            self.trace.watch(future, message, started)
+        return cast(SendFuture, future)
+
+    def _start_span(
+        self, message: Message, sharding_key: str | None, selector: QueueSelector | None
+    ) -> tuple[Any, Message]:
+        assert self._tracing is not None
+        ordered = sharding_key is not None or selector is not None
+        return self._tracing.start_send(
+            check_message(message), ordered=ordered, message_group=sharding_key
+        )
+
+    def _span_failed(self, span: Any, exc: BaseException) -> None:
+        if span is not None and self._tracing is not None:
+            self._tracing.end_send(span, None, exc)
+
+    async def send_oneway(self, message: Message, sharding_key: str | None) -> None:
+        prepared = self.prepare(message)
+        self._check_running()
+        await self.loop.oneway(prepared, Routing(message, sharding_key))
+
+    async def send_batch(self, messages: Sequence[Message], timeout: float | None) -> BatchResults:
+        if self.value_serializer is not None:
+            messages = serialize_all(messages, self.value_serializer)
+        if self._tracing is not None:  # one span for the batch: tracing.py
+            span, traced = self._tracing.start_batch(check_batch(messages))
+            try:
+                results = await self._send_batch(traced, timeout)
+            except BaseException as exc:
+                self._tracing.end_send(span, None, exc, batch=True)
+                raise
+            self._tracing.end_send(span, results[0] if results else None, None, batch=True)
+            return results
+        return await self._send_batch(messages, timeout)
+
+    async def _send_batch(self, messages: Sequence[Message], timeout: float | None) -> BatchResults:
+        chunks = prepare_batch(messages, ids=self._ids, namespace=self.namespace,
+                               max_size=self.options.max_message_size)  # fmt: skip
+        self._check_running()
+        results = BatchResults()
+        for chunk in chunks:
+            results.add_chunk(
+                await self.send_prepared(chunk, _ROUND_ROBIN, timeout), chunk.batch_ids
+            )
+        return results
+
+    async def recall(self, topic: str, handle: str, timeout: float | None) -> recalls.RecallResult:
+        if timeout is not None:
+            timeout = check_timeout("timeout", timeout)
+        recalls.decode_handle(topic, handle, self.namespace)  # (before the state: bad input)
+        self._check_running()
+        return await recalls.recall(
+            self._instance, self.loop, self.group, topic, handle, namespace=self.namespace,
+            timeout=self.options.send_timeout if timeout is None else timeout,
+        )  # fmt: skip
+
+    # ---- the send loop (:mod:`.sendloop`), for request-reply and transactions ----------
+
+    async def send_prepared(
+        self, prepared: Prepared, routing: Routing, timeout: float | None
+    ) -> SendResult:
+        return await self.loop.send(prepared, routing, timeout)
+
+    async def route(self, topic: str) -> TopicRoute:
+        return await self.loop.route(topic)
+
+    def master(self, route: TopicRoute, queue: MessageQueue) -> str:
+        return self.loop.master(route, queue)
