@@ -9,6 +9,8 @@ import importlib
 import inspect
 import pkgutil
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -92,3 +94,37 @@ def test_every_public_name_of_a_client_is_documented(cls: type[object]) -> None:
     public = [name for name in dir(cls) if not name.startswith("_")]
     assert public
     assert not [name for name in public if not _documented(name, text)]
+
+
+def test_the_public_api_imports_from_the_package_root() -> None:
+    from rocketmq_actors import (  # the issue's line
+        Message,
+        PopConsumer,
+        Producer,
+        PullConsumer,
+        PushConsumer,
+        RocketMQError,
+    )
+
+    assert Producer is CLIENTS[0] and Message.__module__.startswith("rocketmq_actors.")
+    assert {PushConsumer, PullConsumer, PopConsumer} <= set(CLIENTS)
+    assert issubclass(rocketmq_actors.ProducerBusy, RocketMQError)
+    assert set(rocketmq_actors.__all__) == {"__version__", *rocketmq_actors._EXPORTS}
+    for name in rocketmq_actors.__all__:  # each resolves, from the module it names
+        assert getattr(rocketmq_actors, name) is not None, name
+    with pytest.raises(AttributeError):
+        rocketmq_actors.NotAName  # noqa: B018
+
+
+def test_importing_the_root_loads_no_client_until_one_is_used() -> None:
+    """(A Spark worker or the launcher's watchdog imports one part of the package.)"""
+    code = (
+        "import sys, rocketmq_actors\n"
+        "assert 'rocketmq_actors.producer' not in sys.modules\n"
+        "assert 'anyio' not in sys.modules\n"
+        "rocketmq_actors.Producer\n"
+        "assert 'rocketmq_actors.producer' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
