@@ -102,8 +102,8 @@ class BlockingProducer:
         namesrv: str | Sequence[str] | None = None,
         topics: Sequence[str] = (),
         value_serializer: Callable[[Any], bytes] | None = None,
-        options: ProducerOptions = ProducerOptions(),  # noqa: B008 - frozen: shared safely
-        client: ClientOptions = ClientOptions(),  # noqa: B008
+        options: ProducerOptions = ProducerOptions(),
+        client: ClientOptions = ClientOptions(),
     ) -> None:
         self._portal_cm: AbstractContextManager[BlockingPortal] = start_blocking_portal("asyncio")
         self._portal = self._portal_cm.__enter__()

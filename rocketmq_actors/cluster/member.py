@@ -77,7 +77,7 @@ class GroupMember(Lifecycle):
         self._own_instance = instance is None
         self._instance = instance or ClientInstance(
             namesrv or (), ssl_context=client.ssl_context, credentials=client.credentials,
-            instance_name=client.instance_name,
+            instance_name=client.instance_name, request_timeout=client.request_timeout,
         )  # fmt: skip
         self.mailbox: Mailbox[Inbound] = Mailbox(f"{kind}:{group}")
 

@@ -56,8 +56,8 @@ class Producer(Client[ProducerGroup]):
         namesrv: str | Sequence[str] | None = None,
         topics: Sequence[str] = (),
         value_serializer: Callable[[Any], bytes] | None = None,
-        options: ProducerOptions = ProducerOptions(),  # noqa: B008 - frozen: shared safely
-        client: ClientOptions = ClientOptions(),  # noqa: B008
+        options: ProducerOptions = ProducerOptions(),
+        client: ClientOptions = ClientOptions(),
         instance: ClientInstance | None = None,
     ) -> None:
         self._group = ProducerGroup(group=group, namesrv=namesrv, topics=topics,

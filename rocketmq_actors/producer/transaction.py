@@ -215,8 +215,8 @@ class TransactionProducer(Producer):
         namesrv: str | Sequence[str] | None = None,
         topics: Sequence[str] = (),
         value_serializer: Callable[[Any], bytes] | None = None,
-        options: ProducerOptions = ProducerOptions(),  # noqa: B008 - frozen: shared safely
-        client: ClientOptions = ClientOptions(),  # noqa: B008
+        options: ProducerOptions = ProducerOptions(),
+        client: ClientOptions = ClientOptions(),
         instance: ClientInstance | None = None,
     ) -> None:
         self._group = TransactionGroup(

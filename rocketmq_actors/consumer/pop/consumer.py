@@ -50,8 +50,6 @@ from rocketmq_actors.protocol.records import MessageExt
 
 __all__ = ["PopConsumer"]
 
-_OPTIONS, _CLIENT = PopOptions(), ClientOptions()
-
 
 class PopConsumer(Client[PopGroup], Generic[T]):
     """A member of consumer ``group`` to which the brokers hand out messages of the
@@ -72,8 +70,8 @@ class PopConsumer(Client[PopGroup], Generic[T]):
         sync_handler: bool = False,
         value_deserializer: Callable[[bytes], T] | None = None,
         namesrv: str | Sequence[str] | None = None,
-        options: PopOptions = _OPTIONS,
-        client: ClientOptions = _CLIENT,
+        options: PopOptions = PopOptions(),
+        client: ClientOptions = ClientOptions(),
         instance: ClientInstance | None = None,
     ) -> None:
         check_pop_arguments(

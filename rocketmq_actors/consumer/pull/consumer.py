@@ -97,8 +97,8 @@ class PullConsumer(Client[PullGroup], Generic[T]):
         listener: RebalanceListener | None = None,
         value_deserializer: Callable[[bytes], T] | None = None,
         namesrv: str | Sequence[str] | None = None,
-        options: PullOptions = PullOptions(),  # noqa: B008 (frozen)
-        client: ClientOptions = ClientOptions(),  # noqa: B008 (frozen)
+        options: PullOptions = PullOptions(),
+        client: ClientOptions = ClientOptions(),
         instance: ClientInstance | None = None,
     ) -> None:
         for name, value, kind in (("options", options, PullOptions),

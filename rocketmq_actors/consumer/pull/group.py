@@ -63,8 +63,8 @@ class PullGroup(GroupMember):
         group: str,
         namesrv: str | Sequence[str] | None = None,
         instance: ClientInstance | None = None,
-        options: PullOptions = PullOptions(),  # noqa: B008 (frozen)
-        client: ClientOptions = ClientOptions(),  # noqa: B008 (frozen)
+        options: PullOptions = PullOptions(),
+        client: ClientOptions = ClientOptions(),
         value_deserializer: Callable[[bytes], object] | None = None,
     ) -> None:
         validate_group(group)

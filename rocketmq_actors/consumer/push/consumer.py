@@ -65,8 +65,8 @@ class PushConsumer(Client[PushGroup], Generic[T]):
         value_deserializer: Callable[[bytes], T] | None = None,
         on_rebalance: Callable[[list[MessageQueue]], None] | None = None,
         namesrv: str | Sequence[str] | None = None,
-        options: PushOptions = PushOptions(),  # noqa: B008 (a frozen value)
-        client: ClientOptions = ClientOptions(),  # noqa: B008 (a frozen value)
+        options: PushOptions = PushOptions(),
+        client: ClientOptions = ClientOptions(),
         instance: ClientInstance | None = None,
     ) -> None:
         check_arguments(group=group, subscriptions=subscriptions, handler=handler,
