@@ -2,19 +2,18 @@
 ``unsubscribe`` / ``assign``, ``getone`` / ``getmany``, ``seek``, commits; its options
 (:class:`PullOptions`)."""
 
-from .consumer import (
-    MessageSelector,
-    OffsetReset,
-    PullConsumer,
-    PullOptions,
+from rocketmq_actors.consumer.core.brokercalls import (
     PullResult,
     PullStatus,
-    RebalanceListener,
-    Subscription,
     max_offset,
     min_offset,
     offset_for_time,
 )
+from rocketmq_actors.consumer.core.subscriptions import MessageSelector, Subscription
+
+from .consumer import PullConsumer
+from .options import OffsetReset, PullOptions
+from .subscription import RebalanceListener
 
 __all__ = [
     "MessageSelector",

@@ -50,35 +50,20 @@ from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.core.brokercalls import (
     PullResult,
-    PullStatus,
     first_offset_at,
     max_offset,
     min_offset,
-    offset_for_time,
 )
 from rocketmq_actors.consumer.core.message import ReceivedMessage, T
-from rocketmq_actors.consumer.core.subscriptions import MessageSelector, Subscription
 from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.protocol.bodies import MessageQueue
 
 from .fetcher import Fetcher, deserialize_taken
 from .group import PullGroup
-from .options import OffsetReset, PullOptions
+from .options import PullOptions
 from .subscription import RebalanceListener, Topics, compile_pattern, parse_topics
 
-__all__ = [
-    "MessageSelector",
-    "OffsetReset",
-    "PullConsumer",
-    "PullOptions",
-    "PullResult",
-    "PullStatus",
-    "RebalanceListener",
-    "Subscription",
-    "max_offset",
-    "min_offset",
-    "offset_for_time",
-]
+__all__ = ["PullConsumer"]
 
 
 class PullConsumer(Client[PullGroup], Generic[T]):
