@@ -11,19 +11,32 @@ supervisor gave up on it).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 
 from rocketmq_actors.protocol.bodies import MASTER_ID
+from rocketmq_actors.runtime.pool import ConnectionPool
 
-from .routes import TEMPLATE_TOPIC
+from .heartbeat import HeartbeatService
+from .namesrv import NameServerClient
+from .routes import TEMPLATE_TOPIC, RouteTable
 from .versions import version_name
 
-if TYPE_CHECKING:
-    from .instance import ClientInstance
 
-__all__ = ["BrokerHealth", "Health", "NameServerHealth", "RouteHealth", "instance_health"]
+class HealthSource(Protocol):
+    """What a health report reads of a client instance."""
+
+    client_id: str
+    pool: ConnectionPool
+    namesrv: NameServerClient
+    routes: RouteTable
+    heartbeat: HeartbeatService
+
+
+__all__ = [
+    "BrokerHealth", "Health", "HealthSource", "NameServerHealth", "RouteHealth", "instance_health",
+]  # fmt: skip
 
 CONNECTED, RECONNECTING, NOT_CONNECTED = "connected", "reconnecting", "not_connected"
 
@@ -76,7 +89,7 @@ class Health:
         return attrs.asdict(self)  # (tuples become lists)
 
 
-def _broker_state(instance: ClientInstance, addr: str) -> str:
+def _broker_state(instance: HealthSource, addr: str) -> str:
     pool = instance.pool
     conn = pool.registry.lookup(addr)
     if conn is not None and conn.is_open:
@@ -85,7 +98,7 @@ def _broker_state(instance: ClientInstance, addr: str) -> str:
 
 
 def instance_health(
-    instance: ClientInstance,
+    instance: HealthSource,
     *,
     kind: str,
     group: str | None,
