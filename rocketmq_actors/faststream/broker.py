@@ -75,6 +75,22 @@ def resolve_namesrv(namesrv: str | Sequence[str] | None) -> str | Sequence[str]:
     return resolved
 
 
+def check_producer_client(client: ClientOptions | None) -> ClientOptions:
+    """The producer's own ClientOptions: tracing, trace, timeouts, on_error. What the shared
+    ClientInstance or the broker decides (address, namespace, name, TLS, ACL) is refused."""
+    if client is None:
+        return ClientOptions()
+    if not isinstance(client, ClientOptions):
+        raise ConfigError(f"producer_client must be a ClientOptions, not {type(client).__name__}")
+    shared = ("namesrv", "namespace", "instance_name", "ssl_context", "credentials")
+    if clash := [name for name in shared if getattr(client, name) is not None]:
+        raise ConfigError(
+            f"producer_client may not set {clash}: the broker's arguments (namespace=, "
+            "client_options=) set them for the producer and every consumer"
+        )
+    return client
+
+
 ACCESS_LOGGER = "faststream.access.rocketmq"
 
 
@@ -118,6 +134,7 @@ class RocketMQBroker(
         namespace: str | None = None,
         client_options: Mapping[str, Any] | None = None,
         producer_options: ProducerOptions | None = None,
+        producer_client: ClientOptions | None = None,
         graceful_timeout: float | None = 15.0,
         decoder: CustomCallable | None = None,
         parser: CustomCallable | None = None,
@@ -151,11 +168,13 @@ class RocketMQBroker(
             raise ConfigError(
                 f"producer_options must be a ProducerOptions, not {type(producer_options).__name__}"
             )
+        producer_client = check_producer_client(producer_client)
         shown = namesrv or os.environ.get(NAMESRV_ENV) or f"${NAMESRV_ENV}"
         url = [f"rocketmq://{a}" for a in ([shown] if isinstance(shown, str) else shown)]
         super().__init__(
             producer_group=producer_group,
             producer_options=producer_options,
+            producer_client=producer_client,
             routers=routers,
             config=RocketMQBrokerConfig(
                 namesrv=namesrv,
@@ -205,7 +224,7 @@ class RocketMQBroker(
         producer = Producer(
             group=kwargs["producer_group"],
             options=kwargs["producer_options"],
-            client=ClientOptions(namespace=config.namespace),
+            client=kwargs["producer_client"].evolve(namespace=config.namespace),
             instance=instance,
         )
         await instance.start()

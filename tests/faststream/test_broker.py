@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, ClassVar
 
+import anyio
 import pytest
 from faststream import BaseMiddleware, FastStream
 from faststream.exceptions import AckMessage, NackMessage, RejectMessage
@@ -14,6 +15,7 @@ from faststream.middlewares import AckPolicy
 from faststream.specification import AsyncAPI
 from pydantic import BaseModel
 
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.core.options import MessageModel
 from rocketmq_actors.consumer.core.settlement import DelayLevel, Outcome
 from rocketmq_actors.errors import ConfigError, InvalidMessage
@@ -26,6 +28,12 @@ from rocketmq_actors.faststream import (
     RocketMQRouter,
     TestRocketMQBroker,
 )
+from rocketmq_actors.protocol.codes import RequestCode
+from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.protocol.trace import RMQ_SYS_TRACE_TOPIC, PubRecord, decode_records
+from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer
+
+from ..trace.test_dispatcher import FakeCluster
 
 
 class Order(BaseModel):
@@ -209,6 +217,10 @@ async def test_bad_input_raises_typed_errors_before_any_io() -> None:
         RocketMQBroker("127.0.0.1:9876", client_options={"bogus": 1})
     with pytest.raises(ConfigError, match="producer_options must be a ProducerOptions"):
         RocketMQBroker("127.0.0.1:9876", producer_options={"retry_times": 1})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="producer_client must be a ClientOptions"):
+        RocketMQBroker("127.0.0.1:9876", producer_client={"trace": True})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="producer_client may not set \\['namespace'\\]"):
+        RocketMQBroker("127.0.0.1:9876", producer_client=ClientOptions(namespace="ns"))
     with pytest.raises(ConfigError, match="group"):
         RocketMQBroker("127.0.0.1:9876", producer_group="bad group!")
     with pytest.raises(ConfigError, match="ClientInstance"):
@@ -220,6 +232,41 @@ async def test_bad_input_raises_typed_errors_before_any_io() -> None:
     async with TestRocketMQBroker(broker) as br:
         with pytest.raises(InvalidMessage, match="reserved"):
             await br.publish("x", "orders", headers={"TAGS": "forged"})
+
+
+class Sends(FakeCluster):
+    """The fake cluster, keeping (group, topic) of each user send as the wire carried it."""
+
+    def __init__(self) -> None:
+        super().__init__(stall_trace=False)
+        self.sends: list[tuple[str, str]] = []
+
+    async def __call__(self, peer: FakePeer, cmd: RemotingCommand) -> None:
+        if cmd.code == RequestCode.SEND_MESSAGE_V2 and cmd.ext_fields["b"] != RMQ_SYS_TRACE_TOPIC:
+            self.sends.append((cmd.ext_fields["a"], cmd.ext_fields["b"]))
+        await super().__call__(peer, cmd)
+
+
+async def test_the_producer_client_options_reach_the_brokers_producer() -> None:
+    """``producer_client=ClientOptions(trace=True)``: what the broker publishes goes out under
+    the broker's namespace and leaves a trace record (which names topic and group without it,
+    as Java's does)."""
+    fake = Sends()
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        broker = RocketMQBroker(
+            server.addr, producer_group="PF", namespace="ns",
+            producer_client=ClientOptions(trace=True, shutdown_timeout=2.0),
+        )  # fmt: skip
+        async with broker:
+            await broker.start()
+            await broker.publish("hello", "orders")
+            with anyio.fail_after(5):
+                await fake.trace_arrived.wait()
+    assert fake.sends == [("ns%PF", "ns%orders")]
+    (pub,) = decode_records(fake.traces[0].body)
+    assert isinstance(pub, PubRecord)
+    assert (pub.group, pub.topic, pub.body_length) == ("PF", "orders", 5)
 
 
 class Recording(BaseMiddleware):
