@@ -21,9 +21,8 @@ from typing import Any
 import anyio
 import structlog
 
-from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
+from rocketmq_actors import ConsumeFrom, MessageExt, PushConsumer, PushOptions
 from rocketmq_actors.logs import configure_logging
-from rocketmq_actors.protocol.records import MessageExt
 
 log = structlog.get_logger("examples.aggregator")
 

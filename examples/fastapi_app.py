@@ -21,8 +21,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from rocketmq_actors.errors import RocketMQError
-from rocketmq_actors.producer import Message, Producer
+from rocketmq_actors import Message, Producer, RocketMQError
 
 TOPIC = os.environ.get("ORDERS_TOPIC", "orders")
 

@@ -73,7 +73,7 @@ class Decisions:
 
 
 def consumer_options() -> dict[str, object]:
-    from rocketmq_actors.consumer.push import ConsumeFrom
+    from rocketmq_actors import ConsumeFrom
 
     return {"consume_from": ConsumeFrom[START]}
 

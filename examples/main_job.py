@@ -27,8 +27,8 @@ import anyio
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from rocketmq_actors import Producer, create_topic
 from rocketmq_actors.logs import configure_logging
-from rocketmq_actors.producer import Producer, create_topic
 from rocketmq_actors.spark import register
 from rocketmq_actors.testing.cluster import LocalCluster
 
