@@ -14,6 +14,8 @@ import rocketmq_actors
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.metrics import _HELP, METRICS, Key, Metrics, SeriesCache
 from rocketmq_actors.producer import Message, Producer, create_topic
+from rocketmq_actors.protocol.codes import RequestCode
+from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.records import MessageExt
 
 
@@ -167,10 +169,12 @@ class Refreshes:
 
     def __init__(self, consumer: PushConsumer, monkeypatch: pytest.MonkeyPatch) -> None:
         self._done = anyio.Event()
+        self.count = 0
         refresh = consumer._group.lag.refresh
 
         async def refresh_and_tell() -> None:
             await refresh()
+            self.count += 1
             self._done.set()
             self._done = anyio.Event()
 
@@ -218,3 +222,45 @@ async def test_the_lag_gauge_moves_while_the_consumer_does_not_pull(
             await refreshes.until(lambda: len(calls) == 6)
             # consumed, and idle: the consumer's pull is held by the broker for 30 s, yet
             await refreshes.until(lambda: _lag(unique_group, unique_topic) == 0, seconds=10.0)
+
+
+@pytest.mark.integration
+async def test_an_idle_consumers_lag_refresh_asks_each_broker_once_not_each_queue(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """16 queues, idle: each refresh is one GET_CONSUME_STATS per (broker, topic) - the topic
+    and the group's retry topic - and no GET_MAX_OFFSET; every queue's gauge is set."""
+    queues = 16
+    async with Producer(namesrv=rocketmq_namesrv, group="G_metrics") as producer:
+        await create_topic(producer.instance, unique_topic, queues=queues)
+
+    async def handle(message: MessageExt) -> None: ...
+
+    async with PushConsumer(
+        group=unique_group, subscriptions={unique_topic: "*"}, handler=handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(persist_interval=0.2, pull_suspend=30.0),
+    ) as consumer:  # fmt: skip
+        refreshes = Refreshes(consumer, monkeypatch)
+        await refreshes.until(lambda: _lag_series(unique_group, unique_topic) == queues)
+        codes: list[int] = []
+        request = consumer.instance.request
+
+        async def counted(
+            addr: str, cmd: RemotingCommand, timeout: float | None = None
+        ) -> RemotingCommand:
+            codes.append(cmd.code)
+            return await request(addr, cmd, timeout)
+
+        monkeypatch.setattr(consumer.instance, "request", counted)
+        started = refreshes.count
+        await refreshes.until(lambda: refreshes.count >= started + 3)
+        monkeypatch.setattr(consumer.instance, "request", request)
+    assert RequestCode.GET_MAX_OFFSET not in codes
+    # three refreshes, and the start and end of a fourth: at most 2 topics x 4 on one broker
+    assert 3 <= codes.count(RequestCode.GET_CONSUME_STATS) <= 2 * 4 < queues
+
+
+def _lag_series(group: str, topic: str) -> int:
+    return len([s for s in METRICS.snapshot().get("rocketmq_client_consumer_lag", [])
+                if s["labels"]["group"] == group and s["labels"]["topic"] == topic])  # fmt: skip

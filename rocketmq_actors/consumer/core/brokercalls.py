@@ -13,10 +13,12 @@ from rocketmq_actors.consumer.core.message import ReceivedMessage
 from rocketmq_actors.consumer.core.subscriptions import Subscription
 from rocketmq_actors.errors import BrokerError, InvalidSubscription, RocketMQError, broker_error
 from rocketmq_actors.logs import get_logger
+from rocketmq_actors.protocol.admin_bodies import ConsumeStats
 from rocketmq_actors.protocol.bodies import MessageQueue, SubscriptionData, encode_check_client
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.headers import (
+    GetConsumeStatsRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMinOffsetRequestHeader,
     OffsetResponseHeader,
@@ -39,6 +41,7 @@ __all__ = [
     "decode_pull",
     "first_offset_at",
     "max_offset",
+    "max_offsets",
     "min_offset",
     "offset_for_time",
     "pull_once",
@@ -204,6 +207,28 @@ async def min_offset(instance: ClientInstance, queue: MessageQueue) -> int:
 async def max_offset(instance: ClientInstance, queue: MessageQueue) -> int:
     header = GetMaxOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id)
     return await _offset_request(instance, queue, RequestCode.GET_MAX_OFFSET, header.to_ext())
+
+
+async def max_offsets(
+    instance: ClientInstance, group: str, topic: str, broker_name: str
+) -> dict[MessageQueue, int]:
+    """The max offset of every queue ``broker_name`` holds of ``topic``, in one request:
+    GET_CONSUME_STATS for ``group`` (as ``mqadmin consumerProgress`` reads it). A queue the
+    broker leaves out (a topic outside the group's subscriptions) is not in the result."""
+    probe = MessageQueue(topic, broker_name, 0)
+    addr = await instance.routes.broker_addr(probe, master_only=True)
+    header = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
+    reply = await instance.request(
+        addr, RemotingCommand.request(RequestCode.GET_CONSUME_STATS, header.to_ext())
+    )
+    if reply.code != ResponseCode.SUCCESS:
+        raise broker_error(addr, reply.code, reply.remark)
+    stats = ConsumeStats.decode(reply.body)
+    return {
+        queue: row.broker_offset
+        for queue, row in stats.offsets.items()
+        if queue.topic == topic and queue.broker_name == broker_name
+    }
 
 
 async def offset_for_time(instance: ClientInstance, queue: MessageQueue, timestamp_ms: int) -> int:

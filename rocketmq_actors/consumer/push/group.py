@@ -39,7 +39,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import MEMBER_POLICY, GroupMember
 from rocketmq_actors.cluster.options import ClientOptions
-from rocketmq_actors.consumer.core.brokercalls import check_subscription, max_offset
+from rocketmq_actors.consumer.core.brokercalls import check_subscription, max_offset, max_offsets
 from rocketmq_actors.consumer.core.dispatch import BatchHandler, Dispatcher, Handler
 from rocketmq_actors.consumer.core.lag import ConsumerLag
 from rocketmq_actors.consumer.core.message import deserialize
@@ -135,8 +135,10 @@ class PushGroup(GroupMember):
             "queues", shutdown_timeout=self.shutdown_timeout
         )
         self.ownership = Ownership(self)
-        self.lag = ConsumerLag(self, lambda q: max_offset(self._instance, q),
-                               timeout=self.request_timeout)  # fmt: skip
+        self.lag = ConsumerLag(
+            self, lambda topic, broker: max_offsets(self._instance, self.group, topic, broker),
+            lambda q: max_offset(self._instance, q), timeout=self.request_timeout,
+        )  # fmt: skip
         self.rebalancer = Rebalancer(
             self._instance, self.group, strategy=options.strategy,
             broadcasting=model is MessageModel.BROADCASTING,

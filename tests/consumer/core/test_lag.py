@@ -1,6 +1,9 @@
-"""The consumer lag gauge refreshed from the brokers' max offsets, without a pull (fakes)."""
+"""The consumer lag gauge refreshed from the brokers' max offsets, without a pull: one request
+per (broker, topic), per queue only for what that answer leaves out (fakes)."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import anyio
 import pytest
@@ -8,9 +11,10 @@ import pytest
 from rocketmq_actors.consumer.core.lag import LAG, ConsumerLag, record_lag
 from rocketmq_actors.consumer.core.offsets import OffsetStore
 from rocketmq_actors.consumer.core.process_queue import ProcessQueue
-from rocketmq_actors.errors import RequestTimeout
+from rocketmq_actors.errors import AccessDenied, RequestTimeout
 from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.codes import ResponseCode
 from rocketmq_actors.protocol.records import MessageExt
 
 
@@ -57,16 +61,16 @@ def clean() -> None:
 async def test_a_refresh_sets_each_owned_queue_from_the_broker_without_a_pull() -> None:
     owner = Owner()
     max_offsets = {Q0: 5, Q1: 50}
-    asked: list[MessageQueue] = []
+    asked: list[tuple[str, str]] = []
 
-    async def max_offset(queue: MessageQueue) -> int:
-        asked.append(queue)
-        return max_offsets[queue]
+    async def of_broker(topic: str, broker: str) -> Mapping[MessageQueue, int]:
+        asked.append((topic, broker))
+        return dict(max_offsets)
 
-    lag_of = ConsumerLag(owner, max_offset, timeout=1.0)
+    lag_of = ConsumerLag(owner, of_broker, no_queue_request, timeout=1.0)
     owner.offsets.update(Q0, 2)  # committed 2 of 5; Q1 has nothing committed: its next offset
     await lag_of.refresh()
-    assert sorted(asked) == [Q0, Q1]
+    assert asked == [("T_lag", "broker-a")]  # one request for both queues
     assert lag(Q0) == 3 and lag(Q1) == 10
     max_offsets[Q0] = 9  # stored while the consumer is busy (or paused): no pull, yet seen
     await lag_of.refresh()
@@ -74,6 +78,53 @@ async def test_a_refresh_sets_each_owned_queue_from_the_broker_without_a_pull() 
     owner.offsets.update(Q0, 9)  # consumed while idle
     await lag_of.refresh()
     assert lag(Q0) == 0
+
+
+async def no_queue_request(queue: MessageQueue) -> int:
+    raise AssertionError(f"a per-queue request for {queue}")
+
+
+async def test_the_cost_is_one_request_per_broker_and_topic_whatever_the_queues() -> None:
+    owner = Owner()
+    owner.queues = {
+        MessageQueue(topic, broker, i): ProcessQueue(MessageQueue(topic, broker, i), 0)
+        for topic in ("T_lag", "T_lag2") for broker in ("broker-a", "broker-b")
+        for i in range(256)
+    }  # fmt: skip
+    asked: list[tuple[str, str]] = []
+
+    async def of_broker(topic: str, broker: str) -> Mapping[MessageQueue, int]:
+        asked.append((topic, broker))
+        return {q: 7 for q in owner.queues if (q.topic, q.broker_name) == (topic, broker)}
+
+    await ConsumerLag(owner, of_broker, no_queue_request, timeout=1.0).refresh()
+    assert sorted(asked) == [
+        ("T_lag", "broker-a"), ("T_lag", "broker-b"), ("T_lag2", "broker-a"),
+        ("T_lag2", "broker-b"),
+    ]  # fmt: skip
+    assert all(lag(q) == 7 for q in owner.queues)
+
+
+async def test_a_queue_the_broker_leaves_out_or_a_refused_request_is_asked_queue_by_queue() -> None:
+    owner = Owner()
+    alone: list[MessageQueue] = []
+
+    async def of_broker(topic: str, broker: str) -> Mapping[MessageQueue, int]:
+        return {Q0: 5}  # (say Q1's topic were outside the group's subscriptions)
+
+    async def refused(topic: str, broker: str) -> Mapping[MessageQueue, int]:
+        raise AccessDenied("127.0.0.1:10911", ResponseCode.NO_PERMISSION, "no stats for you")
+
+    async def max_offset(queue: MessageQueue) -> int:
+        alone.append(queue)
+        return 45
+
+    await ConsumerLag(owner, of_broker, max_offset, timeout=1.0).refresh()
+    assert alone == [Q1]
+    assert lag(Q0) == 5 and lag(Q1) == 5
+    await ConsumerLag(owner, refused, max_offset, timeout=1.0).refresh()
+    assert sorted(alone) == [Q0, Q1, Q1]
+    assert lag(Q0) == 45
 
 
 def test_before_the_first_commit_the_oldest_message_in_process_is_the_base() -> None:
@@ -92,24 +143,26 @@ async def test_a_broker_that_fails_or_hangs_leaves_the_gauge_and_the_refresh_end
     owner.offsets.update(Q0, 4)
     record_lag(owner.group, owner.offsets, owner.queues[Q0], 8)
 
-    async def max_offset(queue: MessageQueue) -> int:
-        if queue == Q0:
-            raise RequestTimeout("127.0.0.1:10911", 30, 3.0)
+    async def failing(topic: str, broker: str) -> Mapping[MessageQueue, int]:
+        raise RequestTimeout("127.0.0.1:10911", 208, 3.0)
+
+    async def hanging(topic: str, broker: str) -> Mapping[MessageQueue, int]:
         await anyio.sleep_forever()
         raise AssertionError
 
     with anyio.fail_after(5):
-        await ConsumerLag(owner, max_offset, timeout=0.05).refresh()
+        await ConsumerLag(owner, failing, no_queue_request, timeout=1.0).refresh()
+        await ConsumerLag(owner, hanging, no_queue_request, timeout=0.05).refresh()
     assert lag(Q0) == 4  # as it was
 
 
 async def test_released_queues_and_a_stopped_consumer_lose_their_series_only() -> None:
     owner = Owner()
 
-    async def max_offset(queue: MessageQueue) -> int:
-        return 100
+    async def of_broker(topic: str, broker: str) -> Mapping[MessageQueue, int]:
+        return {Q0: 100, Q1: 100}
 
-    lag_of = ConsumerLag(owner, max_offset, timeout=1.0)
+    lag_of = ConsumerLag(owner, of_broker, no_queue_request, timeout=1.0)
     record_lag("G_other", owner.offsets, owner.queues[Q0], 10)  # another group's: untouched
     await lag_of.refresh()
     assert lag(Q1) == 60
