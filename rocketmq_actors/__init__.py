@@ -83,6 +83,7 @@ _EXPORTS: dict[str, str] = {
     "ProducerBusy": "rocketmq_actors.errors",
     "SupervisorGaveUp": "rocketmq_actors.errors",
     "InternalError": "rocketmq_actors.errors",
+    "ProtocolError": "rocketmq_actors.errors",
 }
 
 __all__ = [
@@ -121,6 +122,7 @@ __all__ = [
     "Producer",
     "ProducerBusy",
     "ProducerOptions",
+    "ProtocolError",
     "PullConsumer",
     "PullOptions",
     "PushConsumer",
@@ -196,6 +198,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
         InvalidMessage,
         NameServerUnavailable,
         ProducerBusy,
+        ProtocolError,
         ReplyTimeout,
         RequestTimeout,
         RocketMQError,

@@ -10,6 +10,7 @@ Two questions matter to a caller, and every error answers them:
 from __future__ import annotations
 
 from rocketmq_actors.protocol.codes import ResponseCode
+from rocketmq_actors.protocol.errors import ProtocolError, RocketMQError
 
 __all__ = [
     "AccessDenied",
@@ -27,6 +28,7 @@ __all__ = [
     "InvalidSubscription",
     "NameServerUnavailable",
     "ProducerBusy",
+    "ProtocolError",
     "RecallDisabled",
     "RecallFailed",
     "RecallTooLate",
@@ -42,14 +44,6 @@ __all__ = [
     "broker_error",
     "unwrap_group",
 ]
-
-
-class RocketMQError(Exception):
-    r"""Base of every error rocketmq-actors raises, bad arguments included (:class:`ConfigError`
-    and :class:`InvalidMessage` are also ``ValueError``\ s)."""
-
-    retriable: bool = False
-    outcome_unknown: bool = False
 
 
 class ConfigError(RocketMQError, ValueError):

@@ -151,10 +151,10 @@ async def query_messages(
     async def one(name: str, addr: str) -> None:
         try:
             found[name] = await _query_one(instance, addr, header)
-        except RocketMQError as exc:
-            failed[name] = exc
         except ProtocolError as exc:  # records that do not decode: that broker's answer lost
             failed[name] = RocketMQError(f"{addr}: undecodable QUERY_MESSAGE reply: {exc}")
+        except RocketMQError as exc:
+            failed[name] = exc
         if name in failed:
             log.warning("query.broker_failed", broker=name, addr=addr, error=str(failed[name]))
 

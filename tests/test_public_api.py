@@ -128,3 +128,30 @@ def test_importing_the_root_loads_no_client_until_one_is_used() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=False, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+#: exceptions that never leave the package (caught where they are raised, each a signal
+#: between two of its parts), and the launcher's and the CLI's own families
+INTERNAL = {
+    "rocketmq_actors.consumer.core.delivery.Abandoned",
+    "rocketmq_actors.runtime.mailbox.MailboxFull",
+    "rocketmq_actors.runtime.mailbox.MailboxClosed",
+    "rocketmq_actors.runtime.wire.ConnectionClosedByPeer",
+    "rocketmq_actors.cli.common.UsageError",
+}
+
+
+def test_every_exception_the_package_raises_to_a_user_is_a_rocketmq_error() -> None:
+    """One ``except RocketMQError`` catches whatever the clients raise: the sans-IO layer's
+    ``ProtocolError`` (bad bytes from a server) and the Spark sink's error included."""
+    outside = {
+        f"{module.__name__}.{name}"
+        for module in _modules()
+        if not module.__name__.startswith("rocketmq_actors.testing")
+        for name, value in vars(module).items()
+        if isinstance(value, type) and issubclass(value, BaseException)
+        and value.__module__ == module.__name__
+        and not issubclass(value, rocketmq_actors.RocketMQError)
+    }  # fmt: skip
+    assert outside == INTERNAL
+    assert issubclass(rocketmq_actors.ProtocolError, rocketmq_actors.RocketMQError)

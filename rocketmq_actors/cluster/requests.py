@@ -20,7 +20,6 @@ from anyio.abc import TaskStatus
 from rocketmq_actors.errors import RocketMQError
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.codes import ResponseCode
-from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.events import BrokerRequest
 from rocketmq_actors.runtime.mailbox import Mailbox
 from rocketmq_actors.runtime.router import Inbound
@@ -74,7 +73,7 @@ class RequestServer:
             if result is not None:
                 await result
             self.served += 1
-        except (ProtocolError, RocketMQError, ValueError) as exc:
+        except (RocketMQError, ValueError) as exc:
             log.warning("member.bad_broker_request", group=self.group,
                         code=inbound.command.code, error=str(exc))  # fmt: skip
             inbound.reply(ResponseCode.SYSTEM_ERROR, remark=f"cannot serve: {exc}")

@@ -1,11 +1,23 @@
-"""The one exception family the sans-IO layer raises on bad bytes."""
+"""The one exception family the sans-IO layer raises on bad bytes, and the base of every
+error the package raises (defined here, the lowest layer, so that this family is part of it;
+:mod:`rocketmq_actors.errors` exports it with the rest)."""
 
 from __future__ import annotations
 
-__all__ = ["FrameTooLarge", "ProtocolError"]
+__all__ = ["FrameTooLarge", "ProtocolError", "RocketMQError"]
 
 
-class ProtocolError(Exception):
+class RocketMQError(Exception):
+    r"""Base of every error rocketmq-actors raises, bad arguments included (:class:`ConfigError`
+    and :class:`InvalidMessage` are also ``ValueError``\ s)."""
+
+    __module__ = "rocketmq_actors.errors"
+
+    retriable: bool = False
+    outcome_unknown: bool = False
+
+
+class ProtocolError(RocketMQError):
     """Bytes that do not form a valid RocketMQ remoting frame, header or body.
 
     ``reason`` is a short stable identifier (``"frame-too-large"``, ``"bad-header-json"`` ...)

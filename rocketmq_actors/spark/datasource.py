@@ -41,6 +41,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import Row, StructType
 
 from rocketmq_actors.blocking import BlockingProducer
+from rocketmq_actors.errors import RocketMQError
 from rocketmq_actors.logs import configure_logging, get_logger
 
 from .columns import plan_rows
@@ -55,7 +56,7 @@ __all__ = ["RocketMQDataSource", "SinkError"]
 log = get_logger("rocketmq_actors.spark")
 
 
-class SinkError(RuntimeError):
+class SinkError(RocketMQError, RuntimeError):
     """A write task could not send all its messages (it fails, so that Spark retries it)."""
 
 

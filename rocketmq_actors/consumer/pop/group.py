@@ -51,7 +51,6 @@ from rocketmq_actors.names import wrap
 from rocketmq_actors.producer.tracesend import trace_sender
 from rocketmq_actors.protocol.bodies import ConsumerData
 from rocketmq_actors.protocol.codes import ResponseCode
-from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.pop import INIT_MODE_MAX, INIT_MODE_MIN
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.runtime.backoff import Backoff
@@ -292,7 +291,7 @@ class PopGroup(GroupMember):
                     order=options.orderly, request_timeout=self.request_timeout,
                     init_mode=init_mode,
                 )  # fmt: skip
-            except (RocketMQError, ProtocolError) as exc:
+            except RocketMQError as exc:
                 self.pop_errors += 1
                 if isinstance(exc, BrokerError) and exc.code == ResponseCode.FLOW_CONTROL:
                     await anyio.sleep(BROKER_FLOW_CONTROL_DELAY)

@@ -20,7 +20,6 @@ from rocketmq_actors.protocol.bodies import (
 )
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
-from rocketmq_actors.protocol.errors import ProtocolError
 
 __all__ = ["LOCK_MAX_LIVE", "lock_queues", "unlock_queues"]
 
@@ -56,7 +55,7 @@ async def lock_queues(
                 log.info("consumer.lock_refused", addr=addr, code=reply.code, remark=reply.remark)
                 continue
             granted |= decode_lock_batch_response(reply.body) & set(batch)
-        except (RocketMQError, ProtocolError) as exc:
+        except RocketMQError as exc:
             log.info("consumer.lock_failed", addr=addr, error=str(exc))
     return granted
 
