@@ -16,11 +16,16 @@ import attrs
 
 from rocketmq_actors.cluster.options import count, instance_of, maybe_seconds, seconds
 from rocketmq_actors.errors import ConfigError
+from rocketmq_actors.protocol.command import MAX_FRAME_SIZE
 from rocketmq_actors.protocol.compression import CompressionType
 from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE
 from rocketmq_actors.runtime.checks import check_int
 
-__all__ = ["ProducerOptions"]
+__all__ = ["MAX_BODY_SIZE", "ProducerOptions"]
+
+#: the largest ``max_message_size``: a send's frame is at most MAX_FRAME_SIZE, and its header
+#: (properties of up to 32,767 bytes, each control character escaped to six) needs the rest
+MAX_BODY_SIZE = MAX_FRAME_SIZE - 256 * 1024
 
 
 def _compress_type(kind: Any) -> Any:
@@ -55,7 +60,9 @@ class ProducerOptions:
     * ``compress_level`` (5): zlib level (0-9), zstd level (0-22); LZ4 ignores it.
     * ``compress_type`` (``CompressionType.ZLIB``): a ``CompressionType`` or its name, any
       case (``"zlib"``, ``"lz4"``, ``"zstd"``); it is kept as the enum member.
-    * ``max_message_size`` (4 MiB): larger bodies (and batches) are refused before I/O.
+    * ``max_message_size`` (4 MiB, the broker's default): larger bodies (and batches) are
+      refused before I/O; at most :data:`MAX_BODY_SIZE` (a frame holds 16 MiB, its header
+      included).
     * ``max_pending`` (1024): sends admitted by ``submit`` / ``send_nowait`` and not answered
       yet; past that ``submit`` waits and ``send_nowait`` raises ``ProducerBusy``.
     * ``max_pending_bytes`` (64 MiB): the same bound, in bytes.
@@ -74,7 +81,9 @@ class ProducerOptions:
     compress_type: CompressionType = attrs.field(
         default=CompressionType.ZLIB, converter=_compress_type, validator=_check_compress_type
     )
-    max_message_size: int = attrs.field(default=MAX_MESSAGE_SIZE, validator=count())
+    max_message_size: int = attrs.field(
+        default=MAX_MESSAGE_SIZE, validator=count(maximum=MAX_BODY_SIZE)
+    )
     max_pending: int = attrs.field(default=1024, validator=count())
     max_pending_bytes: int = attrs.field(default=64 * 1024 * 1024, validator=count())
     latency_fault_tolerance: bool = attrs.field(default=False, validator=instance_of(bool))

@@ -32,6 +32,8 @@ from rocketmq_actors.protocol.sendframe import BatchBody
 __all__ = ["Prepared", "check_message", "prepare", "prepare_batch"]
 
 MAX_DELAY_LEVEL = 18
+#: a message's encoded properties: a broker refuses more (CommitLog's 16-bit length)
+MAX_PROPERTIES = MAX_BATCH_PROPERTIES
 _UNIQ_PREFIX = f"{Property.UNIQ_KEY}\x01"
 
 
@@ -198,11 +200,18 @@ def prepare(
     if compress_threshold and len(body) >= compress_threshold:
         body = compress(body, compress_type, compress_level)
         sys_flag |= compress_type.sys_flag
+    properties = encode_properties(props)
+    # (a str of n characters encodes to at most 3n bytes: only a long one is measured)
+    if len(properties) * 3 > MAX_PROPERTIES and len(properties.encode()) > MAX_PROPERTIES:
+        raise InvalidMessage(
+            f"the properties encode to {len(properties.encode())} bytes, over the "
+            f"{MAX_PROPERTIES} a broker stores"
+        )
     return Prepared(
         topic=wrap(namespace, msg.topic),
         user_topic=msg.topic,
         body=body,
-        properties=encode_properties(props),
+        properties=properties,
         msg_id=msg_id,
         sys_flag=sys_flag,
         flag=msg.flag,

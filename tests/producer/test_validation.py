@@ -48,6 +48,7 @@ BAD = [
     ("two delays", _message(delay_level=1, delay_ms=5)),
     ("reserved property", _message(properties={"UNIQ_KEY": "x"})),
     ("separator in property", _message(properties={"a\x01": "b"})),
+    ("properties over 32,767 bytes", _message(properties={"big": "\u00e9" * 16384})),
     ("space in key", _message(keys=["a b"])),
 ]
 
@@ -72,7 +73,7 @@ async def test_bad_messages_fail_before_any_io(what: str, message: Message) -> N
     for batch in ([message], [message, message], [good, message]):
         with pytest.raises(InvalidMessage) as batched:
             await producer.send_batch(batch)
-        if batch[0] is message and "delay" not in what:
+        if batch[0] is message and "delay" not in what and "properties over" not in what:
             # the batch's fast path for plain messages skips no check a send makes
             assert str(batched.value) == str(single.value)
     assert producer.instance.pool.connects == 0
