@@ -23,6 +23,7 @@ from rocketmq_actors.errors import (
     BrokerError,
     ConnectError,
     ConnectionLost,
+    NameServerUnavailable,
     RequestTimeout,
     RocketMQError,
     SendFailed,
@@ -121,7 +122,10 @@ class SendLoop:
         would otherwise take their request timeout each)."""
         with anyio.move_on_after(timeout):
             return await self.route(topic)
-        raise RequestTimeout("namesrv", RequestCode.GET_ROUTEINFO_BY_TOPIC, timeout)
+        # nothing reached a broker: the send's outcome is known (not stored)
+        raise NameServerUnavailable(
+            f"no NameServer gave the route of {topic!r} within {timeout:.3f}s"
+        )
 
     async def connect_within(
         self, addr: str, timeout: float, *, fail_over: bool = False
