@@ -221,9 +221,9 @@ def broker_error(addr: str, code: int, remark: str | None) -> BrokerError:
 class TopicNotFound(RocketMQError):
     """The NameServer knows no route for the topic."""
 
-    def __init__(self, topic: str) -> None:
+    def __init__(self, topic: str, detail: str = "") -> None:
         self.topic = topic
-        super().__init__(f"no route for topic {topic!r}")
+        super().__init__(f"no route for topic {topic!r}" + (f", {detail}" if detail else ""))
 
 
 class InvalidMessage(RocketMQError, ValueError):

@@ -159,7 +159,14 @@ class RouteTable:
             except TopicNotFound:
                 if template is None:
                     raise
-            base = await self.get(template)
+            try:
+                base = await self.get(template)
+            except TopicNotFound:  # the broker would not create it either: name the topic
+                raise TopicNotFound(
+                    topic,
+                    f"nor for {template!r}, the template a broker creates topics from "
+                    "(autoCreateTopicEnable is off): create the topic",
+                ) from None
             route = TopicRoute.from_template(topic, base.data, template_queues)
             self._routes[topic] = route
             self._fetched[topic] = time.monotonic()

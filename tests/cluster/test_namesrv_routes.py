@@ -41,6 +41,7 @@ class FakeNameServer:
         self.name = name
         self.calls = 0
         self.up = True
+        self.missing = {"missing"}
 
     async def __call__(self, peer: FakePeer, cmd: RemotingCommand) -> None:
         self.calls += 1
@@ -48,7 +49,7 @@ class FakeNameServer:
             await peer.close()
             return
         topic = cmd.ext_fields.get("topic", "")
-        if topic == "missing":
+        if topic in self.missing:
             await peer.reply(cmd, ResponseCode.TOPIC_NOT_EXIST, remark="no route")
         else:
             await peer.reply(cmd, ResponseCode.SUCCESS, body=_route_body((self.name, 4, 6)))
@@ -105,6 +106,17 @@ async def test_route_table_serves_cached_routes_while_name_servers_are_down() ->
         ns.up = True
         with pytest.raises(TopicNotFound):
             await routes.get("missing")
+
+
+async def test_a_missing_topic_without_a_template_is_named_not_the_template() -> None:
+    ns = FakeNameServer("b")
+    async with FakeServer(ns) as server, ConnectionPool(policy=FAST) as pool:
+        routes = RouteTable(NameServerClient(pool, server.addr, timeout=1))
+        ns.missing = {"orders", "TBW102"}  # (a broker with autoCreateTopicEnable off)
+        with pytest.raises(TopicNotFound) as info:
+            await routes.get("orders", template="TBW102")
+        assert info.value.topic == "orders"
+        assert str(info.value).startswith("no route for topic 'orders', nor for 'TBW102'")
 
 
 async def test_concurrent_gets_share_one_lookup() -> None:
