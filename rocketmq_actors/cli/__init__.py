@@ -76,9 +76,9 @@ def exit_status(leaf: BaseException, *, client_started: bool = False) -> int | N
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    configure_logging(json=args.log_json, level=args.log_level)
     STATE.client_started = False
     try:
+        configure_logging(json=args.log_json, level=args.log_level)  # (a bad level: exit 2)
         with uvloop_policy() if args.uvloop else nullcontext():
             status: int = args.handler(args)
     except BaseException as exc:

@@ -57,7 +57,10 @@ def read_body(args: argparse.Namespace) -> bytes | None:
         return bytes(args.body.encode())
     if args.body_file is not None:
         path = args.body_file
-        body: bytes = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        try:
+            body: bytes = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        except OSError as exc:
+            raise ValueError(f"--body-file {path!r}: {exc.strerror or exc}") from None
         if not body:
             raise ValueError(f"--body-file {path!r} is empty: a message needs a body")
         return body
@@ -158,6 +161,10 @@ async def produce(args: argparse.Namespace) -> dict[str, Any]:
 def _run(args: argparse.Namespace) -> int:
     if args.count < 1 or args.size < 1:
         raise ValueError("--count and --size must be at least 1")
+    if args.size > MAX_MESSAGE_SIZE:  # (checked before the body is built)
+        raise ValueError(f"--size must be at most {MAX_MESSAGE_SIZE}, a broker's message limit")
+    if not args.rate >= 0:  # (NaN too)
+        raise ValueError(f"--rate must be 0 (no limit) or more messages a second, not {args.rate}")
     if sum((args.body is not None, args.body_file is not None, args.stdin)) > 1:
         raise ValueError("give one of --body, --body-file and --stdin")
     if args.body_file not in (None, "-") and not Path(args.body_file).is_file():

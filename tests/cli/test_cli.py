@@ -120,6 +120,14 @@ USAGE = {
     "peek bad count": ["peek", "--namesrv", UNREACHABLE, "--topic", "T", "--count", "0"],
     "bad topic name": ["topic", "status", "--namesrv", UNREACHABLE, "--topic", "a b"],
     "bad address": ["cluster", "list", "--namesrv", "nonsense"],
+    "bad log level": ["--log-level", "BOGUS", "topic", "list", "--namesrv", UNREACHABLE],
+    "produce huge size": ["produce", "--namesrv", UNREACHABLE, "--topic", "T",
+                          "--size", "10000000000000"],
+    "produce negative rate": ["produce", "--namesrv", UNREACHABLE, "--topic", "T",
+                              "--rate", "-1"],
+    "produce NaN rate": ["produce", "--namesrv", UNREACHABLE, "--topic", "T", "--rate", "nan"],
+    "produce unreadable body file": ["produce", "--namesrv", UNREACHABLE, "--topic", "T",
+                                     "--body-file", "/proc/self/mem"],
 }  # fmt: skip
 
 
