@@ -116,20 +116,28 @@ class RequestTimeout(RocketMQError):
 
 
 class ReplyTimeout(RequestTimeout):
-    """``Producer.request``: the request was sent, but no reply came within the timeout (the
-    responder may still have acted on it). Its correlation entry is freed: a late reply is
-    refused."""
+    """``Producer.request``: no reply came within the timeout. Usually the request was sent
+    (``sent``; the responder may still have acted on it) and its correlation entry is freed:
+    a late reply is refused. When finding the topic's brokers took the whole timeout, it was
+    not sent at all (``sent`` and ``outcome_unknown`` are false)."""
 
     retriable = False
 
-    def __init__(self, topic: str, correlation_id: str, timeout: float) -> None:
+    def __init__(
+        self, topic: str, correlation_id: str, timeout: float, *, sent: bool = True
+    ) -> None:
         self.addr = ""
         self.code = 326  # PUSH_REPLY_MESSAGE_TO_CLIENT: the push that did not come
         self.timeout = timeout
         self.topic = topic
         self.correlation_id = correlation_id
+        self.sent = self.outcome_unknown = sent
         RocketMQError.__init__(
-            self, f"no reply to request {correlation_id} on {topic!r} within {timeout:.3f}s"
+            self,
+            f"no reply to request {correlation_id} on {topic!r} within {timeout:.3f}s"
+            if sent
+            else f"request {correlation_id} on {topic!r} not sent: finding the topic's brokers "
+            f"took its {timeout:.3f}s",
         )
 
 

@@ -330,7 +330,9 @@ async def submit_request(producer: Requester, message: Message, timeout: float) 
 async def send_request(producer: Requester, message: Message, timeout: float) -> tuple[str, Waiter]:
     """Send ``message`` as a request; its correlation id and the future of its reply (the
     send's error, or :class:`~rocketmq_actors.errors.ReplyTimeout` after ``timeout`` in
-    all)."""
+    all). ``timeout`` is a deadline for everything: the first request to a topic spends part
+    of it finding the topic's brokers and heartbeating, and one whose budget is gone by then
+    is not sent (``ReplyTimeout`` with ``sent`` false)."""
     timeout = check_timeout("timeout", timeout)
     instance = producer.instance
     table = producer.replies
@@ -340,17 +342,24 @@ async def send_request(producer: Requester, message: Message, timeout: float) ->
     )
     producer.check_running()
     started = anyio.current_time()
+    deadline = started + timeout
     if prepared.topic not in table.announced:
         # the broker pushes the reply down the connection that heartbeats as REPLY_TO_CLIENT:
         # heartbeat to the topic's brokers before the first request (Java prepareSendRequest)
-        await instance.routes.get(prepared.topic, template=TEMPLATE_TOPIC)
-        await instance.heartbeat.beat()
-        table.announced.add(prepared.topic)
-    waiter = table.open(correlation_id, prepared.topic, timeout, started + timeout)
+        with anyio.move_on_after(timeout):
+            await instance.routes.get(prepared.topic, template=TEMPLATE_TOPIC)
+            await instance.heartbeat.beat()
+            table.announced.add(prepared.topic)
+    left = deadline - anyio.current_time()
+    if left <= 0:
+        raise ReplyTimeout(prepared.user_topic, correlation_id, timeout, sent=False)
+    waiter = table.open(correlation_id, prepared.topic, timeout, deadline)
     try:
-        left = started + timeout - anyio.current_time()
-        await producer.send_prepared(prepared, Routing(message), max(left, 0.001))
+        await producer.send_prepared(prepared, Routing(message), left)
     except BaseException:
+        # the expiry actor may have failed the waiter meanwhile: nobody will see it, the
+        # send's error is what the caller gets
+        _retrieve(cast(ReplyFuture, waiter))
         table.discard(correlation_id)
         raise
     return correlation_id, waiter

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 import weakref
 import zlib
 from collections.abc import AsyncIterator
@@ -26,6 +27,7 @@ from rocketmq_actors.protocol.messages import Message, decode_properties, encode
 from rocketmq_actors.runtime.router import REPLY_EVENTS
 from rocketmq_actors.runtime.waiters import Waiter, wait_done
 from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
+from tests.slack import slack
 
 from .test_deadlines import NameServer
 
@@ -120,6 +122,50 @@ async def test_no_reply_is_a_reply_timeout_and_a_late_reply_is_refused() -> None
         with anyio.fail_after(5):
             (response,) = await broker.peer.wait_responses(1)
         assert response.opaque == 777 and response.code == ResponseCode.SYSTEM_ERROR
+
+
+class Stalled(Broker):
+    """A broker that never answers a heartbeat (it serves sends as :class:`Broker` does)."""
+
+    def __init__(self) -> None:
+        super().__init__(b"pong")
+        self.codes: list[int] = []
+
+    async def __call__(self, peer: FakePeer, cmd: RemotingCommand) -> None:
+        self.codes.append(cmd.code)
+        if cmd.code == RequestCode.HEART_BEAT:
+            await anyio.sleep_forever()
+        await super().__call__(peer, cmd)
+
+
+@pytest.mark.parametrize("timeout", [1.0, 4.0])
+async def test_the_first_request_to_a_topic_keeps_its_timeout_with_a_silent_broker(
+    timeout: float,
+) -> None:
+    """Before: ``request(timeout=1.0)`` took 3.02 s - the heartbeat before a topic's first
+    request waited for every broker, then the request went out with 1 ms left. Now the
+    heartbeat spends the request's own budget: within 1 s nothing is sent (the budget went
+    on the silent broker's heartbeat); with 4 s the heartbeat gives up on it after the
+    client's 3 s request timeout and the request goes out (to either broker)."""
+    broker, silent = Broker(b"pong"), Stalled()
+    async with FakeServer(broker) as fake, FakeServer(silent) as stalled:
+        routes = {"T": route_body(("broker-a", fake.addr), ("broker-b", stalled.addr))}
+        async with FakeServer(NameServer(routes)) as ns, Producer(namesrv=ns.addr, group="G") as p:
+            p.instance.routes._routes.clear()  # (as if the start-up had not looked T up)
+            began = time.monotonic()
+            with anyio.fail_after(timeout + 10):
+                if timeout < 3:
+                    with pytest.raises(ReplyTimeout) as caught:
+                        await p.request(Message(topic="T", body=b"ping"), timeout=timeout)
+                    assert not caught.value.sent and not caught.value.outcome_unknown
+                    assert "not sent" in str(caught.value)
+                else:
+                    answer = await p.request(Message(topic="T", body=b"ping"), timeout=timeout)
+                    assert answer.body == b"pong"
+            assert time.monotonic() - began < timeout + slack(began)
+            assert RequestCode.HEART_BEAT in silent.codes
+            assert len(broker.requests) + len(silent.requests) == (0 if timeout < 3 else 1)
+            assert len(p._group.replies) == 0
 
 
 async def test_submit_request_futures_resolve_independently() -> None:
