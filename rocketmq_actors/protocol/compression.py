@@ -17,7 +17,7 @@ import zlib
 from typing import Any
 
 from .errors import ProtocolError
-from .messages import MessageSysFlag
+from .messages import MAX_MESSAGE_SIZE, MessageSysFlag
 
 __all__ = ["CompressionType", "compress", "decompress"]
 
@@ -67,22 +67,47 @@ def compress(body: bytes, kind: CompressionType, level: int) -> bytes:
     return bytes(_zstd().ZstdCompressor(level=level).compress(body))
 
 
-def decompress(body: bytes, sys_flag: int) -> bytes:
-    """The body of a record whose sysFlag has ``COMPRESSED`` set; a body that is not what its
-    bits say (or bits naming no compressor) is a :class:`ProtocolError`."""
+def decompress(body: bytes, sys_flag: int, limit: int = MAX_MESSAGE_SIZE) -> bytes:
+    """The body of a record whose sysFlag has ``COMPRESSED`` set, inflated to at most
+    ``limit`` bytes: a body that would inflate past it (a bomb: 64 KiB of zeros inflate to
+    64 MiB), that is not what its bits say, or whose bits name no compressor is a
+    :class:`ProtocolError`; nothing past ``limit`` (plus a block) is ever allocated."""
     kind = sys_flag & MessageSysFlag.COMPRESSION_MASK
     try:
         if kind in (0, MessageSysFlag.COMPRESSION_ZLIB):
-            return zlib.decompress(body)
+            inflater = zlib.decompressobj()
+            inflated = inflater.decompress(body, limit + 1)
+            return _bounded(inflated, limit, complete=inflater.eof)
         if kind == MessageSysFlag.COMPRESSION_LZ4:
-            return bytes(_lz4().decompress(body))
+            frames = _lz4().LZ4FrameDecompressor()
+            inflated = bytes(frames.decompress(body, max_length=limit + 1))
+            return _bounded(inflated, limit, complete=frames.eof)
         if kind == MessageSysFlag.COMPRESSION_ZSTD:
-            # a streamed zstd frame (Java's ZstdOutputStream) does not record its size
-            stream = _zstd().ZstdDecompressor().decompressobj()
-            inflated = bytes(stream.decompress(body))
-            if not stream.eof:
-                raise ValueError("truncated zstd frame")
-            return inflated
+            zstd = _zstd()
+            # a streamed frame (Java's ZstdOutputStream) does not record its size: the output
+            # buffer is then ``limit`` bytes, and a frame that needs more fails (as does a
+            # truncated one); a frame that records its size is checked before allocating it
+            size = zstd.frame_content_size(body)
+            if size > limit:
+                raise _too_large(limit)
+            try:
+                return bytes(zstd.ZstdDecompressor().decompress(body, max_output_size=limit))
+            except zstd.ZstdError as exc:
+                raise ValueError(f"{exc} (truncated, or inflating past {limit} bytes)") from None
+    except ProtocolError:
+        raise
     except Exception as exc:  # zlib.error, RuntimeError (lz4), ZstdError: all "not a body"
         raise ProtocolError("bad-compressed-body", f"{type(exc).__name__}: {exc}") from None
     raise ProtocolError("unsupported-compression", f"compression type bits {kind:#x}")
+
+
+def _too_large(limit: int) -> ProtocolError:
+    return ProtocolError("body-too-large", f"the body inflates past {limit} bytes")
+
+
+def _bounded(inflated: bytes, limit: int, *, complete: bool) -> bytes:
+    if len(inflated) > limit:
+        raise _too_large(limit)
+    if not complete:
+        raise ValueError("truncated compressed body")
+    return inflated

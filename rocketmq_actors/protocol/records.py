@@ -20,6 +20,7 @@ import attrs
 from . import compression
 from .errors import ProtocolError
 from .messages import (
+    MAX_MESSAGE_SIZE,
     MessageSysFlag,
     Property,
     decode_properties,
@@ -173,10 +174,12 @@ def decode_messages(
 
 
 def decode_records(
-    data: bytes, record: type[M], *, decompress: bool = True, strict: bool = True
-) -> list[M]:
+    data: bytes, record: type[M], *, decompress: bool = True, strict: bool = True,
+    max_body: int = MAX_MESSAGE_SIZE,
+) -> list[M]:  # fmt: skip
     """Decode a concatenation of stored-message records, each an instance of ``record`` (a
     subclass of :class:`MessageExt` whose own fields have defaults: a consumer's message).
+    A compressed body that would inflate past ``max_body`` bytes does not decode.
 
     Each record is checked against its own TOTALSIZE; a record that breaks the framing (sizes,
     magic code) raises :class:`ProtocolError` (and nothing else). Compressed bodies are
@@ -237,7 +240,7 @@ def decode_records(
             error: str | None = None
             if decompress and sys_flag & MessageSysFlag.COMPRESSED:
                 try:
-                    body = compression.decompress(body, sys_flag)
+                    body = compression.decompress(body, sys_flag, max_body)
                     sys_flag &= ~(MessageSysFlag.COMPRESSED | MessageSysFlag.COMPRESSION_MASK)
                 except ProtocolError as exc:
                     if strict:

@@ -64,3 +64,39 @@ def test_a_truncated_or_foreign_body_is_a_protocol_error(kind: CompressionType) 
 def test_bits_naming_no_compressor_are_unsupported(bits: int) -> None:
     with pytest.raises(ProtocolError, match="unsupported-compression"):
         decompress(zlib.compress(BODY), MessageSysFlag.COMPRESSED | bits)
+
+
+def _streamed_zstd(body: bytes) -> bytes:
+    compressor = zstandard.ZstdCompressor().compressobj()
+    return bytes(compressor.compress(body) + compressor.flush())
+
+
+BOMBS = {
+    "zlib": (lambda b: zlib.compress(b, 9), MessageSysFlag.COMPRESSION_ZLIB),
+    "lz4": (lz4.frame.compress, MessageSysFlag.COMPRESSION_LZ4),
+    "zstd streamed": (_streamed_zstd, MessageSysFlag.COMPRESSION_ZSTD),
+    "zstd sized": (zstandard.ZstdCompressor().compress, MessageSysFlag.COMPRESSION_ZSTD),
+}
+
+
+@pytest.mark.parametrize("kind", BOMBS.values(), ids=BOMBS.keys())
+def test_a_body_inflates_to_its_limit_and_no_further(kind: tuple[object, int]) -> None:
+    """A bomb (a few KiB of zeros that inflate to 8 MiB) is refused without inflating it: a
+    body of exactly the limit decodes, one byte more does not."""
+    squeeze, bits = kind
+    flag = MessageSysFlag.COMPRESSED | bits
+    limit = 64 * 1024
+    exact = squeeze(bytes(limit))  # type: ignore[operator]
+    assert decompress(exact, flag, limit) == bytes(limit)
+    for body in (squeeze(bytes(limit + 1)), squeeze(bytes(8 * 1024 * 1024))):  # type: ignore[operator]
+        with pytest.raises(ProtocolError) as info:
+            decompress(body, flag, limit)
+        assert info.value.reason in ("body-too-large", "bad-compressed-body")
+        assert str(limit) in str(info.value)
+
+
+def test_by_default_the_limit_is_a_brokers_4_mib() -> None:
+    flag = MessageSysFlag.COMPRESSED
+    assert len(decompress(zlib.compress(bytes(4 * 1024 * 1024)), flag)) == 4 * 1024 * 1024
+    with pytest.raises(ProtocolError, match="body-too-large"):
+        decompress(zlib.compress(bytes(4 * 1024 * 1024 + 1)), flag)

@@ -26,7 +26,7 @@ from rocketmq_actors.protocol.headers import (
     PullMessageResponseHeader,
     SearchOffsetRequestHeader,
 )
-from rocketmq_actors.protocol.messages import PullSysFlag
+from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE, PullSysFlag
 from rocketmq_actors.protocol.records import MessageExt, decode_records
 from rocketmq_actors.runtime.backoff import Backoff
 
@@ -112,23 +112,25 @@ async def pull_once(
     group: str,
     queue: MessageQueue,
     offset: int,
+    max_body: int = MAX_MESSAGE_SIZE,
     **options: Unpack[PullOptions],
 ) -> PullResult:
     """One PULL_MESSAGE (shared by the pull and push consumers), its records decoded and
     filtered by the subscription's tags (see :func:`pull_raw` for the arguments)."""
-    return decode_pull(
-        await pull_raw(instance, group, queue, offset, **options), queue, options["subscription"]
-    )
+    raw = await pull_raw(instance, group, queue, offset, **options)
+    return decode_pull(raw, queue, options["subscription"], max_body)
 
 
-def decode_pull(raw: RawPull, queue: MessageQueue, subscription: Subscription) -> PullResult:
-    """``raw``'s records decoded (as the broker names ``queue``) and filtered by the
-    subscription's tags."""
+def decode_pull(
+    raw: RawPull, queue: MessageQueue, subscription: Subscription, max_body: int
+) -> PullResult:
+    """``raw``'s records decoded (as the broker names ``queue``; a compressed body inflating
+    past ``max_body`` bytes does not decode) and filtered by the subscription's tags."""
     messages: tuple[MessageExt, ...] = ()
     if raw.status is PullStatus.FOUND:
         # a record that does not decode comes back marked (decode_error), never as an error
         # for the whole pull: the consumer sends it on to the DLQ and the queue moves on
-        decoded = decode_records(raw.body, ReceivedMessage, strict=False)
+        decoded = decode_records(raw.body, ReceivedMessage, strict=False, max_body=max_body)
         offsets = (raw.min_offset, raw.max_offset)
         for message in decoded:
             message.broker_name = queue.broker_name
@@ -306,6 +308,7 @@ class Puller(Protocol):
     pull_batch_size: int
     pull_suspend: float
     request_timeout: float
+    max_body_size: int
 
     @property
     def instance(self) -> ClientInstance: ...
@@ -353,7 +356,7 @@ async def pull_or_back_off(
     the back-off and return None (the actor goes on: errors of the network are not crashes)."""
     try:
         return await pull_once(
-            owner.instance, owner.group, queue, offset,
+            owner.instance, owner.group, queue, offset, owner.max_body_size,
             subscription=owner.subscription(queue.topic), sub_version=owner.sub_version,
             max_messages=owner.pull_batch_size, wait=owner.pull_suspend,
             request_timeout=owner.request_timeout, broker_id=broker_id,

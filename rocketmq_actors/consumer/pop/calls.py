@@ -18,6 +18,7 @@ from rocketmq_actors.errors import BrokerError, UnsupportedByBroker, broker_erro
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE
 from rocketmq_actors.protocol.pop import (
     INIT_MODE_MAX,
     AckMessageRequestHeader,
@@ -90,6 +91,7 @@ async def pop_once(
     order: bool,
     request_timeout: float,
     init_mode: int = INIT_MODE_MAX,
+    max_body: int = MAX_MESSAGE_SIZE,
 ) -> Popped:
     """One POP_MESSAGE of every queue of ``topic`` on ``broker_name`` (queue id -1: the
     broker chooses), held by the broker up to ``poll_time`` when it has nothing."""
@@ -113,7 +115,7 @@ async def pop_once(
     if reply.code != ResponseCode.SUCCESS:
         raise broker_error(addr, reply.code, reply.remark)
     response = PopMessageResponseHeader.from_ext(reply.ext_fields)
-    decoded = decode_records(reply.body, ReceivedMessage, strict=False)
+    decoded = decode_records(reply.body, ReceivedMessage, strict=False, max_body=max_body)
     stored = [PoppedMessage(m.topic, m.queue_id, m.queue_offset, m.reconsume_times,
                             m.properties.get(POP_CK)) for m in decoded]  # fmt: skip
     handles = message_handles(stored, response, broker_name=broker_name, order=order)

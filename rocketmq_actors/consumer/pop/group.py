@@ -289,7 +289,7 @@ class PopGroup(GroupMember):
                     max_messages=min(options.pop_batch_size, room),
                     invisible_time=self.invisible_time, poll_time=self.poll_time,
                     order=options.orderly, request_timeout=self.request_timeout,
-                    init_mode=init_mode,
+                    init_mode=init_mode, max_body=options.max_body_size,
                 )  # fmt: skip
             except RocketMQError as exc:
                 self.pop_errors += 1

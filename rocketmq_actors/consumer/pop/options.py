@@ -18,6 +18,7 @@ from rocketmq_actors.consumer.core.options import ConsumeFrom, check_deserialize
 from rocketmq_actors.consumer.core.subscriptions import MessageSelector
 from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.names import validate_group, validate_topic
+from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE
 from rocketmq_actors.runtime.checks import check_timeout
 
 __all__ = ["MAX_INVISIBLE_TIME", "MAX_POP_BATCH", "PopOptions", "check_pop_arguments"]
@@ -89,6 +90,8 @@ class PopOptions:
     * ``ack_batch_size`` (``32``) and ``ack_interval`` (``0.2``): acks are sent together
       (BATCH_ACK_MESSAGE) once this many wait, or this often.
     * ``route_interval`` (``20.0``): how often the topics' brokers are looked up.
+    * ``max_body_size`` (4 MiB, a broker's default message limit): a compressed body that
+      would inflate past it does not decode (a bomb), and goes as an undecodable message does.
     """
 
     orderly: bool = attrs.field(default=False, validator=_check_orderly)
@@ -108,6 +111,7 @@ class PopOptions:
     ack_batch_size: int = attrs.field(default=32, validator=count())
     ack_interval: float = attrs.field(default=0.2, validator=seconds())
     route_interval: float = attrs.field(default=20.0, validator=seconds())
+    max_body_size: int = attrs.field(default=MAX_MESSAGE_SIZE, validator=count())
 
     def __attrs_post_init__(self) -> None:
         if self.orderly and self.consume_batch_size > 1:

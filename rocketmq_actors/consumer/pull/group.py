@@ -79,6 +79,7 @@ class PullGroup(GroupMember):
         self.pull_batch_size = options.pull_batch_size
         self.max_buffered = options.max_buffered
         self.pull_suspend = options.pull_suspend
+        self.max_body_size = options.max_body_size
         self.request_timeout = client.request_timeout
         self.buffer = RecordBuffer()
         self.value_deserializer = value_deserializer
@@ -304,7 +305,7 @@ class PullGroup(GroupMember):
         queue, subscription, raw = await self._pull(
             queue, offset, max_messages, expression, expression_type, wait
         )
-        result = decode_pull(raw, queue, subscription)
+        result = decode_pull(raw, queue, subscription, self.max_body_size)
         if self.value_deserializer is not None:  # (raises for the first it rejects)
             for message in result.messages:
                 deserialize_record(message, self.value_deserializer, self.ns.app(queue))

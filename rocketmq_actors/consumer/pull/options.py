@@ -12,6 +12,7 @@ from rocketmq_actors.cluster.options import count, instance_of, seconds
 from rocketmq_actors.consumer.core.rebalance import Strategy
 from rocketmq_actors.consumer.core.strategies import StrategyOption, as_allocator
 from rocketmq_actors.errors import ConfigError
+from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE
 
 __all__ = ["OffsetReset", "PullOptions"]
 
@@ -54,6 +55,8 @@ class PullOptions:
     * ``pull_suspend`` (5.0): seconds the broker holds a pull of an empty queue (long polling).
     * ``rebalance_interval`` (20.0): seconds between rebalance rounds (the broker also triggers
       one when the group changes); a ``pattern`` subscription looks for new topics as often.
+    * ``max_body_size`` (4 MiB, a broker's default message limit): a compressed body that
+      would inflate past it does not decode (a bomb), and comes back as an undecodable record.
     """
 
     auto_commit: bool = attrs.field(default=True, validator=instance_of(bool))
@@ -66,6 +69,7 @@ class PullOptions:
     max_buffered: int = attrs.field(default=1000, validator=count())
     pull_suspend: float = attrs.field(default=5.0, validator=seconds())
     rebalance_interval: float = attrs.field(default=20.0, validator=seconds())
+    max_body_size: int = attrs.field(default=MAX_MESSAGE_SIZE, validator=count())
 
     def evolve(self, **changes: Any) -> PullOptions:
         """A copy with ``changes`` (checked as the constructor checks them)."""

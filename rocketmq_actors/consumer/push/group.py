@@ -103,6 +103,7 @@ class PushGroup(GroupMember):
         # (what the queue actors and the pulls read, as the protocols they take name it)
         self.orderly = options.orderly
         self.pull_batch_size, self.pull_suspend = options.pull_batch_size, options.pull_suspend
+        self.max_body_size = options.max_body_size
         self.request_timeout = client.request_timeout
         self.retry_delay_level = options.retry_delay_level
         self.max_reconsume_times = default_max_reconsume(options.max_reconsume_times,

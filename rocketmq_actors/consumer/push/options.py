@@ -26,6 +26,7 @@ from rocketmq_actors.consumer.core.rebalance import Strategy
 from rocketmq_actors.consumer.core.strategies import StrategyOption, as_allocator
 from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.names import validate_group, validate_topic
+from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE
 
 __all__ = ["PushOptions", "check_arguments"]
 
@@ -92,6 +93,8 @@ class PushOptions:
       poll on an empty queue).
     * ``offset_dir`` (None: ``~/.rocketmq_actors/offsets``): broadcasting, the local offset
       files.
+    * ``max_body_size`` (4 MiB, a broker's default message limit): a compressed body that
+      would inflate past it does not decode (a bomb), and goes as an undecodable message does.
     """
 
     model: MessageModel = attrs.field(default=MessageModel.CLUSTERING,
@@ -121,6 +124,7 @@ class PushOptions:
     persist_interval: float = attrs.field(default=5.0, validator=seconds())
     pull_suspend: float = attrs.field(default=15.0, validator=seconds())
     offset_dir: Path | str | None = attrs.field(default=None, validator=_check_dir)
+    max_body_size: int = attrs.field(default=MAX_MESSAGE_SIZE, validator=count())
 
     def evolve(self, **changes: Any) -> PushOptions:
         """A copy with ``changes`` (checked as the constructor checks them)."""

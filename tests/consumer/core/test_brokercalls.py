@@ -29,6 +29,7 @@ async def test_the_next_pull_goes_where_the_last_answer_said(
     class Owner:
         instance = group = None
         pull_batch_size, pull_suspend, request_timeout, sub_version = 32, 0.0, 1.0, 0
+        max_body_size = 4 * 1024 * 1024
 
         def subscription(self, topic: str) -> None:
             return None

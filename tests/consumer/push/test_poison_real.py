@@ -24,6 +24,15 @@ from ..routes import registered_route
 pytestmark = pytest.mark.integration
 
 COMPRESSED = MessageSysFlag.COMPRESSED
+BOMB = 16 * 1024 * 1024
+
+
+def _streamed_zstd(size: int) -> bytes:
+    """``size`` zero bytes as Java's ZstdOutputStream writes them: no size in the frame."""
+    compressor = zstandard.ZstdCompressor().compressobj()
+    return bytes(compressor.compress(bytes(size)) + compressor.flush())
+
+
 _LZ4 = lz4.frame.compress(b"lz4 body" * 100)
 _ZSTD = zstandard.ZstdCompressor().compress(b"zstd body" * 100)
 POISON = {
@@ -33,6 +42,10 @@ POISON = {
     "zstd marked lz4": (_ZSTD, COMPRESSED | MessageSysFlag.COMPRESSION_LZ4),
     "corrupt zlib": (b"\x78\x9c not zlib at all", COMPRESSED | MessageSysFlag.COMPRESSION_ZLIB),
     "unknown compression": (zlib.compress(b"x" * 100), COMPRESSED | 0x400),
+    # bombs: a few KiB that inflate to 16 MiB, four times the consumer's max_body_size
+    "zlib bomb": (zlib.compress(bytes(BOMB), 9), COMPRESSED | MessageSysFlag.COMPRESSION_ZLIB),
+    "lz4 bomb": (lz4.frame.compress(bytes(BOMB)), COMPRESSED | MessageSysFlag.COMPRESSION_LZ4),
+    "zstd bomb": (_streamed_zstd(BOMB), COMPRESSED | MessageSysFlag.COMPRESSION_ZSTD),
 }
 
 
@@ -50,7 +63,7 @@ async def test_undecodable_messages_go_to_the_dlq_and_the_queue_moves_on(
     """Concurrently, a poison message fails like a handler failure (here with
     ``max_reconsume_times=0``, so to the DLQ at once); in order, it goes to the DLQ at once
     whatever ``max_reconsume_times`` says, or it would hold the queue for ever."""
-    plain = [f"plain-{i}" for i in range(12)]
+    plain = [f"plain-{i}" for i in range(3 * len(POISON))]
     async with Producer(namesrv=rocketmq_namesrv, group="G_poison_feed") as producer:
         await create_topic(producer.instance, unique_topic, queues=1)
         for i, key in enumerate(plain):
