@@ -30,7 +30,7 @@ from . import messages as messages_cmd
 from . import peek as peek_cmd
 from . import produce as produce_cmd
 from . import topics as topics_cmd
-from .common import STATE, UsageError
+from .common import STATE, UsageError, check_namesrv
 
 __all__ = ["UsageError", "main"]
 
@@ -79,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     STATE.client_started = False
     try:
         configure_logging(json=args.log_json, level=args.log_level)  # (a bad level: exit 2)
+        check_namesrv(args)
         with uvloop_policy() if args.uvloop else nullcontext():
             status: int = args.handler(args)
     except BaseException as exc:

@@ -21,6 +21,7 @@ __all__ = [
     "UsageError",
     "add_common",
     "add_namesrv",
+    "check_namesrv",
     "emit",
     "run_with_instance",
     "table",
@@ -49,13 +50,17 @@ STATE = _State()
 
 
 def add_namesrv(p: argparse.ArgumentParser) -> None:
-    env = os.environ.get("NAMESRV_ADDR")
     p.add_argument(
         "--namesrv",
-        default=env,
-        required=env is None,
+        default=os.environ.get("NAMESRV_ADDR"),
         help="NameServer address(es), host:port[;host:port] (default: $NAMESRV_ADDR)",
     )
+
+
+def check_namesrv(args: argparse.Namespace) -> None:
+    """A command that talks to a cluster needs --namesrv or $NAMESRV_ADDR: say both."""
+    if "namesrv" in vars(args) and not args.namesrv:
+        raise UsageError(f"{args.command}: give --namesrv host:port, or set $NAMESRV_ADDR")
 
 
 def add_common(p: argparse.ArgumentParser) -> None:

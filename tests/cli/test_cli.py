@@ -151,6 +151,15 @@ def test_namesrv_defaults_to_the_environment(
     assert UNREACHABLE in capsys.readouterr().err
 
 
+def test_no_nameserver_at_all_names_both_ways_to_give_one(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("NAMESRV_ADDR", raising=False)
+    assert main(["topic", "list"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--namesrv" in err and "$NAMESRV_ADDR" in err
+
+
 def test_table_aligns_numbers_right_and_shows_none_as_a_dash() -> None:
     from rocketmq_actors.cli.common import table
 
