@@ -98,6 +98,7 @@ def _cli_start(state_dir: Path) -> subprocess.Popen[str]:
 
 
 @pytest.mark.once  # (the default version's clusters)
+@pytest.mark.elsewhere  # (three cluster starts and a graceful 5.x stop: the longest test)
 def test_cli_start_stop_twice_and_in_parallel(tmp_path: Path) -> None:
     first, second = tmp_path / "one", tmp_path / "two"
     beside = _cli_start(second)  # two launchers at once (and it saves one cluster start's wait)
