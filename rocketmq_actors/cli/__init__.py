@@ -56,7 +56,21 @@ def build_parser() -> argparse.ArgumentParser:
     messages_cmd.register(sub)
     brokers_cmd.register(sub)
     bench_cmd.register(sub)
+    _logging_flags_everywhere(parser)
     return parser
+
+
+def _logging_flags_everywhere(parser: argparse.ArgumentParser) -> None:
+    """``--log-level`` and ``--log-json`` after any (sub)command too, as before it: each
+    subparser takes them with no default of its own, so the one given anywhere wins."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in set(action.choices.values()):
+                child.add_argument("--log-level", default=argparse.SUPPRESS,
+                                   help="log level for diagnostics on stderr")  # fmt: skip
+                child.add_argument("--log-json", action="store_true", default=argparse.SUPPRESS,
+                                   help="log as JSON lines on stderr")  # fmt: skip
+                _logging_flags_everywhere(child)
 
 
 def exit_status(leaf: BaseException, *, client_started: bool = False) -> int | None:

@@ -121,6 +121,7 @@ USAGE = {
     "bad topic name": ["topic", "status", "--namesrv", UNREACHABLE, "--topic", "a b"],
     "bad address": ["cluster", "list", "--namesrv", "nonsense"],
     "bad log level": ["--log-level", "BOGUS", "topic", "list", "--namesrv", UNREACHABLE],
+    "bad log level after": ["topic", "list", "--namesrv", UNREACHABLE, "--log-level", "BOGUS"],
     "produce huge size": ["produce", "--namesrv", UNREACHABLE, "--topic", "T",
                           "--size", "10000000000000"],
     "produce negative rate": ["produce", "--namesrv", UNREACHABLE, "--topic", "T",
@@ -149,6 +150,17 @@ def test_namesrv_defaults_to_the_environment(
     monkeypatch.setenv("NAMESRV_ADDR", UNREACHABLE)
     assert main(["topic", "list"]) == 1
     assert UNREACHABLE in capsys.readouterr().err
+
+
+def test_the_logging_flags_work_after_the_command_too(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert (
+        main(["topic", "list", "--namesrv", UNREACHABLE, "--log-level", "debug", "--log-json"]) == 1
+    )
+    err = capsys.readouterr().err
+    # JSON lines, and info ones: below the default level (warning), so the flag took effect
+    assert '"event": "client.stopped", "level": "info"' in err, err
 
 
 def test_no_nameserver_at_all_names_both_ways_to_give_one(
