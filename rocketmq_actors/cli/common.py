@@ -58,7 +58,10 @@ def add_namesrv(p: argparse.ArgumentParser) -> None:
 
 
 def check_namesrv(args: argparse.Namespace) -> None:
-    """A command that talks to a cluster needs --namesrv or $NAMESRV_ADDR: say both."""
+    """A command that talks to a cluster needs --namesrv or $NAMESRV_ADDR: say both. (A
+    command whose actions do not all need one checks it itself.)"""
+    if "namesrv_checked_by_command" in vars(args):
+        return
     if "namesrv" in vars(args) and not args.namesrv:
         raise UsageError(f"{args.command}: give --namesrv host:port, or set $NAMESRV_ADDR")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import time
 from typing import Any
 
@@ -22,7 +21,7 @@ from rocketmq_actors.protocol.msgid import MessageIdInfo
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.protocol.trace import RMQ_SYS_TRACE_TOPIC
 
-from .common import UsageError, emit, run_with_instance, table
+from .common import UsageError, add_namesrv, emit, run_with_instance, table
 from .msgtrace import render_trace, trace
 from .peek import record
 
@@ -133,7 +132,7 @@ def _run(args: argparse.Namespace) -> int:
         emit(args, id_record(query.decode_message_id(args.id)), _render_decode)
         return 0
     if not args.namesrv:
-        raise UsageError(f"message {args.action} needs --namesrv (or NAMESRV_ADDR)")
+        raise UsageError(f"message {args.action}: give --namesrv host:port, or set $NAMESRV_ADDR")
     if args.action == "query":
         if not args.topic or not args.key:
             raise UsageError("message query needs --topic and --key")
@@ -162,12 +161,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("message", help="find stored messages by key or id, decode an id")
     p.add_argument("action", choices=["query", "show", "decode", "trace"])
     p.add_argument("id", nargs="?", help="show/decode: an offset message id or a unique key")
-    # not add_common: decode needs no NameServer, so --namesrv is checked in _run
-    p.add_argument(
-        "--namesrv",
-        default=os.environ.get("NAMESRV_ADDR"),
-        help="NameServer address(es), host:port[;host:port] (default: $NAMESRV_ADDR)",
-    )
+    add_namesrv(p)  # (decode needs no NameServer: _run checks it for the others)
     p.add_argument("--json", action="store_true", help="one JSON document on stdout")
     p.add_argument("--topic", help="query: the topic; show: needed for a unique key")
     p.add_argument("--key", help="query: a key the messages carry (or, --unique, the msg id)")
@@ -177,4 +171,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--end", metavar="WHEN", help="stored at or before: epoch ms or ISO 8601")
     p.add_argument("--max", type=int, default=64, help="at most N per broker (default 64)")
     p.add_argument("--trace-topic", help=f"trace: the trace topic (default {RMQ_SYS_TRACE_TOPIC})")
-    p.set_defaults(handler=_run)
+    p.set_defaults(handler=_run, namesrv_checked_by_command=True)
