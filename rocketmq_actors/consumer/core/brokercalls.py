@@ -191,13 +191,21 @@ async def pull_raw(
     )
 
 
-async def _offset_request(
+async def _master_call(
     instance: ClientInstance, queue: MessageQueue, code: int, ext: dict[str, str]
-) -> int:
+) -> RemotingCommand:
+    """A request to the master of ``queue``'s broker; its reply, or the broker's error."""
     addr = await instance.routes.broker_addr(queue, master_only=True)
     reply = await instance.request(addr, RemotingCommand.request(code, ext))
     if reply.code != ResponseCode.SUCCESS:
         raise broker_error(addr, reply.code, reply.remark)
+    return reply
+
+
+async def _offset_request(
+    instance: ClientInstance, queue: MessageQueue, code: int, ext: dict[str, str]
+) -> int:
+    reply = await _master_call(instance, queue, code, ext)
     return OffsetResponseHeader.from_ext(reply.ext_fields).offset
 
 
@@ -217,14 +225,11 @@ async def max_offsets(
     """The max offset of every queue ``broker_name`` holds of ``topic``, in one request:
     GET_CONSUME_STATS for ``group`` (as ``mqadmin consumerProgress`` reads it). A queue the
     broker leaves out (a topic outside the group's subscriptions) is not in the result."""
-    probe = MessageQueue(topic, broker_name, 0)
-    addr = await instance.routes.broker_addr(probe, master_only=True)
     header = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
-    reply = await instance.request(
-        addr, RemotingCommand.request(RequestCode.GET_CONSUME_STATS, header.to_ext())
-    )
-    if reply.code != ResponseCode.SUCCESS:
-        raise broker_error(addr, reply.code, reply.remark)
+    reply = await _master_call(
+        instance, MessageQueue(topic, broker_name, 0), RequestCode.GET_CONSUME_STATS,
+        header.to_ext(),
+    )  # fmt: skip
     stats = ConsumeStats.decode(reply.body)
     return {
         queue: row.broker_offset
