@@ -15,6 +15,7 @@ from contextlib import AsyncExitStack
 import anyio
 
 from rocketmq_actors.errors import ClientClosed, ConfigError
+from rocketmq_actors.names import wrap
 from rocketmq_actors.runtime.backoff import RestartPolicy
 from rocketmq_actors.runtime.lifecycle import Lifecycle
 from rocketmq_actors.runtime.mailbox import Mailbox
@@ -72,7 +73,7 @@ class GroupMember(Lifecycle):
                 f"give a NameServer address (namesrv=... or ${NAMESRV_ENV}) or a ClientInstance"
             )
         self.kind = kind
-        self.group = group
+        self.group = wrap(client.namespace, group)  # as the broker knows it
         self._client = client
         self._own_instance = instance is None
         self._instance = instance or ClientInstance(

@@ -108,7 +108,7 @@ class ProducerGroup(GroupMember):
         if isinstance(topics, str):
             raise ConfigError("topics must be a list of topic names, not a string")
         namespace = client.namespace
-        super().__init__(kind="producer", group=wrap(namespace, group), namesrv=namesrv,
+        super().__init__(kind="producer", group=group, namesrv=namesrv,
                          instance=instance, client=client)  # fmt: skip
         self.options = options
         self.namespace = namespace

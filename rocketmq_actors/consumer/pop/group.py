@@ -47,7 +47,6 @@ from rocketmq_actors.errors import (
     UnsupportedByBroker,
 )
 from rocketmq_actors.logs import get_logger
-from rocketmq_actors.names import wrap
 from rocketmq_actors.producer.tracesend import trace_sender
 from rocketmq_actors.protocol.bodies import ConsumerData
 from rocketmq_actors.protocol.codes import ResponseCode
@@ -84,7 +83,7 @@ class PopGroup(GroupMember):
         instance: ClientInstance | None,
     ) -> None:
         namespace = client.namespace
-        super().__init__(kind="pop-consumer", group=wrap(namespace, group), namesrv=namesrv,
+        super().__init__(kind="pop-consumer", group=group, namesrv=namesrv,
                          instance=instance, client=client)  # fmt: skip
         self.options = options
         self.max_reconsume_times = default_max_reconsume(options.max_reconsume_times,

@@ -69,7 +69,7 @@ class PullGroup(GroupMember):
     ) -> None:
         validate_group(group)
         check_deserializer(value_deserializer)
-        super().__init__(kind="pull-consumer", group=wrap(client.namespace, group),
+        super().__init__(kind="pull-consumer", group=group,
                          namesrv=namesrv, instance=instance, client=client)  # fmt: skip
         self.options = options
         self.namespace = client.namespace

@@ -62,7 +62,6 @@ from rocketmq_actors.consumer.push.orderly import OrderlyConsumeService
 from rocketmq_actors.consumer.push.ownership import Ownership
 from rocketmq_actors.errors import TopicNotFound
 from rocketmq_actors.logs import get_logger
-from rocketmq_actors.names import wrap
 from rocketmq_actors.producer.tracesend import trace_sender
 from rocketmq_actors.protocol.bodies import ConsumerData, MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
@@ -93,7 +92,7 @@ class PushGroup(GroupMember):
         instance: ClientInstance | None,
     ) -> None:
         namespace = client.namespace
-        super().__init__(kind="push-consumer", group=wrap(namespace, group), namesrv=namesrv,
+        super().__init__(kind="push-consumer", group=group, namesrv=namesrv,
                          instance=instance, client=client)  # fmt: skip
         self.options = options
         timestamp_ms = options.consume_timestamp_ms
