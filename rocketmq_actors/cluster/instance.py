@@ -183,10 +183,12 @@ class ClientInstance(Lifecycle):
     # ---- requests -----------------------------------------------------------------------
 
     async def request(
-        self, addr: str, cmd: RemotingCommand, timeout: float | None = None
+        self, addr: str, cmd: RemotingCommand, timeout: float | None = None, *, slot: bool = False
     ) -> RemotingCommand:
+        """``cmd``'s response from ``addr``; ``slot=True`` for a request the broker may hold (a
+        pull, a pop): it takes one of the connection's slots, the others never wait for one."""
         self._check_running()
-        return await self.pool.request(addr, cmd, timeout or self.request_timeout)
+        return await self.pool.request(addr, cmd, timeout or self.request_timeout, slot=slot)
 
     async def oneway(self, addr: str, cmd: RemotingCommand) -> None:
         self._check_running()

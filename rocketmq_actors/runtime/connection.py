@@ -41,7 +41,7 @@ from .tree import Node
 from .waiters import Clock, Completion, DeadlineWatcher, Pending, Waiter, waiter_factory
 from .wire import HIGH_WATER, ConnectionClosedByPeer, StreamWire, Wire, open_wire
 
-__all__ = ["BrokerConnection", "ConnectionClosedByPeer", "connect"]
+__all__ = ["MAX_IN_FLIGHT", "BrokerConnection", "ConnectionClosedByPeer", "connect"]
 
 log = get_logger("rocketmq_actors.runtime")
 
@@ -49,6 +49,11 @@ RequestHandler = Callable[["BrokerConnection", RemotingCommand], None]
 
 #: how long a one-way frame may wait for a peer that stopped reading
 WRITE_TIMEOUT = 3.0
+#: slots of a connection: the requests that may be in flight on it at once (the Java client's
+#: clientAsyncSemaphoreValue). A consumer holds one per queue it pulls from a broker (the
+#: broker holds each pull until a message arrives), so this is also how many queues of one
+#: broker a client can pull from without some of them waiting for a slot
+MAX_IN_FLIGHT = 65535
 
 
 def split_addr(addr: str) -> tuple[str, int]:
@@ -92,7 +97,7 @@ class BrokerConnection:
         stream: Wire | anyio.abc.ByteStream,
         *,
         on_request: RequestHandler | None = None,
-        max_in_flight: int = 4096,
+        max_in_flight: int = MAX_IN_FLIGHT,
         max_in_flight_bytes: int = 64 * 1024 * 1024,
         credentials: AclCredentials | None = None,
     ) -> None:
@@ -282,8 +287,15 @@ class BrokerConnection:
         if self._capacity_waiters:
             self._capacity_freed.set()
 
-    async def request(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
-        """Send ``cmd`` (a new opaque is assigned) and return its response."""
+    async def request(
+        self, cmd: RemotingCommand, timeout: float, *, slot: bool = False
+    ) -> RemotingCommand:
+        """Send ``cmd`` (a new opaque is assigned) and return its response. ``slot``: the
+        request takes one of the connection's slots, waiting for one while all are taken (a
+        pull, a pop: requests the peer may hold). Without it, it is admitted whatever the
+        slots (a heartbeat, an offset lookup or commit, an admin call): a consumer whose held
+        pulls take every slot must still heartbeat and start queues, or the broker drops it as
+        silent (the Java client's synchronous calls take no semaphore either)."""
 
         def encode(opaque: int) -> bytes:
             cmd.opaque = opaque
@@ -291,15 +303,21 @@ class BrokerConnection:
                 cmd.ext_fields = sign(cmd.ext_fields, cmd.body, self._credentials)
             return cmd.encode()
 
-        return await self.request_encoded(cmd.code, encode, timeout, len(cmd.body))
+        return await self.request_encoded(cmd.code, encode, timeout, len(cmd.body), slot=slot)
 
     async def request_encoded(
-        self, code: int, encode: Callable[[int], bytes], timeout: float, size_hint: int = 0
+        self,
+        code: int,
+        encode: Callable[[int], bytes],
+        timeout: float,
+        size_hint: int = 0,
+        *,
+        slot: bool = True,
     ) -> RemotingCommand:
         """Like :meth:`request` for a caller that builds the frame itself from an opaque
         (the producer's pre-rendered send frames; with ACL, the encoder signs them)."""
-        while (started := self.start_encoded(code, encode, timeout, size_hint)) is None:
-            await self._until_admitted(size_hint, timeout)
+        while (started := self.start_encoded(code, encode, timeout, size_hint, slot=slot)) is None:
+            await self._until_admitted(size_hint, timeout, slot=slot)
         opaque, waiter = started
         try:
             result: RemotingCommand = await waiter
@@ -307,17 +325,23 @@ class BrokerConnection:
         finally:
             self.finish(opaque, waiter, size_hint)
 
-    async def _until_admitted(self, size: int, timeout: float) -> None:
+    async def _until_admitted(self, size: int, timeout: float, *, slot: bool = True) -> None:
         """Wait until :meth:`start_encoded` takes a request of ``size`` bytes: a free slot
         (:class:`ConnectionLost` once the connection is closed), then a peer that reads."""
-        if self._closed is not None or not self._has_capacity(size):
-            await self._wait_for_capacity(size)
+        if self._closed is not None or (slot and not self._has_capacity(size)):
+            await self._wait_for_capacity(size if slot else 0)
         if self._wire.paused:
             await self._writable(self._max_unwritten, timeout)
 
     @overload
     def start_encoded(
-        self, code: int, encode: Callable[[int], bytes], timeout: float, size_hint: int = 0
+        self,
+        code: int,
+        encode: Callable[[int], bytes],
+        timeout: float,
+        size_hint: int = 0,
+        *,
+        slot: bool = True,
     ) -> tuple[int, Waiter] | None: ...
 
     @overload
@@ -328,6 +352,8 @@ class BrokerConnection:
         timeout: float,
         size_hint: int,
         completion: Completion,
+        *,
+        slot: bool = True,
     ) -> tuple[int, Completion] | None: ...
 
     def start_encoded(
@@ -337,6 +363,8 @@ class BrokerConnection:
         timeout: float,
         size_hint: int = 0,
         completion: Completion | None = None,
+        *,
+        slot: bool = True,
     ) -> tuple[int, Completion] | None:
         """Start a request: its frame queued and ``(opaque, waiter)`` returned, or None, with
         nothing done, when it would have to wait first (no free slot, a peer that stopped
@@ -344,13 +372,19 @@ class BrokerConnection:
         caller on a path that runs once per message calls it itself and awaits the waiter
         (one coroutine frame less). With ``completion``, that object is completed instead of
         a new waiter: from the reader, as the answer arrives (no task to wake, no callback to
-        schedule). Every started request is ended with :meth:`finish`."""
+        schedule). ``slot=False``: admitted whatever the slots (see :meth:`request`). Every
+        started request is ended with :meth:`finish`."""
         wire = self._wire
         in_flight_bytes = self._in_flight_bytes
         if (  # (_has_capacity and _writable's checks, inlined: a call less each)
             self._closed is not None  # (closing implies closed: close() sets it first)
-            or self._in_flight >= self._max_in_flight
-            or (in_flight_bytes and in_flight_bytes + size_hint > self._max_bytes)
+            or (
+                slot
+                and (
+                    self._in_flight >= self._max_in_flight
+                    or (in_flight_bytes and in_flight_bytes + size_hint > self._max_bytes)
+                )
+            )
             or (wire.paused and wire.buffered > self._max_unwritten)
         ):
             return None

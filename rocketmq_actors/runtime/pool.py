@@ -28,6 +28,7 @@ from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.errors import ProtocolError
 
 from .connection import (
+    MAX_IN_FLIGHT,
     WRITE_TIMEOUT,
     BrokerConnection,
     ConnectionClosedByPeer,
@@ -57,7 +58,7 @@ class ConnectionPool:
         address_map: Mapping[str, str] | None = None,
         policy: RestartPolicy = DEFAULT_CONNECTION_POLICY,
         max_connections: int | None = None,
-        max_in_flight: int = 4096,
+        max_in_flight: int = MAX_IN_FLIGHT,
         max_in_flight_bytes: int = 64 * 1024 * 1024,
         shutdown_timeout: float = 5.0,
     ) -> None:
@@ -131,9 +132,12 @@ class ConnectionPool:
         if event is not None:
             event.set()
 
-    async def request(self, addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+    async def request(
+        self, addr: str, cmd: RemotingCommand, timeout: float, *, slot: bool = False
+    ) -> RemotingCommand:
+        """``cmd``'s response from ``addr``; ``slot``: see :meth:`BrokerConnection.request`."""
         conn = await self.get(addr)
-        return await conn.request(cmd, timeout)
+        return await conn.request(cmd, timeout, slot=slot)
 
     async def oneway(self, addr: str, cmd: RemotingCommand, timeout: float = WRITE_TIMEOUT) -> None:
         conn = await self.get(addr)

@@ -251,7 +251,7 @@ async def test_in_flight_cap_is_backpressure_not_an_error() -> None:
 
         async def ask() -> None:
             nonlocal done
-            await running.conn.request(_req(), timeout=10)
+            await running.conn.request(_req(), timeout=10, slot=True)
             done += 1
 
         async with anyio.create_task_group() as tg:
@@ -264,6 +264,43 @@ async def test_in_flight_cap_is_backpressure_not_an_error() -> None:
             assert len(peer.received) == 2  # the other four wait for a slot
             release.set()
         assert done == 6
+
+
+async def test_requests_without_a_slot_pass_the_held_ones() -> None:
+    """Every slot held by requests the peer holds (a consumer's pulls, one per queue): the
+    requests that take no slot (a heartbeat, an offset lookup) still leave and are answered,
+    while another held request waits for a slot. A client of more queues than slots once
+    starved its heartbeats until the broker dropped it as silent."""
+    release = anyio.Event()
+
+    async def hold_pulls(peer: FakePeer, cmd: RemotingCommand) -> None:
+        if cmd.code == RequestCode.PULL_MESSAGE:
+            await release.wait()
+        await peer.reply(cmd)
+
+    async with FakeServer(hold_pulls) as server, serving(server, max_in_flight=2) as running:
+        conn = running.conn
+        pulled = 0
+
+        async def pull() -> None:
+            nonlocal pulled
+            await conn.request(_req(RequestCode.PULL_MESSAGE), timeout=10, slot=True)
+            pulled += 1
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(pull)
+            with anyio.fail_after(5):
+                peer = await server.wait_peer()
+                await peer.wait_received(2)
+                await anyio.wait_all_tasks_blocked()
+                for code in (RequestCode.HEART_BEAT, RequestCode.QUERY_CONSUMER_OFFSET):
+                    reply = await conn.request(_req(code), timeout=5)
+                    assert reply.code == ResponseCode.SUCCESS
+            pulls = [c for c in peer.received if c.code == RequestCode.PULL_MESSAGE]
+            assert len(pulls) == 2 and pulled == 0  # the third pull still waits for a slot
+            release.set()
+        assert pulled == 3
 
 
 async def test_start_encoded_queues_at_once_or_declines_without_side_effects() -> None:

@@ -176,6 +176,7 @@ async def pull_raw(
         addr,
         RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext()),
         timeout=request_timeout + (wait + 5 if wait > 0 else 0),
+        slot=True,
     )
     status = _STATUS.get(reply.code)
     if status is None:

@@ -107,6 +107,7 @@ async def pop_once(
         addr,
         RemotingCommand.request(RequestCode.POP_MESSAGE, header.to_ext()),
         timeout=request_timeout + poll_time + POLL_GRACE,
+        slot=True,
     )
     if reply.code in _NOT_FOUND:
         return Popped(PopStatus.NOT_FOUND)
