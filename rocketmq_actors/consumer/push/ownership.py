@@ -5,7 +5,7 @@ broker resets their offsets. The queue actors themselves are in :mod:`.queues`."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import anyio
 
@@ -25,6 +25,8 @@ log = get_logger("rocketmq_actors.consumer")
 
 #: how long a release waits for an orderly queue's running handler before it defers
 RELEASE_WAIT = 0.5
+#: start-offset lookups in flight to one broker while a rebalance starts its new queues
+LOOKUPS_PER_BROKER = 32
 #: a new orderly queue whose lock the broker refused is tried again after this long
 LOCK_RETRY_DELAY = 0.5
 
@@ -51,19 +53,38 @@ class Ownership:
             if len(locked) < len(new):  # held by the member that is giving them up: soon
                 c.rebalance_later(LOCK_RETRY_DELAY)
             new = [q for q in new if q in locked]
+        starts = await self.start_offsets(new)
         for queue in new:
-            try:
-                start = await self.start_offset(queue)
-            except RocketMQError as exc:
-                log.info("consumer.start_offset_failed", queue=str(queue), error=str(exc))
-                if c.locking:
-                    await unlock_queues(c.instance, c.group, [queue])
-                continue
-            await self.start(queue, start, locked=c.locking)
+            if queue in starts:
+                await self.start(queue, starts[queue], locked=c.locking)
+        refused = [queue for queue in new if queue not in starts]
+        if refused and c.locking:
+            await unlock_queues(c.instance, c.group, refused)
         if new:
             log.info("consumer.rebalanced", group=c.group, queues=len(c.queues))
         if c.on_rebalance is not None:
             c.on_rebalance(c.assigned())
+
+    async def start_offsets(self, queues: Sequence[MessageQueue]) -> dict[MessageQueue, int]:
+        """Where each new queue starts, looked up side by side (at most
+        :data:`LOOKUPS_PER_BROKER` in flight to a broker) before any of them pulls: one after
+        another, each lookup waited behind the pulls of the queues started before it, and a
+        consumer of thousands of queues never finished its first rebalance. A queue whose
+        lookup failed is left out (the next round tries it again)."""
+        limits = {q.broker_name: anyio.CapacityLimiter(LOOKUPS_PER_BROKER) for q in queues}
+        starts: dict[MessageQueue, int] = {}
+
+        async def look_up(queue: MessageQueue) -> None:
+            async with limits[queue.broker_name]:
+                try:
+                    starts[queue] = await self.start_offset(queue)
+                except RocketMQError as exc:
+                    log.info("consumer.start_offset_failed", queue=str(queue), error=str(exc))
+
+        async with anyio.create_task_group() as tg:
+            for queue in queues:
+                tg.start_soon(look_up, queue)
+        return starts
 
     async def start_offset(self, queue: MessageQueue) -> int:
         c = self.consumer
