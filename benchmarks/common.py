@@ -186,9 +186,9 @@ def on_cluster(namesrv: str | None, measure: Callable[[str], T]) -> T:
     """Run ``measure(namesrv)`` on the given cluster, or on a local one started for it."""
     if namesrv:
         return measure(namesrv)
-    from rocketmq_actors.testing.cluster import LocalCluster
+    from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
 
-    with LocalCluster() as cluster:
+    with LocalCluster(ClusterSpec(jit="full")) as cluster:
         return measure(cluster.namesrv_addr)
 
 

@@ -197,7 +197,7 @@ def bench_pyrocketmq(source: Path, args: argparse.Namespace) -> dict[str, Any]:
     try:
         venv.install(str(source))
         changed = defer_annotations(venv.site_packages() / "pyrocketmq")
-        with LocalCluster(ClusterSpec(version="4.9.7")) as cluster:
+        with LocalCluster(ClusterSpec(version="4.9.7", jit="full")) as cluster:
             peer = Peer("pyrocketmq", venv.python, cluster.namesrv_addr)
             figures = measure(peer, cluster.namesrv_addr, args)
     finally:
@@ -215,7 +215,7 @@ def bench_rocketmq_python_client(requirement: str, args: argparse.Namespace) -> 
     try:
         venv.install(requirement)
         with (
-            LocalCluster(ClusterSpec(version="5.3.3")) as cluster,
+            LocalCluster(ClusterSpec(version="5.3.3", jit="full")) as cluster,
             LocalProxy(cluster.namesrv_addr, version="5.3.3") as proxy,
         ):
             peer = Peer("rocketmq_python_client", venv.python, proxy.grpc_addr)

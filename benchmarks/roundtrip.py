@@ -22,7 +22,7 @@ from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.headers import GetMaxOffsetRequestHeader
 from rocketmq_actors.runtime.pool import ConnectionPool
-from rocketmq_actors.testing.cluster import LocalCluster
+from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
 
 from .common import RESULTS, percentiles, process_cpu_s, write_results
 
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.broker:
         figures = measure(args.broker, args.broker_pid)
     else:
-        with LocalCluster() as cluster:
+        with LocalCluster(ClusterSpec(jit="full")) as cluster:
             info = cluster.broker("broker-a")
             figures = measure(info.addr, info.pid)
     write_results(

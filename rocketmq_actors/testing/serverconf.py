@@ -85,6 +85,12 @@ class ClusterSpec:
     namesrv_port: int | None = None
     namesrv_heap_mb: int = 128
     broker_heap_mb: int = 512
+    # "quick": the JVMs compile with C1 only (-XX:TieredStopAtLevel=1), so a start costs less
+    # CPU (benchmarks/jvmstart.py measures how much): what a test suite starting dozens of
+    # clusters on two cores wants; "full": C2 too, the faster broker a benchmark wants
+    jit: Literal["quick", "full"] = attrs.field(
+        default="quick", validator=attrs.validators.in_(("quick", "full"))
+    )
     startup_timeout: float = 120.0
     stop_timeout: float = 20.0
 
@@ -380,6 +386,7 @@ def jvm_argv(
         # directory and goes with it; no hsperfdata in /tmp either
         f"-Djava.io.tmpdir={state_dir / 'tmp'}",
         "-XX:-UsePerfData",
+        *(["-XX:TieredStopAtLevel=1"] if spec.jit == "quick" else []),
         "--add-opens=java.base/java.lang=ALL-UNNAMED",
         "--add-opens=java.base/java.nio=ALL-UNNAMED",
         "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",

@@ -11,11 +11,14 @@ import pytest
 from pyspark.sql import SparkSession
 
 from rocketmq_actors.spark import register
+from tests.spark.stream_job import QUICK_JIT
 
 # no /tmp/hsperfdata_<user> left behind by Spark's launcher and driver JVMs (HotSpot writes its
-# perf data under /tmp whatever java.io.tmpdir says): for every Spark test, subprocesses too
+# perf data under /tmp whatever java.io.tmpdir says): for every Spark test, subprocesses too.
+# The driver compiles with C1 only, as the test clusters' JVMs do (ClusterSpec.jit): a test's
+# short queries never repay C2's compilations, on the two cores the whole suite shares
 for _var in ("SPARK_LAUNCHER_OPTS", "SPARK_SUBMIT_OPTS"):
-    os.environ.setdefault(_var, "-XX:-UsePerfData")
+    os.environ.setdefault(_var, f"-XX:-UsePerfData {QUICK_JIT}")
 
 
 @pytest.fixture(scope="package")

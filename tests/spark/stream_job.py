@@ -21,6 +21,9 @@ from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from rocketmq_actors.spark import register
 
+#: the JIT of the test Spark JVMs: C1 only (see tests/spark/conftest.py)
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+
 
 def say(line: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(line) + "\n")
@@ -57,9 +60,9 @@ def main() -> int:
         .config("spark.sql.shuffle.partitions", "2").config("spark.executor.memory", "512m")
         .config("spark.local.dir", args.scratch)
         .config("spark.executor.extraJavaOptions",
-                f"-XX:-UsePerfData -Djava.io.tmpdir={args.scratch}")
+                f"-XX:-UsePerfData {QUICK_JIT} -Djava.io.tmpdir={args.scratch}")
         .config("spark.driver.extraJavaOptions",
-                f"-XX:-UsePerfData -Djava.io.tmpdir={args.scratch}")
+                f"-XX:-UsePerfData {QUICK_JIT} -Djava.io.tmpdir={args.scratch}")
         .getOrCreate()
     )  # fmt: skip
     spark.sparkContext.setLogLevel("ERROR")

@@ -16,6 +16,8 @@ from rocketmq_actors.testing.serverconf import (
     plan_servers,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def _props(spec: ClusterSpec, tmp_path: Path) -> dict[str, object]:
     info = plan_servers(spec)["broker-a"]
@@ -116,3 +118,25 @@ def test_a_nameserver_in_a_network_namespace(tmp_path: Path) -> None:
     assert jvm_argv(spec, info, java="java", lib=tmp_path, state_dir=tmp_path)[:4] == [
         "ip", "netns", "exec", "rmq-n"
     ]  # fmt: skip
+
+
+def test_test_clusters_compile_with_c1_only_and_benchmarks_ask_for_c2(tmp_path: Path) -> None:
+    """jit="quick" (the default: a test's cluster) stops at C1; "full" leaves HotSpot's tiers
+    alone, for the brokers benchmarks measure against (benchmarks/jvmstart.py: both)."""
+    for jit, expected in (("quick", True), ("full", False)):
+        spec = ClusterSpec(jit=jit)  # type: ignore[arg-type]
+        cluster = LocalCluster(spec, state_dir=tmp_path / jit)
+        cluster._layout()
+        for info in cluster.servers.values():
+            argv = jvm_argv(spec, info, java="java", lib=tmp_path, state_dir=tmp_path)
+            assert ("-XX:TieredStopAtLevel=1" in argv) is expected
+    assert ClusterSpec().jit == "quick"
+    with pytest.raises(ValueError):
+        ClusterSpec(jit="fast")  # type: ignore[arg-type]
+    benchmarks = ROOT / "benchmarks"
+    starts = [
+        line for path in benchmarks.glob("*.py") if path.name != "jvmstart.py"
+        for line in path.read_text().splitlines()
+        if "LocalCluster(" in line and "import" not in line
+    ]  # fmt: skip
+    assert starts and all('jit="full"' in line for line in starts), starts
