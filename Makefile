@@ -9,7 +9,7 @@ STATE  ?= .state/cluster
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run test test-busy lint typecheck pytest unit integration compat oldest-anyio oldest-faststream solo chaos fuzz bench soak cluster-up cluster-down clean
+.PHONY: help venv run test test-busy lint typecheck pytest unit integration integration-a integration-b compat oldest-anyio oldest-faststream solo chaos fuzz bench soak cluster-up cluster-down clean
 
 help:
 	@echo "make run          start a local RocketMQ cluster and run the main job, then stop it"
@@ -63,10 +63,24 @@ unit: $(STAMP)
 	$(PY) -m pytest -m "not integration and $(MAIN_MARKERS)" --ignore=tests/test_snippets.py \
 		--basetemp=.state/pytest/unit $(JUNIT)
 
-# (without the tests marked `elsewhere`: compat-5.5.0 runs them, see below)
+# (without the tests marked `elsewhere`: compat-5.5.0 runs them, see below). make test runs
+# them as two sessions side by side, each with a cluster of its own (in one session they were
+# the longest stage): integration-a, the paths below, which hold every test of the shared
+# two-master cluster (so it starts once), and integration-b, the rest
+INTEGRATION_MARKERS := integration and $(MAIN_MARKERS) and not elsewhere
+INTEGRATION_A := tests/consumer tests/cluster tests/testing tests/producer/test_failover_real.py \
+	tests/runtime tests/trace
+
 integration: $(STAMP)
-	$(PY) -m pytest -m "integration and $(MAIN_MARKERS) and not elsewhere" \
-		--ignore=tests/test_snippets.py $(JUNIT)
+	$(PY) -m pytest -m "$(INTEGRATION_MARKERS)" --ignore=tests/test_snippets.py $(JUNIT)
+
+integration-a: $(STAMP)
+	$(PY) -m pytest -m "$(INTEGRATION_MARKERS)" $(INTEGRATION_A) \
+		--basetemp=.state/pytest/integration-a $(JUNIT)
+
+integration-b: $(STAMP)
+	$(PY) -m pytest -m "$(INTEGRATION_MARKERS)" --ignore=tests/test_snippets.py \
+		$(addprefix --ignore=,$(INTEGRATION_A)) --basetemp=.state/pytest/integration-b $(JUNIT)
 
 # the integration suite again on the other broker versions: 5.5.0, the newest release whose
 # server jars all resolve on Maven Central (5.5.1 published only its broker), and 4.9.7, the
@@ -136,7 +150,7 @@ oldest-faststream: $(OLDEST_FASTSTREAM)/.installed
 		--basetemp=$(OLDEST_FASTSTREAM)-tmp $(JUNIT)
 
 # make test: lint and typecheck, then side by side the unit tests, the integration tests on
-# 5.3.3, 5.5.0 and 4.9.7 (each session with its own cluster on free ports: a session spends most
+# 5.3.3 (two sessions), 5.5.0 and 4.9.7 (each session with its own cluster on free ports: a session spends most
 # of its time waiting on its broker, so together they use the two cores a CI machine has),
 # oldest-anyio and oldest-faststream; then solo, alone. tests/stages.py runs every stage whatever
 # another did (each is a target here, so any one can be run alone), prints each stage's output

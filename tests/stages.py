@@ -38,8 +38,8 @@ LOGS = ROOT / ".state" / "test-logs"
 GROUPS: tuple[tuple[str, ...], ...] = (
     ("lint", "typecheck"),
     (
-        "integration", "compat-5.5.0", "compat-4.9.7", "unit", "oldest-anyio",
-        "oldest-faststream",
+        "integration-a", "integration-b", "compat-5.5.0", "compat-4.9.7", "unit",
+        "oldest-anyio", "oldest-faststream",
     ),
     ("solo",),
 )  # fmt: skip

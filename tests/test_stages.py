@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import io
+import re
 import sys
 from pathlib import Path
 
-from tests.stages import Command, make, read_junit, run
+from tests.stages import ROOT, STAGES, Command, make, read_junit, run
 
 # a stage as a test sees it: writes the JUnit report pytest would (its path from
 # PYTEST_ADDOPTS) with the given outcome, prints a line, exits with the given status
@@ -74,3 +75,33 @@ def test_a_stage_that_wrote_no_report_counts_nothing(tmp_path: Path) -> None:
     assert read_junit(tmp_path / "missing.xml") == ({}, [], [])
     (tmp_path / "broken.xml").write_text("<testsuites><testsuite>")
     assert read_junit(tmp_path / "broken.xml") == ({}, [], [])
+
+
+#: a test function (or fixture) with the shared two-master cluster among its parameters
+ASKS_FOR_TWO_MASTERS = re.compile(r"def \w+\([^)]*\brocketmq_two_masters\b")
+
+
+def _makefile_list(name: str) -> list[str]:
+    """The words of a ``NAME := ...`` assignment of the Makefile (continuation lines too)."""
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    (line,) = [line for line in text.splitlines() if line.startswith(f"{name} :=")]
+    return line.split(":=", 1)[1].split()
+
+
+def test_the_two_integration_sessions_share_out_the_tests_and_one_two_master_cluster() -> None:
+    """integration-b runs every integration test integration-a does not (it ignores a's
+    paths), so none is lost; a's paths exist, and hold every test of the shared two-master
+    cluster, so that only one session starts one."""
+    paths = _makefile_list("INTEGRATION_A")
+    assert paths and all((ROOT / path).exists() for path in paths)
+    makefile = (ROOT / "Makefile").read_text()
+    assert "$(addprefix --ignore=,$(INTEGRATION_A))" in makefile
+    assert {"integration-a", "integration-b"} <= set(STAGES) and "integration" not in STAGES
+    users = {
+        path.relative_to(ROOT)
+        for path in (ROOT / "tests").rglob("test_*.py")
+        if ASKS_FOR_TWO_MASTERS.search(path.read_text()) and "chaos" not in path.parts
+    }
+    assert users  # (the search would find none if the fixture were renamed)
+    outside = {u for u in users if not any(u.is_relative_to(p) for p in paths)}
+    assert not outside, f"tests of the two-master cluster outside INTEGRATION_A: {outside}"
