@@ -192,6 +192,8 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.codec
 	$(PY) -m benchmarks.roundtrip
 	$(PY) -m benchmarks.roundtrip --uvloop --out benchmarks/results/roundtrip-uvloop.json
+	$(PY) -m benchmarks.scale  # a push consumer of 64, 1,024 and 10,000 queues on two masters
+	$(PY) -m benchmarks.jvmstart  # the launcher's jit="quick" (the tests') against "full"
 	$(PY) -m benchmarks.producer
 	$(PY) -m benchmarks.consumer
 	$(PY) -m benchmarks.docs  # docs/performance.md and the README's table from the results

@@ -263,6 +263,8 @@ def performance_md() -> str:
         ("consumer", "Consumer paths (`consumer.json`)"),
         ("soak", "Ten minutes of steady produce and consume (`soak.json`, `make soak`)"),
         ("spark", "Spark (`spark.json`)"),
+        ("scale", "A push consumer's cost by the queues it owns (`scale.json`)"),
+        ("jvmstart", "The test clusters' JIT: C1 only against C1 and C2 (`jvmstart.json`)"),
     ]:
         parts += [f"## {title}\n", _table(load(name))]
     return "\n".join(parts).rstrip("\n") + "\n"

@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     for jit in alternating(args.rounds, "quick", "full"):
         rounds[jit].append(one_round(jit, args.sends))  # type: ignore[arg-type]
     medians = {
-        jit: {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+        jit: {key: round(statistics.median(r[key] for r in runs), 3) for key in runs[0]}
         for jit, runs in rounds.items()
     }
     write_results(args.out, {

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import os
 import resource
 import struct
 import sys
@@ -135,7 +136,10 @@ async def one_size(namesrv: str, queues: int, idle_s: float) -> dict[str, Any]:
             figures["start_s"] = round(time.perf_counter() - began, 2)
             with anyio.fail_after(START_LIMIT_S):
                 await handled.wait()
-            figures["sample_s"] = round(time.perf_counter() - began - figures["start_s"], 2)
+            # (0 when the sampled messages were in before the last queue started)
+            figures["sample_s"] = max(
+                0.0, round(time.perf_counter() - began - figures["start_s"], 2)
+            )
             await anyio.sleep(5)  # the sampled queues' pulls settle into the broker's hold
             counter.counts.clear()
             cpu0, t0 = cpu_s(), time.perf_counter()
@@ -162,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--namesrv")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    load_before = os.getloadavg()
 
     def measure(namesrv: str) -> list[dict[str, Any]]:
         return [anyio.run(one_size, namesrv, n, args.idle) for n in args.queues]
@@ -173,7 +178,11 @@ def main(argv: list[str] | None = None) -> int:
 
         with LocalCluster(ClusterSpec(version=args.version, brokers=2, jit="full")) as cluster:
             runs = measure(cluster.namesrv_addr)
-    write_results(args.out, {"server": args.version, "idle_s": args.idle, "runs": runs})
+    by_size = {str(run.pop("queues")): run for run in runs}
+    write_results(args.out, {
+        "server": args.version, "idle_s": args.idle, "load_average_before": load_before,
+        "load_average_after": os.getloadavg(), "queues": by_size,
+    })  # fmt: skip
     return 0
 
 
