@@ -85,11 +85,28 @@ class OffsetStore:
         raise NotImplementedError
 
 
+#: an unchanged offset goes to the broker again on every this many periodic persists
+RESEND_EVERY = 12
+
+
 class RemoteOffsetStore(OffsetStore):
+    """A periodic (one-way) persist sends only the offsets that moved since they were last
+    sent, and all of them every :data:`RESEND_EVERY` persists: the Java client sends every
+    queue's offset every time, so an idle consumer of thousands of queues wrote thousands of
+    requests every ``persist_interval`` (benchmarks/scale.py counts them). The resend repairs a broker that lost offsets
+    it had not flushed yet (a broker killed, a slave promoted); a confirmed persist (a queue
+    handed over, a stop) sends every offset asked."""
+
     def __init__(self, instance: ClientInstance, group: str) -> None:
         super().__init__()
         self._instance = instance
         self.group = group
+        self._sent: dict[MessageQueue, int] = {}  # the offset last sent, by queue
+        self._periodic = 0
+
+    def remove(self, queue: MessageQueue) -> None:
+        super().remove(queue)
+        self._sent.pop(queue, None)
 
     async def fetch(self, queue: MessageQueue) -> int | None:
         return await self._query(queue, zero_if_young=False)
@@ -125,9 +142,12 @@ class RemoteOffsetStore(OffsetStore):
         self, queues: Iterable[MessageQueue] | None = None, *, confirmed: bool = False
     ) -> None:
         targets = list(self._offsets) if queues is None else list(queues)
+        if not confirmed:
+            self._periodic += 1
+        every = confirmed or self._periodic % RESEND_EVERY == 0
         for queue in targets:
             offset = self._offsets.get(queue)
-            if offset is None:
+            if offset is None or (not every and self._sent.get(queue) == offset):
                 continue
             try:
                 addr = await self._instance.routes.broker_addr(queue, master_only=False)
@@ -141,10 +161,11 @@ class RemoteOffsetStore(OffsetStore):
                 cmd = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext())
                 if not confirmed:
                     await self._instance.oneway(addr, cmd)
-                    continue
-                reply = await self._instance.request(addr, cmd)
-                if reply.code != ResponseCode.SUCCESS:
-                    raise broker_error(addr, reply.code, reply.remark)
+                else:
+                    reply = await self._instance.request(addr, cmd)
+                    if reply.code != ResponseCode.SUCCESS:
+                        raise broker_error(addr, reply.code, reply.remark)
+                self._sent[queue] = offset
             except RocketMQError as exc:  # kept in memory; the next persist tries again
                 log.warning("offsets.persist_failed", queue=str(queue), error=str(exc))
 

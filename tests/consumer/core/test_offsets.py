@@ -7,18 +7,71 @@ import pytest
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.consumer.core.offsets import (
+    RESEND_EVERY,
     LocalOffsetStore,
     OffsetFileError,
     RemoteOffsetStore,
 )
 from rocketmq_actors.producer import create_topic
 from rocketmq_actors.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
+from rocketmq_actors.protocol.codes import ResponseCode
+from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.runtime.mailbox import Mailbox
 from rocketmq_actors.testing.cluster import LocalCluster
 
 Q0 = MessageQueue("t", "broker-a", 0)
 Q1 = MessageQueue("t", "broker-a", 1)
 CID = "10.0.0.1@worker-1"
+
+
+class Routes:
+    async def broker_addr(self, queue: MessageQueue, *, master_only: bool) -> str:
+        return "127.0.0.1:10911"
+
+
+class Instance:
+    """What RemoteOffsetStore calls on a client instance: the commits it sends, recorded."""
+
+    def __init__(self) -> None:
+        self.routes = Routes()
+        self.sent: list[tuple[int, int]] = []  # (queue id, offset), one-way or confirmed
+
+    async def oneway(self, addr: str, cmd: RemotingCommand) -> None:
+        self.sent.append((int(cmd.ext_fields["queueId"]), int(cmd.ext_fields["commitOffset"])))
+
+    async def request(self, addr: str, cmd: RemotingCommand) -> RemotingCommand:
+        await self.oneway(addr, cmd)
+        return cmd.response(ResponseCode.SUCCESS)
+
+
+async def test_a_periodic_persist_sends_what_moved_and_everything_now_and_then() -> None:
+    """An idle queue costs no request a persist (each idle queue once cost one every
+    persist); each offset goes again every RESEND_EVERY persists, and a confirmed persist
+    (a hand-over, a stop) sends every offset asked."""
+    instance = Instance()
+    store = RemoteOffsetStore(instance, "g")  # type: ignore[arg-type]
+    store.update(Q0, 5)
+    store.update(Q1, 7)
+    await store.persist([Q0, Q1])
+    assert instance.sent == [(0, 5), (1, 7)]
+    instance.sent.clear()
+    store.update(Q1, 9)
+    await store.persist([Q0, Q1])
+    assert instance.sent == [(1, 9)]  # Q0 did not move
+    instance.sent.clear()
+    for _ in range(RESEND_EVERY - 3):
+        await store.persist([Q0, Q1])
+    assert instance.sent == []
+    await store.persist([Q0, Q1])  # the RESEND_EVERY-th periodic persist
+    assert instance.sent == [(0, 5), (1, 9)]
+    instance.sent.clear()
+    await store.persist([Q0], confirmed=True)
+    assert instance.sent == [(0, 5)]
+    store.remove(Q1)
+    store.update(Q1, 9, increase_only=False)  # taken again later: sent again
+    instance.sent.clear()
+    await store.persist([Q0, Q1])
+    assert instance.sent == [(1, 9)]
 
 
 def test_update_moves_forward_only_unless_told() -> None:
