@@ -247,10 +247,10 @@ async def test_an_idle_consumers_lag_refresh_asks_each_broker_once_not_each_queu
         request = consumer.instance.request
 
         async def counted(
-            addr: str, cmd: RemotingCommand, timeout: float | None = None
+            addr: str, cmd: RemotingCommand, timeout: float | None = None, *, slot: bool = False
         ) -> RemotingCommand:
             codes.append(cmd.code)
-            return await request(addr, cmd, timeout)
+            return await request(addr, cmd, timeout, slot=slot)
 
         monkeypatch.setattr(consumer.instance, "request", counted)
         started = refreshes.count

@@ -41,19 +41,19 @@ async def test_sends_that_must_wait_for_a_slot_take_the_waiting_path(
         # the send loop's own starts only: request_encoded starts again after its waits
         waiting = contextvars.ContextVar("waiting", default=False)  # (each send: a task)
 
-        def counting_start(*args: Any) -> tuple[int, Any] | None:
-            got = start_encoded(*args)
+        def counting_start(*args: Any, **kwargs: Any) -> tuple[int, Any] | None:
+            got = start_encoded(*args, **kwargs)
             if not waiting.get():
                 (started if got is not None else waited).append(1)
             return got
 
         async def counting_request(
-            code: int, encode: Callable[[int], bytes], *args: Any
+            code: int, encode: Callable[[int], bytes], *args: Any, **kwargs: Any
         ) -> RemotingCommand:
             requested.append(code)
             token = waiting.set(True)
             try:
-                return await request_encoded(code, encode, *args)
+                return await request_encoded(code, encode, *args, **kwargs)
             finally:
                 waiting.reset(token)
 
