@@ -57,8 +57,8 @@ async def test_sends_that_must_wait_for_a_slot_take_the_waiting_path(
             finally:
                 waiting.reset(token)
 
-        conn.start_encoded = counting_start  # type: ignore[method-assign,assignment]
-        conn.request_encoded = counting_request  # type: ignore[method-assign,assignment]
+        conn.start_encoded = counting_start  # type: ignore[method-assign]
+        conn.request_encoded = counting_request  # type: ignore[method-assign]
         results = []
 
         async def send(n: int) -> None:

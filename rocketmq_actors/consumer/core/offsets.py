@@ -93,9 +93,9 @@ class RemoteOffsetStore(OffsetStore):
     """A periodic (one-way) persist sends only the offsets that moved since they were last
     sent, and all of them every :data:`RESEND_EVERY` persists: the Java client sends every
     queue's offset every time, so an idle consumer of thousands of queues wrote thousands of
-    requests every ``persist_interval`` (benchmarks/scale.py counts them). The resend repairs a broker that lost offsets
-    it had not flushed yet (a broker killed, a slave promoted); a confirmed persist (a queue
-    handed over, a stop) sends every offset asked."""
+    requests every ``persist_interval`` (benchmarks/scale.py counts them). The resend
+    repairs a broker that lost offsets it had not flushed yet (a broker killed, a slave
+    promoted); a confirmed persist (a queue handed over, a stop) sends every offset asked."""
 
     def __init__(self, instance: ClientInstance, group: str) -> None:
         super().__init__()
