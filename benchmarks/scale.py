@@ -23,8 +23,6 @@ import argparse
 import asyncio
 import collections
 import os
-import resource
-import struct
 import sys
 import time
 from pathlib import Path
@@ -32,13 +30,13 @@ from typing import Any
 
 import anyio
 
-from benchmarks.common import write_results
+from benchmarks.common import process_cpu_s, write_results
 from benchmarks.consumer import rss_mb
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import RequestCode
-from rocketmq_actors.protocol.command import decode_header
+from rocketmq_actors.protocol.framing import FrameDecoder
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.runtime.connection import BrokerConnection
 
@@ -65,10 +63,8 @@ class RequestCounter:
             return start(self, code, *args, **kwargs)
 
         def enqueued(self: BrokerConnection, frame: bytes, alone: bool = False) -> None:
-            (mark,) = struct.unpack_from(">I", frame, 4)
-            counts[
-                _name(decode_header(mark >> 24, frame[8 : 8 + (mark & 0xFFFFFF)], b"").code)
-            ] += 1
+            (command,) = FrameDecoder().feed(frame)
+            counts[_name(command.code)] += 1
             enqueue(self, frame, alone)
 
         BrokerConnection.start_encoded = started  # type: ignore[method-assign]
@@ -87,25 +83,20 @@ def _name(code: int) -> str:
         return str(code)
 
 
-def cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 async def one_size(namesrv: str, queues: int, idle_s: float) -> dict[str, Any]:
     topic = f"bench_scale_{queues}_{time.time_ns()}"
     per_broker = queues // 2
     async with Producer(namesrv=namesrv, group="bench_scale_feed") as producer:
         await create_topic(producer.instance, topic, queues=per_broker, timeout=60)
         route = await producer.instance.routes.refresh(topic)
-        every = [q for q in route.subscribe_queues]
+        every = route.subscribe_queues
         sample = every[:: max(1, len(every) // SAMPLED)][:SAMPLED]
-
-        def to(target: MessageQueue):  # type: ignore[no-untyped-def]
-            return lambda candidates, message, arg: next(q for q in candidates if q == target)
-
         for target in sample:
-            await producer.send(Message(topic=topic, body=b"x"), selector=to(target))
+            await producer.send(
+                Message(topic=topic, body=b"x"),
+                selector=lambda queues, message, arg: arg,
+                arg=target,
+            )
 
     owned = anyio.Event()
     handled = anyio.Event()
@@ -142,10 +133,12 @@ async def one_size(namesrv: str, queues: int, idle_s: float) -> dict[str, Any]:
             )
             await anyio.sleep(5)  # the sampled queues' pulls settle into the broker's hold
             counter.counts.clear()
-            cpu0, t0 = cpu_s(), time.perf_counter()
+            cpu0, t0 = process_cpu_s(os.getpid()) or 0.0, time.perf_counter()
             await anyio.sleep(idle_s)
             elapsed = time.perf_counter() - t0
-            figures["idle_cpu_per_s"] = round((cpu_s() - cpu0) / elapsed, 4)
+            figures["idle_cpu_per_s"] = round(
+                ((process_cpu_s(os.getpid()) or 0.0) - cpu0) / elapsed, 4
+            )
             figures["idle_requests_per_s"] = {
                 name: round(n / elapsed, 2) for name, n in counter.counts.most_common()
             }

@@ -329,7 +329,7 @@ class BrokerConnection:
         """Wait until :meth:`start_encoded` takes a request of ``size`` bytes: a free slot
         (:class:`ConnectionLost` once the connection is closed), then a peer that reads."""
         if self._closed is not None or (slot and not self._has_capacity(size)):
-            await self._wait_for_capacity(size if slot else 0)
+            await self._wait_for_capacity(size)
         if self._wire.paused:
             await self._writable(self._max_unwritten, timeout)
 
