@@ -38,6 +38,12 @@ def percentiles(latencies: list[float]) -> dict[str, float]:
 
 def process_cpu_s(pid: int | None) -> float | None:
     """User + system CPU seconds of ``pid``, every thread (``None`` if it cannot be read)."""
+    split = process_cpu_split(pid)
+    return None if split is None else split[0] + split[1]
+
+
+def process_cpu_split(pid: int | None) -> tuple[float, float] | None:
+    """(user, system) CPU seconds of ``pid``, every thread (``None`` if it cannot be read)."""
     if pid is None:
         return None
     try:
@@ -45,7 +51,8 @@ def process_cpu_s(pid: int | None) -> float | None:
             fields = fh.read().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 def process_tree(root: int) -> dict[int, str]:

@@ -18,6 +18,7 @@ process: the JVM's JIT and GC count for Java) and the share of the machine left 
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -175,10 +176,14 @@ async def paired(  # noqa: PLR0917 - positional for anyio.run
     modes: tuple[str, ...] = tuple(MODES),
     other: SideFactory = java_side,
     other_name: str = "java",
+    observe: Callable[[int], Callable[[int], dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """``windows`` windows per path and side, alternating sides; pooled and per-window
     figures of each. Ours and the other side (the Java client unless told) send to the same
-    topic; the other side's figures are under ``other_name``."""
+    topic; the other side's figures are under ``other_name``. ``observe``, called before each
+    window with the measured client's process id, returns what to call after it with the
+    window's messages: its fields go into the window's record
+    (``benchmarks.rotation.Observer``)."""
     topic = topic or f"bench_paired_{int(time.time())}"
     figures: dict[str, Any] = {}
     async with AsyncExitStack() as stack:
@@ -222,6 +227,8 @@ async def paired(  # noqa: PLR0917 - positional for anyio.run
                 pooled = {"ours": _Tally(), other_name: _Tally()}
                 per_window: list[dict[str, Any]] = []
                 for side in alternating(windows, "ours", other_name):
+                    pid = os.getpid() if side == "ours" else other_side.pid
+                    observed = observe(pid) if observe is not None else None
                     if side == "ours":
                         usage = _Usage(time.process_time)
                         got = await ours(mode)
@@ -232,7 +239,8 @@ async def paired(  # noqa: PLR0917 - positional for anyio.run
                     pooled[side].add(*got, *used)
                     one = _Tally()
                     one.add(*got, *used)
-                    per_window.append({"side": side, **one.summary()})
+                    extra = observed(got[0]) if observed is not None else {}
+                    per_window.append({"side": side, **one.summary(), **extra})
                 figures[name] = {side: tally.summary() for side, tally in pooled.items()}
                 figures[name][other_name]["errors"] = other_side.take_errors()
                 figures[name]["windows"] = per_window

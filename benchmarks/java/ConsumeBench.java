@@ -7,6 +7,13 @@
 //        NAMESRV TOPIC GROUP COUNT [HANDLER_MS SECONDS]
 // With HANDLER_MS and SECONDS it is the slow-handler memory run instead: each message sleeps
 // HANDLER_MS in the listener, for SECONDS; RSS is sampled every 250 ms.
+//   java ... ConsumeBench.java --serve NAMESRV
+// keeps one JVM for many drains (so that its JIT warms as a long-running consumer's does): it
+// prints {"ready": true}, then per line "drain TOPIC GROUP COUNT" runs one drain as above and
+// prints its JSON line; "quit" (or the end of input) ends it.
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -47,12 +54,38 @@ public class ConsumeBench {
     }
 
     public static void main(String[] args) throws Exception {
+        if (args[0].equals("--serve")) {
+            serve(args[1]);
+            System.exit(0);
+        }
         String namesrv = args[0], topic = args[1], group = args[2];
         long count = Long.parseLong(args[3]);
         if (args.length > 4) {
             slow(namesrv, topic, group, Long.parseLong(args[4]), Double.parseDouble(args[5]));
             return;
         }
+        System.out.println(drain(namesrv, topic, group, count));
+        System.exit(0);
+    }
+
+    static void serve(String namesrv) throws Exception {
+        System.out.println("{\"ready\": true}");
+        System.out.flush();
+        BufferedReader in =
+            new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null && !line.trim().equals("quit")) {
+            String[] words = line.trim().split(" ");
+            if (words.length == 4 && words[0].equals("drain")) {
+                System.out.println(drain(namesrv, words[1], words[2], Long.parseLong(words[3])));
+            } else {
+                System.out.println("{\"error\": \"unknown command: " + line.trim() + "\"}");
+            }
+            System.out.flush();
+        }
+    }
+
+    static String drain(String namesrv, String topic, String group, long count) throws Exception {
         AtomicLong seen = new AtomicLong(), firstAt = new AtomicLong(), firstCpu = new AtomicLong();
         CountDownLatch done = new CountDownLatch(1);
         DefaultMQPushConsumer consumer = consumer(namesrv, topic, group);
@@ -72,14 +105,13 @@ public class ConsumeBench {
         double seconds = (end - began) / 1e9, firstS = (firstAt.get() - began) / 1e9;
         long rss = rssKb();
         consumer.shutdown();
-        System.out.printf(
+        return String.format(
             "{\"finished\": %b, \"messages\": %d, \"seconds\": %.2f, \"msgs_per_s\": %d, "
                 + "\"first_message_s\": %.2f, \"msgs_per_s_from_first\": %d, \"rss_mb\": %.1f, "
-                + "\"cpu_s_from_first\": %.3f}%n",
+                + "\"cpu_s_from_first\": %.3f}",
             finished, seen.get(), seconds, Math.round(seen.get() / seconds), firstS,
             Math.round(seen.get() / (seconds - firstS)), rss / 1024.0,
             (endCpu - firstCpu.get()) / 1e9);
-        System.exit(0);
     }
 
     static void slow(String namesrv, String topic, String group, long handlerMs, double seconds)
