@@ -20,7 +20,7 @@ help:
 	@echo "                  every stage runs whatever another did, then one summary (tests/stages.py)"
 	@echo "make test-busy    make test with two busy loops beside it: it must pass on a busy machine"
 	@echo "make chaos        every chaos scenario (make test runs the fast ones) and the report"
-	@echo "make bench        benchmarks against the Java client and the other Python clients (benchmarks/results/)"
+	@echo "make bench        benchmarks against the Java client, and ours alone (benchmarks/results/)"
 	@echo "make soak         10 minutes of steady produce + consume: RSS, tasks and fds must stay flat"
 	@echo "make fuzz         a million mutated inputs through every decoder of peer bytes"
 	@echo "make cluster-up   start a local cluster in the background (state in $(STATE))"
@@ -184,11 +184,9 @@ fuzz: $(STAMP)
 	$(PY) -m tests.fuzz.mutate --inputs 1000000
 
 bench: $(STAMP)
-	$(PY) -m benchmarks.compare
-	$(PY) -m benchmarks.nullbroker  # both clients against a null broker: the client-bound paths
+	$(PY) -m benchmarks.nullbroker  # both clients against a null broker, in one rotation
 	$(PY) -m benchmarks.nullbroker --uvloop  # the same with our side on uvloop
 	$(PY) -m benchmarks.nullbroker --pin  # the same with the null broker on a core of its own
-	$(PY) -m benchmarks.peers  # the other Python clients (pyrocketmq: PYROCKETMQ_SOURCE=checkout)
 	$(PY) -m benchmarks.codec
 	$(PY) -m benchmarks.roundtrip
 	$(PY) -m benchmarks.roundtrip --uvloop --out benchmarks/results/roundtrip-uvloop.json
