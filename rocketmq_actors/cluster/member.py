@@ -1,9 +1,10 @@
 """What producers and consumers share: membership of a group on a ClientInstance.
 
-A member either creates its own instance from ``namesrv`` (when not given, from the
-``NAMESRV_ADDR`` environment variable, as the Java client reads it) and runs it for its
-lifetime, or shares one it is given; it owns a mailbox for the broker's requests about its group and
-registers the group with the instance (router + heartbeats) while it runs.
+A member either leases the process's instance for ``namesrv`` (when not given, from the
+``NAMESRV_ADDR`` environment variable, as the Java client reads it) and its settings, shared
+with the other members of those settings (:mod:`.shared`), or runs on one it is given; it owns
+a mailbox for the broker's requests about its group and registers the group with the instance
+(router + heartbeats) while it runs.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from rocketmq_actors.runtime.router import Inbound
 from .health import Health, instance_health
 from .instance import ClientInstance
 from .options import ClientOptions
+from .shared import InstanceLease, lease_instance
 
 __all__ = ["MEMBER_POLICY", "NAMESRV_ENV", "GroupMember"]
 
@@ -75,11 +77,19 @@ class GroupMember(Lifecycle):
         self.kind = kind
         self.group = wrap(client.namespace, group)  # as the broker knows it
         self._client = client
-        self._own_instance = instance is None
-        self._instance = instance or ClientInstance(
-            namesrv or (), ssl_context=client.ssl_context, credentials=client.credentials,
-            instance_name=client.instance_name, request_timeout=client.request_timeout,
-        )  # fmt: skip
+        # without an instance given: the process's shared one for these settings (shared.py)
+        self._lease: InstanceLease | None = None
+        if instance is None:
+            addrs = namesrv or ()
+            self._lease = lease_instance(
+                self, kind="producer" if kind == "producer" else "consumer", group=self.group,
+                namesrv=addrs, client=client, factory=lambda: ClientInstance(
+                    addrs, ssl_context=client.ssl_context, credentials=client.credentials,
+                    instance_name=client.instance_name, request_timeout=client.request_timeout,
+                ),
+            )  # fmt: skip
+            instance = self._lease.instance
+        self._instance = instance
         self.mailbox: Mailbox[Inbound] = Mailbox(f"{kind}:{group}")
 
     @property
@@ -115,9 +125,9 @@ class GroupMember(Lifecycle):
         and undo both on exit (the mailbox is disposed once everything opened after this step
         has closed). The instance stopping under a running member stops the member."""
         instance = self._instance
-        if self._own_instance:
-            await instance.start()
+        if self._lease is not None:
             stack.push_async_callback(self._stop_instance)
+            await self._lease.join()
         else:
             instance._check_running()
         instance._link(self, self._instance_stopped)
@@ -127,11 +137,14 @@ class GroupMember(Lifecycle):
         stack.callback(self.mailbox.dispose)
 
     async def _stop_instance(self) -> None:
-        """Our own instance stops with us, within what is left of our stop deadline; we wait
-        for it even when our own unwinding is cancelled, so that it never outlives us."""
+        """Our lease of the shared instance ends; the last lease stops it, within what is left
+        of our stop deadline, waiting for it even when our own unwinding is cancelled, so that
+        it never outlives its last member."""
         self._instance._unlink(self)
-        with anyio.CancelScope(shield=True):
-            await self._instance._stop_and_wait(self._time_left())
+        assert self._lease is not None
+        if self._lease.release():
+            with anyio.CancelScope(shield=True):
+                await self._instance._stop_and_wait(self._time_left())
 
     def _instance_stopped(self, error: BaseException | None) -> None:
         if self._host is not None and self._host.cancelling():
