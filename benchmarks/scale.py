@@ -1,7 +1,8 @@
-"""How a push consumer's cost grows with the queues it owns.
+"""How a client's cost grows with the work: queues owned, producers in a process, topics.
 
-    python -m benchmarks.scale [--queues 64 1024 10000] [--version 5.5.0] [--idle 20]
-                               [--namesrv ADDR] [--out benchmarks/results/scale.json]
+    python -m benchmarks.scale [--queues 64 1024 10000] [--producers 1 100] [--topics 1000]
+                               [--version 5.5.0] [--idle 20] [--namesrv ADDR]
+                               [--out benchmarks/results/scale.json]
 
 On a cluster of two masters (started here unless ``--namesrv`` names one), for each queue
 count N: a topic with N/2 queues on each master, one message in each of 64 sampled queues,
@@ -14,6 +15,14 @@ then a PushConsumer of a fresh group (from the first offset) in this process:
   (counted at the connections: the lag gauge's, the offset commits', the pulls');
 * ``stop_s``: the ``async with``'s exit.
 
+Producers (``producers``), each count in a fresh process of its own: that many ``Producer``s
+of distinct groups, each sending one message, then over ``--idle`` seconds the process's RSS,
+asyncio tasks, CPU and requests per second; ``shared`` on one ClientInstance (the default),
+``own_instance`` each with an instance name of its own (as before instances were shared).
+
+Topics (``topics``), in a fresh process: one producer sends one message to each of
+``--topics`` topics, then the same idle figures.
+
 Issue 43 gives the before figures: 3,000 queues took 17 s to start, 10,000 never did in 240 s.
 """
 
@@ -22,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import json
 import os
 import sys
 import time
@@ -132,49 +142,112 @@ async def one_size(namesrv: str, queues: int, idle_s: float) -> dict[str, Any]:
                 0.0, round(time.perf_counter() - began - figures["start_s"], 2)
             )
             await anyio.sleep(5)  # the sampled queues' pulls settle into the broker's hold
-            counter.counts.clear()
-            cpu0, t0 = process_cpu_s(os.getpid()) or 0.0, time.perf_counter()
-            await anyio.sleep(idle_s)
-            elapsed = time.perf_counter() - t0
-            figures["idle_cpu_per_s"] = round(
-                ((process_cpu_s(os.getpid()) or 0.0) - cpu0) / elapsed, 4
-            )
-            figures["idle_requests_per_s"] = {
-                name: round(n / elapsed, 2) for name, n in counter.counts.most_common()
-            }
-            figures["rss_mb"] = rss_mb()
-            tasks = len(asyncio.all_tasks())
-            figures["tasks"] = tasks
-            figures["tasks_per_queue"] = round(tasks / queues, 2)
+            figures.update(await idle_figures(idle_s, counter))
+            figures["tasks_per_queue"] = round(figures["tasks"] / queues, 2)
             stopping = time.perf_counter()
         figures["stop_s"] = round(time.perf_counter() - stopping, 2)
     return figures
 
 
+async def idle_figures(idle_s: float, counter: RequestCounter) -> dict[str, Any]:
+    """This process over ``idle_s`` seconds: CPU per second, requests per second, RSS, tasks."""
+    counter.counts.clear()
+    cpu0, t0 = process_cpu_s(os.getpid()) or 0.0, time.perf_counter()
+    await anyio.sleep(idle_s)
+    elapsed = time.perf_counter() - t0
+    return {
+        "idle_cpu_per_s": round(((process_cpu_s(os.getpid()) or 0.0) - cpu0) / elapsed, 4),
+        "idle_requests_per_s": {
+            name: round(n / elapsed, 2) for name, n in counter.counts.most_common()
+        },
+        "rss_mb": rss_mb(),
+        "tasks": len(asyncio.all_tasks()),
+    }
+
+
+async def producers(namesrv: str, count: int, topics: int, own: bool, idle_s: float) -> Any:
+    """``count`` producers (an instance each with ``own``), each sending one message to each
+    of ``topics`` topics; then :func:`idle_figures`. Run in a fresh process (``--child``)."""
+    from contextlib import AsyncExitStack
+
+    from rocketmq_actors.cluster.options import ClientOptions
+
+    names = [f"bench_scale_t{i}_{time.time_ns()}" for i in range(topics)]
+    async with Producer(namesrv=namesrv, group="bench_scale_topics") as admin:
+        for name in names:
+            await create_topic(admin.instance, name, queues=1, timeout=60)
+    rss_before = rss_mb()
+    with RequestCounter() as counter:
+        async with AsyncExitStack() as stack:
+            clients = []
+            for i in range(count):
+                options = ClientOptions(
+                    namesrv=namesrv, instance_name=f"bench_{i}_{time.time_ns()}" if own else None
+                )
+                clients.append(await stack.enter_async_context(
+                    Producer(group=f"bench_scale_p{i}", client=options)))  # fmt: skip
+            for producer in clients:
+                for name in names:
+                    await producer.send(Message(topic=name, body=b"x"))
+            figures = await idle_figures(idle_s, counter)
+            figures["instances"] = len({id(p.instance) for p in clients})
+    figures["rss_before_mb"] = rss_before
+    return figures
+
+
+def _child(namesrv: str, kind: str, count: int, topics: int, idle_s: float) -> dict[str, Any]:
+    """:func:`producers` in a fresh interpreter (its RSS is the producers' alone)."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.scale", "--child", kind, str(count), str(topics),
+         "--namesrv", namesrv, "--idle", str(idle_s)],
+        capture_output=True, text=True, check=True, timeout=900,
+    )  # fmt: skip
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--queues", type=int, nargs="+", default=[64, 1024, 10000])
+    parser.add_argument("--queues", type=int, nargs="*", default=[64, 1024, 10000])
+    parser.add_argument("--producers", type=int, nargs="*", default=[1, 100])
+    parser.add_argument("--topics", type=int, default=1000)
+    parser.add_argument("--child", nargs=3, metavar=("KIND", "COUNT", "TOPICS"),
+                        help=argparse.SUPPRESS)  # fmt: skip
     parser.add_argument("--version", default="5.5.0")
     parser.add_argument("--idle", type=float, default=20.0)
     parser.add_argument("--namesrv")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    if args.child:
+        kind, count, topics = args.child[0], int(args.child[1]), int(args.child[2])
+        figures = anyio.run(producers, args.namesrv, count, topics, kind == "own", args.idle)
+        sys.stdout.write(json.dumps(figures) + "\n")
+        return 0
     load_before = os.getloadavg()
 
-    def measure(namesrv: str) -> list[dict[str, Any]]:
-        return [anyio.run(one_size, namesrv, n, args.idle) for n in args.queues]
+    def measure(namesrv: str) -> dict[str, Any]:
+        runs = [anyio.run(one_size, namesrv, n, args.idle) for n in args.queues]
+        return {
+            "queues": {str(run.pop("queues")): run for run in runs},
+            "producers": {
+                kind: {str(n): _child(namesrv, kind, n, 1, args.idle) for n in args.producers}
+                for kind in ("shared", "own_instance")
+            },
+            "topics": {str(args.topics): _child(namesrv, "shared", 1, args.topics, args.idle)},
+        }
 
     if args.namesrv:
-        runs = measure(args.namesrv)
+        figures = measure(args.namesrv)
     else:
         from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
 
         with LocalCluster(ClusterSpec(version=args.version, brokers=2, jit="full")) as cluster:
-            runs = measure(cluster.namesrv_addr)
-    by_size = {str(run.pop("queues")): run for run in runs}
+            figures = measure(cluster.namesrv_addr)
     write_results(args.out, {
         "server": args.version, "idle_s": args.idle, "load_average_before": load_before,
-        "load_average_after": os.getloadavg(), "queues": by_size,
+        "load_average_after": os.getloadavg(), **figures,
     })  # fmt: skip
     return 0
 
