@@ -29,7 +29,14 @@ from .messages import (
     offset_msg_id,
 )
 
-__all__ = ["MAGIC_V1", "MAGIC_V2", "MessageExt", "decode_messages", "decode_records"]
+__all__ = [
+    "MAGIC_V1",
+    "MAGIC_V2",
+    "MessageExt",
+    "decode_messages",
+    "decode_records",
+    "has_compressed",
+]
 
 MAGIC_V1 = -626843481  # 0xDAA320A7 as int32: 1-byte topic length
 MAGIC_V2 = -626843477  # 0xDAA320AB as int32: 2-byte topic length
@@ -164,6 +171,22 @@ def _read_hosts_v6(data: bytes, p: int, end: int, sys_flag: int) -> _HostsV6:
     s_ip = data[p : p + s_len]
     s_port, reconsume, prepared, body_len = _TAIL.unpack_from(data, p + s_len)
     return b_ip, b_port, store_ts, s_ip, s_port, reconsume, prepared, body_len, p + s_len + 20
+
+
+def has_compressed(data: bytes) -> bool:
+    """Whether any record of a concatenation of stored-message records is compressed (its
+    sysFlag's ``COMPRESSED`` bit): read from the records' fixed heads only, without decoding;
+    broken framing answers False (decoding says what is wrong)."""
+    pos, size = 0, len(data)
+    while size - pos >= 40:
+        (total,) = _I32.unpack_from(data, pos)
+        (sys_flag,) = _I32.unpack_from(data, pos + 36)
+        if sys_flag & MessageSysFlag.COMPRESSED:
+            return True
+        if total < 88:
+            return False
+        pos += total
+    return False
 
 
 def decode_messages(

@@ -27,7 +27,7 @@ from rocketmq_actors.protocol.headers import (
     SearchOffsetRequestHeader,
 )
 from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE, PullSysFlag
-from rocketmq_actors.protocol.records import MessageExt, decode_records
+from rocketmq_actors.protocol.records import MessageExt, decode_records, has_compressed
 from rocketmq_actors.runtime.backoff import Backoff
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "RawPull",
     "check_subscription",
     "decode_pull",
+    "decode_pull_off_loop",
     "first_offset_at",
     "max_offset",
     "max_offsets",
@@ -118,7 +119,18 @@ async def pull_once(
     """One PULL_MESSAGE (shared by the pull and push consumers), its records decoded and
     filtered by the subscription's tags (see :func:`pull_raw` for the arguments)."""
     raw = await pull_raw(instance, group, queue, offset, **options)
-    return decode_pull(raw, queue, options["subscription"], max_body)
+    return await decode_pull_off_loop(raw, queue, options["subscription"], max_body)
+
+
+async def decode_pull_off_loop(
+    raw: RawPull, queue: MessageQueue, subscription: Subscription, max_body: int
+) -> PullResult:
+    """:func:`decode_pull`, in a worker thread when a record is compressed: inflating up to
+    ``max_body`` bytes a record (zlib, LZ4 and zstd let other threads run meanwhile) must not
+    hold the event loop, whose other queues, heartbeats and handlers go on."""
+    if raw.status is PullStatus.FOUND and has_compressed(raw.body):
+        return await anyio.to_thread.run_sync(decode_pull, raw, queue, subscription, max_body)
+    return decode_pull(raw, queue, subscription, max_body)
 
 
 def decode_pull(

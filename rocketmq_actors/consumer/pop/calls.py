@@ -8,6 +8,7 @@ from __future__ import annotations
 import enum
 import time
 
+import anyio
 import attrs
 
 from rocketmq_actors.cluster.instance import ClientInstance
@@ -31,7 +32,7 @@ from rocketmq_actors.protocol.pop import (
     encode_batch_ack,
     message_handles,
 )
-from rocketmq_actors.protocol.records import decode_records
+from rocketmq_actors.protocol.records import decode_records, has_compressed
 
 __all__ = [
     "PopStatus",
@@ -64,6 +65,10 @@ class Popped:
 
 
 _NOT_FOUND = (ResponseCode.POLLING_TIMEOUT, ResponseCode.PULL_NOT_FOUND)
+
+
+def _decode(body: bytes, max_body: int) -> list[ReceivedMessage[bytes]]:
+    return decode_records(body, ReceivedMessage, strict=False, max_body=max_body)
 
 
 async def check_pop_broker(instance: ClientInstance, addr: str, timeout: float) -> None:
@@ -116,7 +121,11 @@ async def pop_once(
     if reply.code != ResponseCode.SUCCESS:
         raise broker_error(addr, reply.code, reply.remark)
     response = PopMessageResponseHeader.from_ext(reply.ext_fields)
-    decoded = decode_records(reply.body, ReceivedMessage, strict=False, max_body=max_body)
+    decoded = (  # (inflating off the event loop, as a pull's: brokercalls.decode_pull_off_loop)
+        await anyio.to_thread.run_sync(_decode, reply.body, max_body)
+        if has_compressed(reply.body)
+        else _decode(reply.body, max_body)
+    )
     stored = [PoppedMessage(m.topic, m.queue_id, m.queue_offset, m.reconsume_times,
                             m.properties.get(POP_CK)) for m in decoded]  # fmt: skip
     handles = message_handles(stored, response, broker_name=broker_name, order=order)

@@ -26,7 +26,7 @@ from rocketmq_actors.consumer.core.brokercalls import (
     PullResult,
     RawPull,
     check_subscription,
-    decode_pull,
+    decode_pull_off_loop,
     pull_raw,
 )
 from rocketmq_actors.consumer.core.message import deserialize_record
@@ -305,7 +305,7 @@ class PullGroup(GroupMember):
         queue, subscription, raw = await self._pull(
             queue, offset, max_messages, expression, expression_type, wait
         )
-        result = decode_pull(raw, queue, subscription, self.max_body_size)
+        result = await decode_pull_off_loop(raw, queue, subscription, self.max_body_size)
         if self.value_deserializer is not None:  # (raises for the first it rejects)
             for message in result.messages:
                 deserialize_record(message, self.value_deserializer, self.ns.app(queue))

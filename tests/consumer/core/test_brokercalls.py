@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from rocketmq_actors.consumer.core import brokercalls
@@ -40,3 +41,62 @@ async def test_the_next_pull_goes_where_the_last_answer_said(
         await counter.pull(Owner(), QUEUE, 0)  # type: ignore[arg-type]
     assert nodes == [0, 1, 1, 1]
     assert (counter.pulls, counter.errors, counter.node) == (3, 1, 0)  # told: the master
+
+
+def _bombs(kind: str) -> bytes:
+    """A pull's worth (32 records) of bodies of 16 MiB of zeros each, compressed by ``kind``
+    (zstd streamed, as Java writes it: no size in the frame)."""
+    import zlib
+
+    import lz4.frame
+    import zstandard
+
+    from rocketmq_actors.protocol.messages import MessageSysFlag
+    from rocketmq_actors.testing.stored import encode_stored
+
+    zeros = bytes(16 * 1024 * 1024)
+    if kind == "zlib":
+        body, bits = zlib.compress(zeros, 9), MessageSysFlag.COMPRESSION_ZLIB
+    elif kind == "lz4":
+        body, bits = lz4.frame.compress(zeros), MessageSysFlag.COMPRESSION_LZ4
+    else:
+        streamed = zstandard.ZstdCompressor().compressobj()
+        body = streamed.compress(zeros) + streamed.flush()
+        bits = MessageSysFlag.COMPRESSION_ZSTD
+    return b"".join(
+        encode_stored(
+            topic="bombs", body=body, queue_offset=i, sys_flag=MessageSysFlag.COMPRESSED | bits
+        )
+        for i in range(32)
+    )
+
+
+@pytest.mark.parametrize("kind", ["zlib", "lz4", "zstd"])
+async def test_a_pull_of_bombs_inflates_off_the_event_loop(kind: str) -> None:
+    """Issue 43: 32 records that inflate to 16 MiB each, the consumer's limit 4 MiB. Each is
+    undecodable (the poison path), and while they inflate, up to the limit each, the event
+    loop keeps answering: a probe that wakes every 5 ms is never late by 100 ms. (zlib's
+    inflation is the slow one: on the event loop it held the probe for most of a second.)"""
+    from rocketmq_actors.consumer.core.brokercalls import RawPull, decode_pull_off_loop
+    from rocketmq_actors.consumer.core.subscriptions import Subscription
+
+    raw = RawPull(PullStatus.FOUND, 32, 0, 32, _bombs(kind))
+    queue = MessageQueue("bombs", "broker-a", 0)
+    late = 0.0
+    done = False
+
+    async def probe() -> None:
+        nonlocal late
+        while not done:
+            before = anyio.current_time()
+            await anyio.sleep(0.005)
+            late = max(late, anyio.current_time() - before - 0.005)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(probe)
+        await anyio.sleep(0.02)  # (the probe runs)
+        result = await decode_pull_off_loop(raw, queue, Subscription("bombs"), 4 * 1024 * 1024)
+        done = True
+    assert len(result.messages) == 32
+    assert all("past 4194304 bytes" in (m.decode_error or "") for m in result.messages)
+    assert late < 0.1, f"the event loop was held {late:.3f} s"
