@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from rocketmq_actors.errors import ConnectError, ConnectionLost, RequestTimeout, WriteTimeout
@@ -555,3 +556,37 @@ async def test_a_name_that_does_not_resolve_is_not_retriable(
     with pytest.raises(ConnectError, match=r"'nosuchhost\.invalid' does not resolve") as info:
         await connection.connect("nosuchhost.invalid:9876")
     assert info.value.retriable is retriable
+
+
+async def test_500k_requests_to_a_peer_that_never_reads_stay_within_the_bound() -> None:
+    """docs/usage.md's bound: with a peer that stops reading, a connection holds at most
+    ``max_in_flight_bytes`` (64 MiB by default) of unwritten frames, plus the frame that
+    crossed it. 500k requests of 1 KiB (eight times that bound) through the admission every
+    request passes (``start_encoded``: a request it refuses waits, then fails WriteTimeout
+    with nothing sent, as the test above shows): the first fill the buffer to the bound, the
+    rest are refused, and the buffer never passes it."""
+    body = b"k" * 1024
+    bound = 64 * 1024 * 1024
+    with socket.socket() as listening:  # nobody accepts: the kernel buffers, then stops
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        addr = f"127.0.0.1:{listening.getsockname()[1]}"
+        running = Running(BrokerConnection(addr, await open_for_test(addr)))
+        conn = running.conn
+        assert conn._max_unwritten == bound  # (the documented default)
+        frame = RemotingCommand.request(1, {}, body).encode()
+        admitted = refused = peak = 0
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(running.serve)
+            for i in range(500_000):
+                if conn.start_encoded(1, lambda opaque: frame, 600.0, len(body)) is None:
+                    refused += 1
+                else:
+                    admitted += 1
+                peak = max(peak, conn._wire.buffered)
+                if i % 1000 == 0:
+                    await anyio.lowlevel.checkpoint()  # (the transport writes, or pauses)
+            tg.cancel_scope.cancel()
+    assert admitted + refused == 500_000
+    assert admitted * len(frame) > bound and refused > 400_000
+    assert peak <= bound + len(frame), peak
