@@ -34,8 +34,9 @@ programs in `benchmarks/java/`) with the same message size, counts and durations
 alone on the paths the Java client has no counterpart for. A ratio is published here only from
 a run that kept the rules of `benchmarks/rotation.py`: both clients warmed up (for the
 `warmup` seconds in its settings, per path and client), taking turns in one run on the same
-machine state, against a broker that costs far less CPU than either client, with the load average, a calibration and what other processes
-took written beside every window. The docs generator refuses a results file that breaks them.
+machine state, against a broker that costs far less CPU than either client, with the load
+average, a calibration and what other processes took written beside every window. The docs
+generator refuses a results file that breaks them.
 """
 
 #: results files with ratios measured before the rotation rules (no run, load or warm Java
