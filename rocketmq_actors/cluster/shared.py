@@ -13,6 +13,7 @@ one group in a JVM have distinct instance names. A distinct ``instance_name`` op
 from __future__ import annotations
 
 import asyncio
+import collections
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -28,6 +29,8 @@ __all__ = ["InstanceLease", "lease_instance"]
 _lock = threading.Lock()
 #: key -> the entries of that key (one per set of disjoint groups)
 _entries: dict[tuple[Any, ...], list[_Entry]] = {}
+#: leases of members collected without stopping, ended by _drain (see _finalize)
+_orphans: collections.deque[InstanceLease] = collections.deque()
 _JOINABLE = (State.NEW, State.STARTING, State.RUNNING)
 
 
@@ -95,14 +98,30 @@ def _key(namesrv: str | Sequence[str], client: ClientOptions) -> tuple[Any, ...]
     )
 
 
-def _finalize(lease: InstanceLease, instance: ClientInstance) -> None:
-    """A member collected without stopping: its lease ends, and an instance it was the last
-    user of is asked to stop (on its event loop, which may be another thread's)."""
-    if not lease.release() or instance.state not in (State.STARTING, State.RUNNING):
-        return
+def _finalize(lease: InstanceLease) -> None:
+    """A member collected without stopping (a garbage collection may run this at any point,
+    this module's own locked sections included): its lease is queued for :func:`_drain`, run
+    soon on the instance's event loop when it runs, else by the next lease."""
+    _orphans.append(lease)
+    instance = lease.instance
     loop = instance._loop
-    if loop is not None and not loop.is_closed():
-        loop.call_soon_threadsafe(instance._request_stop)
+    if instance.state in (State.STARTING, State.RUNNING) and loop and not loop.is_closed():
+        loop.call_soon_threadsafe(_drain)
+
+
+def _drain() -> None:
+    """End the leases of collected members; an instance whose last lease that was is asked to
+    stop, on its event loop (which may be another thread's)."""
+    while True:
+        try:
+            lease = _orphans.popleft()
+        except IndexError:
+            return
+        instance = lease.instance
+        if lease.release() and instance.state in (State.STARTING, State.RUNNING):
+            loop = instance._loop
+            if loop is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(instance._request_stop)
 
 
 def lease_instance(
@@ -117,19 +136,27 @@ def lease_instance(
     """``owner``'s lease of the shared instance for ``namesrv`` and ``client`` (made with
     ``factory`` when there is none that ``group`` of ``kind`` may join); ended at the latest
     when ``owner`` is collected."""
+    _drain()
     key = _key(namesrv, client)
     member_key = (kind, group)
-    with _lock:
-        siblings = _entries.get(key, [])
-        entry = next(
-            (e for e in siblings if member_key not in e.groups and e.instance.state in _JOINABLE),
-            None,
-        )
-        if entry is None:
-            entry = _Entry(key, factory())  # (a bad setting raises here, nothing kept)
-            _entries[key] = [*siblings, entry]
-        entry.groups.add(member_key)
-        entry.leases += 1
-        lease = InstanceLease(entry, member_key)
-    weakref.finalize(owner, _finalize, lease, entry.instance).atexit = False
+    created: ClientInstance | None = None
+    while True:
+        with _lock:
+            siblings = _entries.get(key, [])
+            entry = next(
+                (e for e in siblings
+                 if member_key not in e.groups and e.instance.state in _JOINABLE),
+                None,
+            )  # fmt: skip
+            if entry is None and created is not None:
+                entry = _Entry(key, created)
+                _entries[key] = [*siblings, entry]
+            if entry is not None:
+                entry.groups.add(member_key)
+                entry.leases += 1
+                lease = InstanceLease(entry, member_key)
+                break
+        # outside the lock: building an instance allocates, and a collection may run then
+        created = factory()  # (a bad setting raises here, nothing kept)
+    weakref.finalize(owner, _finalize, lease).atexit = False
     return lease

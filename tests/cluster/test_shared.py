@@ -43,3 +43,15 @@ def test_a_bad_namesrv_is_refused_and_leaves_nothing_behind() -> None:
     with pytest.raises(ConfigError):
         Producer(namesrv="not an address", group="lease_bad")
     assert not any(key[0] == ("not an address",) for key in shared._entries)
+
+
+def test_a_collection_inside_a_locked_section_only_queues_the_lease() -> None:
+    """A garbage collection may run a member's finalizer while this thread holds the
+    registry's lock (building an instance allocates): it must not wait for that lock (the
+    unit suite once hung there). Its lease ends at the next lease taken."""
+    member = Producer(namesrv=NAMESRV, group="lease_locked")
+    lease, instance = member._group._lease, member.instance
+    assert lease is not None
+    with shared._lock:
+        shared._finalize(lease)  # (returns: nothing here takes the lock)
+    assert Producer(namesrv=NAMESRV, group="lease_locked").instance is not instance
