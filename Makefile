@@ -136,7 +136,7 @@ oldest-anyio: $(OLDEST_ANYIO)/.installed
 
 # the FastStream tests again on the oldest FastStream the `faststream` extra allows (pytest ran
 # them on the newest), installed once into a directory that shadows the venv's for this run
-FASTSTREAM_OLDEST := $(shell sed -n 's/^faststream = \["faststream>=\([0-9.]*\),.*/\1/p' pyproject.toml)
+FASTSTREAM_OLDEST := $(shell sed -n 's/^faststream = \["faststream\(\[cli\]\)\{0,1\}>=\([0-9.]*\),.*/\2/p' pyproject.toml)
 OLDEST_FASTSTREAM := .state/faststream-$(FASTSTREAM_OLDEST)
 
 $(OLDEST_FASTSTREAM)/.installed: pyproject.toml | $(STAMP)
