@@ -8,6 +8,10 @@ Everything that can be checked is checked before connecting (the body, read from
 first; the topic, tag, keys and properties): a mistake there is exit status 2 and nothing is
 sent. A ``--stdin`` line that is not a valid body (blank, or over the maximum message size)
 is not sent: it counts as a failed send, in the summary, and the rest are still sent.
+
+SIGINT and SIGTERM stop it gracefully: no new sends, those already admitted are settled, and
+the summary is printed (``"interrupted"`` names the signal); the exit status is then 128 + the
+signal (130 for SIGINT), as ``consume``'s.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import signal
 import sys
 import time
 from collections import deque
@@ -95,6 +100,7 @@ def parse_properties(items: list[str]) -> dict[str, str]:
 
 
 async def produce(args: argparse.Namespace) -> dict[str, Any]:
+    args.stopped_by = None  # (the signal that stopped it, if one did)
     properties = parse_properties(args.property)
     sent = failed = 0
     last_error = ""
@@ -115,37 +121,52 @@ async def produce(args: argparse.Namespace) -> dict[str, Any]:
     client = Producer(group=args.group, namesrv=args.namesrv,
                       options=ProducerOptions(send_timeout=args.timeout))  # fmt: skip
     STATE.client_started = True  # from here, an InvalidMessage is a failed send
-    async with client as producer:
-        started = time.monotonic()
-        with bar:
-            i = 0
-            async for body in bodies(args):
-                if args.rate:
-                    delay = started + i / args.rate - time.monotonic()
-                    if delay > 0:
-                        await anyio.sleep(delay)  # pacing, not synchronization
-                msg = message(args, i, body, properties)
-                i += 1
-                try:
-                    pending.append(await producer.submit(msg))
-                except InvalidMessage as exc:  # a blank or oversized stdin line, say
-                    failed += 1
-                    last_error = f"message {i}: {exc}"
-                    bar.advance()
-                    continue
-                while pending and (pending[0].done() or args.stdin):
-                    # stdin lines go one at a time, so they are stored in their order (sends
-                    # in flight together may be stored in any order)
+    # installed before the producer starts: a signal can never find the default handler
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with client as producer, anyio.create_task_group() as tg:
+            started = time.monotonic()
+            sending, settling = anyio.CancelScope(), anyio.CancelScope()
+
+            async def stop_on_signal() -> None:
+                async for signum in signals:
+                    if args.stopped_by is None:
+                        args.stopped_by = signum
+                        sending.cancel()  # no new sends; those admitted are settled below
+                    else:
+                        settling.cancel()  # a second signal: do not wait for them either
+
+            tg.start_soon(stop_on_signal)
+            with bar, settling:
+                with sending:
+                    i = 0
+                    async for body in bodies(args):
+                        if args.rate:
+                            delay = started + i / args.rate - time.monotonic()
+                            if delay > 0:
+                                await anyio.sleep(delay)  # pacing, not synchronization
+                        msg = message(args, i, body, properties)
+                        i += 1
+                        try:
+                            pending.append(await producer.submit(msg))
+                        except InvalidMessage as exc:  # a blank or oversized stdin line, say
+                            failed += 1
+                            last_error = f"message {i}: {exc}"
+                            bar.advance()
+                            continue
+                        while pending and (pending[0].done() or args.stdin):
+                            # stdin lines go one at a time, so they are stored in their order
+                            # (sends in flight together may be stored in any order)
+                            future = pending.popleft()
+                            with contextlib.suppress(RocketMQError):  # settle() records it
+                                await future
+                            settle(future)
+                while pending:
                     future = pending.popleft()
                     with contextlib.suppress(RocketMQError):  # settle() records the failure
                         await future
                     settle(future)
-            while pending:
-                future = pending.popleft()
-                with contextlib.suppress(RocketMQError):  # settle() records the failure
-                    await future
-                settle(future)
-        elapsed = time.monotonic() - started
+            elapsed = time.monotonic() - started
+            tg.cancel_scope.cancel()
     result: dict[str, Any] = {
         "topic": args.topic,
         "sent": sent,
@@ -155,6 +176,8 @@ async def produce(args: argparse.Namespace) -> dict[str, Any]:
     }
     if last_error:
         result["last_error"] = last_error
+    if args.stopped_by is not None:
+        result["interrupted"] = signal.Signals(args.stopped_by).name
     return result
 
 
@@ -176,11 +199,14 @@ def _run(args: argparse.Namespace) -> int:
     result = anyio.run(produce, args)
     if args.json:
         sys.stdout.write(json.dumps(result) + "\n")
-    else:
-        sys.stdout.write(
+    else:  # (on stderr, as consume's: stdout is for data)
+        stopped = f" (interrupted: {result['interrupted']})" if "interrupted" in result else ""
+        sys.stderr.write(
             f"sent {result['sent']} failed {result['failed']} in {result['seconds']} s "
-            f"({result['msgs_per_s']} msgs/s)\n"
+            f"({result['msgs_per_s']} msgs/s){stopped}\n"
         )
+    if args.stopped_by is not None:
+        return 128 + int(args.stopped_by)
     return 0 if result["failed"] == 0 else 1
 
 

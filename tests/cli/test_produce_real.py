@@ -124,3 +124,36 @@ def test_consume_on_sigint_stops_gracefully_with_its_exit_status(
     assert proc.returncode == status, err
     assert "Traceback" not in err
     assert json.loads(out.strip().splitlines()[-1])["received"] == 0  # the summary, printed
+
+
+def test_produce_on_sigint_settles_what_it_sent_and_prints_the_summary(
+    rocketmq_namesrv: str, unique_topic: str
+) -> None:
+    """kcat prints nothing when interrupted; ours stops sending, settles the sends already
+    admitted and prints its summary (``interrupted``), exit 130: every message it counts as
+    sent is stored."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rocketmq_actors", "--log-level", "info", "produce",
+         "--namesrv", rocketmq_namesrv, "--topic", unique_topic, "--count", "1000000",
+         "--rate", "200", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    for line in proc.stderr:  # its own log says when the producer has started
+        if "producer.started" in line:
+            break
+    else:
+        raise AssertionError(f"produce exited early: {proc.wait()}")
+    peek = ("peek", "--namesrv", rocketmq_namesrv, "--topic", unique_topic, "--json")
+    for _ in range(60):  # until the broker has stored some of its messages
+        if cli(*peek, "--count", "1").stdout.strip():
+            break
+    else:
+        raise AssertionError("nothing was stored")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["interrupted"] == "SIGINT" and result["failed"] == 0 and result["sent"] > 0
+    assert len(cli(*peek, "--count", "1000000").stdout.splitlines()) == result["sent"]
