@@ -4,7 +4,11 @@ Pulls (PULL_MESSAGE without the commit flag) as mqadmin's tools do, in the syste
 ``TOOLS_CONSUMER`` (Java's ``MixAll.TOOLS_CONSUMER_GROUP``, present on every broker): no
 group joins, nothing is committed, no offset is created.
 
-    peek --topic T [--queue BROKER:ID] [--offset N | --from-first | --from-last] [--count N]
+    peek --topic T [--queue BROKER:ID] [--offset N | --from-first | --from-last |
+                    --from-timestamp MS] [--count N]
+
+``--count`` bounds the messages printed in all, but with ``--from-last``, where it is the last
+N of each queue (as ``kcat -o -N`` takes the last N of every partition).
 """
 
 from __future__ import annotations
@@ -16,7 +20,13 @@ import sys
 from typing import Any
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.consumer.core.brokercalls import PullStatus, max_offset, min_offset, pull_once
+from rocketmq_actors.consumer.core.brokercalls import (
+    PullStatus,
+    max_offset,
+    min_offset,
+    offset_for_time,
+    pull_once,
+)
 from rocketmq_actors.consumer.core.subscriptions import Subscription
 from rocketmq_actors.names import validate_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
@@ -53,6 +63,8 @@ async def _start(instance: ClientInstance, queue: MessageQueue, args: argparse.N
     start: int = args.offset if args.offset is not None else low
     if args.from_last:
         start = high - int(args.count)
+    elif args.from_timestamp is not None:
+        start = await offset_for_time(instance, queue, args.from_timestamp)
     return min(max(start, low), high)
 
 
@@ -68,13 +80,15 @@ async def peek(instance: ClientInstance, args: argparse.Namespace) -> list[dict[
     out: list[dict[str, Any]] = []
     for queue in queues:
         offset = await _start(instance, queue, args)
-        while len(out) < args.count:
+        # --from-last: the last --count of each queue; otherwise --count in all
+        limit = len(out) + args.count if args.from_last else args.count
+        while len(out) < limit:
             result = await pull_once(
                 instance, TOOLS_GROUP, queue, offset, subscription=subscription,
-                sub_version=0, max_messages=min(32, args.count - len(out)), wait=0.0,
+                sub_version=0, max_messages=min(32, limit - len(out)), wait=0.0,
                 request_timeout=instance.request_timeout,
             )  # fmt: skip
-            for message in result.messages[: args.count - len(out)]:
+            for message in result.messages[: limit - len(out)]:
                 out.append(record(message))
                 _print(args, out[-1])
             if result.status is not PullStatus.FOUND and result.status is not (
@@ -84,7 +98,7 @@ async def peek(instance: ClientInstance, args: argparse.Namespace) -> list[dict[
             if result.next_offset <= offset:
                 break
             offset = result.next_offset
-        if len(out) >= args.count:
+        if len(out) >= args.count and not args.from_last:
             break
     return out
 
@@ -105,6 +119,8 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError("--count must be >= 1")
     if args.offset is not None and args.offset < 0:
         raise UsageError("--offset must be >= 0")
+    if args.from_timestamp is not None and args.from_timestamp < 0:
+        raise UsageError("--from-timestamp must be >= 0 (milliseconds since the epoch)")
     if args.queue:
         _parse_queue(args.queue, args.topic)
     run_with_instance(peek, args)
@@ -122,7 +138,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     start.add_argument("--offset", type=int, help="start at this offset of each queue")
     start.add_argument("--from-first", action="store_true", help="the oldest kept (default)")
     start.add_argument("--from-last", action="store_true", help="the last --count of each queue")
-    p.add_argument("--count", type=int, default=10, help="at most N messages (default 10)")
+    start.add_argument(
+        "--from-timestamp",
+        type=int,
+        metavar="MS",
+        help="each queue from its first message stored at or after MS (epoch ms)",
+    )
+    p.add_argument(
+        "--count",
+        type=int,
+        default=10,
+        help="at most N messages (default 10); with --from-last, N of each queue",
+    )
     p.add_argument("--tags", default="*", help="tag expression, e.g. 'a || b' (default *)")
     p.add_argument("--json", action="store_true", help="one JSON object per message")
     p.set_defaults(handler=_run)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,3 +101,38 @@ def test_produce_body_key_tag_properties_and_peek_them_without_a_group(
     assert unique_group not in ok_json("group", "list", *ns)["groups"]
     missing = cli("peek", *ns, "--topic", unique_topic, "--queue", "broker-a:9")
     one_line_error(missing, 1, "broker-a:9")
+
+
+def test_peek_from_last_takes_the_last_n_of_every_queue_and_from_a_timestamp(
+    rocketmq_namesrv: str, unique_topic: str
+) -> None:
+    """kcat's ``-o -2`` takes the last two of every partition; ``peek --from-last --count 2``
+    read queue 0's alone. ``--from-timestamp`` starts each queue at the first message stored
+    at or after the time."""
+    import time
+
+    ns = ("--namesrv", rocketmq_namesrv)
+    ok_json("topic", "create", *ns, "--topic", unique_topic, "--queues", "2")
+    for body in ("a1", "a2", "a3"):
+        ok_json("produce", *ns, "--topic", unique_topic, "--body", body)
+    after_a = int(time.time() * 1000) + 1
+    while int(time.time() * 1000) <= after_a:  # (the next store time is after it)
+        time.sleep(0.001)
+    for body in ("b1", "b2", "b3", "b4", "b5"):
+        ok_json("produce", *ns, "--topic", unique_topic, "--body", body)
+
+    def peek(*args: str) -> list[dict[str, Any]]:
+        done = cli("peek", *ns, "--topic", unique_topic, "--json", *args)
+        assert done.returncode == 0, done.stderr
+        return [json.loads(line) for line in done.stdout.splitlines()]
+
+    stored = peek("--count", "100")
+    assert len(stored) == 8 and {r["queue"] for r in stored} == {0, 1}
+    last = peek("--from-last", "--count", "2")
+    expected = []
+    for queue in (0, 1):
+        mine = sorted((r for r in stored if r["queue"] == queue), key=lambda r: int(r["offset"]))
+        expected += [r["body"] for r in mine[-2:]]
+    assert [r["body"] for r in last] == expected  # two of each queue, in queue order
+    since = peek("--from-timestamp", str(after_a), "--count", "100")
+    assert sorted(r["body"] for r in since) == ["b1", "b2", "b3", "b4", "b5"]
