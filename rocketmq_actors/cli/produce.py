@@ -74,11 +74,16 @@ def read_body(args: argparse.Namespace) -> bytes | None:
 
 
 def message(args: argparse.Namespace, i: int, body: bytes, properties: dict[str, str]) -> Message:
+    line_key: list[str] = []
+    if args.key_delimiter and args.stdin:  # (kcat -K): KEY<delimiter>BODY
+        key, sep, rest = body.partition(args.key_delimiter.encode())
+        if sep:
+            line_key, body = [key.decode(errors="replace")], rest
     return Message(
         topic=args.topic,
         body=body,
         tags=args.tags,
-        keys=[*args.key, *([f"{args.key_prefix}{i}"] if args.keys else [])],
+        keys=[*args.key, *line_key, *([f"{args.key_prefix}{i}"] if args.keys else [])],
         properties=properties,
     )
 
@@ -190,6 +195,8 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError(f"--rate must be 0 (no limit) or more messages a second, not {args.rate}")
     if sum((args.body is not None, args.body_file is not None, args.stdin)) > 1:
         raise ValueError("give one of --body, --body-file and --stdin")
+    if args.key_delimiter is not None and (not args.stdin or not args.key_delimiter):
+        raise ValueError("--key-delimiter needs --stdin and a non-empty delimiter")
     if args.body_file not in (None, "-") and not Path(args.body_file).is_file():
         raise ValueError(f"--body-file {args.body_file!r}: no such file")
     # a malformed property, topic, tag or key, or a bad body, fails before connecting
@@ -217,6 +224,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--body", help="the body of every message (UTF-8)")
     p.add_argument("--body-file", metavar="PATH", help="the body of every message ('-': stdin)")
     p.add_argument("--stdin", action="store_true", help="one message per line of stdin")
+    p.add_argument(
+        "--key-delimiter", "-K", metavar="D",
+        help="with --stdin: a line is KEY, D, BODY (as kcat -K); a line without D has no key",
+    )  # fmt: skip
     p.add_argument("--key", action="append", default=[], help="a key of every message (repeat)")
     p.add_argument(
         "--property", action="append", default=[], metavar="K=V", help="a user property (repeat)"

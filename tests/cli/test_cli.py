@@ -129,6 +129,10 @@ USAGE = {
     "produce NaN rate": ["produce", "--namesrv", UNREACHABLE, "--topic", "T", "--rate", "nan"],
     "produce unreadable body file": ["produce", "--namesrv", UNREACHABLE, "--topic", "T",
                                      "--body-file", "/proc/self/mem"],
+    "produce -K without --stdin": ["produce", "--namesrv", UNREACHABLE, "--topic", "T",
+                                   "-K", ":"],
+    "peek negative timestamp": ["peek", "--namesrv", UNREACHABLE, "--topic", "T",
+                                "--from-timestamp", "-1"],
 }  # fmt: skip
 
 

@@ -157,3 +157,16 @@ def test_produce_on_sigint_settles_what_it_sent_and_prints_the_summary(
     result = json.loads(out.strip().splitlines()[-1])
     assert result["interrupted"] == "SIGINT" and result["failed"] == 0 and result["sent"] > 0
     assert len(cli(*peek, "--count", "1000000").stdout.splitlines()) == result["sent"]
+
+
+def test_produce_stdin_with_a_key_delimiter_keys_each_line(
+    rocketmq_namesrv: str, unique_topic: str
+) -> None:
+    """kcat -K: each line is KEY, delimiter, BODY; a line without the delimiter has no key."""
+    proc = cli("produce", "--namesrv", rocketmq_namesrv, "--topic", unique_topic, "--stdin",
+               "-K", ":", "--json", stdin="k1:one\nno key\nk2:two:three\n")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["sent"] == 3
+    lines = cli("peek", "--namesrv", rocketmq_namesrv, "--topic", unique_topic, "--json")
+    got = sorted((r["body"], r["keys"]) for r in map(json.loads, lines.stdout.splitlines()))
+    assert got == [("no key", []), ("one", ["k1"]), ("two:three", ["k2"])]
