@@ -34,6 +34,7 @@ from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
 
 from .common import STATE, add_namesrv
+from .formatting import check_format, render
 from .progress import ProgressReport, add_progress_flag
 
 UserHandler = Callable[[MessageExt], Awaitable[None]]
@@ -80,7 +81,7 @@ async def consume(args: argparse.Namespace) -> dict[str, Any]:
         ids.add(message.msg_id)
         bar.advance()
         if args.print:
-            sys.stdout.write(message.body.decode(errors="replace") + "\n")
+            sys.stdout.write(printed(args, message))
         if user is not None:
             await user(message)  # raising: retried like any handler failure
         arrived.set()
@@ -226,16 +227,26 @@ async def consume_exactly(args: argparse.Namespace) -> dict[str, Any]:
                                 taken[queue] = message.queue_offset + 1
                                 bar.advance()
                                 if args.print:
-                                    sys.stdout.write(message.body.decode(errors="replace") + "\n")
+                                    sys.stdout.write(printed(args, message))
                 tg.cancel_scope.cancel()
             if taken:  # exactly what was taken, per queue
                 await consumer.commit(taken)
     return summary(args, received, received, started, window)
 
 
+def printed(args: argparse.Namespace, message: MessageExt) -> str:
+    """What ``--print`` writes of a message: its body and a newline, or ``--format``'s."""
+    if args.format is not None:
+        return render(args.format, message)
+    return message.body.decode(errors="replace") + "\n"
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.count < 0 or args.idle <= 0:
         raise ValueError("--count must be >= 0 and --idle > 0")
+    if args.format is not None:
+        check_format(args.format)
+        args.print = True
     if args.handler_spec:
         sys.path.insert(0, os.getcwd())  # like python -m: modules next to you are found
         load_handler(args.handler_spec)  # a bad spec fails now, before connecting
@@ -286,6 +297,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="without --follow: stop after this many idle seconds",
     )
     p.add_argument("--print", action="store_true", help="print each body on stdout")
+    p.add_argument(
+        "--format",
+        "-f",
+        metavar="FMT",
+        help="print each message as FMT (as kcat -f: %%k %%s\\n ...; implies --print)",
+    )
     p.add_argument(
         "--handler",
         dest="handler_spec",

@@ -33,6 +33,7 @@ from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
 
 from .common import NotFound, UsageError, add_namesrv, run_with_instance
+from .formatting import check_format, render
 
 TOOLS_GROUP = "TOOLS_CONSUMER"
 
@@ -90,7 +91,7 @@ async def peek(instance: ClientInstance, args: argparse.Namespace) -> list[dict[
             )  # fmt: skip
             for message in result.messages[: limit - len(out)]:
                 out.append(record(message))
-                _print(args, out[-1])
+                _print(args, out[-1], message)
             if result.status is not PullStatus.FOUND and result.status is not (
                 PullStatus.NO_MATCHED_MSG
             ):
@@ -103,7 +104,10 @@ async def peek(instance: ClientInstance, args: argparse.Namespace) -> list[dict[
     return out
 
 
-def _print(args: argparse.Namespace, rec: dict[str, Any]) -> None:
+def _print(args: argparse.Namespace, rec: dict[str, Any], message: MessageExt) -> None:
+    if args.format is not None:
+        sys.stdout.write(render(args.format, message))
+        return
     if args.json:
         sys.stdout.write(json.dumps(rec) + "\n")
         return
@@ -123,6 +127,8 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError("--from-timestamp must be >= 0 (milliseconds since the epoch)")
     if args.queue:
         _parse_queue(args.queue, args.topic)
+    if args.format is not None:
+        check_format(args.format)
     run_with_instance(peek, args)
     return 0
 
@@ -151,5 +157,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="at most N messages (default 10); with --from-last, N of each queue",
     )
     p.add_argument("--tags", default="*", help="tag expression, e.g. 'a || b' (default *)")
-    p.add_argument("--json", action="store_true", help="one JSON object per message")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="one JSON object per message")
+    out.add_argument(
+        "--format",
+        "-f",
+        metavar="FMT",
+        help="each message as FMT (as kcat -f: %%k %%s\\n ...; docs/cli.md)",
+    )
     p.set_defaults(handler=_run)

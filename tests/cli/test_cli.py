@@ -133,6 +133,9 @@ USAGE = {
                                    "-K", ":"],
     "peek negative timestamp": ["peek", "--namesrv", UNREACHABLE, "--topic", "T",
                                 "--from-timestamp", "-1"],
+    "peek bad format": ["peek", "--namesrv", UNREACHABLE, "--topic", "T", "--format", "%z"],
+    "consume bad format": ["consume", "--namesrv", UNREACHABLE, "--topic", "T", "--group", "G",
+                           "--format", "%s\\q"],
 }  # fmt: skip
 
 

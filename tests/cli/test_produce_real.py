@@ -170,3 +170,8 @@ def test_produce_stdin_with_a_key_delimiter_keys_each_line(
     lines = cli("peek", "--namesrv", rocketmq_namesrv, "--topic", unique_topic, "--json")
     got = sorted((r["body"], r["keys"]) for r in map(json.loads, lines.stdout.splitlines()))
     assert got == [("no key", []), ("one", ["k1"]), ("two:three", ["k2"])]
+    # and back out as kcat -f prints them
+    formatted = cli("peek", "--namesrv", rocketmq_namesrv, "--topic", unique_topic,
+                    "--format", "%k|%s\\n")  # fmt: skip
+    assert formatted.returncode == 0, formatted.stderr
+    assert sorted(formatted.stdout.splitlines()) == ["k1|one", "k2|two:three", "|no key"]
