@@ -307,8 +307,19 @@ class OffsetPlanner:
         }
 
     async def ending(self, queues: list[MessageQueue]) -> dict[MessageQueue, int]:
-        """Batch reads: where each queue ends, by ``endingOffsets``."""
-        named = self._named(self.options.end or {})
+        """Batch reads: where each queue ends (exclusive), by ``endingOffsets``, or before its
+        first message stored at or after ``endingTimestamp`` / ``endingOffsetsByTimestamp``
+        (queues that JSON leaves out end at the latest)."""
+        end = self.options.end
+        if end.kind == "timestamp":
+            return {q: await self.at_or_after(q, end.timestamp) for q in queues}
+        named = self._named(end.offsets)
+        if end.kind == "timestamps":
+            return {
+                q: await (self.at_or_after(q, named[q]) if q in named else
+                          self._resolve(q, LATEST))
+                for q in queues
+            }  # fmt: skip
         return {q: await self._resolve(q, named.get(q, LATEST)) for q in queues}
 
     async def check_loss(self, start: dict[MessageQueue, int]) -> dict[MessageQueue, int]:

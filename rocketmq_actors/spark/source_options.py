@@ -9,7 +9,9 @@ is refused, as the writer refuses one. docs/spark.md has the table; in short:
   ``{"orders": {"broker-a:0": 42}}`` (-2 earliest, -1 latest; queues it leaves out start at the
   default: ``latest`` for a stream, ``earliest`` for a batch); or ``startingTimestamp`` (epoch
   ms, every queue) or ``startingOffsetsByTimestamp`` (JSON per queue of epoch ms): at most one.
-- ``endingOffsets`` (batch only): ``latest`` or JSON per queue (-1 latest).
+- ``endingOffsets`` (batch only): ``latest`` or JSON per queue (-1 latest); or
+  ``endingTimestamp`` (epoch ms, every queue) or ``endingOffsetsByTimestamp`` (JSON per queue
+  of epoch ms): a queue ends before its first message stored at or after the time.
 - ``failOnDataLoss`` (``true``): offsets deleted by retention before they were read fail the
   query, or (``false``) are logged as ``spark.data_lost`` and skipped.
 - ``maxOffsetsPerTrigger`` (stream only), ``minPartitions``, ``minOffsetsPerPartition``
@@ -54,6 +56,7 @@ LATEST = -1
 
 _KNOWN = {
     "namesrv", "topic", "topics", "topicpattern", "startingoffsets", "endingoffsets",
+    "endingtimestamp", "endingoffsetsbytimestamp",
     "startingtimestamp", "startingoffsetsbytimestamp", "failondataloss",
     "maxoffsetspertrigger", "minpartitions", "minoffsetsperpartition", "tags", "sql", "group",
     "namespace",
@@ -61,7 +64,7 @@ _KNOWN = {
     "path", "checkpointlocation", "queryname",  # Spark's own, passed along to every source
 }  # fmt: skip
 _STREAM_ONLY = {"maxoffsetspertrigger"}
-_BATCH_ONLY = {"endingoffsets"}
+_BATCH_ONLY = {"endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp"}
 
 #: ``{"topic": {"broker:queue": value}}``: offsets (or timestamps) of named queues
 QueueSpec = dict[str, dict[str, int]]
@@ -108,6 +111,34 @@ class Start:
     timestamp: int = 0
 
 
+@attrs.frozen
+class End:
+    """Where a batch read's queues end: the latest offsets, or per-queue offsets, or the first
+    offset stored at or after a time (every queue's, or per queue)."""
+
+    kind: Literal["latest", "offsets", "timestamp", "timestamps"] = "latest"
+    offsets: QueueSpec = attrs.field(factory=dict)
+    timestamp: int = 0
+
+
+def _end(lowered: Mapping[str, str]) -> End:
+    given = [n for n in ("endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp")
+             if n in lowered]  # fmt: skip
+    if len(given) > 1:
+        raise OptionError(
+            "give at most one of endingOffsets, endingTimestamp and endingOffsetsByTimestamp"
+        )
+    if "endingtimestamp" in lowered:
+        return End("timestamp", timestamp=_number(lowered, "endingTimestamp", 0, minimum=0))
+    if "endingoffsetsbytimestamp" in lowered:
+        return End("timestamps", _spec("endingOffsetsByTimestamp",
+                                       lowered["endingoffsetsbytimestamp"]))  # fmt: skip
+    raw = lowered.get("endingoffsets", "latest").strip()
+    if raw.lower() == "latest":
+        return End()
+    return End("offsets", _spec("endingOffsets", raw, allowed=(LATEST,)))
+
+
 def _start(lowered: Mapping[str, str], default: str) -> Start:
     given = [n for n in ("startingoffsets", "startingtimestamp", "startingoffsetsbytimestamp")
              if n in lowered]  # fmt: skip
@@ -150,7 +181,7 @@ class SourceOptions:
     topics: tuple[str, ...]
     pattern: re.Pattern[str] | None
     start: Start
-    end: QueueSpec | None  # None: latest
+    end: End
     fail_on_data_loss: bool
     max_offsets_per_trigger: int | None
     min_partitions: int | None
@@ -190,10 +221,7 @@ class SourceOptions:
             raise OptionError("option 'namesrv' is required (host:port[;host:port...])")
         parse_namesrv(namesrv)
         topics, pattern = _topics(lowered)
-        end = None
-        raw_end = lowered.get("endingoffsets", "latest").strip()
-        if raw_end.lower() != "latest":
-            end = _spec("endingOffsets", raw_end, allowed=(LATEST,))
+        end = _end(lowered)
         if lowered.get("tags") and lowered.get("sql"):
             raise OptionError("give at most one of the options 'tags' and 'sql'")
         access_key = lowered.get("accesskey") or None

@@ -317,3 +317,28 @@ def test_a_range_stops_pulling_when_spark_stops_reading(monkeypatch: pytest.Monk
         assert asked < 100  # it stopped near the first batch, not at the range's end
         portal.call(anyio.lowlevel.checkpoint)
     assert len(pulls.asked) == asked
+
+
+async def test_a_batch_ends_before_the_first_message_at_or_after_a_time(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """endingTimestamp / endingOffsetsByTimestamp (as Spark's Kafka source): a queue ends,
+    exclusive, at its first offset stored at or after the time; queues the JSON leaves out at
+    their latest."""
+    asked: list[tuple[MessageQueue, int]] = []
+
+    async def first_offset_at(instance: object, group: str, queue: MessageQueue, ts: int) -> int:
+        asked.append((queue, ts))
+        return min(ts // 10, cluster.stored[queue][1])  # (a message every 10 ms, say)
+
+    monkeypatch.setattr(offsets, "first_offset_at", first_offset_at)
+
+    def batch(**options: str) -> OffsetPlanner:
+        parsed = SourceOptions.parse({**BASE, **options}, streaming=False)
+        return OffsetPlanner(None, parsed)  # type: ignore[arg-type]
+
+    every = batch(endingTimestamp="300")
+    assert await every.ending([A0, A1, B0]) == {A0: 30, A1: 30, B0: 10}
+    assert {ts for _, ts in asked} == {300}
+    named = batch(endingOffsetsByTimestamp='{"t": {"broker-a:1": 200}}')
+    assert await named.ending([A0, A1, B0]) == {A0: 100, A1: 20, B0: 10}

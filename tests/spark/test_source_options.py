@@ -15,7 +15,7 @@ def test_defaults_differ_for_a_stream_and_a_batch() -> None:
     stream = SourceOptions.parse(BASE, streaming=True)
     batch = SourceOptions.parse(BASE, streaming=False)
     assert (stream.start.kind, batch.start.kind) == ("latest", "earliest")
-    assert stream.end is None and stream.fail_on_data_loss
+    assert stream.end.kind == "latest" and stream.fail_on_data_loss
     assert (stream.expression, stream.expression_type) == ("*", "TAG")
     assert stream.max_offsets_per_trigger is None and stream.min_partitions is None
 
@@ -36,7 +36,7 @@ def test_topics_pattern_and_offsets_json() -> None:
     pattern = SourceOptions.parse({"namesrv": "h:1", "topicPattern": "orders-.*"}, streaming=True)
     assert pattern.pattern is not None and pattern.pattern.fullmatch("orders-eu")
     end = SourceOptions.parse({**BASE, "endingOffsets": '{"orders": {"b:1": -1}}'}, streaming=False)
-    assert end.end == {"orders": {"b:1": LATEST}}
+    assert (end.end.kind, end.end.offsets) == ("offsets", {"orders": {"b:1": LATEST}})
 
 
 def test_timestamps() -> None:
@@ -46,6 +46,13 @@ def test_timestamps() -> None:
         {**BASE, "startingOffsetsByTimestamp": '{"orders": {"broker-a:1": 5}}'}, streaming=True
     )
     assert (each.start.kind, each.start.offsets) == ("timestamps", {"orders": {"broker-a:1": 5}})
+    until = SourceOptions.parse({**BASE, "endingTimestamp": "1700000000000"}, streaming=False)
+    assert (until.end.kind, until.end.timestamp) == ("timestamp", 1700000000000)
+    by_queue = SourceOptions.parse(
+        {**BASE, "endingOffsetsByTimestamp": '{"orders": {"broker-a:1": 7}}'}, streaming=False
+    )
+    assert by_queue.end.kind == "timestamps"
+    assert by_queue.end.offsets == {"orders": {"broker-a:1": 7}}
 
 
 @pytest.mark.parametrize(
@@ -54,6 +61,9 @@ def test_timestamps() -> None:
         ({**BASE, "startingOffset": "earliest"}, True, "unknown option(s) ['startingoffset']"),
         ({**BASE, "failOnDataloss ": "x"}, True, "unknown option"),
         ({**BASE, "endingOffsets": "latest"}, True, "do not apply to a streaming read"),
+        ({**BASE, "endingTimestamp": "5"}, True, "do not apply to a streaming read"),
+        ({**BASE, "endingTimestamp": "5", "endingOffsets": "latest"}, False, "at most one of"),
+        ({**BASE, "endingTimestamp": "-5"}, False, "endingTimestamp"),
         ({**BASE, "maxOffsetsPerTrigger": "5"}, False, "do not apply to a batch read"),
         ({"namesrv": "h:1"}, True, "exactly one of the options 'topic', 'topics'"),
         ({**BASE, "topics": "a"}, True, "exactly one of"),
