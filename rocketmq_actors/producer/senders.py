@@ -5,7 +5,8 @@ At most ``max_pending`` messages (and ``max_pending_bytes``) are admitted at onc
 message's first attempt starts at once from the caller's task when its route and connection
 are ready (``SendLoop.start_first``: the Java client's asynchronous send), and a SEND_OK
 answer resolves its future from the connection. The rest goes on a work queue served by a
-fixed pool of sender tasks (a task per message costs more than the send itself): route
+pool of sender tasks (a task per message costs more than the send itself; the pool grows
+while every sender is busy, up to a bound, and starts small): route
 lookups, connections, retries, ordered messages. Ordered messages (a sharding key or a
 selector) form a lane per queue: each waits for the one before it, because a broker stores
 one connection's concurrent sends to a queue in any order (5.x runs several send threads) -
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn, cast
 
 import anyio
-from anyio.abc import TaskStatus
+from anyio.abc import TaskGroup, TaskStatus
 
 from rocketmq_actors.cluster.routes import TopicRoute
 from rocketmq_actors.errors import (
@@ -54,7 +55,10 @@ __all__ = ["SENDERS", "Senders"]
 
 log = get_logger("rocketmq_actors.producer")
 
-SENDERS = 256  # sender tasks (fewer if max_pending is lower)
+SENDERS = 256  # sender tasks at most (fewer if max_pending is lower)
+#: sender tasks a producer starts with; more start while every one is busy, up to SENDERS (a
+#: process of many idle producers holds few tasks each)
+INITIAL_SENDERS = 2
 
 
 class _Queued(FirstAttempt):
@@ -128,6 +132,8 @@ class Senders:
         self._callbacks = CallBatch(self._callback_failed)
         self._callback_errors = FailureLog()
         self.outbox: WorkQueue[_Queued] = WorkQueue(max_pending)
+        self._pool: TaskGroup | None = None
+        self._started = 0  # sender tasks started
 
     # ---- admission --------------------------------------------------------------------
 
@@ -163,6 +169,7 @@ class Senders:
                 self._refuse(item, exc)
             if not placed:  # (room for every admitted item: it is always taken)
                 self._refuse(item, InternalError("the senders' queue had no room"))
+            self._grow()
         return item.future
 
     def why_not_now(self, prepared: Prepared) -> str:
@@ -206,6 +213,7 @@ class Senders:
             await self.outbox.put(item)
         except BaseException as exc:  # cancelled, or the producer stopped: never admitted
             self._refuse(item, exc)
+        self._grow()
         return item.future
 
     def _enter(  # noqa: PLR0917 - positional: once per message
@@ -254,6 +262,7 @@ class Senders:
             item.first = True
             try:
                 if self.outbox.offer(item):  # (room for every admitted item: always taken)
+                    self._grow()
                     return
             except anyio.ClosedResourceError:  # the producer stopped: release() fails it
                 pass
@@ -338,15 +347,29 @@ class Senders:
 
     async def run(self, *, task_status: TaskStatus[Senders]) -> None:
         """The pool of sender tasks (restarted whole by the producer's supervisor)."""
-        async with anyio.create_task_group() as tg:
-            for _ in range(self.tasks):
-                tg.start_soon(self._sender)
-            task_status.started(self)
+        try:
+            async with anyio.create_task_group() as tg:
+                self._pool, self._started = tg, 0
+                for _ in range(min(self.tasks, INITIAL_SENDERS)):
+                    self._started += 1
+                    tg.start_soon(self._sender)
+                self._grow()  # (items queued before a restart)
+                task_status.started(self)
+        finally:
+            self._pool = None  # (its tasks are over: no more start there)
+
+    def _grow(self) -> None:
+        """One more sender task when an item was queued (the queue hands an item to a sender
+        that waits for one: a queued item found none), up to the bound."""
+        pool = self._pool
+        if pool is not None and self._started < self.tasks and len(self.outbox):
+            self._started += 1
+            pool.start_soon(self._sender)
 
     async def _sender(self) -> None:
         """An ordered message waits for the one before it in its lane; that one was queued
         earlier, so another sender already holds it: no deadlock, whatever the number of
-        senders."""
+        senders (the pool grows while every sender is busy)."""
         outbox = self.outbox
         while True:
             try:

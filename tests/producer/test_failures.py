@@ -20,6 +20,7 @@ from rocketmq_actors.errors import (
     SendFailed,
 )
 from rocketmq_actors.producer import Message, Producer, ProducerOptions
+from rocketmq_actors.producer.senders import INITIAL_SENDERS, SENDERS
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
@@ -144,9 +145,12 @@ async def test_stop_resolves_every_pending_future_on_a_silent_broker() -> None:
             client=ClientOptions(shutdown_timeout=1.0),
         )
         await producer.start()
+        senders = producer._group.senders
+        assert senders._started == INITIAL_SENDERS  # (an idle producer holds few tasks)
         futures = [await producer.submit(Message(topic="T", body=b"%d" % i)) for i in range(1000)]
         with anyio.fail_after(5):
             await sends_seen.wait()
+        assert senders._started == SENDERS  # grown while every sender was busy
         began = time.monotonic()
         with capture_logs() as logs:
             await producer.stop()
