@@ -18,7 +18,8 @@ then a PushConsumer of a fresh group (from the first offset) in this process:
 Producers (``producers``), each count in a fresh process of its own: that many ``Producer``s
 of distinct groups, each sending one message, then over ``--idle`` seconds the process's RSS,
 asyncio tasks, CPU and requests per second; ``shared`` on one ClientInstance (the default),
-``own_instance`` each with an instance name of its own (as before instances were shared).
+``own_instance`` each with an instance name of its own (as before instances were shared). Each
+is idle for at least ``ROUTE_TICK`` seconds, so that its route refreshes and heartbeats count.
 
 Topics (``topics``), in a fresh process: one producer sends one message to each of
 ``--topics`` topics, then the same idle figures.
@@ -54,6 +55,8 @@ RESULTS = Path(__file__).resolve().parent / "results" / "scale.json"
 SAMPLED = 64
 #: a rebalance this long has failed the issue's target (10 s) many times over
 START_LIMIT_S = 600.0
+#: a producer's idle window: longer than its route refresh and heartbeat intervals
+ROUTE_TICK = 35.0
 
 
 class RequestCounter:
@@ -196,7 +199,10 @@ async def producers(namesrv: str, count: int, topics: int, own: bool, idle_s: fl
 
 
 def _child(namesrv: str, kind: str, count: int, topics: int, idle_s: float) -> dict[str, Any]:
-    """:func:`producers` in a fresh interpreter (its RSS is the producers' alone)."""
+    """:func:`producers` in a fresh interpreter (its RSS is the producers' alone), idle for at
+    least ``ROUTE_TICK`` seconds (the route refresh and heartbeat intervals) so that their
+    periodic requests count."""
+    idle_s = max(idle_s, ROUTE_TICK)
     import subprocess
 
     done = subprocess.run(
@@ -222,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.child:
         kind, count, topics = args.child[0], int(args.child[1]), int(args.child[2])
-        figures = anyio.run(producers, args.namesrv, count, topics, kind == "own", args.idle)
+        figures = anyio.run(producers, args.namesrv, count, topics, kind == "own_instance",
+                            args.idle)  # fmt: skip
         sys.stdout.write(json.dumps(figures) + "\n")
         return 0
     load_before = os.getloadavg()
