@@ -1,4 +1,8 @@
-"""``make bench``: our client against the Java client, on one real cluster, in one run.
+"""Our client against the Java client, on one real cluster, in one run.
+
+Not part of ``make bench`` and not published: it predates the rules of ``benchmarks.rotation``
+(its Java side warms 10 s, its consumer is a fresh JVM per drain, and the real broker beside
+both clients takes more CPU than either); ``benchmarks.nullbroker`` keeps them.
 
     python -m benchmarks.compare [--windows 6] [--window-seconds 3] [--messages 200000]
 

@@ -1,5 +1,7 @@
 """Ours against the other Python clients of RocketMQ, same broker, same sizes, taking turns.
 
+Not part of ``make bench`` and not published: it predates the rules of ``benchmarks.rotation``.
+
     python -m benchmarks.peers [--pyrocketmq-source DIR] [--windows 4] [--seconds 3]
 
 Peers:
