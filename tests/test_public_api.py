@@ -138,6 +138,8 @@ INTERNAL = {
     "rocketmq_actors.runtime.mailbox.MailboxClosed",
     "rocketmq_actors.runtime.wire.ConnectionClosedByPeer",
     "rocketmq_actors.cli.common.UsageError",
+    # decode_records' signal to a caller on an event loop: inflate elsewhere (brokercalls)
+    "rocketmq_actors.protocol.records.CompressedRecord",
 }
 
 

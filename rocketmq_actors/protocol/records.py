@@ -32,10 +32,10 @@ from .messages import (
 __all__ = [
     "MAGIC_V1",
     "MAGIC_V2",
+    "CompressedRecord",
     "MessageExt",
     "decode_messages",
     "decode_records",
-    "has_compressed",
 ]
 
 MAGIC_V1 = -626843481  # 0xDAA320A7 as int32: 1-byte topic length
@@ -173,20 +173,9 @@ def _read_hosts_v6(data: bytes, p: int, end: int, sys_flag: int) -> _HostsV6:
     return b_ip, b_port, store_ts, s_ip, s_port, reconsume, prepared, body_len, p + s_len + 20
 
 
-def has_compressed(data: bytes) -> bool:
-    """Whether any record of a concatenation of stored-message records is compressed (its
-    sysFlag's ``COMPRESSED`` bit): read from the records' fixed heads only, without decoding;
-    broken framing answers False (decoding says what is wrong)."""
-    pos, size = 0, len(data)
-    while size - pos >= 40:
-        (total,) = _I32.unpack_from(data, pos)
-        (sys_flag,) = _I32.unpack_from(data, pos + 36)
-        if sys_flag & MessageSysFlag.COMPRESSED:
-            return True
-        if total < 88:
-            return False
-        pos += total
-    return False
+class CompressedRecord(Exception):
+    """Raised by :func:`decode_records` with ``defer_compressed`` at the first compressed
+    record: the caller decodes the records again where inflating may take long."""
 
 
 def decode_messages(
@@ -198,7 +187,7 @@ def decode_messages(
 
 def decode_records(
     data: bytes, record: type[M], *, decompress: bool = True, strict: bool = True,
-    max_body: int = MAX_MESSAGE_SIZE,
+    max_body: int = MAX_MESSAGE_SIZE, defer_compressed: bool = False,
 ) -> list[M]:  # fmt: skip
     """Decode a concatenation of stored-message records, each an instance of ``record`` (a
     subclass of :class:`MessageExt` whose own fields have defaults: a consumer's message).
@@ -211,7 +200,8 @@ def decode_records(
     compression, a corrupt body, a topic that is not UTF-8, a broken inner batch) raises too when
     ``strict``; otherwise it is returned as stored, with ``decode_error`` saying why, and the
     records after it are decoded as usual (a consumer's pull: one poison message must not hide
-    the others).
+    the others). With ``defer_compressed``, a compressed record (to be inflated) raises
+    :class:`CompressedRecord` instead: a caller on an event loop decodes those elsewhere.
     """
     data = bytes(data)
     size = len(data)
@@ -262,6 +252,8 @@ def decode_records(
             body = data[p_body : p_body + body_len]
             error: str | None = None
             if decompress and sys_flag & MessageSysFlag.COMPRESSED:
+                if defer_compressed:
+                    raise CompressedRecord
                 try:
                     body = compression.decompress(body, sys_flag, max_body)
                     sys_flag &= ~(MessageSysFlag.COMPRESSED | MessageSysFlag.COMPRESSION_MASK)

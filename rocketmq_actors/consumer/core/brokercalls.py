@@ -27,7 +27,7 @@ from rocketmq_actors.protocol.headers import (
     SearchOffsetRequestHeader,
 )
 from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE, PullSysFlag
-from rocketmq_actors.protocol.records import MessageExt, decode_records, has_compressed
+from rocketmq_actors.protocol.records import CompressedRecord, MessageExt, decode_records
 from rocketmq_actors.runtime.backoff import Backoff
 
 __all__ = [
@@ -128,13 +128,19 @@ async def decode_pull_off_loop(
     """:func:`decode_pull`, in a worker thread when a record is compressed: inflating up to
     ``max_body`` bytes a record (zlib, LZ4 and zstd let other threads run meanwhile) must not
     hold the event loop, whose other queues, heartbeats and handlers go on."""
-    if raw.status is PullStatus.FOUND and has_compressed(raw.body):
+    try:  # (no scan first: the decoding itself stops at a compressed record)
+        return decode_pull(raw, queue, subscription, max_body, defer_compressed=True)
+    except CompressedRecord:
         return await anyio.to_thread.run_sync(decode_pull, raw, queue, subscription, max_body)
-    return decode_pull(raw, queue, subscription, max_body)
 
 
 def decode_pull(
-    raw: RawPull, queue: MessageQueue, subscription: Subscription, max_body: int
+    raw: RawPull,
+    queue: MessageQueue,
+    subscription: Subscription,
+    max_body: int,
+    *,
+    defer_compressed: bool = False,
 ) -> PullResult:
     """``raw``'s records decoded (as the broker names ``queue``; a compressed body inflating
     past ``max_body`` bytes does not decode) and filtered by the subscription's tags."""
@@ -142,7 +148,8 @@ def decode_pull(
     if raw.status is PullStatus.FOUND:
         # a record that does not decode comes back marked (decode_error), never as an error
         # for the whole pull: the consumer sends it on to the DLQ and the queue moves on
-        decoded = decode_records(raw.body, ReceivedMessage, strict=False, max_body=max_body)
+        decoded = decode_records(raw.body, ReceivedMessage, strict=False, max_body=max_body,
+                                 defer_compressed=defer_compressed)  # fmt: skip
         offsets = (raw.min_offset, raw.max_offset)
         for message in decoded:
             message.broker_name = queue.broker_name

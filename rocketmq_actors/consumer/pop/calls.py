@@ -32,7 +32,7 @@ from rocketmq_actors.protocol.pop import (
     encode_batch_ack,
     message_handles,
 )
-from rocketmq_actors.protocol.records import decode_records, has_compressed
+from rocketmq_actors.protocol.records import CompressedRecord, decode_records
 
 __all__ = [
     "PopStatus",
@@ -67,8 +67,11 @@ class Popped:
 _NOT_FOUND = (ResponseCode.POLLING_TIMEOUT, ResponseCode.PULL_NOT_FOUND)
 
 
-def _decode(body: bytes, max_body: int) -> list[ReceivedMessage[bytes]]:
-    return decode_records(body, ReceivedMessage, strict=False, max_body=max_body)
+def _decode(
+    body: bytes, max_body: int, *, defer_compressed: bool = False
+) -> list[ReceivedMessage[bytes]]:
+    return decode_records(body, ReceivedMessage, strict=False, max_body=max_body,
+                          defer_compressed=defer_compressed)  # fmt: skip
 
 
 async def check_pop_broker(instance: ClientInstance, addr: str, timeout: float) -> None:
@@ -121,11 +124,10 @@ async def pop_once(
     if reply.code != ResponseCode.SUCCESS:
         raise broker_error(addr, reply.code, reply.remark)
     response = PopMessageResponseHeader.from_ext(reply.ext_fields)
-    decoded = (  # (inflating off the event loop, as a pull's: brokercalls.decode_pull_off_loop)
-        await anyio.to_thread.run_sync(_decode, reply.body, max_body)
-        if has_compressed(reply.body)
-        else _decode(reply.body, max_body)
-    )
+    try:  # (inflating off the event loop, as a pull's: brokercalls.decode_pull_off_loop)
+        decoded = _decode(reply.body, max_body, defer_compressed=True)
+    except CompressedRecord:
+        decoded = await anyio.to_thread.run_sync(_decode, reply.body, max_body)
     stored = [PoppedMessage(m.topic, m.queue_id, m.queue_offset, m.reconsume_times,
                             m.properties.get(POP_CK)) for m in decoded]  # fmt: skip
     handles = message_handles(stored, response, broker_name=broker_name, order=order)
