@@ -53,16 +53,27 @@ def namesrv_port(requested: int | None) -> int | None:
     return WELL_KNOWN_NAMESRV_PORT if free else None
 
 
-def _start(args: argparse.Namespace) -> int:
-    port = namesrv_port(args.namesrv_port)
-    spec = ClusterSpec(
+def spec_of(args: argparse.Namespace, port: int | None) -> ClusterSpec:
+    """The cluster ``cluster start`` asks for (``port``: :func:`namesrv_port`'s)."""
+    if args.slave_read and not (args.slave or args.controller):
+        raise LauncherError("--slave-read needs a slave: add --slave (or --controller)")
+    return ClusterSpec(
         version=args.version,
         brokers=args.brokers,
         slave=args.slave,
+        controller=args.controller,
         trace=args.trace,
         startup_timeout=args.timeout,
         namesrv_port=port,
+        # a slave serves pulls only with slaveReadEnable (false by default; a 5.x slave then
+        # serves nothing), which the masters read too: they suggest the slave when they lag
+        broker_config={"slaveReadEnable": "true"} if args.slave_read else {},
     )
+
+
+def _start(args: argparse.Namespace) -> int:
+    port = namesrv_port(args.namesrv_port)
+    spec = spec_of(args, port)
     cluster = LocalCluster(spec, state_dir=args.state_dir, die_with_parent=False)
     try:
         cluster.start()
@@ -113,6 +124,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     start = actions.add_parser("start", help="start in the background, print one JSON line")
     start.add_argument("--brokers", type=int, choices=(1, 2), default=1, help="broker masters")
     start.add_argument("--slave", action="store_true", help="add a slave of broker-a")
+    start.add_argument(
+        "--slave-read", action="store_true",
+        help="brokers with slaveReadEnable: the slave serves pulls (a 5.x slave serves none "
+        "without it)",
+    )  # fmt: skip
+    start.add_argument(
+        "--controller", action="store_true",
+        help="5.x controller mode: broker-a runs as two nodes and a controller in the "
+        "NameServer elects its master, promoting the other when it dies",
+    )  # fmt: skip
     start.add_argument("--version", default=DEFAULT_VERSION, help="RocketMQ server version")
     start.add_argument(
         "--trace", action="store_true", help="brokers with traceTopicEnable (message trace)"

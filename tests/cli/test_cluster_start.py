@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from rocketmq_actors.cli import cluster as cluster_cmd
+from rocketmq_actors.testing.jars import LauncherError
 from rocketmq_actors.testing.serverconf import ClusterSpec, can_bind, pick_port, plan_servers
 
 from ._run import cli
@@ -104,3 +106,31 @@ def test_a_start_that_loses_9876_to_another_takes_a_random_port(
     namesrv = json.loads(out)["namesrv"]
     assert namesrv != "127.0.0.1:9876" and f"export NAMESRV_ADDR={namesrv}" in err
     assert stopped.returncode == 0, stopped.stderr
+
+
+def _start_args(*argv: str) -> argparse.Namespace:
+    from rocketmq_actors.cli import build_parser
+
+    return build_parser().parse_args(["cluster", "start", *argv])
+
+
+def test_slave_read_and_controller_reach_the_spec_and_the_broker_config(tmp_path: Path) -> None:
+    """Issue 44: --slave alone gives a 5.x slave that serves no pull (slaveReadEnable is false
+    by default); --slave-read enables it on every broker, --controller asks for a controller
+    set. Checked on the launcher's plan and properties, without starting a JVM."""
+    from rocketmq_actors.testing.serverconf import broker_properties
+
+    spec = cluster_cmd.spec_of(_start_args("--slave", "--slave-read"), None)
+    servers = plan_servers(spec)
+    slave = next(info for info in servers.values() if info.role == "slave")
+    props = broker_properties(spec, slave, namesrv_port=9876, master_ha_port=10912,
+                              state_dir=tmp_path)  # fmt: skip
+    assert props["slaveReadEnable"] == "true"
+    plain = cluster_cmd.spec_of(_start_args("--slave"), None)
+    assert "slaveReadEnable" not in broker_properties(
+        plain, slave, namesrv_port=9876, master_ha_port=10912, state_dir=tmp_path
+    )
+    controller = cluster_cmd.spec_of(_start_args("--controller", "--slave-read"), None)
+    assert controller.controller and controller.has_slave
+    with pytest.raises(LauncherError, match="--slave-read needs a slave"):
+        cluster_cmd.spec_of(_start_args("--slave-read"), None)
