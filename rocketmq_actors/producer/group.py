@@ -357,33 +357,38 @@ class ProducerGroup(GroupMember):
         if span is not None and self._tracing is not None:
             self._tracing.end_send(span, None, exc)
 
-    async def send_oneway(self, message: Message, sharding_key: str | None) -> None:
+    async def send_oneway(self, message: Message, routing: Routing) -> None:
         prepared = self.prepare(message)
         self._check_running()
-        await self.loop.oneway(prepared, Routing(message, sharding_key))
+        await self.loop.oneway(prepared, routing)
 
-    async def send_batch(self, messages: Sequence[Message], timeout: float | None) -> BatchResults:
+    async def send_batch(
+        self, messages: Sequence[Message], timeout: float | None, routing: Routing | None = None
+    ) -> BatchResults:
         if self.value_serializer is not None:
             messages = serialize_all(messages, self.value_serializer)
         if self._tracing is not None:  # one span for the batch: tracing.py
             span, traced = self._tracing.start_batch(check_batch(messages))
             try:
-                results = await self._send_batch(traced, timeout)
+                results = await self._send_batch(traced, timeout, routing)
             except BaseException as exc:
                 self._tracing.end_send(span, None, exc, batch=True)
                 raise
             self._tracing.end_send(span, results[0] if results else None, None, batch=True)
             return results
-        return await self._send_batch(messages, timeout)
+        return await self._send_batch(messages, timeout, routing)
 
-    async def _send_batch(self, messages: Sequence[Message], timeout: float | None) -> BatchResults:
+    async def _send_batch(
+        self, messages: Sequence[Message], timeout: float | None, routing: Routing | None
+    ) -> BatchResults:
         chunks = prepare_batch(messages, ids=self._ids, namespace=self.namespace,
                                max_size=self.options.max_message_size)  # fmt: skip
         self._check_running()
         results = BatchResults()
         for chunk in chunks:
             results.add_chunk(
-                await self.send_prepared(chunk, _ROUND_ROBIN, timeout), chunk.batch_ids
+                await self.send_prepared(chunk, routing or _ROUND_ROBIN, timeout),
+                chunk.batch_ids,
             )
         return results
 

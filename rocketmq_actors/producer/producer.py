@@ -34,6 +34,7 @@ from .options import ProducerOptions
 from .recall import RecallResult
 from .result import BatchResults, SendResult
 from .selector import QueueSelector
+from .sendloop import Routing
 
 __all__ = ["Producer"]
 
@@ -138,32 +139,66 @@ class Producer(Client[ProducerGroup]):
         wait for the sends' callbacks."""
         return await self._group.flush(timeout)
 
-    async def send_oneway(self, message: Message, *, sharding_key: str | None = None) -> None:
-        """Send without waiting for any answer (at most once: no retry, no result). It takes
-        at most ``send_timeout``: a broker that stops reading makes it fail with
+    async def send_oneway(
+        self,
+        message: Message,
+        *,
+        sharding_key: str | None = None,
+        selector: QueueSelector | None = None,
+        arg: object = None,
+    ) -> None:
+        """Send without waiting for any answer (at most once: no retry, no result), to the
+        queue ``sharding_key`` or ``selector`` picks, as :meth:`send`. It takes at most
+        ``send_timeout``: a broker that stops reading makes it fail with
         :class:`~rocketmq_actors.errors.WriteTimeout` (inside ``SendFailed``)."""
-        await self._group.send_oneway(message, sharding_key)
+        await self._group.send_oneway(message, Routing(message, sharding_key, selector, arg))
 
     async def send_batch(
-        self, messages: Sequence[Message], *, timeout: float | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        timeout: float | None = None,
+        sharding_key: str | None = None,
+        selector: QueueSelector | None = None,
+        arg: object = None,
     ) -> BatchResults:
         """Send ``messages`` (one topic) as SEND_BATCH_MESSAGE requests, cut so that each body
-        stays within ``max_message_size``. Returns one result per message (a sequence that
-        builds them when first read)."""
-        return await self._group.send_batch(messages, timeout)
+        stays within ``max_message_size``; to the queue ``sharding_key`` or ``selector`` picks
+        (given the first message), as :meth:`send` (Java's ``send(Collection, MessageQueue)``:
+        a selector that returns its ``arg``), else round robin. Returns one result per
+        message (a sequence that builds them when first read)."""
+        routing = _routing(messages[0] if messages else None, sharding_key, selector, arg)
+        return await self._group.send_batch(messages, timeout, routing)
 
-    async def request(self, message: Message, timeout: float = 3.0) -> ReplyMessage:
-        """Send ``message`` as a request and wait for its reply, ``timeout`` seconds in all
+    async def request(
+        self,
+        message: Message,
+        timeout: float = 3.0,
+        *,
+        sharding_key: str | None = None,
+        selector: QueueSelector | None = None,
+        arg: object = None,
+    ) -> ReplyMessage:
+        """Send ``message`` as a request (to the queue ``sharding_key`` or ``selector``
+        picks, as :meth:`send`) and wait for its reply, ``timeout`` seconds in all
         (:class:`~rocketmq_actors.errors.ReplyTimeout` after that): RPC over RocketMQ."""
-        return await requestreply.request(self._group, message, timeout)
+        routing = _routing(message, sharding_key, selector, arg)
+        return await requestreply.request(self._group, message, timeout, routing)
 
     async def submit_request(
-        self, message: Message, timeout: float = 3.0
+        self,
+        message: Message,
+        timeout: float = 3.0,
+        *,
+        sharding_key: str | None = None,
+        selector: QueueSelector | None = None,
+        arg: object = None,
     ) -> requestreply.ReplyFuture:
-        """Send ``message`` as a request (waiting for the broker to store it, as :meth:`send`),
-        then return the future of its reply (``ReplyTimeout`` ``timeout`` seconds after the
-        call)."""
-        return await requestreply.submit_request(self._group, message, timeout)
+        """Send ``message`` as a request (waiting for the broker to store it, as :meth:`send`;
+        ``sharding_key`` or ``selector`` as there), then return the future of its reply
+        (``ReplyTimeout`` ``timeout`` seconds after the call)."""
+        routing = _routing(message, sharding_key, selector, arg)
+        return await requestreply.submit_request(self._group, message, timeout, routing)
 
     async def reply(self, request: Any, body: bytes, *, timeout: float | None = None) -> None:
         """Send ``body`` as the reply to ``request``, a message a consumer received
@@ -178,3 +213,12 @@ class Producer(Client[ProducerGroup]):
         (RECALL_MESSAGE, a 5.3.2+ broker with ``recallMessageEnable=true``), within ``timeout``
         (``send_timeout`` if None). Typed errors: :mod:`.recall`."""
         return await self._group.recall(topic, handle, timeout)
+
+
+def _routing(
+    message: Message | None, sharding_key: str | None, selector: QueueSelector | None, arg: object
+) -> Routing | None:
+    """The routing of a key or a selector; None (round robin) without either."""
+    if sharding_key is None and selector is None:
+        return None
+    return Routing(message, sharding_key, selector, arg)

@@ -297,9 +297,11 @@ class Requester(Protocol):
     ) -> SendResult: ...
 
 
-async def request(producer: Requester, message: Message, timeout: float) -> ReplyMessage:
+async def request(
+    producer: Requester, message: Message, timeout: float, routing: Routing | None = None
+) -> ReplyMessage:
     """``Producer.request``: the reply, or its error."""
-    correlation_id, waiter = await send_request(producer, message, timeout)
+    correlation_id, waiter = await send_request(producer, message, timeout, routing)
     try:
         return cast(ReplyMessage, await waiter)
     finally:  # (nothing to free once resolved; a cancelled caller's entry goes here)
@@ -315,24 +317,29 @@ def _retrieve(future: ReplyFuture) -> None:
         future.exception()
 
 
-async def submit_request(producer: Requester, message: Message, timeout: float) -> ReplyFuture:
+async def submit_request(
+    producer: Requester, message: Message, timeout: float, routing: Routing | None = None
+) -> ReplyFuture:
     """``Producer.submit_request``: the future of the reply, once the request is stored.
 
     Its error is marked retrieved as soon as it is set: a caller may drop the future (fire and
     forget, or it stopped caring), and asyncio would log "Future exception was never retrieved"
     when it is collected - noise from a silent library, about an outcome the caller chose not to
     see. ``await``, ``result()`` and ``exception()`` still give the error."""
-    _, waiter = await send_request(producer, message, timeout)
+    _, waiter = await send_request(producer, message, timeout, routing)
     cast(_Callbacks, waiter).add_done_callback(_retrieve)
     return cast(ReplyFuture, waiter)
 
 
-async def send_request(producer: Requester, message: Message, timeout: float) -> tuple[str, Waiter]:
-    """Send ``message`` as a request; its correlation id and the future of its reply (the
-    send's error, or :class:`~rocketmq_actors.errors.ReplyTimeout` after ``timeout`` in
-    all). ``timeout`` is a deadline for everything: the first request to a topic spends part
-    of it finding the topic's brokers and heartbeating, and one whose budget is gone by then
-    is not sent (``ReplyTimeout`` with ``sent`` false)."""
+async def send_request(
+    producer: Requester, message: Message, timeout: float, routing: Routing | None = None
+) -> tuple[str, Waiter]:
+    """Send ``message`` as a request (to the queue ``routing`` picks: round robin by default);
+    its correlation id and the future of its reply (the send's error, or
+    :class:`~rocketmq_actors.errors.ReplyTimeout` after ``timeout`` in all). ``timeout`` is
+    a deadline for everything: the first request to a topic spends part of it finding the
+    topic's brokers and heartbeating, and one whose budget is gone by then is not sent
+    (``ReplyTimeout`` with ``sent`` false)."""
     timeout = check_timeout("timeout", timeout)
     instance = producer.instance
     table = producer.replies
@@ -355,7 +362,7 @@ async def send_request(producer: Requester, message: Message, timeout: float) ->
         raise ReplyTimeout(prepared.user_topic, correlation_id, timeout, sent=False)
     waiter = table.open(correlation_id, prepared.topic, timeout, deadline)
     try:
-        await producer.send_prepared(prepared, Routing(message), left)
+        await producer.send_prepared(prepared, routing or Routing(message), left)
     except BaseException:
         # the expiry actor may have failed the waiter meanwhile: nobody will see it, the
         # send's error is what the caller gets
