@@ -167,7 +167,8 @@ class Producer(Client[ProducerGroup]):
         (given the first message), as :meth:`send` (Java's ``send(Collection, MessageQueue)``:
         a selector that returns its ``arg``), else round robin. Returns one result per
         message (a sequence that builds them when first read)."""
-        routing = _routing(messages[0] if messages else None, sharding_key, selector, arg)
+        first = messages[0] if isinstance(messages, list | tuple) and messages else None
+        routing = _routing(first, sharding_key, selector, arg)  # (bad input: checked below)
         return await self._group.send_batch(messages, timeout, routing)
 
     async def request(
