@@ -23,8 +23,8 @@ the producer's mailbox actor resolves the request's future. The table's expiry a
 supervised child of the producer) fails a request with no reply by its deadline with
 :class:`~rocketmq_actors.errors.ReplyTimeout` and frees its entry; stopping the producer fails
 the rest with :class:`~rocketmq_actors.errors.ClientClosed`. A reply that comes after its
-entry was freed is answered SYSTEM_ERROR by the router (Java answers SUCCESS and drops it),
-which the broker passes on to the responder as a failed reply.
+entry was freed is answered SUCCESS by the router and dropped, as the Java client does: the
+responder's send of it succeeds.
 """
 
 from __future__ import annotations

@@ -11,7 +11,10 @@ under each pending request's correlation id instead of a group), and the router 
 The router never blocks the connection's reader: a full mailbox is answered SYSTEM_BUSY (or,
 one-way, dropped and logged - the broker repeats transaction checks and rebalances run on a
 timer); a malformed request is answered SYSTEM_ERROR; a code nobody serves
-REQUEST_CODE_NOT_SUPPORTED; a group nobody here owns SYSTEM_ERROR.
+REQUEST_CODE_NOT_SUPPORTED; a group nobody here owns SYSTEM_ERROR, but for a reply to a
+request that no longer waits (it timed out): SUCCESS, dropped and counted, as the Java client
+answers it (``ClientRemotingProcessor.receiveReplyMessage``), so that the replier's send of it
+does not fail.
 """
 
 from __future__ import annotations
@@ -90,6 +93,7 @@ class Router:
         self.unsupported = 0
         self.undeliverable = 0
         self.malformed = 0
+        self.late_replies = 0  # replies to requests that no longer waited
 
     def register(
         self, events: Iterable[type[BrokerRequest]], group: str, mailbox: Mailbox[Inbound]
@@ -105,6 +109,7 @@ class Router:
         return Node(name="router", kind="router", info={
             "owners": len(self._owners), "unsupported": self.unsupported,
             "undeliverable": self.undeliverable, "malformed": self.malformed,
+            "late_replies": self.late_replies,
         })  # fmt: skip
 
     def dispatch(self, connection: BrokerConnection, cmd: RemotingCommand) -> None:
@@ -128,6 +133,10 @@ class Router:
         if mailbox is None:
             self.undeliverable += 1
             log.info("router.no_owner", addr=connection.addr, code=cmd.code, group=event.group)
+            if isinstance(event, ReplyPushed):  # a late reply: dropped, as Java does
+                self.late_replies += 1
+                inbound.reply(ResponseCode.SUCCESS)
+                return
             inbound.reply(ResponseCode.SYSTEM_ERROR, remark=f"no client of group {event.group!r}")
             return
         try:

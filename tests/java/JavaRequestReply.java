@@ -22,7 +22,8 @@
 //       a DefaultMQPushConsumer (from the first offset) that answers each request with
 //       MessageUtil.createReplyMessage(request, "re:" + body) sent by a DefaultMQProducer;
 //       one line per reply: {"replied": <request body>, "status": ...} or {"error": ...};
-//       stops after COUNT replies or SECONDS. Prints {"ready": true} once started.
+//       stops after COUNT replies or SECONDS. Prints {"ready": true} once started. A request
+//       whose body starts with "late" is answered 3 s later (after its requester gave up).
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -154,6 +155,9 @@ public class JavaRequestReply {
             for (MessageExt message : messages) {
                 String body = text(message.getBody());
                 try {
+                    if (body.startsWith("late")) {
+                        Thread.sleep(3000);
+                    }
                     Message reply = MessageUtil.createReplyMessage(message,
                             ("re:" + body).getBytes(StandardCharsets.UTF_8));
                     SendResult result = producer.send(reply, 3000);

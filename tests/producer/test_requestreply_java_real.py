@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
+from rocketmq_actors.errors import ReplyTimeout
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.producer.requestreply import reply
 from rocketmq_actors.protocol.records import MessageExt
@@ -133,3 +134,29 @@ async def test_a_java_responder_answers_a_python_requester(
     assert all(a.properties["MSG_TYPE"] == "reply" for a in answers)
     assert sorted(line["replied"] for line in lines if "replied" in line) == ["p0", "p1", "p2"]
     assert len(requester._group.replies) == 0
+
+
+async def test_a_late_reply_from_a_java_responder_is_accepted_and_dropped(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    """Issue 44: a reply to a request that timed out was answered SYSTEM_ERROR, so the Java
+    responder's send of it failed after three attempts. As the Java requester does, ours now
+    answers SUCCESS and drops it: the responder's send succeeds."""
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_req") as requester:
+        await create_topic(requester.instance, unique_topic, queues=2)
+        lines: list[dict[str, Any]] = []
+        with java_scratch() as scratch:
+            argv = java_argv(SOURCE, "respond", rocketmq_namesrv, unique_topic, unique_group, 1,
+                             120, scratch=scratch)  # fmt: skip
+            async with await anyio.open_process(argv) as process, anyio.create_task_group() as tg:
+                ready = anyio.Event()
+                tg.start_soon(_read, process.stdout, lines, ready)
+                with anyio.fail_after(150):
+                    await ready.wait()
+                    with pytest.raises(ReplyTimeout):  # (the responder waits 3 s)
+                        await requester.request(Message(topic=unique_topic, body=b"late"), 1.0)
+                    await process.wait()
+        late = requester.instance.router.late_replies
+    assert [line for line in lines if "replied" in line] == [
+        {"replied": "late", "status": "SEND_OK"}]  # fmt: skip
+    assert late == 1
