@@ -63,7 +63,9 @@ def compiled_classes(source: Path, lib: Path, version: str, java: str) -> Path |
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{source.stem}-") as scratch:
         built = Path(scratch) / "classes"
         done = subprocess.run(
-            [javac, "-nowarn", "-proc:none", "-d", str(built), "-cp", f"{lib}/*", str(source)],
+            # (-J-XX:-UsePerfData: its JVM leaves no /tmp/hsperfdata_<user>, as the others)
+            [javac, "-J-XX:-UsePerfData", "-nowarn", "-proc:none", "-d", str(built),
+             "-cp", f"{lib}/*", str(source)],
             capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
         )  # fmt: skip
         if done.returncode != 0:
