@@ -103,58 +103,32 @@ def _spec(name: str, raw: str, *, allowed: tuple[int, ...] = (), minimum: int = 
 
 
 @attrs.frozen
-class Start:
-    """Where queues start: a mode for every queue, or per-queue offsets or timestamps."""
+class Bound:
+    """Where queues start or (batch reads) end: a mode for every queue (``earliest``,
+    ``latest``), per-queue offsets, or the first offset stored at or after a time (every
+    queue's, or per queue)."""
 
-    kind: Literal["earliest", "latest", "offsets", "timestamp", "timestamps"]
+    kind: Literal["earliest", "latest", "offsets", "timestamp", "timestamps"] = "latest"
     offsets: QueueSpec = attrs.field(factory=dict)
     timestamp: int = 0
 
 
-@attrs.frozen
-class End:
-    """Where a batch read's queues end: the latest offsets, or per-queue offsets, or the first
-    offset stored at or after a time (every queue's, or per queue)."""
-
-    kind: Literal["latest", "offsets", "timestamp", "timestamps"] = "latest"
-    offsets: QueueSpec = attrs.field(factory=dict)
-    timestamp: int = 0
-
-
-def _end(lowered: Mapping[str, str]) -> End:
-    given = [n for n in ("endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp")
-             if n in lowered]  # fmt: skip
-    if len(given) > 1:
-        raise OptionError(
-            "give at most one of endingOffsets, endingTimestamp and endingOffsetsByTimestamp"
-        )
-    if "endingtimestamp" in lowered:
-        return End("timestamp", timestamp=_number(lowered, "endingTimestamp", 0, minimum=0))
-    if "endingoffsetsbytimestamp" in lowered:
-        return End("timestamps", _spec("endingOffsetsByTimestamp",
-                                       lowered["endingoffsetsbytimestamp"]))  # fmt: skip
-    raw = lowered.get("endingoffsets", "latest").strip()
-    if raw.lower() == "latest":
-        return End()
-    return End("offsets", _spec("endingOffsets", raw, allowed=(LATEST,)))
-
-
-def _start(lowered: Mapping[str, str], default: str) -> Start:
-    given = [n for n in ("startingoffsets", "startingtimestamp", "startingoffsetsbytimestamp")
-             if n in lowered]  # fmt: skip
-    if len(given) > 1:
-        raise OptionError(
-            "give at most one of startingOffsets, startingTimestamp and startingOffsetsByTimestamp"
-        )
-    if "startingtimestamp" in lowered:
-        return Start("timestamp", timestamp=_number(lowered, "startingTimestamp", 0, minimum=0))
-    if "startingoffsetsbytimestamp" in lowered:
-        raw = lowered["startingoffsetsbytimestamp"]
-        return Start("timestamps", _spec("startingOffsetsByTimestamp", raw))
-    raw = lowered.get("startingoffsets", default).strip()
-    if raw.lower() in ("earliest", "latest"):
-        return Start(raw.lower())  # type: ignore[arg-type]
-    return Start("offsets", _spec("startingOffsets", raw, allowed=(EARLIEST, LATEST)))
+def _bound(lowered: Mapping[str, str], side: str, default: str, modes: tuple[str, ...]) -> Bound:
+    """``side`` (``starting`` or ``ending``): its ``Offsets``, ``Timestamp`` or
+    ``OffsetsByTimestamp`` option (at most one), else ``default``; ``modes`` are the words
+    ``Offsets`` takes besides JSON (whose -1 is latest, and -2 earliest if ``modes`` has it)."""
+    offsets, stamp, stamps = f"{side}Offsets", f"{side}Timestamp", f"{side}OffsetsByTimestamp"
+    if sum(name.lower() in lowered for name in (offsets, stamp, stamps)) > 1:
+        raise OptionError(f"give at most one of {offsets}, {stamp} and {stamps}")
+    if stamp.lower() in lowered:
+        return Bound("timestamp", timestamp=_number(lowered, stamp, 0, minimum=0))
+    if stamps.lower() in lowered:
+        return Bound("timestamps", _spec(stamps, lowered[stamps.lower()]))
+    raw = lowered.get(offsets.lower(), default).strip()
+    if raw.lower() in modes:
+        return Bound(raw.lower())  # type: ignore[arg-type]
+    allowed = (LATEST, EARLIEST) if "earliest" in modes else (LATEST,)
+    return Bound("offsets", _spec(offsets, raw, allowed=allowed))
 
 
 def _topics(lowered: Mapping[str, str]) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
@@ -180,8 +154,8 @@ class SourceOptions:
     namesrv: str
     topics: tuple[str, ...]
     pattern: re.Pattern[str] | None
-    start: Start
-    end: End
+    start: Bound
+    end: Bound
     fail_on_data_loss: bool
     max_offsets_per_trigger: int | None
     min_partitions: int | None
@@ -221,7 +195,7 @@ class SourceOptions:
             raise OptionError("option 'namesrv' is required (host:port[;host:port...])")
         parse_namesrv(namesrv)
         topics, pattern = _topics(lowered)
-        end = _end(lowered)
+        end = _bound(lowered, "ending", "latest", ("latest",))
         if lowered.get("tags") and lowered.get("sql"):
             raise OptionError("give at most one of the options 'tags' and 'sql'")
         access_key = lowered.get("accesskey") or None
@@ -234,7 +208,8 @@ class SourceOptions:
         parts = lowered.get("minpartitions")
         return cls(
             streaming=streaming, namesrv=namesrv, topics=topics, pattern=pattern,
-            start=_start(lowered, "latest" if streaming else "earliest"), end=end,
+            start=_bound(lowered, "starting", "latest" if streaming else "earliest",
+                         ("earliest", "latest")), end=end,
             fail_on_data_loss=_bool(lowered, "failondataloss", True),
             max_offsets_per_trigger=None if limit is None else _number(
                 lowered, "maxOffsetsPerTrigger", 1, minimum=1),
