@@ -53,7 +53,6 @@ from .common import (
     TREE,
     LineProcess,
     alternating,
-    process_cpu_s,
     write_results,
 )
 
@@ -140,10 +139,6 @@ class NullBroker:
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
-
-    def cpu_s(self) -> float | None:
-        """The null broker's CPU seconds so far (every thread)."""
-        return process_cpu_s(self.pid)
 
     def stats(self) -> dict[str, Any]:
         """Requests served so far by code, and the codes it answered without knowing them."""

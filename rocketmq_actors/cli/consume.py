@@ -34,7 +34,7 @@ from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
 
 from .common import STATE, add_namesrv
-from .formatting import check_format, render
+from .formatting import add_format_flag, check_format, render
 from .progress import ProgressReport, add_progress_flag
 
 UserHandler = Callable[[MessageExt], Awaitable[None]]
@@ -297,12 +297,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="without --follow: stop after this many idle seconds",
     )
     p.add_argument("--print", action="store_true", help="print each body on stdout")
-    p.add_argument(
-        "--format",
-        "-f",
-        metavar="FMT",
-        help="print each message as FMT (as kcat -f: %%k %%s\\n ...; implies --print)",
-    )
+    add_format_flag(p, "implies --print")
     p.add_argument(
         "--handler",
         dest="handler_spec",

@@ -11,6 +11,7 @@ found before anything connects (:func:`check_format`).
 
 from __future__ import annotations
 
+import argparse
 import re
 from collections.abc import Callable
 
@@ -18,7 +19,7 @@ from rocketmq_actors.protocol.records import MessageExt
 
 from .common import UsageError
 
-__all__ = ["check_format", "render"]
+__all__ = ["add_format_flag", "check_format", "render"]
 
 _FIELDS: dict[str, Callable[[MessageExt], str]] = {
     "t": lambda m: m.topic,
@@ -59,3 +60,13 @@ def render(fmt: str, message: MessageExt) -> str:
         return _FIELDS[field](message) if field is not None else _ESCAPES[escape]
 
     return _TOKEN.sub(one, fmt)
+
+
+def add_format_flag(
+    parser: argparse.ArgumentParser | argparse._MutuallyExclusiveGroup, note: str
+) -> None:
+    """``--format`` / ``-f`` on ``parser``; ``note`` ends its help."""
+    parser.add_argument(
+        "--format", "-f", metavar="FMT",
+        help=f"each message as FMT (as kcat -f: %%k %%s\\n ...; {note})",
+    )  # fmt: skip

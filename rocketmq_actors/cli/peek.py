@@ -33,7 +33,7 @@ from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
 
 from .common import NotFound, UsageError, add_namesrv, run_with_instance
-from .formatting import check_format, render
+from .formatting import add_format_flag, check_format, render
 
 TOOLS_GROUP = "TOOLS_CONSUMER"
 
@@ -159,10 +159,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--tags", default="*", help="tag expression, e.g. 'a || b' (default *)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="one JSON object per message")
-    out.add_argument(
-        "--format",
-        "-f",
-        metavar="FMT",
-        help="each message as FMT (as kcat -f: %%k %%s\\n ...; docs/cli.md)",
-    )
+    add_format_flag(out, "docs/cli.md")
     p.set_defaults(handler=_run)
