@@ -8,6 +8,8 @@ up as soon as the request is sent, whoever answers (``SYNC_REQUEST_BROKEN``)."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -111,25 +113,34 @@ async def _read(stream: Any, lines: list[dict[str, Any]], ready: anyio.Event) ->
                     ready.set()
 
 
+@asynccontextmanager
+async def _java_responder(
+    namesrv: str, topic: str, group: str, count: int
+) -> AsyncIterator[list[dict[str, Any]]]:
+    """JavaRequestReply.java's ``respond`` mode, started and ready: its JSON lines so far (more
+    arrive while the block runs); the block's end waits for it to answer ``count``."""
+    lines: list[dict[str, Any]] = []
+    with java_scratch() as scratch:
+        argv = java_argv(SOURCE, "respond", namesrv, topic, group, count, 120, scratch=scratch)
+        async with await anyio.open_process(argv) as process, anyio.create_task_group() as tg:
+            ready = anyio.Event()
+            tg.start_soon(_read, process.stdout, lines, ready)
+            with anyio.fail_after(150):
+                await ready.wait()
+                yield lines
+                await process.wait()
+
+
 async def test_a_java_responder_answers_a_python_requester(
     rocketmq_namesrv: str, unique_topic: str, unique_group: str
 ) -> None:
     async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_req") as requester:
         await create_topic(requester.instance, unique_topic, queues=2)
-        lines: list[dict[str, Any]] = []
-        with java_scratch() as scratch:
-            argv = java_argv(SOURCE, "respond", rocketmq_namesrv, unique_topic, unique_group, 3,
-                             120, scratch=scratch)  # fmt: skip
-            async with await anyio.open_process(argv) as process, anyio.create_task_group() as tg:
-                ready = anyio.Event()
-                tg.start_soon(_read, process.stdout, lines, ready)
-                with anyio.fail_after(150):
-                    await ready.wait()
-                    answers = [
-                        await requester.request(Message(topic=unique_topic, body=b"p%d" % i), 30)
-                        for i in range(3)
-                    ]
-                    await process.wait()
+        async with _java_responder(rocketmq_namesrv, unique_topic, unique_group, 3) as lines:
+            answers = [
+                await requester.request(Message(topic=unique_topic, body=b"p%d" % i), 30)
+                for i in range(3)
+            ]
     assert [a.body for a in answers] == [b"re:p0", b"re:p1", b"re:p2"]
     assert all(a.properties["MSG_TYPE"] == "reply" for a in answers)
     assert sorted(line["replied"] for line in lines if "replied" in line) == ["p0", "p1", "p2"]
@@ -144,18 +155,9 @@ async def test_a_late_reply_from_a_java_responder_is_accepted_and_dropped(
     answers SUCCESS and drops it: the responder's send succeeds."""
     async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_req") as requester:
         await create_topic(requester.instance, unique_topic, queues=2)
-        lines: list[dict[str, Any]] = []
-        with java_scratch() as scratch:
-            argv = java_argv(SOURCE, "respond", rocketmq_namesrv, unique_topic, unique_group, 1,
-                             120, scratch=scratch)  # fmt: skip
-            async with await anyio.open_process(argv) as process, anyio.create_task_group() as tg:
-                ready = anyio.Event()
-                tg.start_soon(_read, process.stdout, lines, ready)
-                with anyio.fail_after(150):
-                    await ready.wait()
-                    with pytest.raises(ReplyTimeout):  # (the responder waits 3 s)
-                        await requester.request(Message(topic=unique_topic, body=b"late"), 1.0)
-                    await process.wait()
+        async with _java_responder(rocketmq_namesrv, unique_topic, unique_group, 1) as lines:
+            with pytest.raises(ReplyTimeout):  # (the responder waits 3 s)
+                await requester.request(Message(topic=unique_topic, body=b"late"), 1.0)
         late = requester.instance.router.late_replies
     assert [line for line in lines if "replied" in line] == [
         {"replied": "late", "status": "SEND_OK"}]  # fmt: skip
