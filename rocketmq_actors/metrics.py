@@ -16,6 +16,8 @@ too).
 | ``rocketmq_client_send_total`` (counter) | topic, result (ok, failed) | sends that ended |
 | ``rocketmq_client_send_seconds`` (histogram) | topic | time to the answer of sends ok |
 | ``rocketmq_client_send_retries_total`` (counter) | topic | attempts retried elsewhere |
+| ``rocketmq_client_auto_batches_total`` (counter) | topic | auto-batching's frames, stored |
+| ``rocketmq_client_auto_batched_total`` (counter) | topic | the messages in them |
 | ``rocketmq_client_connections_opened_total`` (counter) | addr | opened (more: reconnects) |
 | ``rocketmq_client_connections_closed_total`` (counter) | addr | closed or lost |
 | ``rocketmq_client_consume_total`` (counter) | group, topic, result (ok, failed) | handled |
@@ -49,6 +51,8 @@ _HELP = {
     "rocketmq_client_send_total": "sends that ended, by result",
     "rocketmq_client_send_seconds": "time to the broker's answer of successful sends",
     "rocketmq_client_send_retries_total": "send attempts retried",
+    "rocketmq_client_auto_batches_total": "batch frames auto-batching sent and had stored",
+    "rocketmq_client_auto_batched_total": "messages auto-batching sent in them",
     "rocketmq_client_connections_opened_total": "broker and NameServer connections opened",
     "rocketmq_client_connections_closed_total": "broker and NameServer connections closed or lost",
     "rocketmq_client_consume_total": "messages handled, by result",

@@ -47,6 +47,7 @@ from rocketmq_actors.trace import hooks as rmq_trace
 from rocketmq_actors.tracing import Tracing
 
 from . import recall as recalls
+from .autobatch import Batcher
 from .future import FlushResult, SendFuture
 from .options import ProducerOptions
 from .prepare import Prepared, check_batch, check_message, prepare, prepare_batch
@@ -133,9 +134,15 @@ class ProducerGroup(GroupMember):
                                             client.trace_topic, sender=trace_sender)  # fmt: skip
         #: a send is traced (OpenTelemetry spans or message trace): the send path's test
         self.traced = self._tracing is not None or self.trace is not None
+        #: single sends are admitted (and joined into batches: :mod:`.autobatch`)
+        self.auto_batch = options.auto_batch
+        batcher: Batcher[Any] | None = None
+        if options.auto_batch:
+            batcher = Batcher(max_bytes=options.batch_max_bytes, max_delay=options.batch_max_delay,
+                              max_size=options.max_message_size)  # fmt: skip
         self.senders = Senders(
             self.loop, name=self._describe(), max_pending=options.max_pending,
-            max_pending_bytes=options.max_pending_bytes, tracing=self._tracing,
+            max_pending_bytes=options.max_pending_bytes, tracing=self._tracing, batcher=batcher,
         )  # fmt: skip
         self._supervisor = DynamicSupervisor(
             f"producer:{self.group}", MEMBER_POLICY, shutdown_timeout=client.shutdown_timeout
@@ -185,6 +192,7 @@ class ProducerGroup(GroupMember):
         self.mailbox.close()
         loop.on_done = senders.changed  # the drain below hears of every send that ends
         senders.changed()  # admissions waiting for room: they see the state now
+        senders.close_batches()
         log.info("producer.stopping", group=self.group, pending=senders.pending,
                  in_flight=loop.in_flight)  # fmt: skip
         with anyio.move_on_after(self._time_left() * 0.8):

@@ -26,6 +26,8 @@ __all__ = ["MAX_BODY_SIZE", "ProducerOptions"]
 #: the largest ``max_message_size``: a send's frame is at most MAX_FRAME_SIZE, and its header
 #: (properties of up to 32,767 bytes, each control character escaped to six) needs the rest
 MAX_BODY_SIZE = MAX_FRAME_SIZE - 256 * 1024
+#: the longest ``batch_max_delay`` (Java's ``batchMaxDelayMs`` bound)
+MAX_BATCH_DELAY = 30.0
 
 
 def _compress_type(kind: Any) -> Any:
@@ -68,6 +70,17 @@ class ProducerOptions:
     * ``max_pending_bytes`` (64 MiB): the same bound, in bytes.
     * ``latency_fault_tolerance`` (False): avoid brokers that were slow or failing lately
       (Java's ``sendLatencyFaultEnable``).
+    * ``auto_batch`` (False): single sends (``send``, ``submit``, ``send_nowait`` without a key
+      or selector) to one topic are joined into SEND_BATCH_MESSAGE frames, each message
+      still with its own future and :class:`SendResult` (Java's ``autoBatch``). Not joined:
+      ordered, delayed, timer, compressed and ``wait_store=False`` messages. A batch fails or
+      succeeds whole. A ``send`` is then admitted as a ``submit`` is (``max_pending``).
+    * ``batch_max_delay`` (0.0): how long a batch waits for more messages after its first;
+      0: it leaves as soon as a sender task is free, with what joined it by then (no delay
+      is added; under load the batches grow by themselves). Java's ``batchMaxDelayMs`` is 10
+      ms. At most 30 s.
+    * ``batch_max_bytes`` (32 KiB, Java's ``batchMaxBytes``): a batch leaves once its body
+      reaches this size (and never grows past ``max_message_size``).
     """
 
     send_timeout: float = attrs.field(default=3.0, validator=seconds())
@@ -87,12 +100,19 @@ class ProducerOptions:
     max_pending: int = attrs.field(default=1024, validator=count())
     max_pending_bytes: int = attrs.field(default=64 * 1024 * 1024, validator=count())
     latency_fault_tolerance: bool = attrs.field(default=False, validator=instance_of(bool))
+    auto_batch: bool = attrs.field(default=False, validator=instance_of(bool))
+    batch_max_delay: float = attrs.field(default=0.0, validator=seconds(allow_zero=True))
+    batch_max_bytes: int = attrs.field(default=32 * 1024, validator=count())
 
     def __attrs_post_init__(self) -> None:
         if self.attempt_timeout is not None and self.attempt_timeout > self.send_timeout:
             raise ConfigError(
                 f"attempt_timeout ({self.attempt_timeout}) must not exceed send_timeout "
                 f"({self.send_timeout}): it bounds one attempt of a send"
+            )
+        if self.batch_max_delay > MAX_BATCH_DELAY:
+            raise ConfigError(
+                f"batch_max_delay must be at most {MAX_BATCH_DELAY} s, got {self.batch_max_delay}"
             )
         # the level is checked against the type it is used with: zlib 0-9, zstd 0-22 (0 is
         # zstd's default); LZ4 ignores it

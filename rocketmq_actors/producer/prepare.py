@@ -35,6 +35,7 @@ MAX_DELAY_LEVEL = 18
 #: a message's encoded properties: a broker refuses more (CommitLog's 16-bit length)
 MAX_PROPERTIES = MAX_BATCH_PROPERTIES
 _UNIQ_PREFIX = f"{Property.UNIQ_KEY}\x01"
+_RETRY = "%RETRY%"  # a retry topic's prefix: no batch goes there (the broker refuses it)
 
 
 def _check_text(what: str, text: str) -> None:
@@ -151,6 +152,9 @@ class Prepared:
     flag: int = 0
     batch_ids: Sequence[str] = ()
     timer: bool = False  # 5.x timer delivery: the broker's version is checked before sending
+    #: auto-batching may join it with others (:mod:`.autobatch`): waits for the store, and has
+    #: no delay, no compression, no system flag and no property of a transaction or a request
+    batchable: bool = False
     #: the body's length, read several times a send (admission, the connection's in-flight
     #: bytes): a field, not a property computing it each time (a copy with another body,
     #: ``attrs.evolve``, must give its size too)
@@ -188,7 +192,8 @@ def prepare(
         topic = msg.topic
         return Prepared(
             topic if namespace is None else wrap(namespace, topic), topic, body,
-            f"{_UNIQ_PREFIX}{msg_id}\x02", msg_id, sys_flag, msg.flag, (), False, len(body),
+            f"{_UNIQ_PREFIX}{msg_id}\x02", msg_id, sys_flag, msg.flag, (), False,
+            not sys_flag and not topic.startswith(_RETRY), len(body),
         )  # fmt: skip
     _validate(msg, max_size)
     props = msg.wire_properties()
@@ -201,6 +206,7 @@ def prepare(
         body = compress(body, compress_type, compress_level)
         sys_flag |= compress_type.sys_flag
     properties = encode_properties(props)
+    timer = msg.deliver_at_ms is not None or msg.delay_ms is not None
     # (a str of n characters encodes to at most 3n bytes: only a long one is measured)
     if len(properties) * 3 > MAX_PROPERTIES and len(properties.encode()) > MAX_PROPERTIES:
         raise InvalidMessage(
@@ -215,7 +221,15 @@ def prepare(
         msg_id=msg_id,
         sys_flag=sys_flag,
         flag=msg.flag,
-        timer=msg.deliver_at_ms is not None or msg.delay_ms is not None,
+        timer=timer,
+        batchable=not (
+            sys_flag
+            or extra
+            or msg.delay_level
+            or timer
+            or not msg.wait_store
+            or msg.topic.startswith(_RETRY)
+        ),
     )
 
 
@@ -231,7 +245,7 @@ def prepare_batch(
     topic = check_message(messages[0], "message 0 of the batch: ").topic
     wait = messages[0].wait_store
     validate_topic(topic)  # (every message must have this one)
-    if topic.startswith("%RETRY%"):
+    if topic.startswith(_RETRY):
         raise InvalidMessage("batches cannot be sent to retry topics")
     # Each message is encoded as it is checked, straight into its chunk's parts: 20 bytes of
     # head (total, magic, crc, flag, body length), the body, then the properties behind their

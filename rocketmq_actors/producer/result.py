@@ -52,6 +52,14 @@ class SendResult:
     #: the reply, as Java's ``SendResult.isTraceOn``): no Pub trace record is written then
     trace_on: bool = True
 
+    def split(self, msg_ids: Sequence[str]) -> list[SendResult]:
+        """The results of a SEND_BATCH_MESSAGE's messages (client ids ``msg_ids``, in order)
+        from its reply's result (``offset_msg_id`` comma-joined, as the broker sends it; a
+        missing one is empty)."""
+        offset_ids = self.offset_msg_id.split(",")
+        offset_ids += [""] * (len(msg_ids) - len(offset_ids))
+        return self.members(msg_ids, offset_ids)
+
     def members(self, msg_ids: Sequence[str], offset_msg_ids: Sequence[str]) -> list[SendResult]:
         """The results of the batch's messages, in order, from this (the batch's) result: each
         its own ids, the batch's queue offset plus its index. Built in one loop through the
@@ -102,9 +110,7 @@ class BatchResults(Sequence[SendResult]):
         if results is None:
             results = []
             for chunk, msg_ids in self._chunks:
-                offset_ids = chunk.offset_msg_id.split(",")
-                offset_ids += [""] * (len(msg_ids) - len(offset_ids))
-                results += chunk.members(msg_ids, offset_ids)
+                results += chunk.split(msg_ids)
             self._results = results
         return results
 

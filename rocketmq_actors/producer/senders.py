@@ -37,6 +37,7 @@ from rocketmq_actors.errors import (
     SendFailed,
 )
 from rocketmq_actors.logs import FailureLog, get_logger
+from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.runtime.signal import Signal
 from rocketmq_actors.runtime.soon import Call, CallBatch
@@ -45,9 +46,10 @@ from rocketmq_actors.runtime.waiters import Waiter, wait_done, waiter_factory
 from rocketmq_actors.runtime.workqueue import WorkQueue
 from rocketmq_actors.tracing import Tracing
 
-from .attempt import FirstAttempt
+from .autobatch import Batch, Batcher
 from .future import FlushResult
 from .prepare import Prepared
+from .queued import Queued, batch_topic
 from .result import SendResult
 from .sendloop import ROUND_ROBIN, Routing, SendLoop
 
@@ -61,51 +63,6 @@ SENDERS = 256  # sender tasks at most (fewer if max_pending is lower)
 INITIAL_SENDERS = 2
 
 
-class _Queued(FirstAttempt):
-    """An admitted message: its future, how it is routed, and (a plain message's) its first
-    attempt itself - one object a message in flight."""
-
-    __slots__ = (
-        "callback", "first", "future", "lane", "previous", "routing", "senders", "seq", "span",
-        "timeout",
-    )  # fmt: skip
-
-    def __init__(  # noqa: PLR0917 - positional: built once per message
-        self,
-        senders: Senders,
-        future: Waiter,
-        prepared: Prepared,
-        routing: Routing,
-        timeout: float | None,
-        lane: MessageQueue | None,
-        previous: Waiter | None,
-        span: Any,
-        seq: int,
-        callback: Call | None = None,
-    ) -> None:
-        # (FirstAttempt's fields: it has no __init__ to call, a call less a message)
-        loop = senders.loop
-        self.loop = loop
-        self.encoder = loop.encoder
-        self.prepared = prepared
-        self.batch = False
-        self.opaque = 0
-        self.outcome = None
-        self.senders = senders
-        self.future = future
-        self.routing = routing
-        self.timeout = timeout
-        self.lane = lane
-        self.previous = previous  # ordered: the send before it to the same queue
-        self.span = span  # tracing: the send span, ended when the send is
-        self.seq = seq  # admission order: flush waits for what was admitted before it
-        self.first = False  # its first attempt started without a task, not SEND_OK: go on
-        self.callback = callback  # submit's / send_nowait's: called with the future once
-
-    def first_done(self, outcome: SendResult | Exception | None) -> None:
-        self.senders._first_done(self, outcome)
-
-
 class Senders:
     def __init__(
         self,
@@ -115,8 +72,10 @@ class Senders:
         max_pending: int,
         max_pending_bytes: int,
         tracing: Tracing | None,
+        batcher: Batcher[Queued] | None = None,
     ) -> None:
         self.loop = loop
+        self._batcher = batcher
         self.name = name
         self.max_pending = max_pending
         self.max_pending_bytes = max_pending_bytes
@@ -127,11 +86,12 @@ class Senders:
         self._changed = Signal()
         self._lanes: dict[MessageQueue, Waiter] = {}  # ordered sends: the last one per queue
         self._admitted = 0
-        self._unresolved: dict[int, _Queued] = {}  # admission seq -> item, until released
+        self._unresolved: dict[int, Queued] = {}  # admission seq -> item, until released
         self._new_future: Callable[[], Waiter] | None = None  # (the running loop's, once known)
         self._callbacks = CallBatch(self._callback_failed)
         self._callback_errors = FailureLog()
-        self.outbox: WorkQueue[_Queued] = WorkQueue(max_pending)
+        # (a batch holds one admitted message at least: room for every item, whatever they are)
+        self.outbox: WorkQueue[Queued | Batch[Queued]] = WorkQueue(max_pending)
         self._pool: TaskGroup | None = None
         self._started = 0  # sender tasks started
 
@@ -162,6 +122,8 @@ class Senders:
                 return None
             lane = self._lane_in(route, routing)
         item = self._enter(prepared, routing, timeout, span, lane, callback)
+        if not ordered and self._join_batch(item):
+            return item.future
         if ordered or not self.loop.start_first(item, timeout):
             try:
                 placed = self.outbox.offer(item)
@@ -207,7 +169,7 @@ class Senders:
             if self._has_room(size):  # (others may have taken it during the lookup)
                 break
         item = self._enter(prepared, routing, timeout, span, lane, callback)
-        if not ordered and self.loop.start_first(item, timeout):
+        if not ordered and (self._join_batch(item) or self.loop.start_first(item, timeout)):
             return item.future  # on its way, with no task: the Java client's asynchronous send
         try:
             await self.outbox.put(item)
@@ -224,7 +186,7 @@ class Senders:
         span: Any,
         lane: MessageQueue | None,
         callback: Call | None,
-    ) -> _Queued:
+    ) -> Queued:
         """Count the message in (there is room) and make its future and queue item."""
         new_future = self._new_future
         if new_future is None:
@@ -237,12 +199,31 @@ class Senders:
         if lane is not None:  # ordered: after the previous send to the same queue completed
             previous = self._lanes.get(lane)
             self._lanes[lane] = future
-        item = self._unresolved[seq] = _Queued(
+        item = self._unresolved[seq] = Queued(
             self, future, prepared, routing, timeout, lane, previous, span, seq, callback
         )
         return item
 
-    def _refuse(self, item: _Queued, exc: BaseException) -> NoReturn:
+    def _join_batch(self, item: Queued) -> bool:
+        """Auto-batching: join ``item`` to its topic's open batch when it may (True), the
+        batch queued for a sender if ``item`` opened it (:mod:`.autobatch`)."""
+        batcher = self._batcher
+        if batcher is None or not batcher.takes(item.prepared):
+            return False
+        opened = batcher.add(item)
+        if opened is not None:
+            try:
+                placed = self.outbox.offer(opened)
+            except anyio.ClosedResourceError as exc:  # the producer stopped
+                batcher.close(opened)
+                self._refuse(item, exc)
+            if not placed:  # (room for every admitted item: it is always taken)
+                batcher.close(opened)
+                self._refuse(item, InternalError("the senders' queue had no room"))
+            self._grow()
+        return True
+
+    def _refuse(self, item: Queued, exc: BaseException) -> NoReturn:
         """Undo :meth:`_enter` for an item that could not be queued, and raise why."""
         item.span = item.callback = None  # (the caller gets the error)
         self.release(item, written=False)
@@ -255,7 +236,7 @@ class Senders:
             raise ClientClosed(f"{self.name} stopped before the send was admitted") from None
         raise exc
 
-    def _first_done(self, item: _Queued, outcome: SendResult | Exception | None) -> None:
+    def _first_done(self, item: Queued, outcome: SendResult | Exception | None) -> None:
         """The end of a send's first attempt started by ``start_first``: the send's result, or
         (None) the rest of the send handed to a sender task (retries), or a bug that fails it."""
         if outcome is None:
@@ -336,6 +317,11 @@ class Senders:
         except RocketMQError:
             return None  # the send itself reports it
 
+    def close_batches(self) -> None:
+        """Let every open auto-batch leave now (a stop waits out no ``batch_max_delay``)."""
+        if self._batcher is not None:
+            self._batcher.close_all()
+
     def changed(self) -> None:
         """Wake what waits for room (or for the sends in flight, at a stop)."""
         self._changed.set()
@@ -376,6 +362,10 @@ class Senders:
                 item = await outbox.get()
             except anyio.EndOfStream:
                 return
+            if item.__class__ is Batch:
+                await self._send_batch(item)
+                continue
+            item = cast(Queued, item)
             try:
                 if item.previous is not None:
                     await wait_done(item.previous)  # its own caller hears about a failure
@@ -385,7 +375,7 @@ class Senders:
                 raise
             self.release(item, written=True)  # (it is resolved: only its admission is released)
 
-    async def _send_into(self, item: _Queued) -> None:
+    async def _send_into(self, item: Queued) -> None:
         future, prepared = item.future, item.prepared
         # resolved only if not done: a caller cancelled while awaiting the future cancels it
         # (asyncio), and that must not fail this sender (nor the other sends)
@@ -402,7 +392,61 @@ class Senders:
         finally:
             self._changed.set()
 
-    def release(self, item: _Queued, *, written: bool) -> None:
+    async def _send_batch(self, batch: Batch[Queued]) -> None:
+        """Send an auto-batch (once closed) and resolve each message's future with its own
+        result, or every one with the batch's error; then release them."""
+        assert self._batcher is not None
+        items, sent = batch.items, False
+        try:
+            await self._batcher.ready(batch)
+            prepared = batch.prepared()
+            sent = True
+            result = await self.loop.send(prepared, ROUND_ROBIN, batch.timeout)
+            METRICS.inc("rocketmq_client_auto_batches_total", topic=batch_topic(items))
+            METRICS.inc("rocketmq_client_auto_batched_total", len(items), topic=batch_topic(items))
+            self._settle(items, result.split(prepared.batch_ids))
+        except Exception as exc:  # a bug too: it fails this batch, never the producer
+            error = self._failure(batch_topic(items), exc)
+            for item in items:
+                if not item.future.done():
+                    item.future.set_exception(error)
+            self._release_rest(items, written=True)
+        except BaseException:  # cancelled: the producer is stopping
+            self._release_rest(items, written=sent)
+            raise
+        finally:
+            self._changed.set()
+
+    def _settle(self, items: list[Queued], results: list[SendResult]) -> None:
+        """Release a stored batch's messages and resolve their futures with their results:
+        what :meth:`release` does for each, in one loop (no lane: a batch is never ordered)."""
+        unresolved, calls = self._unresolved, self._callbacks
+        released = size = 0
+        try:
+            for item, result in zip(items, results, strict=True):
+                released += 1  # (counted first: a failing future leaves the rest unreleased)
+                size += item.prepared.size
+                del unresolved[item.seq]
+                future = item.future
+                if not future.done():
+                    future.set_result(result)
+                if item.callback is not None:
+                    calls.add(item.callback, future)
+                    item.callback = None
+                if item.span is not None:
+                    self._end_span(item)
+        finally:
+            self.pending -= released
+            self.pending_bytes -= size
+
+    def _release_rest(self, items: list[Queued], *, written: bool) -> None:
+        """Release what is not released yet of a batch's messages."""
+        unresolved = self._unresolved
+        for item in items:
+            if item.seq in unresolved:
+                self.release(item, written=written)
+
+    def release(self, item: Queued, *, written: bool) -> None:
         """Release an item's admission; fail its future if it is not resolved yet (the
         producer stopped: ``written`` says whether the broker may have the message)."""
         if not item.future.done():  # (resolved, the common case: no call)
@@ -417,7 +461,7 @@ class Senders:
         if item.span is not None:
             self._end_span(item)
 
-    def _call_back(self, item: _Queued) -> None:
+    def _call_back(self, item: Queued) -> None:
         """Queue the call of the send's callback with its future (once: it is then cleared)."""
         callback, item.callback = item.callback, None
         if callback is not None:
@@ -436,7 +480,7 @@ class Senders:
             log.error("producer.send_callback_error", producer=self.name, callback=name,
                       error=type(exc).__name__, suppressed=suppressed, exc_info=exc)  # fmt: skip
 
-    def _fail_stopped(self, item: _Queued, *, written: bool) -> None:
+    def _fail_stopped(self, item: Queued, *, written: bool) -> None:
         """Fail an item's future, if it is not resolved yet, because the producer stopped."""
         if not item.future.done():
             error = ClientClosed(f"{self.name} stopped before the send completed")
@@ -449,12 +493,19 @@ class Senders:
         and the futures of first attempts still unanswered (written: a shared client
         instance's connection may stay open, and answer them later; they are released then)."""
         self.outbox.close()
+        if self._batcher is not None:
+            self._batcher.close_all()  # (a later message cannot join a batch no one sends)
         for item in self.outbox.take_all():  # (a first attempt's outcome may have been written)
+            if item.__class__ is Batch:  # (an auto-batch no sender took: never written)
+                for member in item.items:
+                    self.release(member, written=False)
+                continue
+            item = cast(Queued, item)
             self.release(item, written=item.first and item.may_be_stored)
         for item in list(self._unresolved.values()):
             self._fail_stopped(item, written=True)
 
-    def _end_span(self, item: _Queued) -> None:
+    def _end_span(self, item: Queued) -> None:
         assert self._tracing is not None
         if not item.future.done() or item.future.cancelled():  # closing, or its caller gave up
             self._tracing.end_send(item.span, None, anyio.get_cancelled_exc_class()())

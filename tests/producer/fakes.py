@@ -12,9 +12,36 @@ import anyio
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.producer import Producer, ProducerOptions
-from rocketmq_actors.protocol.codes import RequestCode
+from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
+
+
+class FakeCluster:
+    """Answers as NameServer (route of any topic: one broker, itself) and as that broker."""
+
+    def __init__(self, send_answer: str) -> None:
+        self.send_answer = send_answer
+        self.sends = 0
+        self.batches = 0  # SEND_BATCH_MESSAGE requests (answered as sends are)
+        self.addr = ""
+
+    async def __call__(self, peer: FakePeer, cmd: RemotingCommand) -> None:
+        if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
+            await peer.reply(cmd, body=route_body(("fake", self.addr)))
+        elif cmd.code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
+            if cmd.code == RequestCode.SEND_BATCH_MESSAGE:
+                self.batches += 1
+            else:
+                self.sends += 1
+            if self.send_answer == "busy":
+                await peer.reply(cmd, ResponseCode.SYSTEM_BUSY, remark="busy")
+            elif self.send_answer == "illegal":
+                await peer.reply(cmd, ResponseCode.MESSAGE_ILLEGAL, remark="no")
+            else:  # stall
+                await anyio.sleep_forever()
+        else:
+            await peer.reply(cmd)
 
 
 class GatedCluster:

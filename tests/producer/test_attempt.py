@@ -326,13 +326,13 @@ def test_a_queue_item_sets_every_field_of_its_attempt_but_what_start_first_sets(
     from types import SimpleNamespace
 
     from rocketmq_actors.producer.prepare import Prepared
-    from rocketmq_actors.producer.senders import _Queued
+    from rocketmq_actors.producer.queued import Queued
     from rocketmq_actors.producer.sendloop import ROUND_ROBIN
 
     senders: Any = SimpleNamespace(loop=SimpleNamespace(encoder=object()))
     prepared = Prepared("t", "t", b"x", "", "id")
     future: Any = None
-    item = _Queued(senders, future, prepared, ROUND_ROBIN, None, None, None, None, 1)
+    item = Queued(senders, future, prepared, ROUND_ROBIN, None, None, None, None, 1)
     slots = {name for cls in type(item).__mro__ for name in getattr(cls, "__slots__", ())}
     unset = {name for name in slots if not hasattr(item, name)}
     assert unset == {"route", "queue", "addr", "conn", "started", "deadline"}

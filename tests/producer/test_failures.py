@@ -21,33 +21,12 @@ from rocketmq_actors.errors import (
 )
 from rocketmq_actors.producer import Message, Producer, ProducerOptions
 from rocketmq_actors.producer.senders import INITIAL_SENDERS, SENDERS
-from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
+from rocketmq_actors.protocol.codes import RequestCode
 from rocketmq_actors.protocol.command import RemotingCommand
-from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
+from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer
 from tests.slack import slack
 
-
-class FakeCluster:
-    """Answers as NameServer (route of any topic: one broker, itself) and as that broker."""
-
-    def __init__(self, send_answer: str) -> None:
-        self.send_answer = send_answer
-        self.sends = 0
-        self.addr = ""
-
-    async def __call__(self, peer: FakePeer, cmd: RemotingCommand) -> None:
-        if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
-            await peer.reply(cmd, body=route_body(("fake", self.addr)))
-        elif cmd.code == RequestCode.SEND_MESSAGE_V2:
-            self.sends += 1
-            if self.send_answer == "busy":
-                await peer.reply(cmd, ResponseCode.SYSTEM_BUSY, remark="busy")
-            elif self.send_answer == "illegal":
-                await peer.reply(cmd, ResponseCode.MESSAGE_ILLEGAL, remark="no")
-            else:  # stall
-                await anyio.sleep_forever()
-        else:
-            await peer.reply(cmd)
+from .fakes import FakeCluster
 
 
 async def _send(

@@ -1,0 +1,140 @@
+"""Auto-batching: single sends to one topic joined into SEND_BATCH_MESSAGE frames
+(``ProducerOptions(auto_batch=True)``, the Java client's ``autoBatch``).
+
+A message the senders admit with no key or selector, and that :attr:`Prepared.batchable` says
+may share a frame, joins the open batch of its topic. The message that opens a batch puts it on
+the senders' work queue: the batch leaves when a sender task takes it, with every message that
+joined it by then (with ``batch_max_delay``, once that long has passed since its first message,
+or sooner if it fills). A batch that reaches ``batch_max_bytes`` is closed at once, and the next
+message opens another; none grows past ``max_message_size``. So nothing waits for a timer
+unless asked to, and under load - many sends admitted while the senders are busy - the batches
+grow by themselves.
+
+The batch is sent as one of ``send_batch``'s chunks is (its retries, and the earliest deadline
+of its messages), and its answer split into each message's :class:`SendResult` (its own ids,
+the batch's queue offset plus its index), as Java's ``ProduceAccumulator`` does. A batch is
+stored or refused whole: every message of a refused batch fails with the same error.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Generic, Protocol, TypeVar, cast
+
+import anyio
+
+from rocketmq_actors.protocol.messages import BATCH_PROPS_LENGTH, BATCH_RECORD_HEAD
+from rocketmq_actors.protocol.sendframe import BatchBody
+
+from .prepare import Prepared
+
+__all__ = ["Batch", "Batcher", "Member"]
+
+_HEAD = BATCH_RECORD_HEAD.pack
+_PROPS_LENGTH = BATCH_PROPS_LENGTH.pack
+_RECORD_OVERHEAD = BATCH_RECORD_HEAD.size + BATCH_PROPS_LENGTH.size
+
+
+class Member(Protocol):
+    """What a batch holds of each message: the senders' item for it."""
+
+    @property
+    def prepared(self) -> Prepared: ...
+    @property
+    def timeout(self) -> float | None: ...
+
+
+M = TypeVar("M", bound=Member)
+
+
+class Batch(Generic[M]):
+    """The messages of one batch, in order, and its body's records as they were joined."""
+
+    __slots__ = ("closed", "created", "filled", "items", "parts", "size", "timeout", "topic")
+
+    def __init__(self, topic: str, created: float) -> None:
+        self.topic = topic
+        self.items: list[M] = []
+        self.parts: list[bytes] = []  # per message: record head, body, properties
+        self.size = 0
+        self.timeout: float | None = None  # the shortest of its messages' (None: the default)
+        self.closed = False  # nothing joins it any more
+        self.created = created  # (batch_max_delay's start; 0.0 without a delay)
+        self.filled: anyio.Event | None = None  # (a sender waiting out the delay)
+
+    def prepared(self) -> Prepared:
+        """The batch as one SEND_BATCH_MESSAGE (its messages' ids in ``batch_ids``)."""
+        first = self.items[0].prepared
+        ids = [item.prepared.msg_id for item in self.items]
+        return Prepared(first.topic, first.user_topic, BatchBody(self.parts, self.size), "", "",
+                        0, 0, ids, False, False, self.size)  # fmt: skip
+
+
+class Batcher(Generic[M]):
+    """The open batch of each topic, and the rules of joining and closing them."""
+
+    def __init__(self, *, max_bytes: int, max_delay: float, max_size: int) -> None:
+        self.max_bytes = min(max_bytes, max_size)
+        self.max_delay = max_delay
+        self.max_size = max_size
+        self._open: dict[str, Batch[M]] = {}
+
+    def takes(self, prepared: Prepared) -> bool:
+        """May ``prepared`` join a batch? Batchable, and small enough to share a frame (text
+        properties that are not ASCII counted at the most they can encode to)."""
+        if not prepared.batchable:
+            return False
+        props = prepared.properties
+        props_size = len(props) if props.isascii() else 3 * len(props)
+        return prepared.size + props_size + _RECORD_OVERHEAD <= self.max_size
+
+    def add(self, item: M) -> Batch[M] | None:
+        """Join ``item`` (which :meth:`takes`) to its topic's open batch. The batch it opened,
+        if it opened one - the caller queues that for a sender - else None."""
+        prepared = item.prepared
+        props = prepared.properties.encode()
+        body = cast(bytes, prepared.body)  # (a batch's body is never batchable)
+        record = _RECORD_OVERHEAD + prepared.size + len(props)
+        batch = self._open.get(prepared.topic)
+        opened = None
+        if batch is None or batch.size + record > self.max_size:
+            if batch is not None:
+                self.close(batch)
+            created = time.monotonic() if self.max_delay else 0.0
+            batch = opened = self._open[prepared.topic] = Batch(prepared.topic, created)
+        batch.items.append(item)
+        batch.parts += (
+            _HEAD(record, 0, 0, prepared.flag, prepared.size), body,
+            _PROPS_LENGTH(len(props)) + props,
+        )  # fmt: skip
+        batch.size += record
+        timeout = item.timeout
+        if timeout is not None and (batch.timeout is None or timeout < batch.timeout):
+            batch.timeout = timeout
+        if batch.size >= self.max_bytes:
+            self.close(batch)
+        return opened
+
+    async def ready(self, batch: Batch[M]) -> None:
+        """Close ``batch`` for a sender that took it: at once, or with ``batch_max_delay``
+        once that has passed since its first message (or it filled before)."""
+        if self.max_delay and not batch.closed:
+            remaining = batch.created + self.max_delay - time.monotonic()
+            if remaining > 0:
+                batch.filled = anyio.Event()
+                with anyio.move_on_after(remaining):
+                    await batch.filled.wait()
+        self.close(batch)
+
+    def close(self, batch: Batch[M]) -> None:
+        """Nothing joins ``batch`` any more."""
+        batch.closed = True
+        if self._open.get(batch.topic) is batch:
+            del self._open[batch.topic]
+        if batch.filled is not None:
+            batch.filled.set()
+
+    def close_all(self) -> None:
+        """Close every open batch (the producer stopped: a later message opens a new one)."""
+        for batch in list(self._open.values()):
+            self.close(batch)

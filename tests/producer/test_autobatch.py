@@ -1,0 +1,176 @@
+"""Auto-batching's joining and closing rules (:mod:`rocketmq_actors.producer.autobatch`), and a
+refused batch against a fake broker (a real one cannot be told to refuse a batch)."""
+
+from __future__ import annotations
+
+import anyio
+import attrs
+import pytest
+
+from rocketmq_actors.errors import BrokerError, ConfigError, SendFailed
+from rocketmq_actors.producer import Message, Producer, ProducerOptions
+from rocketmq_actors.producer.autobatch import Batcher
+from rocketmq_actors.producer.prepare import Prepared, prepare
+from rocketmq_actors.protocol.compression import CompressionType
+from rocketmq_actors.protocol.messages import UniqueIdGenerator, encode_batch
+from rocketmq_actors.protocol.sendframe import BatchBody
+from rocketmq_actors.testing.fakeserver import FakeServer
+
+from .fakes import FakeCluster
+
+IDS = UniqueIdGenerator(ip=b"\x7f\x00\x00\x01")
+
+
+@attrs.define
+class Item:
+    prepared: Prepared
+    timeout: float | None = None
+
+
+def _prepared(message: Message, *, threshold: int = 4096) -> Prepared:
+    return prepare(message, ids=IDS, namespace=None, max_size=4 * 1024 * 1024,
+                   compress_threshold=threshold, compress_level=5,
+                   compress_type=CompressionType.ZLIB)  # fmt: skip
+
+
+def _batcher(max_bytes: int = 32 * 1024, max_delay: float = 0.0) -> Batcher[Item]:
+    return Batcher(max_bytes=max_bytes, max_delay=max_delay, max_size=4 * 1024 * 1024)
+
+
+def test_a_batch_body_is_the_records_of_its_messages_in_order() -> None:
+    batcher = _batcher()
+    messages = [
+        Message(topic="T", body=b"plain"),
+        Message(topic="T", body=b"tagged", tags="a", keys=["k1", "k2"], flag=3),
+        Message(topic="T", body="ünï".encode(), properties={"p": "välue"}),
+    ]
+    items = [Item(_prepared(m)) for m in messages]
+    opened = [batcher.add(item) for item in items]
+    assert opened[0] is not None and opened[1:] == [None, None]  # one batch, opened by the first
+    batch = opened[0]
+    prepared = batch.prepared()
+    assert isinstance(prepared.body, BatchBody)
+    expected = encode_batch((m.body, m.flag, i.prepared.properties)
+                            for m, i in zip(messages, items, strict=True))  # fmt: skip
+    assert bytes(prepared.body) == expected and prepared.size == len(expected)
+    assert list(prepared.batch_ids) == [i.prepared.msg_id for i in items]
+    assert (prepared.topic, prepared.properties, prepared.msg_id) == ("T", "", "")
+    assert not batch.closed  # (under batch_max_bytes: a sender closes it when it takes it)
+
+
+def test_topics_get_batches_of_their_own_and_a_full_batch_is_closed() -> None:
+    batcher = _batcher(max_bytes=3000)
+    first = batcher.add(Item(_prepared(Message(topic="A", body=b"x" * 1000))))
+    other = batcher.add(Item(_prepared(Message(topic="B", body=b"x" * 1000))))
+    assert first is not None and other is not None and first is not other
+    assert batcher.add(Item(_prepared(Message(topic="A", body=b"x" * 1000)))) is None
+    assert batcher.add(Item(_prepared(Message(topic="A", body=b"x" * 1000)))) is None
+    assert first.closed and len(first.items) == 3  # past 3000 bytes: closed, as it filled
+    again = batcher.add(Item(_prepared(Message(topic="A", body=b"y"))))
+    assert again is not None and again is not first  # the next one opens another
+    assert not other.closed
+
+
+def test_no_batch_grows_past_the_largest_message() -> None:
+    batcher = Batcher[Item](max_bytes=10_000, max_delay=0.0, max_size=2500)
+    first = batcher.add(Item(_prepared(Message(topic="A", body=b"x" * 1000))))
+    assert batcher.add(Item(_prepared(Message(topic="A", body=b"x" * 1000)))) is None
+    third = batcher.add(Item(_prepared(Message(topic="A", body=b"x" * 1000))))
+    assert first is not None and third is not None and first.closed
+    assert first.size <= 2500 and len(first.items) == 2
+
+
+def test_the_earliest_deadline_of_its_messages_is_the_batchs() -> None:
+    batcher = _batcher()
+    batch = batcher.add(Item(_prepared(Message(topic="A", body=b"1"))))
+    assert batch is not None and batch.timeout is None
+    batcher.add(Item(_prepared(Message(topic="A", body=b"2")), timeout=5.0))
+    batcher.add(Item(_prepared(Message(topic="A", body=b"3")), timeout=2.0))
+    batcher.add(Item(_prepared(Message(topic="A", body=b"4")), timeout=9.0))
+    assert batch.timeout == 2.0
+
+
+@pytest.mark.parametrize(
+    ("message", "why"),
+    [
+        (Message(topic="A", body=b"d", delay_level=3), "a delay level"),
+        (Message(topic="A", body=b"t", delay_ms=1000), "timer delivery"),
+        (Message(topic="A", body=b"w", wait_store=False), "no wait for the store"),
+        (Message(topic="A", body=b"z" * 5000), "compressed"),
+        (Message(topic="%RETRY%G", body=b"r"), "a retry topic"),
+    ],
+)
+def test_what_never_joins_a_batch(message: Message, why: str) -> None:
+    assert not _batcher().takes(_prepared(message)), why
+
+
+def test_a_message_too_large_to_share_a_frame_is_sent_alone() -> None:
+    batcher = Batcher[Item](max_bytes=1000, max_delay=0.0, max_size=1000)
+    assert batcher.takes(_prepared(Message(topic="A", body=b"x" * 900)))
+    assert not batcher.takes(_prepared(Message(topic="A", body=b"x" * 990), threshold=0))
+
+
+async def test_a_delay_holds_a_batch_until_it_fills_or_the_delay_passes() -> None:
+    batcher = _batcher(max_bytes=3000, max_delay=30.0)
+    batch = batcher.add(Item(_prepared(Message(topic="A", body=b"x" * 1000))))
+    assert batch is not None
+    with anyio.fail_after(10):  # (a contract: filling it ends the 30 s wait at once)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(batcher.ready, batch)
+            await anyio.lowlevel.checkpoint()
+            assert not batch.closed  # the sender waits: later messages still join
+            for _ in range(2):
+                batcher.add(Item(_prepared(Message(topic="A", body=b"x" * 1000))))
+    assert batch.closed and len(batch.items) == 3
+
+    batch = batcher.add(Item(_prepared(Message(topic="A", body=b"short"))))
+    assert batch is not None
+    short = Batcher[Item](max_bytes=3000, max_delay=0.05, max_size=4 * 1024 * 1024)
+    short._open = batcher._open
+    with anyio.fail_after(10):
+        await short.ready(batch)  # the delay passes: closed with what it has
+    assert batch.closed and len(batch.items) == 1
+
+
+async def test_close_all_ends_a_delay_and_a_later_message_opens_a_new_batch() -> None:
+    batcher = _batcher(max_delay=30.0)
+    batch = batcher.add(Item(_prepared(Message(topic="A", body=b"1"))))
+    assert batch is not None
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(batcher.ready, batch)
+            await anyio.lowlevel.checkpoint()
+            batcher.close_all()
+    assert batch.closed
+    assert batcher.add(Item(_prepared(Message(topic="A", body=b"2")))) is not None
+
+
+@pytest.mark.parametrize(
+    ("changes", "words"),
+    [
+        ({"auto_batch": 1}, "auto_batch"),
+        ({"batch_max_delay": -1}, "batch_max_delay"),
+        ({"batch_max_delay": 31}, "batch_max_delay"),
+        ({"batch_max_bytes": 0}, "batch_max_bytes"),
+    ],
+)
+def test_bad_batch_options_are_config_errors(changes: dict[str, object], words: str) -> None:
+    with pytest.raises(ConfigError, match=words):
+        ProducerOptions(**changes)  # type: ignore[arg-type]
+
+
+async def test_a_refused_batch_fails_each_of_its_messages_with_the_brokers_answer() -> None:
+    fake = FakeCluster("illegal")
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        options = ProducerOptions(auto_batch=True, batch_max_delay=0.0)
+        async with Producer(namesrv=server.addr, group="G", options=options) as producer:
+            futures = [producer.send_nowait(Message(topic="T", body=b"%d" % i)) for i in range(5)]
+            with anyio.fail_after(10):
+                flushed = await producer.flush()
+            assert flushed.failed == 5 and producer.running
+            errors = [f.exception() for f in futures]
+            assert all(isinstance(e, SendFailed) and not e.outcome_unknown for e in errors)
+            assert isinstance(errors[0], SendFailed)
+            assert isinstance(errors[0].attempts[0], BrokerError)
+            assert fake.batches == 1 and fake.sends == 0  # one frame for the five, not retried
