@@ -168,7 +168,9 @@ def target_cell(path: dict[str, Any]) -> str:
     """A path's target and whether it was met, for a table (empty for a path without one)."""
     if "target" not in path:
         return ""
-    return f"≥ {path['target']} {'met' if path['met'] else '**not met**'}"
+    cpu = path.get("cpu_target_us_per_msg")
+    also = f", CPU ≤ {cpu} us/msg" if cpu is not None else ""
+    return f"≥ {path['target']}{also} {'met' if path['met'] else '**not met**'}"
 
 
 def markdown(figures: dict[str, Any]) -> str:

@@ -59,7 +59,9 @@ published only when every ratio comes from one run, the null broker used at most
 cheaper client's CPU per message on every path (the one-in-flight path excepted, for the reason
 its verdict gives), the load average was at most the machine's cores when the run began, and
 other processes took at most half a core in every window. A target is met when the throughput
-ratio is at least the target and our CPU per message at most Java's.
+ratio is at least the target and our CPU per message at most Java's; on the auto-batching paths
+(e), Java has auto-batching on too, and our CPU per message must be at most half of Java's
+without it (path `b_pipelined_1k`'s).
 """
 
 

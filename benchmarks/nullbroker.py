@@ -8,10 +8,12 @@ The null broker (``benchmarks/c/nullbroker.c``, compiled on first use; ``--broke
 send, batch, pull and offset requests from memory, with no storage: one process, one port for
 the NameServer and broker-a. Against it both clients run, in one rotation: the produce paths of
 ``benchmarks.paired`` in paired windows - (a) one send in flight, (b) pipelined 1 KiB sends,
-(c) batches of 16 x 1 KiB - after a warm-up of ``--warmup`` seconds per path and client, and
-(d) push-consume drains of ``--queues`` x ``--backlog`` messages (1M by default; a fresh group
-and topic each): each client drains until it has drained for ``--warmup`` seconds (the Java
-client in one JVM throughout, so that its JIT warms), then the measured drains in turns, ABBA.
+(c) batches of 16 x 1 KiB, (e) pipelined 1 KiB sends with auto-batching on both sides (ours
+``auto_batch=True``, Java's ``setAutoBatch(true)``) - after a warm-up of ``--warmup`` seconds
+per path and client, and (d) push-consume drains of ``--queues`` x ``--backlog`` messages (1M
+by default; a fresh group and topic each): each client drains until it has drained for
+``--warmup`` seconds (the Java client in one JVM throughout, so that its JIT warms), then the
+measured drains in turns, ABBA.
 Every window and drain is in the results, warm-up drains included.
 
 Each side's CPU per message is its whole process's CPU (every thread; the JVM's JIT and GC
@@ -61,6 +63,8 @@ PATHS = {  # the results' path names: the paired mode, and the issue's target ra
     "b_pipelined_1k": "pipelined_1k",
     "b_pipelined_nowait_1k": "pipelined_nowait_1k",
     "c_batch_16x1k": "batch_16x1k",
+    "e_autobatch_1k": "pipelined_autobatch_1k",
+    "e_autobatch_nowait_1k": "pipelined_autobatch_nowait_1k",
 }
 #: paths the null broker's CPU budget does not apply to, and why (written in every verdict)
 BUDGET_EXEMPT = {
@@ -71,7 +75,14 @@ BUDGET_EXEMPT = {
         "round trips, not CPU, and both clients meet the same broker"
     ),
 }
+#: the auto-batching paths (ours ``auto_batch=True``, Java ``setAutoBatch(true)``) and the path
+#: whose Java CPU per message (no auto-batching) bounds theirs: at most :data:`AUTOBATCH_CPU` of it
+AUTOBATCH_PATHS = ("e_autobatch_1k", "e_autobatch_nowait_1k")
+AUTOBATCH_BASELINE = "b_pipelined_1k"
+AUTOBATCH_CPU = 0.5
 TARGETS = {
+    "e_autobatch_1k": 1.0,
+    "e_autobatch_nowait_1k": 1.0,
     "b_pipelined_1k": 1.0,
     "b_pipelined_nowait_1k": 1.0,
     "c_batch_16x1k": 1.0,
@@ -277,6 +288,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             path["met"] = (
                 path["ratio"] >= TARGETS[name] and (path["cpu_ratio_java_over_ours"] or 0) >= 1
             )
+        if name in AUTOBATCH_PATHS:  # Java's with auto-batching, and half its CPU without
+            java_cpu = paths[AUTOBATCH_BASELINE]["cpu_us_per_msg_java"]
+            path["cpu_target_us_per_msg"] = round(AUTOBATCH_CPU * java_cpu, 2) if java_cpu else None
+            path["met"] = path["ratio"] >= TARGETS[name] and bool(
+                java_cpu and path["cpu_us_per_msg_ours"]
+                and path["cpu_us_per_msg_ours"] <= path["cpu_target_us_per_msg"]
+            )  # fmt: skip
     return {
         "run_id": run_id,
         "null_broker": BROKERS[args.broker],

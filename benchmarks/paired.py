@@ -47,11 +47,13 @@ MODES = {
     "pipelined": "pipelined_1k",
     "nowait": "pipelined_nowait_1k",
     "batch": "batch_16x1k",
+    "autobatch": "pipelined_autobatch_1k",
+    "autobatch_nowait": "pipelined_autobatch_nowait_1k",
 }
 # what the other side runs for each mode: ours sends pipelined two ways - ``await send`` from
 # CONCURRENCY tasks, and ``submit`` from one task with CONCURRENCY admitted (the Java
 # client's asynchronous send with a callback, from one thread, is its one way)
-OTHER_MODE = {"nowait": "pipelined"}
+OTHER_MODE = {"nowait": "pipelined", "autobatch_nowait": "autobatch"}
 
 
 class LineSide(LineProcess):
@@ -201,6 +203,13 @@ async def paired(  # noqa: PLR0917 - positional for anyio.run
                     options=ProducerOptions(max_pending=concurrency),
                 )
             )
+        batching: dict[str, Producer] = {}  # auto-batching: the same two ways, a producer each
+        for mode, pending in (("autobatch", 100_000), ("autobatch_nowait", concurrency)):
+            if mode in modes:
+                options = ProducerOptions(auto_batch=True, max_pending=pending)
+                batching[mode] = await stack.enter_async_context(
+                    Producer(namesrv=namesrv, group=f"bench_paired_{mode}", options=options)
+                )
         await create_topic(producer.instance, topic, queues=QUEUES)
         other_side = other(namesrv, topic, warmup, concurrency)
         try:
@@ -212,9 +221,13 @@ async def paired(  # noqa: PLR0917 - positional for anyio.run
             ) -> tuple[int, float, list[float], int]:
                 if mode == "nowait":
                     return await nowait_window(nowait, topic, length)
+                if mode == "autobatch_nowait":
+                    return await nowait_window(batching[mode], topic, length)
                 senders, batch = {"sync": (1, 1), "pipelined": (concurrency, 1),
+                                  "autobatch": (concurrency, 1),
                                   "batch": (max(1, concurrency // 16), 16)}[mode]  # fmt: skip
-                return (*await window(producer, topic, senders, length, batch), 0)
+                sender = batching.get(mode, producer)
+                return (*await window(sender, topic, senders, length, batch), 0)
 
             for mode in modes:
                 name = MODES[mode]

@@ -7,6 +7,8 @@
 // After start-up and a warm-up of pipelined sends it prints {"ready": true}. Then, per line:
 //   "sync SECONDS"       one thread, synchronous sends, one message in flight
 //   "pipelined SECONDS"  asynchronous sends, CONCURRENCY in flight (a semaphore), one thread
+//   "autobatch SECONDS"  the same, from a second producer with setAutoBatch(true) (its
+//                        defaults: batches of up to 32 KiB, held up to 10 ms)
 //   "batch SECONDS"      CONCURRENCY/16 threads, each a synchronous send of 16 messages
 // -> {"mode": M, "messages": N, "failed": F, "seconds": S, "latencies_us": [...]}: the window's
 // length runs until every send it started has settled; one latency per send call.
@@ -66,7 +68,7 @@ public class ProduceWindows {
     }
 
     static String pipelined(DefaultMQProducer producer, String topic, double seconds,
-            int inFlight) throws Exception {
+            int inFlight, String mode) throws Exception {
         ConcurrentLinkedQueue<Long> latencies = new ConcurrentLinkedQueue<>();
         AtomicLong ok = new AtomicLong(), failed = new AtomicLong();
         Semaphore window = new Semaphore(inFlight);
@@ -89,7 +91,7 @@ public class ProduceWindows {
         }
         window.acquire(inFlight); // every admitted send has settled
         window.release(inFlight);
-        return figures("pipelined", ok.get(), failed.get(), began, latencies);
+        return figures(mode, ok.get(), failed.get(), began, latencies);
     }
 
     static String batch(DefaultMQProducer producer, String topic, double seconds, int threads)
@@ -132,7 +134,11 @@ public class ProduceWindows {
         DefaultMQProducer producer = new DefaultMQProducer("bench_java_producer");
         producer.setNamesrvAddr(namesrv);
         producer.start();
-        pipelined(producer, topic, warmup, concurrency); // JIT, connections, route
+        DefaultMQProducer batching = new DefaultMQProducer("bench_java_producer_autobatch");
+        batching.setNamesrvAddr(namesrv);
+        batching.setAutoBatch(true);
+        batching.start();
+        pipelined(producer, topic, warmup, concurrency, "pipelined"); // JIT, connections, route
         System.out.println("{\"ready\": true}");
         System.out.flush();
         BufferedReader in =
@@ -146,7 +152,8 @@ public class ProduceWindows {
             double seconds = Double.parseDouble(words[1]);
             String reply = switch (words[0]) {
                 case "sync" -> sync(producer, topic, seconds);
-                case "pipelined" -> pipelined(producer, topic, seconds, concurrency);
+                case "pipelined" -> pipelined(producer, topic, seconds, concurrency, "pipelined");
+                case "autobatch" -> pipelined(batching, topic, seconds, concurrency, "autobatch");
                 case "batch" -> batch(producer, topic, seconds, Math.max(1, concurrency / 16));
                 default -> "{\"error\": \"unknown mode " + words[0] + "\"}";
             };
@@ -154,6 +161,7 @@ public class ProduceWindows {
             System.out.flush();
         }
         producer.shutdown();
+        batching.shutdown();
         System.exit(0);
     }
 }
