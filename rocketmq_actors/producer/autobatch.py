@@ -73,16 +73,21 @@ class Batch(Generic[M]):
 class Batcher(Generic[M]):
     """The open batch of each topic, and the rules of joining and closing them."""
 
-    def __init__(self, *, max_bytes: int, max_delay: float, max_size: int) -> None:
+    def __init__(
+        self, *, max_bytes: int, max_delay: float, max_size: int, max_held: int = 32 << 20
+    ) -> None:
         self.max_bytes = min(max_bytes, max_size)
         self.max_delay = max_delay
         self.max_size = max_size
+        self.max_held = max_held
+        self.held = 0  # bytes in batches not answered yet (Java's currentlyHoldSize)
         self._open: dict[str, Batch[M]] = {}
 
     def takes(self, prepared: Prepared) -> bool:
-        """May ``prepared`` join a batch? Batchable, and small enough to share a frame (text
-        properties that are not ASCII counted at the most they can encode to)."""
-        if not prepared.batchable:
+        """May ``prepared`` join a batch? Batchable, small enough to share a frame (text
+        properties that are not ASCII counted at the most they can encode to), and the batches
+        not answered yet hold less than ``total_batch_max_bytes``."""
+        if not prepared.batchable or self.held >= self.max_held:
             return False
         props = prepared.properties
         props_size = len(props) if props.isascii() else 3 * len(props)
@@ -108,6 +113,7 @@ class Batcher(Generic[M]):
             _PROPS_LENGTH(len(props)) + props,
         )  # fmt: skip
         batch.size += record
+        self.held += record
         timeout = item.timeout
         if timeout is not None and (batch.timeout is None or timeout < batch.timeout):
             batch.timeout = timeout
@@ -133,6 +139,15 @@ class Batcher(Generic[M]):
             del self._open[batch.topic]
         if batch.filled is not None:
             batch.filled.set()
+
+    def done(self, batch: Batch[M]) -> None:
+        """``batch`` was answered (or will never be sent): its bytes are no longer held."""
+        self.held -= batch.size
+
+    def drop(self, batch: Batch[M]) -> None:
+        """Close ``batch``, which will never be sent (its one message was refused)."""
+        self.close(batch)
+        self.done(batch)
 
     def close_all(self) -> None:
         """Close every open batch (the producer stopped: a later message opens a new one)."""

@@ -139,7 +139,8 @@ class ProducerGroup(GroupMember):
         batcher: Batcher[Any] | None = None
         if options.auto_batch:
             batcher = Batcher(max_bytes=options.batch_max_bytes, max_delay=options.batch_max_delay,
-                              max_size=options.max_message_size)  # fmt: skip
+                              max_size=options.max_message_size,
+                              max_held=options.total_batch_max_bytes)  # fmt: skip
         self.senders = Senders(
             self.loop, name=self._describe(), max_pending=options.max_pending,
             max_pending_bytes=options.max_pending_bytes, tracing=self._tracing, batcher=batcher,

@@ -75,12 +75,14 @@ class ProducerOptions:
       still with its own future and :class:`SendResult` (Java's ``autoBatch``). Not joined:
       ordered, delayed, timer, compressed and ``wait_store=False`` messages. A batch fails or
       succeeds whole. A ``send`` is then admitted as a ``submit`` is (``max_pending``).
-    * ``batch_max_delay`` (0.0): how long a batch waits for more messages after its first;
-      0: it leaves as soon as a sender task is free, with what joined it by then (no delay
-      is added; under load the batches grow by themselves). Java's ``batchMaxDelayMs`` is 10
-      ms. At most 30 s.
+    * ``batch_max_delay`` (0.01, Java's ``batchMaxDelayMs`` of 10 ms): how long a batch waits
+      for more messages after its first (less once it is full); at most 30 s. 0 (which Java
+      refuses): a batch leaves as soon as a sender task is free, with what joined it by then -
+      no delay added, and under load the batches grow by themselves.
     * ``batch_max_bytes`` (32 KiB, Java's ``batchMaxBytes``): a batch leaves once its body
-      reaches this size (and never grows past ``max_message_size``).
+      reaches this size (and never grows past ``max_message_size``); at most 2 MiB, as Java.
+    * ``total_batch_max_bytes`` (32 MiB, Java's ``totalBatchMaxBytes``): while the batches not
+      yet answered hold this many bytes, further messages are sent alone.
     """
 
     send_timeout: float = attrs.field(default=3.0, validator=seconds())
@@ -101,8 +103,9 @@ class ProducerOptions:
     max_pending_bytes: int = attrs.field(default=64 * 1024 * 1024, validator=count())
     latency_fault_tolerance: bool = attrs.field(default=False, validator=instance_of(bool))
     auto_batch: bool = attrs.field(default=False, validator=instance_of(bool))
-    batch_max_delay: float = attrs.field(default=0.0, validator=seconds(allow_zero=True))
-    batch_max_bytes: int = attrs.field(default=32 * 1024, validator=count())
+    batch_max_delay: float = attrs.field(default=0.01, validator=seconds(allow_zero=True))
+    batch_max_bytes: int = attrs.field(default=32 * 1024, validator=count(maximum=2 * 1024 * 1024))
+    total_batch_max_bytes: int = attrs.field(default=32 * 1024 * 1024, validator=count())
 
     def __attrs_post_init__(self) -> None:
         if self.attempt_timeout is not None and self.attempt_timeout > self.send_timeout:

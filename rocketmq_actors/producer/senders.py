@@ -20,7 +20,6 @@ the send's failure, with :class:`~rocketmq_actors.errors.InternalError` if the s
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from typing import Any, NoReturn, cast
@@ -36,17 +35,18 @@ from rocketmq_actors.errors import (
     RocketMQError,
     SendFailed,
 )
-from rocketmq_actors.logs import FailureLog, get_logger
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.runtime.signal import Signal
-from rocketmq_actors.runtime.soon import Call, CallBatch
+from rocketmq_actors.runtime.soon import Call
 from rocketmq_actors.runtime.tree import Node
 from rocketmq_actors.runtime.waiters import Waiter, wait_done, waiter_factory
 from rocketmq_actors.runtime.workqueue import WorkQueue
 from rocketmq_actors.tracing import Tracing
 
 from .autobatch import Batch, Batcher
+from .ends import SendEnds
 from .future import FlushResult
 from .prepare import Prepared
 from .queued import Queued, batch_topic
@@ -80,7 +80,6 @@ class Senders:
         self.max_pending = max_pending
         self.max_pending_bytes = max_pending_bytes
         self.tasks = min(max_pending, SENDERS)
-        self._tracing = tracing
         self.pending = 0
         self.pending_bytes = 0
         self._changed = Signal()
@@ -88,8 +87,7 @@ class Senders:
         self._admitted = 0
         self._unresolved: dict[int, Queued] = {}  # admission seq -> item, until released
         self._new_future: Callable[[], Waiter] | None = None  # (the running loop's, once known)
-        self._callbacks = CallBatch(self._callback_failed)
-        self._callback_errors = FailureLog()
+        self._ends = SendEnds(name, tracing)  # each send's callback and span, once it ends
         # (a batch holds one admitted message at least: room for every item, whatever they are)
         self.outbox: WorkQueue[Queued | Batch[Queued]] = WorkQueue(max_pending)
         self._pool: TaskGroup | None = None
@@ -215,10 +213,10 @@ class Senders:
             try:
                 placed = self.outbox.offer(opened)
             except anyio.ClosedResourceError as exc:  # the producer stopped
-                batcher.close(opened)
+                batcher.drop(opened)
                 self._refuse(item, exc)
             if not placed:  # (room for every admitted item: it is always taken)
-                batcher.close(opened)
+                batcher.drop(opened)
                 self._refuse(item, InternalError("the senders' queue had no room"))
             self._grow()
         return True
@@ -415,12 +413,13 @@ class Senders:
             self._release_rest(items, written=sent)
             raise
         finally:
+            self._batcher.done(batch)
             self._changed.set()
 
     def _settle(self, items: list[Queued], results: list[SendResult]) -> None:
         """Release a stored batch's messages and resolve their futures with their results:
         what :meth:`release` does for each, in one loop (no lane: a batch is never ordered)."""
-        unresolved, calls = self._unresolved, self._callbacks
+        unresolved, ends = self._unresolved, self._ends
         released = size = 0
         try:
             for item, result in zip(items, results, strict=True):
@@ -431,10 +430,9 @@ class Senders:
                 if not future.done():
                     future.set_result(result)
                 if item.callback is not None:
-                    calls.add(item.callback, future)
-                    item.callback = None
+                    ends.call_back(item)
                 if item.span is not None:
-                    self._end_span(item)
+                    ends.end_span(item)
         finally:
             self.pending -= released
             self.pending_bytes -= size
@@ -457,28 +455,9 @@ class Senders:
         if item.lane is not None and self._lanes.get(item.lane) is item.future:
             del self._lanes[item.lane]
         if item.callback is not None:
-            self._call_back(item)
+            self._ends.call_back(item)
         if item.span is not None:
-            self._end_span(item)
-
-    def _call_back(self, item: Queued) -> None:
-        """Queue the call of the send's callback with its future (once: it is then cleared)."""
-        callback, item.callback = item.callback, None
-        if callback is not None:
-            self._callbacks.add(callback, item.future)
-
-    def _callback_failed(self, callback: Call, exc: BaseException) -> None:
-        """A send's callback raised: logged, at most a line per callback function per
-        interval (a ``functools.partial`` counts as the function it wraps)."""
-        function: Any = callback
-        while isinstance(function, functools.partial):
-            function = function.func
-        name = getattr(function, "__qualname__", None) or type(function).__qualname__
-        name = f"{getattr(function, '__module__', None) or '?'}.{name}"
-        suppressed = self._callback_errors.admit(name)
-        if suppressed is not None:
-            log.error("producer.send_callback_error", producer=self.name, callback=name,
-                      error=type(exc).__name__, suppressed=suppressed, exc_info=exc)  # fmt: skip
+            self._ends.end_span(item)
 
     def _fail_stopped(self, item: Queued, *, written: bool) -> None:
         """Fail an item's future, if it is not resolved yet, because the producer stopped."""
@@ -486,7 +465,7 @@ class Senders:
             error = ClientClosed(f"{self.name} stopped before the send completed")
             error.outcome_unknown = written
             item.future.set_exception(SendFailed(item.prepared.user_topic, [error]))
-            self._call_back(item)  # (a first attempt's may be released later)
+            self._ends.call_back(item)  # (a first attempt's may be released later)
 
     def fail_unsent(self) -> None:
         """Once the sender tasks are gone: fail what they never took (it was never written),
@@ -497,6 +476,8 @@ class Senders:
             self._batcher.close_all()  # (a later message cannot join a batch no one sends)
         for item in self.outbox.take_all():  # (a first attempt's outcome may have been written)
             if item.__class__ is Batch:  # (an auto-batch no sender took: never written)
+                assert self._batcher is not None
+                self._batcher.done(item)
                 for member in item.items:
                     self.release(member, written=False)
                 continue
@@ -504,18 +485,6 @@ class Senders:
             self.release(item, written=item.first and item.may_be_stored)
         for item in list(self._unresolved.values()):
             self._fail_stopped(item, written=True)
-
-    def _end_span(self, item: Queued) -> None:
-        assert self._tracing is not None
-        if not item.future.done() or item.future.cancelled():  # closing, or its caller gave up
-            self._tracing.end_send(item.span, None, anyio.get_cancelled_exc_class()())
-            return
-        try:
-            result = item.future.result()
-        except Exception as exc:
-            self._tracing.end_send(item.span, None, exc)
-        else:
-            self._tracing.end_send(item.span, result, None)
 
     def describe(self) -> Node:
         info = {"tasks": self.tasks, "pending": self.pending}

@@ -90,6 +90,17 @@ def test_the_earliest_deadline_of_its_messages_is_the_batchs() -> None:
     assert batch.timeout == 2.0
 
 
+def test_past_the_bytes_held_in_unanswered_batches_messages_go_alone() -> None:
+    batcher = Batcher[Item](max_bytes=1500, max_delay=0.0, max_size=4 << 20, max_held=2000)
+    first = batcher.add(Item(_prepared(Message(topic="A", body=b"x" * 1000))))
+    second = batcher.add(Item(_prepared(Message(topic="B", body=b"x" * 1000))))
+    assert first is not None and second is not None and batcher.held > 2000
+    message = _prepared(Message(topic="A", body=b"y"))
+    assert not batcher.takes(message)  # (Java: tryAddMessage refuses, sendDirect)
+    batcher.done(first)  # answered: its bytes are no longer held
+    assert batcher.takes(message)
+
+
 @pytest.mark.parametrize(
     ("message", "why"),
     [
@@ -152,6 +163,8 @@ async def test_close_all_ends_a_delay_and_a_later_message_opens_a_new_batch() ->
         ({"batch_max_delay": -1}, "batch_max_delay"),
         ({"batch_max_delay": 31}, "batch_max_delay"),
         ({"batch_max_bytes": 0}, "batch_max_bytes"),
+        ({"batch_max_bytes": 2 * 1024 * 1024 + 1}, "batch_max_bytes"),
+        ({"total_batch_max_bytes": 0}, "total_batch_max_bytes"),
     ],
 )
 def test_bad_batch_options_are_config_errors(changes: dict[str, object], words: str) -> None:

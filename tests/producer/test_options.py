@@ -76,7 +76,8 @@ def test_the_defaults_are_the_producers_and_the_value_is_frozen() -> None:
         "compress_level": 5, "compress_type": CompressionType.ZLIB,
         "max_message_size": MAX_MESSAGE_SIZE, "max_pending": 1024,
         "max_pending_bytes": 64 * 1024 * 1024, "latency_fault_tolerance": False,
-        "auto_batch": False, "batch_max_delay": 0.0, "batch_max_bytes": 32 * 1024,
+        "auto_batch": False, "batch_max_delay": 0.01, "batch_max_bytes": 32 * 1024,
+        "total_batch_max_bytes": 32 * 1024 * 1024,
     }  # fmt: skip
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         options.send_timeout = 1.0  # type: ignore[misc]

@@ -1,0 +1,59 @@
+"""What happens once a send admitted by the senders has ended: its callback is called (queued
+on the event loop, with its future) and its tracing span ended."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import anyio
+
+from rocketmq_actors.logs import FailureLog, get_logger
+from rocketmq_actors.runtime.soon import Call, CallBatch
+from rocketmq_actors.tracing import Tracing
+
+from .queued import Queued
+
+__all__ = ["SendEnds"]
+
+log = get_logger("rocketmq_actors.producer")
+
+
+class SendEnds:
+    def __init__(self, name: str, tracing: Tracing | None) -> None:
+        self.name = name  # the producer's, in log lines
+        self._tracing = tracing
+        self._callbacks = CallBatch(self._callback_failed)
+        self._callback_errors = FailureLog()
+
+    def call_back(self, item: Queued) -> None:
+        """Queue the call of the send's callback with its future (once: it is then cleared)."""
+        callback, item.callback = item.callback, None
+        if callback is not None:
+            self._callbacks.add(callback, item.future)
+
+    def _callback_failed(self, callback: Call, exc: BaseException) -> None:
+        """A send's callback raised: logged, at most a line per callback function per
+        interval (a ``functools.partial`` counts as the function it wraps)."""
+        function: Any = callback
+        while isinstance(function, functools.partial):
+            function = function.func
+        name = getattr(function, "__qualname__", None) or type(function).__qualname__
+        name = f"{getattr(function, '__module__', None) or '?'}.{name}"
+        suppressed = self._callback_errors.admit(name)
+        if suppressed is not None:
+            log.error("producer.send_callback_error", producer=self.name, callback=name,
+                      error=type(exc).__name__, suppressed=suppressed, exc_info=exc)  # fmt: skip
+
+    def end_span(self, item: Queued) -> None:
+        """End the send's span with its outcome."""
+        assert self._tracing is not None
+        if not item.future.done() or item.future.cancelled():  # closing, or its caller gave up
+            self._tracing.end_send(item.span, None, anyio.get_cancelled_exc_class()())
+            return
+        try:
+            result = item.future.result()
+        except Exception as exc:
+            self._tracing.end_send(item.span, None, exc)
+        else:
+            self._tracing.end_send(item.span, result, None)
