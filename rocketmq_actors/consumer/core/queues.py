@@ -22,6 +22,7 @@ from rocketmq_actors.consumer.core.brokercalls import PullCounter, Puller, PullR
 from rocketmq_actors.consumer.core.lag import record_lag
 from rocketmq_actors.consumer.core.offsets import OffsetStore
 from rocketmq_actors.consumer.core.process_queue import ProcessQueue
+from rocketmq_actors.consumer.core.suspension import Suspension
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
@@ -50,6 +51,7 @@ class QueueOwner(Puller, Protocol):
 
     orderly: bool
     offsets: OffsetStore
+    suspension: Suspension  # suspend() / resume(): no pull starts while suspended
 
     @property
     def locking(self) -> bool: ...
@@ -72,6 +74,7 @@ class QueueActor:
         self._pull_scope: anyio.CancelScope | None = None
         self._stopped = False
         self._pulls = PullCounter(PULL_ERROR_DELAY)
+        self._parked = False  # suspended, with no pull in flight
 
     @property
     def queue(self) -> MessageQueue:
@@ -97,10 +100,18 @@ class QueueActor:
     async def _pull_loop(self) -> None:
         owner, pq = self.owner, self.pq
         while not pq.dropped:
+            if owner.suspension.suspended:
+                self._parked = True  # (no pull in flight: describe() says so)
+                try:
+                    await owner.suspension.park()
+                finally:
+                    self._parked = False
+                continue
             if owner.over_limits(pq) or (owner.locking and not pq.locked):
                 # flow control (or an orderly queue whose lock lapsed): wait, look again
                 await owner.wait_flow()
                 continue
+            asked = owner.subscription(pq.queue.topic)  # (what the pull filters by)
             result = await self._pull()
             if result is None:
                 continue
@@ -120,8 +131,12 @@ class QueueActor:
                 if pq.count == 0:  # nothing in flight: the queue is consumed up to here
                     owner.offsets.update(pq.queue, result.next_offset)
                 continue
-            owner.deserialize(result.messages)  # (a rejected body: marked poison)
-            fresh = pq.put(list(result.messages))
+            messages = list(result.messages)
+            if (latest := owner.subscription(pq.queue.topic)) is not asked:
+                # subscribe() replaced the expression during the pull: its tags filter now
+                messages = [m for m in messages if latest.matches(m)]
+            owner.deserialize(messages)  # (a rejected body: marked poison)
+            fresh = pq.put(messages)
             if fresh and not owner.orderly:
                 await owner.accept(pq, fresh)
 
@@ -138,6 +153,8 @@ class QueueActor:
             info["locked"] = pq.locked
         if self._pulls.errors:
             info["pull_errors"] = self._pulls.errors
+        if self._parked:
+            info["suspended"] = True
         q = pq.queue
         return Node(name=f"queue[{q.topic}@{q.broker_name}:{q.queue_id}]", kind="queue",
                     info=info)  # fmt: skip

@@ -110,6 +110,37 @@ class PushConsumer(Client[PushGroup], Generic[T]):
         ``rebalance_interval`` (the broker also asks for one when the group changes)."""
         self._group.rebalance_now()
 
+    # ---- changing what it consumes while it runs ------------------------------------------
+
+    async def subscribe(self, topic: str, selector: str | MessageSelector = "*") -> None:
+        """Consume ``topic`` too, with ``selector`` (a tag expression or a
+        ``MessageSelector``; subscribing a topic again replaces its expression), as Java's
+        ``subscribe`` on a started consumer: the brokers are told at once and, before it
+        returns, a rebalance takes this member's share of the topic's queues. A bad topic or
+        expression is a :class:`~rocketmq_actors.errors.ConfigError` before any I/O; an SQL92
+        expression a broker refuses, :class:`~rocketmq_actors.errors.InvalidSubscription`."""
+        await self._group.subscribe(topic, selector)
+
+    async def unsubscribe(self, topic: str) -> None:
+        """Consume ``topic`` no more (Java's ``unsubscribe``): its queues stop pulling at
+        once and, before it returns, are released with their offsets committed; what they had
+        cached and not consumed is delivered again to whoever consumes the topic next."""
+        await self._group.unsubscribe(topic)
+
+    def suspend(self) -> None:
+        """Start no more pulls (Java's ``suspend``); a pull in flight completes and what was
+        pulled is still consumed. Rebalancing and heartbeats go on."""
+        self._group.suspend()
+
+    def resume(self) -> None:
+        """Pull again after :meth:`suspend` (and rebalance now)."""
+        self._group.resume()
+
+    @property
+    def suspended(self) -> bool:
+        """Between :meth:`suspend` and :meth:`resume`."""
+        return self._group.suspension.suspended
+
     # ---- what users watch -------------------------------------------------------------------
 
     @property

@@ -55,13 +55,15 @@ from rocketmq_actors.consumer.core.subscriptions import (
     Subscription,
     subscription_table,
 )
+from rocketmq_actors.consumer.core.suspension import Suspension
 from rocketmq_actors.consumer.push import requests as push_requests
 from rocketmq_actors.consumer.push.concurrent import ConcurrentConsumeService
 from rocketmq_actors.consumer.push.options import PushOptions
 from rocketmq_actors.consumer.push.orderly import OrderlyConsumeService
 from rocketmq_actors.consumer.push.ownership import Ownership
-from rocketmq_actors.errors import TopicNotFound
+from rocketmq_actors.errors import ConfigError, TopicNotFound
 from rocketmq_actors.logs import get_logger
+from rocketmq_actors.names import validate_topic, wrap
 from rocketmq_actors.producer.tracesend import trace_sender
 from rocketmq_actors.protocol.bodies import ConsumerData, MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
@@ -163,6 +165,7 @@ class PushGroup(GroupMember):
             f"push-consumer:{self.group}", MEMBER_POLICY, shutdown_timeout=self.shutdown_timeout
         )
         self._flow = Signal()
+        self.suspension = Suspension()
         self._stopping = False
         self._tg: TaskGroup | None = None
         self.started_ms = 0
@@ -271,6 +274,64 @@ class PushGroup(GroupMember):
         """Run a one-off task of the consumer's (a queue moved to another offset)."""
         if self._tg is not None and not self._stopping:
             self._tg.start_soon(func, *args)
+
+    # ---- changing what it consumes while it runs (Java's subscribe, unsubscribe) --------
+
+    async def subscribe(self, topic: str, selector: str | MessageSelector) -> None:
+        """Consume ``topic`` too (or with another expression): the brokers are told at once
+        (a heartbeat) and a rebalance takes this member's share of its queues before it
+        returns. An SQL92 expression a broker refuses is :class:`InvalidSubscription`, with
+        nothing changed."""
+        validate_topic(topic, error=ConfigError)
+        name = wrap(self.namespace, topic)
+        subscription = Subscription.of(name, selector)
+        if name == self.retry_topic:
+            raise ConfigError(f"{topic!r} is the group's retry topic, always consumed")
+        self._check_running()
+        await check_subscription(self._instance, self.group, subscription.wire(0))
+        self._check_running()
+        self._subscriptions[name] = subscription
+        await self._subscriptions_changed()
+        log.info("consumer.subscribed", group=self.group, topic=name,
+                 expression=subscription.expression)  # fmt: skip
+
+    async def unsubscribe(self, topic: str) -> None:
+        """Consume ``topic`` no more: its queues stop pulling now, are released (their
+        offsets committed) by a rebalance before it returns, and the brokers are told. A topic
+        not subscribed is left as it is."""
+        validate_topic(topic, error=ConfigError)
+        name = wrap(self.namespace, topic)
+        if name == self.retry_topic:
+            raise ConfigError(f"{topic!r} is the group's retry topic, always consumed")
+        self._check_running()
+        if self._subscriptions.pop(name, None) is None:
+            return
+        for actor in self.queues.actors():
+            if actor.queue.topic == name:
+                actor.stop_pulling()  # (before a pull could ask for its gone subscription)
+        await self._subscriptions_changed()
+        log.info("consumer.unsubscribed", group=self.group, topic=name)
+
+    async def _subscriptions_changed(self) -> None:
+        """A newer subscription version, sent at once; this member's queues then follow."""
+        self._sub_version = max(self._sub_version + 1, time.time_ns() // 1_000_000)
+        await self._instance.heartbeat.beat()
+        if self._subscriptions:
+            await self.rebalancer.rebalance()
+        else:  # (nothing left to allocate: a rebalance round would keep what it owns)
+            async with self.rebalancer.lock:
+                await self.ownership.apply(set())
+
+    def suspend(self) -> None:
+        """Start no more pulls until :meth:`resume` (:mod:`..core.suspension`)."""
+        self.suspension.suspend()
+        log.info("consumer.suspended", group=self.group)
+
+    def resume(self) -> None:
+        """Pull again, and rebalance now (the group may have changed meanwhile)."""
+        self.suspension.resume()
+        self.rebalancer.trigger()
+        log.info("consumer.resumed", group=self.group)
 
     # ---- lifecycle ----------------------------------------------------------------------
 
