@@ -5,14 +5,23 @@ I/O; a push consumer's own options are a :class:`~..push.options.PushOptions`)."
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
+import attrs
+
+from rocketmq_actors.consumer.core.strategies import as_allocator
 from rocketmq_actors.errors import ConfigError
 
 __all__ = [
     "ConsumeFrom",
     "MessageModel",
     "check_deserializer",
+    "check_dir",
+    "check_strategy",
     "max_reconsume_times",
+    "member_of",
 ]
 
 
@@ -27,6 +36,27 @@ class ConsumeFrom(enum.Enum):
     LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
     FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
     TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
+
+
+def member_of(kind: type[Any]) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    """Validator: an instance of ``kind`` (an enum's member, say)."""
+
+    def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not isinstance(value, kind):
+            raise ConfigError(f"{attribute.name} must be a {kind.__name__}, not {value!r}")
+
+    return check
+
+
+def check_strategy(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """Validator: a ``Strategy`` or a callable (:mod:`.strategies`)."""
+    as_allocator(value)
+
+
+def check_dir(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """Validator: None or a path."""
+    if value is not None and not isinstance(value, str | Path):
+        raise ConfigError(f"{attribute.name} must be a path, not {type(value).__name__}")
 
 
 def check_deserializer(value: object) -> None:

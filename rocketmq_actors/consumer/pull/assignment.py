@@ -11,7 +11,7 @@ from typing import Protocol
 from rocketmq_actors.cluster.requests import Handler
 from rocketmq_actors.consumer.core.brokercalls import max_offset, min_offset
 from rocketmq_actors.consumer.core.namespaced import Namespace
-from rocketmq_actors.consumer.core.offsets import RemoteOffsetStore
+from rocketmq_actors.consumer.core.offsets import OffsetStore
 from rocketmq_actors.consumer.core.queues import QueueTable
 from rocketmq_actors.consumer.core.rebalancer import Rebalancer
 from rocketmq_actors.consumer.core.running_info import member_properties
@@ -46,7 +46,7 @@ class AssignmentOwner(FetchOwner, Protocol):
     subs: SubscriptionState
     ns: Namespace
     fetchers: QueueTable[Fetcher]
-    offsets: RemoteOffsetStore
+    offsets: OffsetStore
     committer: Committer
     rebalancer: Rebalancer
     started_ms: int

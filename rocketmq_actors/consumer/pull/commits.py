@@ -1,6 +1,6 @@
-"""A pull consumer's commits: positions recorded into its offset store and persisted to the
-brokers, on ``commit()``, by the auto-commit actor every ``interval``, and before queues are
-revoked or the consumer closes."""
+"""A pull consumer's commits: positions recorded into its offset store and persisted (to the
+brokers; broadcasting, to a local file), on ``commit()``, by the auto-commit actor every
+``interval``, and before queues are revoked or the consumer closes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import anyio
 from anyio.abc import TaskStatus
 
-from rocketmq_actors.consumer.core.offsets import RemoteOffsetStore
+from rocketmq_actors.consumer.core.offsets import OffsetStore
 from rocketmq_actors.consumer.core.queues import QueueTable
 from rocketmq_actors.consumer.pull.fetcher import Fetcher
 from rocketmq_actors.errors import ConfigError
@@ -20,7 +20,7 @@ __all__ = ["Committer"]
 
 class Committer:
     def __init__(
-        self, fetchers: QueueTable[Fetcher], offsets: RemoteOffsetStore, *, interval: float
+        self, fetchers: QueueTable[Fetcher], offsets: OffsetStore, *, interval: float
     ) -> None:
         self.fetchers = fetchers
         self.offsets = offsets

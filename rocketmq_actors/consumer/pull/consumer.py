@@ -61,6 +61,7 @@ from rocketmq_actors.protocol.bodies import MessageQueue
 from .fetcher import Fetcher, deserialize_taken
 from .group import PullGroup
 from .options import PullOptions
+from .queuewatch import QueueChangeListener
 from .subscription import RebalanceListener, Topics, compile_pattern, parse_topics
 
 __all__ = ["PullConsumer"]
@@ -103,6 +104,13 @@ class PullConsumer(Client[PullGroup], Generic[T]):
             self._group.subs.take(table, compiled, listener)
 
     # ---- what it consumes ---------------------------------------------------------------
+
+    async def watch_queues(self, topic: str, listener: QueueChangeListener) -> set[MessageQueue]:
+        """Call ``listener(topic, queues)`` whenever the readable queues of ``topic`` change
+        (Java's ``registerTopicMessageQueueChangeListener``; looked at every
+        ``topic_metadata_check_interval``), a plain function or a coroutine function; its
+        queues now. Another listener for the topic replaces this one."""
+        return await self._group.watch_queues(topic, listener)
 
     async def subscribe(
         self, topics: Topics = (), *, pattern: str | re.Pattern[str] | None = None,

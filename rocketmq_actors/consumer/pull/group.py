@@ -15,6 +15,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 import anyio
 
@@ -31,8 +32,8 @@ from rocketmq_actors.consumer.core.brokercalls import (
 )
 from rocketmq_actors.consumer.core.message import deserialize_record
 from rocketmq_actors.consumer.core.namespaced import Namespace
-from rocketmq_actors.consumer.core.offsets import RemoteOffsetStore
-from rocketmq_actors.consumer.core.options import check_deserializer
+from rocketmq_actors.consumer.core.offsets import LocalOffsetStore, OffsetStore, RemoteOffsetStore
+from rocketmq_actors.consumer.core.options import MessageModel, check_deserializer
 from rocketmq_actors.consumer.core.queues import QueueTable
 from rocketmq_actors.consumer.core.rebalancer import Rebalancer
 from rocketmq_actors.consumer.core.subscriptions import Subscription, matching_topics
@@ -49,6 +50,7 @@ from .assignment import change, request_handlers
 from .commits import Committer
 from .fetcher import Fetcher, RecordBuffer
 from .options import OffsetReset, PullOptions
+from .queuewatch import QueueChangeListener, QueueWatch
 from .subscription import Mode, RebalanceListener, SubscriptionState
 
 __all__ = ["PullGroup"]
@@ -83,12 +85,18 @@ class PullGroup(GroupMember):
         self.request_timeout = client.request_timeout
         self.buffer = RecordBuffer()
         self.value_deserializer = value_deserializer
-        self.offsets = RemoteOffsetStore(self._instance, self.group)
+        self.broadcasting = options.model is MessageModel.BROADCASTING
+        local_dir = options.offset_dir or Path.home() / ".rocketmq_actors" / "offsets"
+        self.offsets: OffsetStore = (
+            LocalOffsetStore(local_dir, self._instance.client_id, self.group)
+            if self.broadcasting
+            else RemoteOffsetStore(self._instance, self.group)
+        )
         self.fetchers: QueueTable[Fetcher] = QueueTable(
             "fetchers", shutdown_timeout=client.shutdown_timeout, kind="fetcher"
         )
         self.rebalancer = Rebalancer(
-            self._instance, self.group, strategy=options.strategy, broadcasting=False,
+            self._instance, self.group, strategy=options.strategy, broadcasting=self.broadcasting,
             interval=options.rebalance_interval, topics=lambda: sorted(self.subs.rebalanced),
             owned=lambda: list(self.fetchers), apply=lambda wanted: change(self, wanted),
             refresh=self._follow_pattern,
@@ -98,6 +106,8 @@ class PullGroup(GroupMember):
         )
         self.committer = Committer(self.fetchers, self.offsets,
                                    interval=options.auto_commit_interval)  # fmt: skip
+        self.queue_watch = QueueWatch(self._instance.routes.refresh, self.ns,
+                                      interval=options.topic_metadata_check_interval)  # fmt: skip
         self.started_ms = 0
         self._live = False  # the actors run: a change of subscription is applied at once
         self._changing = anyio.Lock()
@@ -140,6 +150,8 @@ class PullGroup(GroupMember):
             await supervisor.start_child(spec)
         if self.trace is not None:
             await supervisor.start_child(self.trace.dispatcher.child_spec())
+        await supervisor.start_child(ChildSpec("queue-watch", self.queue_watch.run,
+                                               Restart.PERMANENT, kind="queue-watch"))  # fmt: skip
         async with self._changing:  # what was subscribed or assigned before start
             self._live = True
             subs = self.subs
@@ -163,7 +175,7 @@ class PullGroup(GroupMember):
         return ConsumerData(
             group=self.group,
             consume_type="CONSUME_ACTIVELY",
-            message_model="CLUSTERING",
+            message_model=self.options.model.value,
             consume_from_where="CONSUME_FROM_LAST_OFFSET"
             if self.options.auto_offset_reset is OffsetReset.LATEST
             else "CONSUME_FROM_FIRST_OFFSET",
@@ -284,6 +296,10 @@ class PullGroup(GroupMember):
                 await self._apply(table, now=False)
         except RocketMQError as exc:  # (the NameServer, say): looked at again next round
             log.info("consumer.pattern_not_followed", group=self.group, error=str(exc))
+
+    async def watch_queues(self, topic: str, listener: QueueChangeListener) -> set[MessageQueue]:
+        self._check_running()
+        return await self.queue_watch.watch(topic, listener)
 
     # ---- pulling by hand ----------------------------------------------------------------
 

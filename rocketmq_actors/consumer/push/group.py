@@ -204,7 +204,9 @@ class PushGroup(GroupMember):
         return self.rebalancer.lock
 
     def subscription(self, topic: str) -> Subscription:
-        return self._subscriptions[topic]
+        found = self._subscriptions.get(topic)
+        # (a topic unsubscribed a moment ago: its queues are being released - never a crash)
+        return found if found is not None else Subscription(topic)
 
     def subscriptions(self) -> list[Subscription]:
         return list(self._subscriptions.values())

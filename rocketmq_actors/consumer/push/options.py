@@ -21,22 +21,21 @@ from typing import Any
 import attrs
 
 from rocketmq_actors.cluster.options import ClientOptions, count, maybe_seconds, seconds
-from rocketmq_actors.consumer.core.options import ConsumeFrom, MessageModel, check_deserializer
+from rocketmq_actors.consumer.core.options import (
+    ConsumeFrom,
+    MessageModel,
+    check_deserializer,
+    check_dir,
+    check_strategy,
+    member_of,
+)
 from rocketmq_actors.consumer.core.rebalance import Strategy
-from rocketmq_actors.consumer.core.strategies import StrategyOption, as_allocator
+from rocketmq_actors.consumer.core.strategies import StrategyOption
 from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.names import validate_group, validate_topic
 from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE
 
 __all__ = ["PushOptions", "check_arguments"]
-
-
-def _member_of(kind: type[Any]) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
-    def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-        if not isinstance(value, kind):
-            raise ConfigError(f"{attribute.name} must be a {kind.__name__}, not {value!r}")
-
-    return check
 
 
 def _maybe_count(*, minimum: int = 1) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
@@ -49,18 +48,9 @@ def _maybe_count(*, minimum: int = 1) -> Callable[[Any, attrs.Attribute[Any], An
     return check
 
 
-def _check_strategy(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    as_allocator(value)  # a Strategy or a callable (.strategies)
-
-
 def _check_flag(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, bool):
         raise ConfigError(f"{attribute.name} must be a bool, not {value!r}")
-
-
-def _check_dir(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not isinstance(value, str | Path):
-        raise ConfigError(f"{attribute.name} must be a path, not {type(value).__name__}")
 
 
 @attrs.frozen(kw_only=True)
@@ -98,13 +88,13 @@ class PushOptions:
     """
 
     model: MessageModel = attrs.field(default=MessageModel.CLUSTERING,
-                                      validator=_member_of(MessageModel))  # fmt: skip
+                                      validator=member_of(MessageModel))  # fmt: skip
     orderly: bool = attrs.field(default=False, validator=_check_flag)
     consume_from: ConsumeFrom = attrs.field(default=ConsumeFrom.LAST_OFFSET,
-                                            validator=_member_of(ConsumeFrom))  # fmt: skip
+                                            validator=member_of(ConsumeFrom))  # fmt: skip
     consume_timestamp_ms: int | None = attrs.field(default=None,
                                                    validator=_maybe_count(minimum=0))  # fmt: skip
-    strategy: StrategyOption = attrs.field(default=Strategy.AVG, validator=_check_strategy)
+    strategy: StrategyOption = attrs.field(default=Strategy.AVG, validator=check_strategy)
     concurrency: int = attrs.field(default=20, validator=count())
     consume_batch_size: int = attrs.field(default=1, validator=count())
     pull_batch_size: int = attrs.field(default=32, validator=count())
@@ -123,7 +113,7 @@ class PushOptions:
     lock_interval: float = attrs.field(default=20.0, validator=seconds())
     persist_interval: float = attrs.field(default=5.0, validator=seconds())
     pull_suspend: float = attrs.field(default=15.0, validator=seconds())
-    offset_dir: Path | str | None = attrs.field(default=None, validator=_check_dir)
+    offset_dir: Path | str | None = attrs.field(default=None, validator=check_dir)
     max_body_size: int = attrs.field(default=MAX_MESSAGE_SIZE, validator=count())
 
     def evolve(self, **changes: Any) -> PushOptions:
