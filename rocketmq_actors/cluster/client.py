@@ -8,6 +8,7 @@ every client the same lifecycle, state and health, delegated to that group.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Generic, Self, TypeVar
 
@@ -87,6 +88,13 @@ class Client(Generic[G]):
     def ready(self) -> bool:
         """Running, a NameServer answers, and (producers) every known route has a master."""
         return self._group.ready
+
+    def update_namesrv(self, namesrv: str | Sequence[str]) -> None:
+        """Use the NameServers ``namesrv`` (``"host:port;host:port"`` or a list) from now on,
+        as Java's ``updateNameServerAddress``: for every client sharing this one's
+        :class:`~rocketmq_actors.cluster.instance.ClientInstance`. Routes are looked up there
+        from the next lookup on; a bad address is a ``ConfigError``, with nothing changed."""
+        self.instance.namesrv.update(namesrv)
 
     def tree(self) -> Node:
         """The live supervision tree (``tree().render()`` draws it)."""

@@ -79,6 +79,15 @@ class NameServerClient:
     def current(self) -> str:
         return self.addrs[self._current]
 
+    def update(self, namesrv: str | Sequence[str]) -> None:
+        """Ask ``namesrv`` from now on (Java's ``updateNameServerAddressList``): a request
+        under way finishes with the addresses it started with."""
+        addrs = parse_namesrv(namesrv)  # (ConfigError: nothing changed)
+        self.addrs = addrs
+        self._current = random.randrange(len(addrs))
+        self._cool_until = {a: t for a, t in self._cool_until.items() if a in addrs}
+        log.info("namesrv.updated", addrs=";".join(addrs))
+
     def _candidates(self) -> list[str]:
         now = self._clock()
         ordered = self.addrs[self._current :] + self.addrs[: self._current]
