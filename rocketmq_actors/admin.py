@@ -19,7 +19,9 @@
   UPDATE_CONSUMER_OFFSET (15).
 
 Finding messages (QUERY_MESSAGE 12, VIEW_MESSAGE_BY_ID 33, either id form decoded) lives in
-:mod:`rocketmq_actors.query`; its functions are re-exported here, beside mqadmin's others.
+:mod:`rocketmq_actors.query`, and consumer groups' settings, broker settings, producer
+connections and write permission in :mod:`rocketmq_actors.brokeradmin`; their functions are
+re-exported here, beside mqadmin's others.
 """
 
 from __future__ import annotations
@@ -29,9 +31,19 @@ from typing import Any
 
 import attrs
 
+from rocketmq_actors.adminbase import NoMaster, call, masters
+from rocketmq_actors.brokeradmin import (
+    add_write_perm,
+    broker_config,
+    delete_group,
+    producer_connection,
+    update_broker_config,
+    update_group,
+    wipe_write_perm,
+)
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.consumer.core.brokercalls import max_offset, min_offset, offset_for_time
-from rocketmq_actors.errors import BrokerError, RocketMQError, TopicNotFound, broker_error
+from rocketmq_actors.errors import BrokerError, RocketMQError, TopicNotFound
 from rocketmq_actors.protocol.admin_bodies import (
     ConsumerConnection,
     ConsumeStats,
@@ -45,7 +57,6 @@ from rocketmq_actors.protocol.admin_bodies import (
 )
 from rocketmq_actors.protocol.bodies import ClusterInfo, MessageQueue, decode_offset_table
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
-from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.headers import (
     CreateTopicRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
@@ -69,23 +80,30 @@ __all__ = [
     "NoMaster",
     "ResetResult",
     "TopicUpdateRefused",
+    "add_write_perm",
+    "broker_config",
     "broker_runtime_info",
     "cluster_list",
     "consume_stats",
     "consumer_connection",
     "create_topic",
     "decode_message_id",
+    "delete_group",
     "delete_topic",
     "find_message",
     "group_list",
     "masters",
+    "producer_connection",
     "query_by_unique_key",
     "query_messages",
     "reset_offset",
     "topic_config",
     "topic_status",
+    "update_broker_config",
+    "update_group",
     "update_topic",
     "view_message",
+    "wipe_write_perm",
 ]
 
 #: a queue's permission bits (Java's PermName): 6 = read + write
@@ -94,10 +112,6 @@ PERM_READ_WRITE = 6
 LATEST = -1
 
 Progress = Callable[[int], object]
-
-
-class NoMaster(RocketMQError):
-    """No master broker to send to: the cluster name is unknown, or it has no master."""
 
 
 class TopicUpdateRefused(RocketMQError):
@@ -113,41 +127,12 @@ class GroupNotFound(RocketMQError):
         self.group = group
 
 
-async def _call(
-    instance: ClientInstance, addr: str, code: int, ext: dict[str, str] | None = None,
-    *, accept: tuple[int, ...] = (), timeout: float | None = None,
-) -> RemotingCommand:  # fmt: skip
-    reply = await instance.request(addr, RemotingCommand.request(code, ext or {}), timeout)
-    if reply.code != ResponseCode.SUCCESS and reply.code not in accept:
-        raise broker_error(addr, reply.code, reply.remark)
-    return reply
-
-
-async def masters(instance: ClientInstance, cluster: str | None = None) -> dict[str, str]:
-    """Broker name -> master address, of ``cluster`` (every cluster when None)."""
-    info = await instance.namesrv.cluster_info()
-    names = (
-        info.clusters.get(cluster, ())
-        if cluster is not None
-        else tuple(n for members in info.clusters.values() for n in members)
-    )
-    out = {}
-    for name in sorted(set(names)):
-        data = info.brokers.get(name)
-        if data is not None and data.master_addr is not None:
-            out[name] = data.master_addr
-    if not out:
-        where = f"cluster {cluster!r}" if cluster is not None else "any cluster"
-        raise NoMaster(f"no master broker in {where}; clusters: {sorted(info.clusters)}")
-    return out
-
-
 # ---- brokers ------------------------------------------------------------------------------
 
 
 async def broker_runtime_info(instance: ClientInstance, addr: str) -> dict[str, str]:
     """The broker's ``KVTable`` of runtime figures (what ``mqadmin brokerStatus`` prints)."""
-    reply = await _call(instance, addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+    reply = await call(instance, addr, RequestCode.GET_BROKER_RUNTIME_INFO)
     return decode_kv_table(reply.body)
 
 
@@ -205,7 +190,7 @@ async def create_topic(
     )  # fmt: skip
     done = []
     for name, addr in (await masters(instance, cluster)).items():
-        await _call(instance, addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext())
+        await call(instance, addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext())
         done.append(name)
         if progress:
             progress(1)
@@ -217,7 +202,7 @@ async def create_topic(
 async def topic_config(instance: ClientInstance, addr: str, topic: str) -> TopicConfig | None:
     """The broker's config of ``topic``; None when the broker does not have it."""
     header = {"topic": topic}
-    reply = await _call(
+    reply = await call(
         instance, addr, RequestCode.GET_TOPIC_CONFIG, header,
         accept=(ResponseCode.TOPIC_NOT_EXIST, ResponseCode.REQUEST_CODE_NOT_SUPPORTED),
     )  # fmt: skip
@@ -226,7 +211,7 @@ async def topic_config(instance: ClientInstance, addr: str, topic: str) -> Topic
     if reply.code == ResponseCode.TOPIC_NOT_EXIST:
         return None
     # a 4.x broker has no GET_TOPIC_CONFIG: its whole table (what a slave syncs) holds it
-    reply = await _call(instance, addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+    reply = await call(instance, addr, RequestCode.GET_ALL_TOPIC_CONFIG)
     return decode_all_topic_configs(reply.body).get(topic)
 
 
@@ -279,7 +264,7 @@ async def update_topic(
             perm=new.perm, order=new.order, topic_sys_flag=new.topic_sys_flag,
             topic_filter_type=new.topic_filter_type,
         )  # fmt: skip
-        await _call(instance, addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext())
+        await call(instance, addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext())
         if progress:
             progress(1)
     if instance.routes.cached(topic) is not None:
@@ -295,14 +280,14 @@ async def delete_topic(
     brokers = []
     header = DeleteTopicRequestHeader(topic=topic)
     for name, addr in (await masters(instance, cluster)).items():
-        await _call(instance, addr, RequestCode.DELETE_TOPIC_IN_BROKER, header.to_ext())
+        await call(instance, addr, RequestCode.DELETE_TOPIC_IN_BROKER, header.to_ext())
         brokers.append(name)
         if progress:
             progress(1)
     ns_header = DeleteTopicFromNamesrvRequestHeader(topic=topic, cluster_name=cluster)
     namesrvs = []
     for addr in instance.namesrv.addrs:
-        await _call(instance, addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, ns_header.to_ext())
+        await call(instance, addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, ns_header.to_ext())
         namesrvs.append(addr)
     return {"brokers": brokers, "namesrvs": namesrvs}
 
@@ -316,7 +301,7 @@ async def topic_status(instance: ClientInstance, topic: str) -> dict[MessageQueu
     for broker in route.broker_datas:
         if broker.master_addr is None:
             continue
-        reply = await _call(
+        reply = await call(
             instance, broker.master_addr, RequestCode.GET_TOPIC_STATS_INFO, header.to_ext()
         )
         out.update(decode_topic_stats(reply.body))
@@ -330,7 +315,7 @@ async def group_list(instance: ClientInstance) -> dict[str, dict[str, Any]]:
     """Every subscription group any master knows: name -> config fields and ``brokers``."""
     out: dict[str, dict[str, Any]] = {}
     for name, addr in (await masters(instance)).items():
-        reply = await _call(instance, addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        reply = await call(instance, addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
         for group, config in decode_subscription_groups(reply.body).items():
             row = out.setdefault(group, {**config, "brokers": []})
             row["brokers"].append(name)
@@ -343,7 +328,7 @@ async def consumer_connection(instance: ClientInstance, group: str) -> ConsumerC
     header = GetConsumerConnectionListRequestHeader(consumer_group=group)
     merged: ConsumerConnection | None = None
     for addr in (await masters(instance)).values():
-        reply = await _call(
+        reply = await call(
             instance, addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, header.to_ext(),
             accept=(ResponseCode.CONSUMER_NOT_ONLINE,),
         )  # fmt: skip
@@ -370,7 +355,7 @@ async def consume_stats(
     offsets: dict[MessageQueue, OffsetWrapper] = {}
     tps = 0.0
     for addr in (await masters(instance)).values():
-        reply = await _call(
+        reply = await call(
             instance, addr, RequestCode.GET_CONSUME_STATS, header.to_ext(),
             accept=(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, ResponseCode.TOPIC_NOT_EXIST),
         )  # fmt: skip
@@ -416,7 +401,7 @@ async def reset_offset(
         addr = broker.master_addr
         if addr is None:
             continue
-        reply = await _call(
+        reply = await call(
             instance, addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header.to_ext(),
             accept=(ResponseCode.CONSUMER_NOT_ONLINE,),
         )  # fmt: skip
@@ -442,7 +427,7 @@ async def _reset_offline(
     force: bool,
 ) -> dict[MessageQueue, int]:  # fmt: skip
     header = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
-    reply = await _call(
+    reply = await call(
         instance, addr, RequestCode.GET_CONSUME_STATS, header.to_ext(),
         accept=(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,),
     )  # fmt: skip
@@ -459,6 +444,6 @@ async def _reset_offline(
             consumer_group=group, topic=topic, queue_id=queue.queue_id, commit_offset=target,
             broker_name=queue.broker_name,
         )  # fmt: skip
-        await _call(instance, addr, RequestCode.UPDATE_CONSUMER_OFFSET, update.to_ext())
+        await call(instance, addr, RequestCode.UPDATE_CONSUMER_OFFSET, update.to_ext())
         done[queue] = target
     return done

@@ -1,7 +1,11 @@
-"""``rocketmq-actors group list|describe|reset-offset|lag`` and ``tree``.
+"""``rocketmq-actors group list|describe|update|delete|producers|reset-offset|lag`` and ``tree``.
 
 group list                                   every subscription group of every master
 group describe --group G [--topic T]         members, subscriptions, lag per queue
+group update --group G [--retry-max-times N] [--orderly] [--no-broadcast] [--disable]
+                                             create or set a group on every master
+group delete --group G [--clean-offset]      delete a group's settings (and offsets)
+group producers --group G                    the online clients of producer group G
 group reset-offset --group G --topic T (--to-time T | --to-earliest | --to-latest)
 group [lag] --group G --topic T              offsets and lag per queue of one topic
 tree --group G --topic T                     each online member's live actor tree
@@ -27,7 +31,7 @@ from rocketmq_actors.runtime.tree import Node
 from .common import UsageError, add_common, emit, run_with_instance, table
 from .progress import ProgressReport, add_progress_flag
 
-ACTIONS = ("list", "describe", "reset-offset", "lag")
+ACTIONS = ("list", "describe", "update", "delete", "producers", "reset-offset", "lag")
 
 
 async def _list(instance: ClientInstance, args: argparse.Namespace) -> dict[str, Any]:
@@ -159,6 +163,39 @@ async def _tree(instance: ClientInstance, args: argparse.Namespace) -> dict[str,
     return {"group": args.group, "clients": clients}
 
 
+async def _update(instance: ClientInstance, args: argparse.Namespace) -> dict[str, Any]:
+    brokers = await admin.update_group(
+        instance, args.group, cluster=args.cluster, consume_enable=not args.disable,
+        consume_broadcast_enable=not args.no_broadcast, consume_orderly=args.orderly,
+        retry_max_times=args.retry_max_times,
+    )  # fmt: skip
+    return {"group": args.group, "brokers": brokers}
+
+
+async def _delete(instance: ClientInstance, args: argparse.Namespace) -> dict[str, Any]:
+    brokers = await admin.delete_group(instance, args.group, cluster=args.cluster,
+                                       clean_offset=args.clean_offset)  # fmt: skip
+    return {"group": args.group, "brokers": brokers}
+
+
+def _render_changed(result: dict[str, Any]) -> str:
+    return f"group {result['group']} on {', '.join(result['brokers'])}"
+
+
+async def _producers(instance: ClientInstance, args: argparse.Namespace) -> dict[str, Any]:
+    found = await admin.producer_connection(instance, args.group, cluster=args.cluster)
+    return {"group": args.group, "connections": [
+        {"client_id": c.client_id, "addr": c.client_addr, "language": c.language,
+         "version": c.version} for c in found
+    ]}  # fmt: skip
+
+
+def _render_producers(result: dict[str, Any]) -> str:
+    if not result["connections"]:
+        return f"no client of producer group {result['group']} is online"
+    return table(result["connections"], ["client_id", "addr", "language", "version"])
+
+
 def _render_tree(result: dict[str, Any]) -> str:
     blocks = []
     for client_id, tree in result["clients"].items():
@@ -169,11 +206,13 @@ def _render_tree(result: dict[str, Any]) -> str:
     return "\n\n".join(blocks) or f"no client of group {result['group']} is online"
 
 
-WORK = {"list": _list, "describe": _describe, "reset-offset": _reset, "lag": _lag,
-        "tree": _tree}  # fmt: skip
-RENDER = {"list": _render_list, "describe": _render_describe, "reset-offset": _render_reset,
-          "lag": _render_lag, "tree": _render_tree}  # fmt: skip
-NEEDS = {"describe": ("group",), "reset-offset": ("group", "topic"), "lag": ("group", "topic"),
+WORK = {"list": _list, "describe": _describe, "update": _update, "delete": _delete,
+        "producers": _producers, "reset-offset": _reset, "lag": _lag, "tree": _tree}  # fmt: skip
+RENDER = {"list": _render_list, "describe": _render_describe, "update": _render_changed,
+          "delete": _render_changed, "producers": _render_producers,
+          "reset-offset": _render_reset, "lag": _render_lag, "tree": _render_tree}  # fmt: skip
+NEEDS = {"describe": ("group",), "update": ("group",), "delete": ("group",),
+         "producers": ("group",), "reset-offset": ("group", "topic"), "lag": ("group", "topic"),
          "tree": ("group", "topic")}  # fmt: skip
 
 
@@ -194,7 +233,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("group", help="list, describe or reset consumer groups; lag of a topic")
+    p = sub.add_parser("group", help="list, describe, create, delete or reset consumer groups; "
+                       "lag of a topic; a producer group's clients")  # fmt: skip
     p.add_argument("action", nargs="?", choices=ACTIONS, default="lag",
                    help="default: lag (offsets and lag of --topic)")  # fmt: skip
     add_common(p)
@@ -205,6 +245,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--to-latest", action="store_true", help="the end of each queue")
     p.add_argument("--no-force", action="store_true",
                    help="reset-offset: only move offsets back, never forward")  # fmt: skip
+    p.add_argument("--cluster", help="update, delete, producers: only this cluster's masters")
+    p.add_argument("--retry-max-times", type=int, default=16,
+                   help="update: deliveries before the dead-letter queue (default 16)")  # fmt: skip
+    p.add_argument("--orderly", action="store_true", help="update: the group consumes in order")
+    p.add_argument("--no-broadcast", action="store_true",
+                   help="update: refuse broadcasting members")  # fmt: skip
+    p.add_argument("--disable", action="store_true", help="update: the group may not consume")
+    p.add_argument("--clean-offset", action="store_true",
+                   help="delete: its committed offsets too")  # fmt: skip
     add_progress_flag(p)
     p.set_defaults(handler=_run)
 
@@ -214,4 +263,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     t.add_argument("--topic", required=True, help="a topic the group consumes")
     t.add_argument("--client-id", help="only this member (default: every online member)")
     t.set_defaults(handler=_run, action="tree", to_time=None, to_earliest=False,
-                   to_latest=False)  # fmt: skip
+                   to_latest=False, cluster=None)  # fmt: skip

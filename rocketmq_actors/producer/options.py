@@ -75,7 +75,7 @@ class ProducerOptions:
       still with its own future and :class:`SendResult` (Java's ``autoBatch``). Not joined:
       ordered, delayed, timer, compressed and ``wait_store=False`` messages. A batch fails or
       succeeds whole. A ``send`` is then admitted as a ``submit`` is (``max_pending``).
-    * ``batch_max_delay`` (0.01, Java's ``batchMaxDelayMs`` of 10 ms): how long a batch waits
+    * ``batch_max_delay`` (0.01, as Java's ``batchMaxDelayMs`` default): how long a batch waits
       for more messages after its first (less once it is full); at most 30 s. 0 (which Java
       refuses): a batch leaves as soon as a sender task is free, with what joined it by then -
       no delay added, and under load the batches grow by themselves.

@@ -5,6 +5,7 @@ subscription group table. fastjson writes ``MessageQueue`` map keys as objects, 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,8 +23,12 @@ __all__ = [
     "TopicOffset",
     "decode_all_topic_configs",
     "decode_kv_table",
+    "decode_producer_connections",
+    "decode_properties",
     "decode_subscription_groups",
     "decode_topic_stats",
+    "encode_properties_text",
+    "encode_subscription_group",
 ]
 
 
@@ -109,6 +114,17 @@ class ClientConnection:
     version: int
 
 
+def _connection(c: Any) -> ClientConnection:
+    if not isinstance(c, Mapping):
+        raise ProtocolError("bad-body", "a connection is not an object")
+    return ClientConnection(
+        client_id=_field(c, "clientId", str, ""),
+        client_addr=_field(c, "clientAddr", str, ""),
+        language=str(c.get("language", "")),
+        version=_field(c, "version", int, 0),
+    )
+
+
 @attrs.frozen(kw_only=True)
 class ConsumerConnection:
     """GET_CONSUMER_CONNECTION_LIST (203) reply: Java's ``ConsumerConnection``."""
@@ -126,20 +142,7 @@ class ConsumerConnection:
         conns = _field(obj, "connectionSet", list, [])
         subs = _field(obj, "subscriptionTable", dict, {})
         return cls(
-            connections=tuple(
-                sorted(
-                    (
-                        ClientConnection(
-                            client_id=_field(c, "clientId", str, ""),
-                            client_addr=_field(c, "clientAddr", str, ""),
-                            language=str(c.get("language", "")),
-                            version=_field(c, "version", int, 0),
-                        )
-                        for c in conns
-                    ),
-                    key=lambda c: c.client_id,
-                )
-            ),
+            connections=tuple(sorted((_connection(c) for c in conns), key=lambda c: c.client_id)),
             subscriptions={
                 str(topic): str(sub.get("subString", "*")) if isinstance(sub, Mapping) else "*"
                 for topic, sub in subs.items()
@@ -155,6 +158,50 @@ def decode_kv_table(body: bytes) -> dict[str, str]:
     """GET_BROKER_RUNTIME_INFO (28) reply, a ``KVTable``: ``{"table": {key: value}}``."""
     table = _field(_object(body, "KVTable"), "table", dict, {})
     return {str(k): str(v) for k, v in sorted(table.items())}
+
+
+@_body_decoder
+def decode_producer_connections(body: bytes) -> tuple[ClientConnection, ...]:
+    """GET_PRODUCER_CONNECTION_LIST (204) reply, Java's ``ProducerConnection``:
+    ``{"connectionSet": [{clientId, clientAddr, language, version}]}``, by client id."""
+    conns = _field(_object(body, "producer connection"), "connectionSet", list, [])
+    return tuple(sorted((_connection(c) for c in conns), key=lambda c: c.client_id))
+
+
+def decode_properties(body: bytes) -> dict[str, str]:
+    """GET_BROKER_CONFIG (26) reply: ``java.util.Properties`` text, a ``key=value`` line per
+    setting (the broker writes no escapes; comment and blank lines are skipped)."""
+    try:
+        text = body.decode()
+    except UnicodeDecodeError as exc:
+        raise ProtocolError("bad-body", f"broker config is not UTF-8: {exc}") from None
+    out: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        key, _, value = line.partition("=")
+        out[key.strip()] = value.strip()
+    return dict(sorted(out.items()))
+
+
+def encode_properties_text(settings: Mapping[str, str]) -> bytes:
+    """UPDATE_BROKER_CONFIG (25) body: ``key=value`` lines (what Java's
+    ``MixAll.properties2String`` writes)."""
+    return "".join(f"{key}={value}\n" for key, value in settings.items()).encode()
+
+
+def encode_subscription_group(group: str, settings: Mapping[str, Any]) -> bytes:
+    """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) body: a ``SubscriptionGroupConfig`` with
+    ``settings`` (its JSON field names) over Java's defaults."""
+    config: dict[str, Any] = {
+        "groupName": group, "consumeEnable": True, "consumeFromMinEnable": True,
+        "consumeBroadcastEnable": True, "consumeMessageOrderly": False, "retryQueueNums": 1,
+        "retryMaxTimes": 16, "brokerId": 0, "whichBrokerWhenConsumeSlowly": 1,
+        "notifyConsumerIdsChangedEnable": True, "groupSysFlag": 0, "consumeTimeoutMinute": 15,
+    }  # fmt: skip
+    config.update(settings)
+    return json.dumps(config).encode()
 
 
 @_body_decoder

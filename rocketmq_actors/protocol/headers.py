@@ -360,6 +360,29 @@ class GetConsumerConnectionListRequestHeader(Header):
 
 
 @attrs.define(kw_only=True, slots=True)
+class GroupRequestHeader(Header):
+    """DELETE_SUBSCRIPTIONGROUP (207): ``cleanOffset`` drops its offsets too (4.9+)."""
+
+    group_name: str = wire("groupName")
+    clean_offset: bool = wire("cleanOffset", default=False)
+
+
+@attrs.define(kw_only=True, slots=True)
+class ProducerGroupRequestHeader(Header):
+    """GET_PRODUCER_CONNECTION_LIST (204)."""
+
+    producer_group: str = wire("producerGroup")
+
+
+@attrs.define(kw_only=True, slots=True)
+class BrokerNameRequestHeader(Header):
+    """WIPE_WRITE_PERM_OF_BROKER (205) and ADD_WRITE_PERM_OF_BROKER (327), to a NameServer;
+    the answer counts the topics changed (``wipeTopicCount`` / ``addTopicCount``)."""
+
+    broker_name: str = wire("brokerName")
+
+
+@attrs.define(kw_only=True, slots=True)
 class GetConsumeStatsRequestHeader(Header):
     """GET_CONSUME_STATS (208); without ``topic`` every topic the group has offsets for."""
 

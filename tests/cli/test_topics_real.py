@@ -113,3 +113,19 @@ def test_an_unknown_cluster_is_exit_status_1(rocketmq_namesrv: str, unique_topic
     proc = cli("topic", "create", "--namesrv", rocketmq_namesrv, "--topic", unique_topic,
                "--cluster", "NoSuchCluster")  # fmt: skip
     one_line_error(proc, 1, "NoSuchCluster", "DefaultCluster")
+
+
+def test_broker_config_and_set_config_change_a_running_broker(rocketmq_namesrv: str) -> None:
+    ns = ("--namesrv", rocketmq_namesrv)
+    shown = ok_json("broker", "config", *ns)["brokers"]
+    name, info = next(iter(shown.items()))
+    before = info["settings"]["maxMessageSize"]
+    changed = str(int(before) - 2)
+    try:
+        after = ok_json("broker", "set-config", f"maxMessageSize={changed}", *ns,
+                        "--broker", name)["brokers"][name]  # fmt: skip
+        assert after["settings"]["maxMessageSize"] == changed
+    finally:
+        ok_json("broker", "set-config", f"maxMessageSize={before}", *ns, "--broker", name)
+    one_line_error(cli("broker", "set-config", "no-equals-sign", *ns), 2, "KEY=VALUE")
+    one_line_error(cli("broker", "wipe-write-perm", *ns), 2, "--broker")

@@ -1,0 +1,47 @@
+"""What the administration modules share (internal): a request that must succeed, and the
+master of every broker of a cluster."""
+
+from __future__ import annotations
+
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.errors import RocketMQError, broker_error
+from rocketmq_actors.protocol.codes import ResponseCode
+from rocketmq_actors.protocol.command import RemotingCommand
+
+__all__ = ["NoMaster", "call", "masters"]
+
+
+class NoMaster(RocketMQError):
+    """No master broker to send to: the cluster name is unknown, or it has no master."""
+
+
+async def call(
+    instance: ClientInstance, addr: str, code: int, ext: dict[str, str] | None = None,
+    *, accept: tuple[int, ...] = (), timeout: float | None = None, body: bytes = b"",
+) -> RemotingCommand:  # fmt: skip
+    """One request to ``addr``; a reply code other than SUCCESS (or one of ``accept``) is
+    the broker's typed error."""
+    request = RemotingCommand.request(code, ext or {}, body)
+    reply = await instance.request(addr, request, timeout)
+    if reply.code != ResponseCode.SUCCESS and reply.code not in accept:
+        raise broker_error(addr, reply.code, reply.remark)
+    return reply
+
+
+async def masters(instance: ClientInstance, cluster: str | None = None) -> dict[str, str]:
+    """Broker name -> master address, of ``cluster`` (every cluster when None)."""
+    info = await instance.namesrv.cluster_info()
+    names = (
+        info.clusters.get(cluster, ())
+        if cluster is not None
+        else tuple(n for members in info.clusters.values() for n in members)
+    )
+    out = {}
+    for name in sorted(set(names)):
+        data = info.brokers.get(name)
+        if data is not None and data.master_addr is not None:
+            out[name] = data.master_addr
+    if not out:
+        where = f"cluster {cluster!r}" if cluster is not None else "any cluster"
+        raise NoMaster(f"no master broker in {where}; clusters: {sorted(info.clusters)}")
+    return out

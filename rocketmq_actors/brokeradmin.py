@@ -1,0 +1,153 @@
+"""Consumer groups, broker settings, producers and write permission, as ``mqadmin`` manages
+them (re-exported by :mod:`rocketmq_actors.admin`):
+
+* :func:`update_group` / :func:`delete_group` - UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) and
+  DELETE_SUBSCRIPTIONGROUP (207) on every master (``updateSubGroup``, ``deleteSubGroup``);
+* :func:`broker_config` / :func:`update_broker_config` - GET_BROKER_CONFIG (26) and
+  UPDATE_BROKER_CONFIG (25) (``getBrokerConfig``, ``updateBrokerConfig``);
+* :func:`producer_connection` - GET_PRODUCER_CONNECTION_LIST (204) on every master
+  (``producerConnection``);
+* :func:`wipe_write_perm` / :func:`add_write_perm` - WIPE_WRITE_PERM_OF_BROKER (205) and
+  ADD_WRITE_PERM_OF_BROKER (327) on every NameServer (``wipeWritePerm``, ``addWritePerm``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rocketmq_actors.adminbase import call, masters
+from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.errors import ConfigError, broker_error
+from rocketmq_actors.names import validate_group
+from rocketmq_actors.protocol.admin_bodies import (
+    ClientConnection,
+    decode_producer_connections,
+    decode_properties,
+    encode_properties_text,
+    encode_subscription_group,
+)
+from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
+from rocketmq_actors.protocol.headers import (
+    BrokerNameRequestHeader,
+    GroupRequestHeader,
+    ProducerGroupRequestHeader,
+)
+from rocketmq_actors.runtime.checks import check_int
+
+__all__ = [
+    "add_write_perm",
+    "broker_config",
+    "delete_group",
+    "producer_connection",
+    "update_broker_config",
+    "update_group",
+    "wipe_write_perm",
+]
+
+
+async def update_group(
+    instance: ClientInstance,
+    group: str,
+    *,
+    cluster: str | None = None,
+    consume_enable: bool = True,
+    consume_broadcast_enable: bool = True,
+    consume_orderly: bool = False,
+    retry_queue_nums: int = 1,
+    retry_max_times: int = 16,
+    consume_from_min_enable: bool = True,
+) -> list[str]:
+    """Create consumer ``group`` on every master of ``cluster`` (every cluster when None), or
+    set its settings there (each given, or Java's default, as ``mqadmin updateSubGroup``
+    does); the broker names that now have it. ``consume_orderly`` is stored by 5.x brokers
+    only (a 4.9 broker's group settings have no such field)."""
+    validate_group(group)
+    check_int("retry_queue_nums", retry_queue_nums, minimum=0)
+    check_int("retry_max_times", retry_max_times, minimum=-1)
+    body = encode_subscription_group(group, {
+        "consumeEnable": consume_enable, "consumeBroadcastEnable": consume_broadcast_enable,
+        "consumeMessageOrderly": consume_orderly, "retryQueueNums": retry_queue_nums,
+        "retryMaxTimes": retry_max_times, "consumeFromMinEnable": consume_from_min_enable,
+    })  # fmt: skip
+    brokers = []
+    for name, addr in (await masters(instance, cluster)).items():
+        await call(instance, addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body)
+        brokers.append(name)
+    return brokers
+
+
+async def delete_group(
+    instance: ClientInstance, group: str, *, cluster: str | None = None, clean_offset: bool = False
+) -> list[str]:
+    """Delete consumer ``group``'s settings from every master of ``cluster`` (with
+    ``clean_offset``, its committed offsets too); the broker names it was deleted from."""
+    validate_group(group)
+    header = GroupRequestHeader(group_name=group, clean_offset=clean_offset)
+    brokers = []
+    for name, addr in (await masters(instance, cluster)).items():
+        await call(instance, addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, header.to_ext())
+        brokers.append(name)
+    return brokers
+
+
+async def broker_config(instance: ClientInstance, addr: str) -> dict[str, str]:
+    """Every setting of the broker at ``addr``, as it runs (``mqadmin getBrokerConfig``)."""
+    reply = await call(instance, addr, RequestCode.GET_BROKER_CONFIG)
+    return decode_properties(reply.body)
+
+
+async def update_broker_config(
+    instance: ClientInstance, addr: str, settings: Mapping[str, str]
+) -> None:
+    """Change settings of the running broker at ``addr`` (``mqadmin updateBrokerConfig``); the
+    broker persists them. One it may not change at runtime is refused (its error)."""
+    if not settings:
+        raise ConfigError("no setting to update")
+    for key, value in settings.items():
+        if not (isinstance(key, str) and isinstance(value, str)) or not key or "=" in key:
+            raise ConfigError(f"settings map names to text values: {key!r}: {value!r}")
+        if "\n" in key or "\n" in value:
+            raise ConfigError(f"a setting is one line: {key!r}")
+    body = encode_properties_text(settings)
+    await call(instance, addr, RequestCode.UPDATE_BROKER_CONFIG, body=body)
+
+
+async def producer_connection(
+    instance: ClientInstance, group: str, *, cluster: str | None = None
+) -> tuple[ClientConnection, ...]:
+    """The clients of producer ``group`` online on any master (``mqadmin producerConnection``;
+    a broker knows a producer once its heartbeat reached it), by client id."""
+    header = ProducerGroupRequestHeader(producer_group=group)
+    found: dict[str, ClientConnection] = {}
+    for addr in (await masters(instance, cluster)).values():
+        reply = await call(instance, addr, RequestCode.GET_PRODUCER_CONNECTION_LIST,
+                           header.to_ext(), accept=(ResponseCode.SYSTEM_ERROR,))  # fmt: skip
+        if reply.code == ResponseCode.SUCCESS:
+            found.update((c.client_id, c) for c in decode_producer_connections(reply.body))
+        elif "not exist" not in (reply.remark or ""):  # (no producer of the group there)
+            raise broker_error(addr, reply.code, reply.remark)
+    return tuple(found[k] for k in sorted(found))
+
+
+async def wipe_write_perm(instance: ClientInstance, broker: str) -> dict[str, int]:
+    """Take write permission from broker ``broker``'s queues in every NameServer's routes, so
+    that producers send elsewhere (``mqadmin wipeWritePerm``, before taking it down): per
+    NameServer, how many topics changed."""
+    return await _perm(instance, broker, RequestCode.WIPE_WRITE_PERM_OF_BROKER, "wipeTopicCount")
+
+
+async def add_write_perm(instance: ClientInstance, broker: str) -> dict[str, int]:
+    """Give write permission back (``mqadmin addWritePerm``): per NameServer, how many topics
+    changed."""
+    return await _perm(instance, broker, RequestCode.ADD_WRITE_PERM_OF_BROKER, "addTopicCount")
+
+
+async def _perm(instance: ClientInstance, broker: str, code: int, count: str) -> dict[str, int]:
+    if not isinstance(broker, str) or not broker:
+        raise ConfigError(f"a broker name is needed, not {broker!r}")
+    header = BrokerNameRequestHeader(broker_name=broker)
+    changed = {}
+    for addr in instance.namesrv.addrs:
+        reply = await call(instance, addr, code, header.to_ext())
+        changed[addr] = int(reply.ext_fields.get(count) or 0)
+    return changed

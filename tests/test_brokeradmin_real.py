@@ -1,0 +1,99 @@
+"""Consumer groups, broker settings, producer connections and write permission against the real
+broker (``rocketmq_actors.brokeradmin``, re-exported by ``rocketmq_actors.admin``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rocketmq_actors import admin
+from rocketmq_actors.errors import ConfigError
+from rocketmq_actors.producer import Producer, create_topic
+
+pytestmark = pytest.mark.integration
+
+
+async def test_a_group_is_created_updated_and_deleted_on_every_master(
+    rocketmq_namesrv: str, unique_group: str, request: pytest.FixtureRequest
+) -> None:
+    # (a 4.9 broker's SubscriptionGroupConfig has no consumeMessageOrderly: never stored)
+    orderly = not str(request.config.getoption("--rocketmq-version")).startswith("4.")
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_admin") as client:
+        instance = client.instance
+        brokers = await admin.update_group(instance, unique_group, retry_max_times=3,
+                                           consume_orderly=True)  # fmt: skip
+        assert brokers == sorted(await admin.masters(instance))
+        config = (await admin.group_list(instance))[unique_group]
+        assert (config["retry_max_times"], config["consume_orderly"]) == (3, orderly)
+
+        await admin.update_group(instance, unique_group, consume_broadcast_enable=False)
+        config = (await admin.group_list(instance))[unique_group]
+        assert not config["consume_broadcast_enable"]
+        assert (config["retry_max_times"], config["consume_orderly"]) == (16, False)  # defaults
+
+        assert await admin.delete_group(instance, unique_group, clean_offset=True) == brokers
+        assert unique_group not in await admin.group_list(instance)
+
+
+async def test_broker_settings_are_read_and_changed_at_runtime(rocketmq_namesrv: str) -> None:
+    async with Producer(namesrv=rocketmq_namesrv, group="G_admin_config") as client:
+        instance = client.instance
+        addr = next(iter((await admin.masters(instance)).values()))
+        config = await admin.broker_config(instance, addr)
+        assert config["brokerName"] and config["listenPort"] == addr.rsplit(":", 1)[1]
+        before = config["maxMessageSize"]
+        changed = str(int(before) - 1)
+        try:
+            await admin.update_broker_config(instance, addr, {"maxMessageSize": changed})
+            assert (await admin.broker_config(instance, addr))["maxMessageSize"] == changed
+        finally:
+            await admin.update_broker_config(instance, addr, {"maxMessageSize": before})
+        assert (await admin.broker_config(instance, addr))["maxMessageSize"] == before
+        with pytest.raises(ConfigError):
+            await admin.update_broker_config(instance, addr, {"a=b": "c"})
+
+
+async def test_a_producer_is_listed_once_its_heartbeat_reached_the_brokers(
+    rocketmq_namesrv: str, unique_group: str, unique_topic: str
+) -> None:
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_admin") as client:
+        await create_topic(client.instance, unique_topic, queues=1)
+        assert await admin.producer_connection(client.instance, unique_group) == ()
+        async with Producer(namesrv=rocketmq_namesrv, group=unique_group,
+                            topics=[unique_topic]) as producer:  # fmt: skip
+            # (topics=: the brokers are heartbeated at start)
+            found = await admin.producer_connection(client.instance, unique_group)
+            assert [c.client_id for c in found] == [producer.instance.client_id]
+            assert found[0].language and found[0].client_addr
+
+
+async def test_write_permission_is_taken_and_given_back_in_the_routes(
+    rocketmq_namesrv: str, unique_topic: str
+) -> None:
+    async with Producer(namesrv=rocketmq_namesrv, group="G_admin_perm") as client:
+        instance = client.instance
+        await create_topic(instance, unique_topic, queues=2)
+        broker = next(iter(await admin.masters(instance)))
+        try:
+            wiped = await admin.wipe_write_perm(instance, broker)
+            assert set(wiped) == set(instance.namesrv.addrs) and min(wiped.values()) >= 1
+            route = await instance.routes.refresh(unique_topic)
+            assert not route.publish_queues  # no queue of it may be written now
+        finally:
+            added = await admin.add_write_perm(instance, broker)
+        assert min(added.values()) >= 1
+        route = await instance.routes.refresh(unique_topic)
+        assert len(route.publish_queues) == 2
+        with pytest.raises(ConfigError):
+            await admin.wipe_write_perm(instance, "")
+
+
+async def test_bad_arguments_are_refused_before_any_io(rocketmq_namesrv: str) -> None:
+    async with Producer(namesrv=rocketmq_namesrv, group="G_admin_refused") as client:
+        with pytest.raises(ConfigError):
+            await admin.update_group(client.instance, "bad group name")
+        with pytest.raises(ConfigError):
+            await admin.update_group(client.instance, "G_x", retry_queue_nums=-1)
+        with pytest.raises(ConfigError):
+            await admin.delete_group(client.instance, "")
+        with pytest.raises(ConfigError):
+            await admin.update_broker_config(client.instance, "127.0.0.1:1", {})
