@@ -17,7 +17,15 @@ from typing import Any
 from rocketmq_actors import admin
 from rocketmq_actors.cluster.instance import ClientInstance
 
-from .common import NotFound, UsageError, add_common, emit, run_with_instance, table
+from .common import (
+    NotFound,
+    UsageError,
+    add_common,
+    emit,
+    key_values,
+    run_with_instance,
+    table,
+)
 
 COLUMNS = ["cluster", "broker", "id", "addr", "version", "in_tps", "out_tps"]
 
@@ -110,13 +118,7 @@ def _settings(assignments: list[str]) -> dict[str, str]:
     """``KEY=VALUE`` words as settings (before any network I/O)."""
     if not assignments:
         raise UsageError("set-config needs at least one KEY=VALUE")
-    settings = {}
-    for word in assignments:
-        key, sep, value = word.partition("=")
-        if not sep or not key:
-            raise UsageError(f"not KEY=VALUE: {word!r}")
-        settings[key] = value
-    return settings
+    return key_values(assignments, "setting")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

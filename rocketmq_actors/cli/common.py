@@ -23,6 +23,7 @@ __all__ = [
     "add_namesrv",
     "check_namesrv",
     "emit",
+    "key_values",
     "run_with_instance",
     "table",
 ]
@@ -69,6 +70,18 @@ def check_namesrv(args: argparse.Namespace) -> None:
 def add_common(p: argparse.ArgumentParser) -> None:
     add_namesrv(p)
     p.add_argument("--json", action="store_true", help="one JSON document on stdout")
+
+
+def key_values(items: Sequence[str], what: str) -> dict[str, str]:
+    """``KEY=VALUE`` words as a mapping; a word without ``=`` or a key is a
+    :class:`UsageError` naming ``what`` (before any network I/O)."""
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"{what} {item!r}: expected KEY=VALUE")
+        pairs[key] = value
+    return pairs
 
 
 def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:

@@ -35,7 +35,7 @@ from rocketmq_actors.producer.future import SendFuture
 from rocketmq_actors.producer.prepare import prepare
 from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE, UniqueIdGenerator
 
-from .common import STATE, add_namesrv
+from .common import STATE, add_namesrv, key_values
 from .progress import ProgressReport, add_progress_flag
 
 _IDS = UniqueIdGenerator()
@@ -94,19 +94,9 @@ def check(msg: Message) -> None:
             compress_level=0)  # fmt: skip
 
 
-def parse_properties(items: list[str]) -> dict[str, str]:
-    props = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--property {item!r}: expected KEY=VALUE")
-        props[key] = value
-    return props
-
-
 async def produce(args: argparse.Namespace) -> dict[str, Any]:
     args.stopped_by = None  # (the signal that stopped it, if one did)
-    properties = parse_properties(args.property)
+    properties = key_values(args.property, "--property")
     sent = failed = 0
     last_error = ""
     pending: deque[SendFuture] = deque()
@@ -202,7 +192,7 @@ def _run(args: argparse.Namespace) -> int:
     # a malformed property, topic, tag or key, or a bad body, fails before connecting
     args.body_bytes = read_body(args)
     sample = b"-" if args.body_bytes is None else args.body_bytes  # (--stdin: a line's)
-    check(message(args, 0, sample, parse_properties(args.property)))
+    check(message(args, 0, sample, key_values(args.property, "--property")))
     result = anyio.run(produce, args)
     if args.json:
         sys.stdout.write(json.dumps(result) + "\n")
