@@ -82,7 +82,10 @@ async def test_a_python_responder_answers_a_java_requester(
         rocketmq_namesrv, unique_topic, unique_group, "callback"
     )
     assert answers == [{"i": i, "reply": f"re:q{i}", "type": "reply"} for i in range(3)]
-    assert sorted(r.body for r in requests) == [b"q0", b"q1", b"q2"]
+    # (a set: a reply the broker could not push yet - a 4.9.7 broker that has not registered
+    # the requester's channel answers SYSTEM_ERROR - fails the handler, and the request is
+    # delivered again, at least once, then answered)
+    assert sorted({r.body for r in requests}) == [b"q0", b"q1", b"q2"]
     assert len({r.properties["CORRELATION_ID"] for r in requests}) == 3
     assert {r.queue_id for r in requests} == {0, 1}  # (the selector picks queue i % 2)
 
