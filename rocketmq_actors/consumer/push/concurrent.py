@@ -135,7 +135,10 @@ class ConcurrentConsumeService:
                             work.requeue(current)  # or restarts - they are consumed later
                         raise
                     me.busy = False
-                    await self._settle(pq, messages, outcome)
+                    if outcome is True:  # (the common case: no coroutine a call)
+                        self._consumed(pq, messages)
+                    else:
+                        await self._settle(pq, messages, outcome)
                     current = None
             me.busy = False  # cancelled by the sweeper: the handler timed out
             if current is not None:  # the messages it acked before are consumed
@@ -151,6 +154,14 @@ class ConcurrentConsumeService:
             for worker in self._workers:
                 if worker.busy and now - worker.started > timeout and worker.scope is not None:
                     worker.scope.cancel()
+
+    def _consumed(self, pq: ProcessQueue, messages: list[MessageExt]) -> None:
+        """After a handler that consumed every message: :meth:`_settle`'s success path."""
+        for message in messages:
+            offset = pq.remove(message)  # (the offset safe to commit after the last)
+        if not pq.dropped:
+            self.owner.offsets.update(pq.queue, offset)
+        self.owner.flow_changed()
 
     async def _settle(
         self, pq: ProcessQueue, messages: list[MessageExt], outcome: bool | None
