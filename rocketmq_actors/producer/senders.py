@@ -21,7 +21,7 @@ the send's failure, with :class:`~rocketmq_actors.errors.InternalError` if the s
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, cast
 
 import anyio
@@ -123,13 +123,7 @@ class Senders:
         if not ordered and self._join_batch(item):
             return item.future
         if ordered or not self.loop.start_first(item, timeout):
-            try:
-                placed = self.outbox.offer(item)
-            except anyio.ClosedResourceError as exc:  # the producer stopped
-                self._refuse(item, exc)
-            if not placed:  # (room for every admitted item: it is always taken)
-                self._refuse(item, InternalError("the senders' queue had no room"))
-            self._grow()
+            self._queue_now(item, item)
         return item.future
 
     def why_not_now(self, prepared: Prepared) -> str:
@@ -210,16 +204,26 @@ class Senders:
             return False
         opened = batcher.add(item)
         if opened is not None:
-            try:
-                placed = self.outbox.offer(opened)
-            except anyio.ClosedResourceError as exc:  # the producer stopped
-                batcher.drop(opened)
-                self._refuse(item, exc)
-            if not placed:  # (room for every admitted item: it is always taken)
-                batcher.drop(opened)
-                self._refuse(item, InternalError("the senders' queue had no room"))
-            self._grow()
+            self._queue_now(opened, item, undo=lambda: batcher.drop(opened))
         return True
+
+    def _queue_now(
+        self, work: Queued | Batch[Queued], item: Queued, undo: Callable[[], None] | None = None
+    ) -> None:
+        """Queue ``work`` (``item`` itself, or the batch it opened) for a sender now; if it
+        cannot be (the producer stopped), ``undo()`` and refuse ``item``."""
+        error: BaseException
+        try:
+            placed = self.outbox.offer(work)
+        except anyio.ClosedResourceError as exc:  # the producer stopped
+            placed, error = False, exc
+        else:  # (room for every admitted item: it is always taken)
+            error = InternalError("the senders' queue had no room")
+        if not placed:
+            if undo is not None:
+                undo()
+            self._refuse(item, error)
+        self._grow()
 
     def _refuse(self, item: Queued, exc: BaseException) -> NoReturn:
         """Undo :meth:`_enter` for an item that could not be queued, and raise why."""
@@ -395,54 +399,34 @@ class Senders:
         result, or every one with the batch's error; then release them."""
         assert self._batcher is not None
         items, sent = batch.items, False
+        outcomes: Sequence[SendResult | RocketMQError]
         try:
             await self._batcher.ready(batch)
             prepared = batch.prepared()
             sent = True
             result = await self.loop.send(prepared, ROUND_ROBIN, batch.timeout)
+            outcomes = result.split(prepared.batch_ids)
             METRICS.inc("rocketmq_client_auto_batches_total", topic=batch_topic(items))
             METRICS.inc("rocketmq_client_auto_batched_total", len(items), topic=batch_topic(items))
-            self._settle(items, result.split(prepared.batch_ids))
         except Exception as exc:  # a bug too: it fails this batch, never the producer
-            error = self._failure(batch_topic(items), exc)
-            for item in items:
-                if not item.future.done():
-                    item.future.set_exception(error)
-            self._release_rest(items, written=True)
+            outcomes = [self._failure(batch_topic(items), exc)] * len(items)
         except BaseException:  # cancelled: the producer is stopping
-            self._release_rest(items, written=sent)
+            for item in items:
+                self.release(item, written=sent)
             raise
         finally:
             self._batcher.done(batch)
             self._changed.set()
-
-    def _settle(self, items: list[Queued], results: list[SendResult]) -> None:
-        """Release a stored batch's messages and resolve their futures with their results:
-        what :meth:`release` does for each, in one loop (no lane: a batch is never ordered)."""
-        unresolved, ends = self._unresolved, self._ends
-        released = size = 0
         try:
-            for item, result in zip(items, results, strict=True):
-                released += 1  # (counted first: a failing future leaves the rest unreleased)
-                size += item.prepared.size
-                del unresolved[item.seq]
-                future = item.future
-                if not future.done():
-                    future.set_result(result)
-                if item.callback is not None:
-                    ends.call_back(item)
-                if item.span is not None:
-                    ends.end_span(item)
-        finally:
-            self.pending -= released
-            self.pending_bytes -= size
-
-    def _release_rest(self, items: list[Queued], *, written: bool) -> None:
-        """Release what is not released yet of a batch's messages."""
-        unresolved = self._unresolved
-        for item in items:
-            if item.seq in unresolved:
-                self.release(item, written=written)
+            for item, outcome in zip(items, outcomes, strict=True):
+                if not item.future.done():
+                    if isinstance(outcome, RocketMQError):
+                        item.future.set_exception(outcome)
+                    else:
+                        item.future.set_result(outcome)
+        finally:  # (an event-backed future runs its callbacks in set_*: they may raise)
+            for item in items:
+                self.release(item, written=True)
 
     def release(self, item: Queued, *, written: bool) -> None:
         """Release an item's admission; fail its future if it is not resolved yet (the

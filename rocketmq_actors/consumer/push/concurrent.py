@@ -155,9 +155,12 @@ class ConcurrentConsumeService:
                 if worker.busy and now - worker.started > timeout and worker.scope is not None:
                     worker.scope.cancel()
 
-    def _consumed(self, pq: ProcessQueue, messages: list[MessageExt]) -> None:
-        """After a handler that consumed every message: :meth:`_settle`'s success path."""
-        for message in messages:
+    def _consumed(self, pq: ProcessQueue, done: list[MessageExt]) -> None:
+        """Forget the messages ``done`` (consumed, or sent back) and commit what that allows;
+        a plain call after a handler that consumed every message (no coroutine)."""
+        if not done:
+            offset = pq.commit_offset()
+        for message in done:
             offset = pq.remove(message)  # (the offset safe to commit after the last)
         if not pq.dropped:
             self.owner.offsets.update(pq.queue, offset)
@@ -187,14 +190,7 @@ class ConcurrentConsumeService:
                     message.reconsume_times += 1
                 self.local_retries += len(kept)
                 self._tg.start_soon(self._retry_locally, pq, kept)
-        if done:
-            for message in done:
-                offset = pq.remove(message)  # (the offset safe to commit after the last)
-        else:
-            offset = pq.commit_offset()
-        if not pq.dropped:
-            owner.offsets.update(pq.queue, offset)
-        owner.flow_changed()
+        self._consumed(pq, done)
 
     def _level(self, message: MessageExt) -> int:
         """The send-back delay level: the nack's, else the consumer's ``retry_delay_level``."""
