@@ -12,18 +12,10 @@ from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.core.options import MessageModel
 from rocketmq_actors.consumer.pull import OffsetReset, PullConsumer, PullOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
-from rocketmq_actors.protocol.records import MessageExt
+
+from .test_lite_pull_real import _collect
 
 pytestmark = pytest.mark.integration
-
-
-async def _collect(consumer: PullConsumer, count: int, timeout: float = 30) -> list[MessageExt]:
-    got: list[MessageExt] = []
-    with anyio.fail_after(timeout):
-        while len(got) < count:
-            for records in (await consumer.getmany(timeout=1.0)).values():
-                got += records
-    return got
 
 
 def _member(namesrv: str, group: str, topic: str, name: str, offsets: Path) -> PullConsumer:
