@@ -107,8 +107,10 @@ async def consume(args: argparse.Namespace) -> dict[str, Any]:
                                 orderly=args.orderly),
         )  # fmt: skip
         STATE.client_started = True
+        # (from the start on, as the --count path's: with a backlog the first pull can bring
+        # every message before the start returns, and a window of one instant has no rate)
+        window.ready()
         async with client, anyio.create_task_group() as tg:
-            window.ready()
 
             async def stop_on_signal() -> None:
                 async for signum in signals:
