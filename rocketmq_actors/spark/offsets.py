@@ -12,7 +12,7 @@ without a broker; :class:`OffsetPlanner` asks the cluster for queues and offsets
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 import attrs
 from pyspark.sql.datasource import InputPartition
@@ -42,6 +42,8 @@ log = get_logger("rocketmq_actors.spark")
 
 #: ``{"topic": {"broker:queue": next offset}}`` (wire topic names)
 Offsets = dict[str, dict[str, int]]
+#: a request for one queue's offset (:func:`min_offset`, :func:`max_offset`)
+OffsetCall = Callable[[ClientInstance, MessageQueue], Awaitable[int]]
 
 
 class DataLost(RocketMQError):
@@ -179,13 +181,14 @@ class OffsetPlanner:
         self.instance = instance
         self.options = options
         self._seen: dict[MessageQueue, int] | None = None  # what the last next_end found
+        self._first: dict[MessageQueue, int] = {}  # new queues' first offsets, as next_end saw
 
     async def reported_latest(self) -> dict[MessageQueue, int]:
         """Every queue's latest offset for Spark's progress report: what the trigger's
         next_end found (Spark calls reportLatestOffset right after latestOffset), else
         asked now."""
         seen, self._seen = self._seen, None
-        return seen if seen is not None else await self.latest(await self.queues())
+        return seen if seen is not None else await self.available(await self.queues(), {})
 
     def _wire(self, topic: str) -> str:
         return wrap(self.options.namespace, topic)
@@ -211,27 +214,35 @@ class OffsetPlanner:
             queues.extend(route.subscribe_queues)
         return queues
 
-    async def latest(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
-        return {q: await max_offset(self.instance, q) for q in queues}
+    async def answered(
+        self, queues: Iterable[MessageQueue], ask: OffsetCall
+    ) -> dict[MessageQueue, int]:
+        """``ask`` of each queue whose broker answers. A broker that does not answer one
+        queue is not asked about its others in this call (``spark.offsets_unavailable``,
+        once): one broker down, or stopped, costs one failed request, not one per queue."""
+        found: dict[MessageQueue, int] = {}
+        down: set[str] = set()
+        for queue in queues:
+            if queue.broker_name in down:
+                continue
+            try:
+                found[queue] = await ask(self.instance, queue)
+            except RocketMQError as exc:
+                down.add(queue.broker_name)
+                log.warning("spark.offsets_unavailable", topic=queue.topic,
+                            broker=queue.broker_name, error=repr(exc))  # fmt: skip
+        return found
 
     async def available(
         self, queues: Iterable[MessageQueue], fallback: Mapping[MessageQueue, int]
     ) -> dict[MessageQueue, int]:
         """Each queue's latest offset. A queue whose broker does not answer keeps its
-        ``fallback`` offset for this trigger (``spark.offsets_unavailable``), or is left out
-        when it has none, so that one broker down does not stop a query reading the others."""
-        found: dict[MessageQueue, int] = {}
-        for queue in queues:
-            try:
-                found[queue] = await max_offset(self.instance, queue)
-            except RocketMQError as exc:
-                log.warning(
-                    "spark.offsets_unavailable", topic=queue.topic, broker=queue.broker_name,
-                    queue_id=queue.queue_id, error=repr(exc),
-                )  # fmt: skip
-                if queue in fallback:
-                    found[queue] = fallback[queue]
-        return found
+        ``fallback`` offset for this trigger, or is left out when it has none, so that one
+        broker down does not stop a query reading the others."""
+        queues = list(queues)
+        found = await self.answered(queues, max_offset)
+        return {q: found[q] if q in found else fallback[q]
+                for q in queues if q in found or q in fallback}  # fmt: skip
 
     async def next_end(
         self,
@@ -245,8 +256,10 @@ class OffsetPlanner:
         offset; a queue whose broker now has fewer offsets than were read (recreated,
         replaced) is :class:`DataLost`, or goes on from its first stored offset."""
         latest = await self.available(await self.queues(), begin)
+        first = {**begin, **await self.answered((q for q in latest if q not in begin), min_offset)}
+        latest = {q: v for q, v in latest.items() if q in first}  # (a new queue's broker died)
         self._seen = dict(latest)
-        first = {**begin, **await self.earliest(q for q in latest if q not in begin)}
+        self._first.update((q, first[q]) for q in latest if q not in begin)
         reset: dict[MessageQueue, int] = {}
         for queue, offset in latest.items():
             if offset < first[queue]:
@@ -261,13 +274,11 @@ class OffsetPlanner:
             latest = {q: min(v, target.get(q, first[q])) for q, v in latest.items()}
         if max_rows is not None:
             # offsets retention deleted do not count against the limit
-            stored = await self.earliest(q for q in latest if q not in reset)
+            moved = (q for q in latest if q not in reset and latest[q] > first[q])
+            stored = await self.answered(moved, min_offset)  # (a broker down: counted as read)
             counted = {q: max(first[q], stored.get(q, first[q])) for q in latest}
             latest = rate_limit(counted, latest, max_rows)
         return {**begin, **latest, **reset}
-
-    async def earliest(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
-        return {q: await min_offset(self.instance, q) for q in queues}
 
     async def _resolve(self, queue: MessageQueue, value: int) -> int:
         if value == EARLIEST:
@@ -324,14 +335,23 @@ class OffsetPlanner:
 
     async def check_loss(self, start: dict[MessageQueue, int]) -> dict[MessageQueue, int]:
         """``start`` with every offset the broker no longer has moved up to its first stored
-        one; :class:`DataLost` instead when ``failOnDataLoss`` is set."""
+        one; :class:`DataLost` instead when ``failOnDataLoss`` is set. A queue whose broker
+        does not answer is left as it is: its executor's pulls wait for the broker and find
+        a loss themselves (:mod:`.pulling`)."""
         checked = dict(start)
-        for queue, offset in start.items():
-            low = await min_offset(self.instance, queue)
-            if offset < low:
-                lost(queue, offset, low, fail=self.options.fail_on_data_loss)
+        for queue, low in (await self.answered(start, min_offset)).items():
+            if start[queue] < low:
+                lost(queue, start[queue], low, fail=self.options.fail_on_data_loss)
                 checked[queue] = low
         return checked
+
+    async def first_of_new(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
+        """Where queues new in a planned batch start: their first stored offset, or, when
+        their broker does not answer, what the trigger that found them saw, else 0 (their
+        first offset ever: the executor's pulls report what retention deleted)."""
+        queues = list(queues)
+        found = await self.answered(queues, min_offset)
+        return {q: found.get(q, self._first.get(q, 0)) for q in queues}
 
 
 def lost(queue: MessageQueue, first: int, available: int, *, fail: bool) -> None:

@@ -41,6 +41,8 @@ from pyspark.sql.types import (
 from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.pull import PullStatus
 from rocketmq_actors.consumer.pull.group import PullGroup
+from rocketmq_actors.errors import RocketMQError
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.names import unwrap
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.messages import (
@@ -62,6 +64,8 @@ __all__ = [
     "read_ranges",
 ]
 
+log = get_logger("rocketmq_actors.spark")
+
 #: the rows the source reads (``DataSource.schema``)
 READ_SCHEMA = StructType([
     StructField("topic", StringType()), StructField("broker_name", StringType()),
@@ -81,6 +85,8 @@ PULLS_IN_FLIGHT = 4  # chunks of one range pulled at once
 CHUNK_PULLS = 16  # pulls' worth of offsets in a chunk, at most (see _chunk_size)
 STALL_RETRIES = 5  # pulls that make no progress before the rest of a range counts as lost
 STALL_PAUSE = 0.2  # seconds, times the number of stalls so far
+RETRY_PAUSE = 0.2  # seconds before a pull its broker did not answer is tried again; doubled
+RETRY_PAUSE_MAX = 2.0  # up to this
 
 
 def columns_batch(columns: RecordColumns, topic: str, broker_name: str) -> pa.RecordBatch:
@@ -171,6 +177,29 @@ Deliver = Callable[[RecordColumns], Awaitable[None]]
 
 
 async def _pull(
+    pulls: PullGroup, options: SourceOptions, queue: MessageQueue, offset: int,
+    count: int,
+) -> tuple[PullStatus, int, RecordColumns]:  # fmt: skip
+    """One pull (:func:`_pull_once`), tried again while its broker does not answer (killed,
+    restarting, gone from the route for now), for at most ``pullRetryTimeoutMs``; then the
+    last error fails the task, and Spark runs it again as ``spark.task.maxFailures`` allows.
+    The range is never cut short: its end is in the query's checkpoint already, and the next
+    trigger starts there, so the offsets left would be skipped."""
+    deadline = anyio.current_time() + options.pull_retry_timeout
+    pause = RETRY_PAUSE
+    while True:
+        try:
+            return await _pull_once(pulls, options, queue, offset, count)
+        except RocketMQError as exc:
+            if not exc.retriable or anyio.current_time() + pause >= deadline:
+                raise
+            log.warning("spark.pull_retry", topic=queue.topic, broker=queue.broker_name,
+                        queue_id=queue.queue_id, offset=offset, error=repr(exc))  # fmt: skip
+        await anyio.sleep(pause)
+        pause = min(pause * 2, RETRY_PAUSE_MAX)
+
+
+async def _pull_once(
     pulls: PullGroup, options: SourceOptions, queue: MessageQueue, offset: int,
     count: int,
 ) -> tuple[PullStatus, int, RecordColumns]:  # fmt: skip

@@ -200,7 +200,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         async def plan(planner: OffsetPlanner) -> dict[MessageQueue, int]:
-            return await planner.latest(await planner.queues())
+            return await planner.available(await planner.queues(), {})  # (a broker down: later)
 
         self._target = self._plan(plan)
         log.info("spark.available_now", queues=len(self._target),
@@ -226,7 +226,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         async def plan(planner: OffsetPlanner) -> list[InputPartition]:
             new = [q for q in until if q not in begin]  # found by latestOffset: from the first
-            first = {**begin, **await planner.earliest(new)}
+            first = {**begin, **await planner.first_of_new(new)}
             moving = {q: first[q] for q in until if until[q] > first[q]}  # gone queues: not asked
             checked = await planner.check_loss(moving)
             return partitions_of(self.settings, ranges(checked, until), self.cores)

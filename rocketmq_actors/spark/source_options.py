@@ -17,6 +17,7 @@ is refused, as the writer refuses one. docs/spark.md has the table; in short:
 - ``maxOffsetsPerTrigger`` (stream only), ``minPartitions``, ``minOffsetsPerPartition``
   (queue ranges smaller than this share a partition; 0: one partition per queue, as Kafka),
   ``tags`` or ``sql`` (a broker-side filter), ``group``, ``namespace``, ``pullBatchSize``,
+  ``pullRetryTimeoutMs`` (how long a task's pulls wait for a broker that does not answer),
   and the writer's ``tls``,
   ``tlsInsecure``, ``accessKey``, ``secretKey`` and ``logLevel``.
 """
@@ -51,6 +52,11 @@ __all__ = [
 #: this value and with 100000, alternated: ``spark_batch_read_by_min_offsets_per_partition``)
 MIN_OFFSETS_PER_PARTITION = 300_000
 
+#: the default of ``pullRetryTimeoutMs``: how long an executor's pulls of a broker that does not
+#: answer are retried before its task fails; as long as Spark's Kafka source waits for a poll
+#: (``kafkaConsumer.pollTimeoutMs``, ``spark.network.timeout``), time for a broker to restart
+PULL_RETRY_TIMEOUT_MS = 120_000
+
 EARLIEST = -2  # as Kafka's JSON offsets
 LATEST = -1
 
@@ -59,8 +65,8 @@ _KNOWN = {
     "endingtimestamp", "endingoffsetsbytimestamp",
     "startingtimestamp", "startingoffsetsbytimestamp", "failondataloss",
     "maxoffsetspertrigger", "minpartitions", "minoffsetsperpartition", "tags", "sql", "group",
-    "namespace",
-    "pullbatchsize", "tls", "tlsinsecure", "accesskey", "secretkey", "loglevel",
+    "namespace", "pullbatchsize", "pullretrytimeoutms",
+    "tls", "tlsinsecure", "accesskey", "secretkey", "loglevel",
     "path", "checkpointlocation", "queryname",  # Spark's own, passed along to every source
 }  # fmt: skip
 _STREAM_ONLY = {"maxoffsetspertrigger"}
@@ -165,6 +171,7 @@ class SourceOptions:
     group: str
     namespace: str | None
     pull_batch_size: int
+    pull_retry_timeout: float  # seconds
     tls: bool
     tls_insecure: bool
     log_level: str
@@ -221,6 +228,8 @@ class SourceOptions:
             expression_type="SQL92" if lowered.get("sql") else "TAG",
             group=group, namespace=lowered.get("namespace") or None,
             pull_batch_size=_number(lowered, "pullBatchSize", 64, minimum=1),
+            pull_retry_timeout=_number(lowered, "pullRetryTimeoutMs", PULL_RETRY_TIMEOUT_MS,
+                                       minimum=0) / 1000,
             tls=_bool(lowered, "tls", False), tls_insecure=_bool(lowered, "tlsinsecure", False),
             log_level=_level(lowered.get("loglevel", "WARNING")),
             access_key=access_key, secret_key=secret_key,

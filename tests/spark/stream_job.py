@@ -1,10 +1,12 @@
 """A streaming query as a driver process of its own: RocketMQ -> parquet files with a
 checkpoint. tests/spark/test_stream_real.py kills it mid-batch and runs it again.
 
-    python stream_job.py MASTER NAMESRV TOPIC CHECKPOINT OUTPUT [--max-offsets N] [--available-now]
+    python stream_job.py MASTER NAMESRV TOPIC CHECKPOINT OUTPUT SCRATCH [--max-offsets N]
+        [--available-now]
 
 It prints one JSON line per finished micro-batch (``{"batch": 3, "rows": 150}``) and
-``{"done": true}`` when an AvailableNow query ends. No PYSPARK_PYTHON: register() chooses.
+``{"done": true}`` when an AvailableNow query ends. A file ``stop`` in SCRATCH stops a
+streaming query (``{"stopped": true}``). No PYSPARK_PYTHON: register() chooses.
 """
 
 from __future__ import annotations
@@ -86,7 +88,11 @@ def main() -> int:
         say({"done": True})
     else:
         query = writer.trigger(processingTime="0 seconds").start()
-        query.awaitTermination()
+        stop = os.path.join(args.scratch, "stop")  # a test's way to end the query cleanly
+        while not query.awaitTermination(1):
+            if os.path.exists(stop):
+                query.stop()
+                say({"stopped": True})
     spark.stop()
     return 0
 

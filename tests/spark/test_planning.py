@@ -3,7 +3,7 @@ gone, retention, read limits; and the executor's pull loop against scripted pull
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import anyio
 import anyio.lowlevel
@@ -11,8 +11,9 @@ import pytest
 from anyio.from_thread import start_blocking_portal
 
 from rocketmq_actors.consumer.core.brokercalls import PullResult, PullStatus, RawPull
-from rocketmq_actors.errors import BrokerError
+from rocketmq_actors.errors import AccessDenied, BrokerError, ConnectError, ConnectionLost
 from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.codes import ResponseCode
 from rocketmq_actors.protocol.recordcolumns import RecordColumns
 from rocketmq_actors.protocol.records import MessageExt, decode_messages
 from rocketmq_actors.spark import offsets, pulling
@@ -31,8 +32,10 @@ class Cluster:
     def __init__(self, stored: dict[MessageQueue, tuple[int, int]]) -> None:
         self.stored = stored
         self.down: set[str] = set()
+        self.asked: list[MessageQueue] = []
 
     def _check(self, queue: MessageQueue) -> tuple[int, int]:
+        self.asked.append(queue)
         if queue.broker_name in self.down:
             raise BrokerError(queue.broker_name, 1, "down")
         return self.stored[queue]
@@ -65,6 +68,36 @@ async def test_a_broker_down_keeps_its_queues_where_they_were(cluster: Cluster) 
     cluster.down.add("broker-b")
     end = await planner().next_end({A0: 10, A1: 10, B0: 4}, None, None)
     assert end == {A0: 100, A1: 50, B0: 4}  # broker-a read on, broker-b waits
+
+
+async def test_a_broker_down_is_asked_once_a_call_and_its_queues_wait_under_a_limit(
+    cluster: Cluster,
+) -> None:
+    b1 = MessageQueue("t", "broker-b", 1)
+    cluster.stored[b1] = (0, 10)
+    cluster.down.add("broker-b")
+    end = await planner().next_end({A0: 10, A1: 10, B0: 4, b1: 0}, None, 30)
+    assert end[B0] == 4 and end[b1] == 0 and end[A0] + end[A1] == 50  # the limit on broker-a
+    assert [q for q in cluster.asked if q.broker_name == "broker-b"] == [B0]  # b1 not asked
+
+
+async def test_a_broker_that_dies_after_the_trigger_leaves_its_ranges_to_the_executors(
+    cluster: Cluster,
+) -> None:
+    """Spark plans a batch's partitions after its trigger: a broker dead in between has its
+    loss check skipped (the executors' pulls wait for it and see a loss themselves), and a
+    queue it added starts where the trigger saw it start, else at 0."""
+    new = MessageQueue("t", "broker-b", 1)
+    cluster.stored[new] = (3, 10)
+    cluster.stored[A0] = (5, 100)
+    source = planner(failOnDataLoss="false")
+    await source.next_end({A0: 10, A1: 0, B0: 0}, None, None)
+    cluster.down.add("broker-b")
+    assert await source.check_loss({A0: 0, A1: 0, B0: 2}) == {A0: 5, A1: 0, B0: 2}
+    assert await source.first_of_new([new]) == {new: 3}
+    assert await planner().first_of_new([new]) == {new: 0}  # (a restarted driver)
+    with pytest.raises(DataLost):
+        await planner().check_loss({A0: 0, B0: 2})  # broker-a's loss is still seen
 
 
 async def test_a_new_queue_counts_from_its_first_offset_and_a_gone_one_keeps_its_offset(
@@ -113,13 +146,18 @@ def _raw(result: PullResult) -> RawPull:
 
 
 class Pulls:
-    def __init__(self, answers: list[PullResult]) -> None:
-        self.answers: Iterator[PullResult] = iter(answers)
+    """Pulls answered from a script: a result, or an error raised."""
+
+    def __init__(self, answers: Sequence[PullResult | Exception]) -> None:
+        self.answers: Iterator[PullResult | Exception] = iter(answers)
         self.asked: list[int] = []
 
     async def pull(self, queue: MessageQueue, offset: int, **kwargs: object) -> PullResult:
         self.asked.append(offset)
-        return next(self.answers)
+        result = next(self.answers)
+        if isinstance(result, Exception):
+            raise result
+        return result
 
     async def pull_raw(self, queue: MessageQueue, offset: int, **kwargs: object) -> RawPull:
         return _raw(await self.pull(queue, offset, **kwargs))
@@ -132,9 +170,11 @@ def answer(
 
 
 async def _run(
-    answers: list[PullResult], part: QueueRange, monkeypatch: pytest.MonkeyPatch, **options: str
-) -> tuple[list[int], list[int]]:
+    answers: Sequence[PullResult | Exception], part: QueueRange, monkeypatch: pytest.MonkeyPatch,
+    **options: str,
+) -> tuple[list[int], list[int]]:  # fmt: skip
     monkeypatch.setattr(pulling, "STALL_PAUSE", 0.0)
+    monkeypatch.setattr(pulling, "RETRY_PAUSE", 0.0)
     settings = SourceOptions.parse({**BASE, **options}, streaming=True)
     send, receive = anyio.create_memory_object_stream[list[RecordColumns]](100)
     pulls = Pulls(answers)
@@ -190,6 +230,23 @@ async def test_no_progress_is_retried_before_the_rest_counts_as_lost(
     forever = [answer(NONE, 10)] * (pulling.STALL_RETRIES + 1)
     with pytest.raises(DataLost, match="offsets 10-19"):
         await _run(forever, PART, monkeypatch)
+
+
+async def test_a_pull_its_broker_did_not_answer_is_retried_until_the_retry_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A master killed mid-pull, then restarting (refused connections), then gone from the
+    route: the range is read whole once it answers. Past ``pullRetryTimeoutMs``, or on an
+    error that no retry mends, the task fails with the error: never a range cut short."""
+    down = [ConnectionLost("b:10911", "reset"), ConnectError("b:10911", "refused"),
+            BrokerError("broker-a", ResponseCode.SERVICE_NOT_AVAILABLE, "no address")]  # fmt: skip
+    got, asked = await _run([*down, answer(FOUND, 20, _messages(10, 10))], PART, monkeypatch)
+    assert got == list(range(10, 20)) and asked == [10, 10, 10, 10]
+    with pytest.raises(ConnectError):
+        await _run([*down[1:2], answer(FOUND, 20, _messages(10, 10))], PART, monkeypatch,
+                   pullRetryTimeoutMs="0")  # fmt: skip
+    with pytest.raises(AccessDenied):
+        await _run([AccessDenied("broker-a", ResponseCode.NO_PERMISSION, "no")], PART, monkeypatch)
 
 
 async def test_the_progress_report_reuses_what_the_trigger_asked(

@@ -7,11 +7,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import selectors
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +20,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from rocketmq_actors.producer import Message, Producer, create_topic
+from tests.spark.jobs import job_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -112,27 +111,6 @@ def test_a_restarted_stream_resumes_at_its_checkpoint_and_reads_new_queues(
     assert {r.queue_id for r in rows if r.keys[0].startswith("b")} >= {2, 3, 4, 5}
 
 
-def _events(process: subprocess.Popen[str], until: Callable[[dict[str, Any]], bool],
-            timeout: float) -> list[dict[str, Any]]:  # fmt: skip
-    """The job's JSON lines up to the first that satisfies ``until``."""
-    assert process.stdout is not None
-    seen: list[dict[str, Any]] = []
-    deadline = time.monotonic() + timeout
-    with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or not selector.select(left):
-                raise AssertionError(f"no such event within {timeout} s; saw {seen}")
-            line = process.stdout.readline()
-            if not line:
-                raise AssertionError(f"the job exited ({process.wait()}); saw {seen}")
-            if line.startswith("{"):
-                seen.append(json.loads(line))
-                if until(seen[-1]):
-                    return seen
-
-
 @pytest.mark.solo
 @pytest.mark.timeout(900)  # two Spark clusters of three JVMs each start, one after the other
 def test_a_killed_driver_restarted_from_its_checkpoint_writes_every_message_exactly_once(
@@ -151,7 +129,7 @@ def test_a_killed_driver_restarted_from_its_checkpoint_writes_every_message_exac
     job = subprocess.Popen([*argv, "--max-offsets", "100"], stdout=subprocess.PIPE, stderr=log,
                            text=True, env=env, start_new_session=True)  # fmt: skip
     try:
-        _events(job, lambda e: e.get("batch", -1) >= 1, timeout=300)  # two batches written
+        job_events(job, lambda e: e.get("batch", -1) >= 1, timeout=300)  # two batches written
     finally:
         os.killpg(job.pid, signal.SIGKILL)  # the driver, its JVM, executors and workers
         job.wait()

@@ -37,7 +37,14 @@ from rocketmq_actors.consumer.core.options import MessageModel, check_deserializ
 from rocketmq_actors.consumer.core.queues import QueueTable
 from rocketmq_actors.consumer.core.rebalancer import Rebalancer
 from rocketmq_actors.consumer.core.subscriptions import Subscription, matching_topics
-from rocketmq_actors.errors import ConfigError, RocketMQError, TopicNotFound
+from rocketmq_actors.errors import (
+    BrokerError,
+    ConfigError,
+    ConnectError,
+    ConnectionLost,
+    RocketMQError,
+    TopicNotFound,
+)
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.names import validate_group, validate_topic, wrap
 from rocketmq_actors.producer.tracesend import trace_sender
@@ -348,11 +355,16 @@ class PullGroup(GroupMember):
         queue = self.ns.wire(queue)
         subscription = Subscription.parse(queue.topic, expression, expression_type)
         await self._pin(subscription)
-        raw = await pull_raw(
-            self._instance, self.group, queue, offset, subscription=subscription,
-            sub_version=self.subs.version, max_messages=max_messages, wait=wait,
-            request_timeout=self.request_timeout,
-        )  # fmt: skip
+        try:
+            raw = await pull_raw(
+                self._instance, self.group, queue, offset, subscription=subscription,
+                sub_version=self.subs.version, max_messages=max_messages, wait=wait,
+                request_timeout=self.request_timeout,
+            )  # fmt: skip
+        except (ConnectError, ConnectionLost, BrokerError) as exc:
+            if exc.retriable:  # the broker died or left the route: look again before a retry
+                self._instance.routes.mark_stale(queue.topic)
+            raise
         return queue, subscription, raw
 
     async def _pin(self, subscription: Subscription) -> None:
