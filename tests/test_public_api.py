@@ -140,6 +140,8 @@ INTERNAL = {
     "rocketmq_actors.cli.common.UsageError",
     # decode_records' signal to a caller on an event loop: inflate elsewhere (brokercalls)
     "rocketmq_actors.protocol.records.CompressedRecord",
+    # decode_records' signal that a pull's inflation budget is spent: read on later (brokercalls)
+    "rocketmq_actors.protocol.records.InflationDeferred",
 }
 
 

@@ -13,7 +13,7 @@ and computed on first access.
 from __future__ import annotations
 
 import struct
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 import attrs
 
@@ -33,6 +33,7 @@ __all__ = [
     "MAGIC_V1",
     "MAGIC_V2",
     "CompressedRecord",
+    "InflationDeferred",
     "MessageExt",
     "decode_messages",
     "decode_records",
@@ -178,6 +179,17 @@ class CompressedRecord(Exception):
     record: the caller decodes the records again where inflating may take long."""
 
 
+class InflationDeferred(Exception, Generic[M]):
+    """Raised by :func:`decode_records` when a compressed record would inflate past what is
+    left of its ``inflate_budget``: ``records`` were decoded before it, and ``queue_offset``
+    is its offset, where the caller reads again once there is room."""
+
+    def __init__(self, records: list[M], queue_offset: int) -> None:
+        super().__init__(queue_offset)
+        self.records = records
+        self.queue_offset = queue_offset
+
+
 def decode_messages(
     data: bytes, *, decompress: bool = True, strict: bool = True
 ) -> list[MessageExt]:
@@ -188,6 +200,7 @@ def decode_messages(
 def decode_records(
     data: bytes, record: type[M], *, decompress: bool = True, strict: bool = True,
     max_body: int = MAX_MESSAGE_SIZE, defer_compressed: bool = False,
+    inflate_budget: int | None = None,
 ) -> list[M]:  # fmt: skip
     """Decode a concatenation of stored-message records, each an instance of ``record`` (a
     subclass of :class:`MessageExt` whose own fields have defaults: a consumer's message).
@@ -202,6 +215,11 @@ def decode_records(
     records after it are decoded as usual (a consumer's pull: one poison message must not hide
     the others). With ``defer_compressed``, a compressed record (to be inflated) raises
     :class:`CompressedRecord` instead: a caller on an event loop decodes those elsewhere.
+    With ``inflate_budget``, the bytes the bodies inflated in this call may hold in all (a
+    consumer's room in its cache): a compressed record after the first decoded one inflates to
+    at most what is left of it, and one that would need more raises
+    :class:`InflationDeferred` with the records before it, so nothing is allocated past the
+    budget but the first record's ``max_body``.
     """
     data = bytes(data)
     size = len(data)
@@ -254,13 +272,20 @@ def decode_records(
             if decompress and sys_flag & MessageSysFlag.COMPRESSED:
                 if defer_compressed:
                     raise CompressedRecord
+                limit = max_body
+                if inflate_budget is not None and out:  # (the first always may: progress)
+                    limit = min(max_body, max(inflate_budget, 0))
                 try:
-                    body = compression.decompress(body, sys_flag, max_body)
+                    body = compression.decompress(body, sys_flag, limit)
                     sys_flag &= ~(MessageSysFlag.COMPRESSED | MessageSysFlag.COMPRESSION_MASK)
                 except ProtocolError as exc:
+                    if limit < max_body:  # (past the budget, or corrupt: the next call,
+                        raise InflationDeferred(out, queue_offset) from None  # first, tells)
                     if strict:
                         raise
                     error = str(exc)
+                if inflate_budget is not None:
+                    inflate_budget -= len(body)
             raw_topic = data[p_topic : p_topic + topic_len]
             try:
                 topic = raw_topic.decode()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from functools import partial
 from typing import NotRequired, Protocol, TypedDict, Unpack
 
 import anyio
@@ -27,7 +28,12 @@ from rocketmq_actors.protocol.headers import (
     SearchOffsetRequestHeader,
 )
 from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE, PullSysFlag
-from rocketmq_actors.protocol.records import CompressedRecord, MessageExt, decode_records
+from rocketmq_actors.protocol.records import (
+    CompressedRecord,
+    InflationDeferred,
+    MessageExt,
+    decode_records,
+)
 from rocketmq_actors.runtime.backoff import Backoff
 
 __all__ = [
@@ -114,24 +120,29 @@ async def pull_once(
     queue: MessageQueue,
     offset: int,
     max_body: int = MAX_MESSAGE_SIZE,
+    *,
+    inflate_budget: int | None = None,
     **options: Unpack[PullOptions],
 ) -> PullResult:
     """One PULL_MESSAGE (shared by the pull and push consumers), its records decoded and
-    filtered by the subscription's tags (see :func:`pull_raw` for the arguments)."""
+    filtered by the subscription's tags (see :func:`pull_raw` for the arguments, and
+    :func:`decode_pull` for ``inflate_budget``)."""
     raw = await pull_raw(instance, group, queue, offset, **options)
-    return await decode_pull_off_loop(raw, queue, options["subscription"], max_body)
+    return await decode_pull_off_loop(raw, queue, options["subscription"], max_body, inflate_budget)
 
 
 async def decode_pull_off_loop(
-    raw: RawPull, queue: MessageQueue, subscription: Subscription, max_body: int
-) -> PullResult:
+    raw: RawPull, queue: MessageQueue, subscription: Subscription, max_body: int,
+    inflate_budget: int | None = None,
+) -> PullResult:  # fmt: skip
     """:func:`decode_pull`, in a worker thread when a record is compressed: inflating up to
     ``max_body`` bytes a record (zlib, LZ4 and zstd let other threads run meanwhile) must not
     hold the event loop, whose other queues, heartbeats and handlers go on."""
     try:  # (no scan first: the decoding itself stops at a compressed record)
         return decode_pull(raw, queue, subscription, max_body, defer_compressed=True)
     except CompressedRecord:
-        return await anyio.to_thread.run_sync(decode_pull, raw, queue, subscription, max_body)
+        inflate = partial(decode_pull, inflate_budget=inflate_budget)
+        return await anyio.to_thread.run_sync(inflate, raw, queue, subscription, max_body)
 
 
 def decode_pull(
@@ -141,21 +152,30 @@ def decode_pull(
     max_body: int,
     *,
     defer_compressed: bool = False,
+    inflate_budget: int | None = None,
 ) -> PullResult:
     """``raw``'s records decoded (as the broker names ``queue``; a compressed body inflating
-    past ``max_body`` bytes does not decode) and filtered by the subscription's tags."""
+    past ``max_body`` bytes does not decode) and filtered by the subscription's tags. With
+    ``inflate_budget`` (a push consumer's room in its cache for the queue), compressed bodies
+    inflate to that much in all, the first one aside: the records from the one that would
+    go past it are left for the next pull, which starts there (the result's next offset)."""
     messages: tuple[MessageExt, ...] = ()
+    next_offset = raw.next_offset
     if raw.status is PullStatus.FOUND:
         # a record that does not decode comes back marked (decode_error), never as an error
         # for the whole pull: the consumer sends it on to the DLQ and the queue moves on
-        decoded = decode_records(raw.body, ReceivedMessage, strict=False, max_body=max_body,
-                                 defer_compressed=defer_compressed)  # fmt: skip
+        try:
+            decoded = decode_records(raw.body, ReceivedMessage, strict=False,
+                                     max_body=max_body, defer_compressed=defer_compressed,
+                                     inflate_budget=inflate_budget)  # fmt: skip
+        except InflationDeferred as deferred:
+            decoded, next_offset = deferred.records, deferred.queue_offset
         offsets = (raw.min_offset, raw.max_offset)
         for message in decoded:
             message.broker_name = queue.broker_name
             message.set_pull_offsets(offsets)
         messages = tuple(m for m in decoded if subscription.matches(m))
-    return PullResult(raw.status, raw.next_offset, raw.min_offset, raw.max_offset, messages,
+    return PullResult(raw.status, next_offset, raw.min_offset, raw.max_offset, messages,
                       raw.suggested_broker_id)  # fmt: skip
 
 
@@ -315,8 +335,11 @@ class PullCounter:
         self.errors = 0
         self.node = 0  # the master, until a pull suggests another
 
-    async def pull(self, owner: Puller, queue: MessageQueue, offset: int) -> PullResult | None:
-        result = await pull_or_back_off(owner, queue, offset, self.backoff, self.node)
+    async def pull(
+        self, owner: Puller, queue: MessageQueue, offset: int, inflate_budget: int | None = None
+    ) -> PullResult | None:
+        result = await pull_or_back_off(owner, queue, offset, self.backoff, self.node,
+                                        inflate_budget=inflate_budget)  # fmt: skip
         if result is None:
             self.errors += 1
         else:
@@ -375,13 +398,15 @@ async def check_subscription(
 
 
 async def pull_or_back_off(
-    owner: Puller, queue: MessageQueue, offset: int, backoff: Backoff, broker_id: int = 0
-) -> PullResult | None:
+    owner: Puller, queue: MessageQueue, offset: int, backoff: Backoff, broker_id: int = 0,
+    *, inflate_budget: int | None = None,
+) -> PullResult | None:  # fmt: skip
     """One long-polling pull for a pulling actor; on a client or broker error, log it, wait
     the back-off and return None (the actor goes on: errors of the network are not crashes)."""
     try:
         return await pull_once(
             owner.instance, owner.group, queue, offset, owner.max_body_size,
+            inflate_budget=inflate_budget,
             subscription=owner.subscription(queue.topic), sub_version=owner.sub_version,
             max_messages=owner.pull_batch_size, wait=owner.pull_suspend,
             request_timeout=owner.request_timeout, broker_id=broker_id,

@@ -56,6 +56,7 @@ class QueueOwner(Puller, Protocol):
     @property
     def locking(self) -> bool: ...
     def over_limits(self, pq: ProcessQueue) -> bool: ...
+    def cache_room(self, pq: ProcessQueue) -> int: ...
     async def wait_flow(self) -> None: ...
     def offset_moved(self, queue: MessageQueue, next_offset: int) -> None: ...
     async def accept(self, pq: ProcessQueue, fresh: list[MessageExt]) -> None: ...
@@ -141,7 +142,10 @@ class QueueActor:
                 await owner.accept(pq, fresh)
 
     async def _pull(self) -> PullResult | None:
-        return await self._pulls.pull(self.owner, self.pq.queue, self.pq.next_offset)
+        # compressed bodies inflate into the room the cache has left (brokercalls.decode_pull)
+        pq = self.pq
+        return await self._pulls.pull(self.owner, pq.queue, pq.next_offset,
+                                      inflate_budget=self.owner.cache_room(pq))  # fmt: skip
 
     def _record_lag(self, result: PullResult) -> None:
         record_lag(self.owner.group, self.owner.offsets, self.pq, result.max_offset)

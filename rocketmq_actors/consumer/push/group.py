@@ -226,7 +226,8 @@ class PushGroup(GroupMember):
     async def move_offsets(self, targets: Mapping[MessageQueue, int]) -> list[MessageQueue]:
         return await self.ownership.move(targets)
 
-    def over_limits(self, pq: ProcessQueue) -> bool:
+    def _limits(self, pq: ProcessQueue) -> tuple[int, int]:
+        """The messages and bytes ``pq`` may cache."""
         o = self.options
         max_count, max_bytes = o.max_cached_messages, o.max_cached_bytes
         per_count, per_bytes = o.max_cached_messages_per_topic, o.max_cached_bytes_per_topic
@@ -236,11 +237,19 @@ class PushGroup(GroupMember):
                 max_count = min(max_count, max(1, per_count // share))
             if per_bytes is not None:
                 max_bytes = min(max_bytes, max(1, per_bytes // share))
+        return max_count, max_bytes
+
+    def over_limits(self, pq: ProcessQueue) -> bool:
+        max_count, max_bytes = self._limits(pq)
         return (
             pq.count >= max_count
             or pq.cached_bytes >= max_bytes
-            or (not self.orderly and pq.span > o.max_span)
+            or (not self.orderly and pq.span > self.options.max_span)
         )
+
+    def cache_room(self, pq: ProcessQueue) -> int:
+        """The bytes ``pq``'s cache has room for: what the bodies a pull inflates may take."""
+        return self._limits(pq)[1] - pq.cached_bytes
 
     async def wait_flow(self) -> None:
         """Until a handler finished (or a second passed): room may have been made."""

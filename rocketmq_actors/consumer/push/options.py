@@ -85,6 +85,8 @@ class PushOptions:
       files.
     * ``max_body_size`` (4 MiB, a broker's default message limit): a compressed body that
       would inflate past it does not decode (a bomb), and goes as an undecodable message does.
+      What a pull's bodies inflate to counts against ``max_cached_bytes`` before it is
+      allocated: the records past the room left are read again by a later pull.
     """
 
     model: MessageModel = attrs.field(default=MessageModel.CLUSTERING,

@@ -100,3 +100,52 @@ async def test_a_pull_of_bombs_inflates_off_the_event_loop(kind: str) -> None:
     assert len(result.messages) == 32
     assert all("past 4194304 bytes" in (m.decode_error or "") for m in result.messages)
     assert late < 0.1, f"the event loop was held {late:.3f} s"
+
+
+MIB = 1024 * 1024
+
+
+def _inflating(sizes: list[int]) -> bytes:
+    """Records whose zlib bodies inflate to ``sizes`` bytes each (offsets 10, 11, ...); a
+    size past 4 MiB is a bomb for a consumer's default ``max_body_size``."""
+    import zlib
+
+    from rocketmq_actors.protocol.messages import MessageSysFlag
+    from rocketmq_actors.testing.stored import encode_stored
+
+    bits = MessageSysFlag.COMPRESSED | MessageSysFlag.COMPRESSION_ZLIB
+    bodies = [zlib.compress(bytes([i]) * size) for i, size in enumerate(sizes)]
+    return b"".join(
+        encode_stored(topic="t", body=body, queue_offset=10 + i, sys_flag=bits)
+        for i, body in enumerate(bodies)
+    )
+
+
+@pytest.mark.parametrize(
+    ("sizes", "budget", "kept", "next_offset"),
+    [
+        ([MIB] * 4, None, 4, 14),  # no budget (a pull consumer's): every record
+        ([MIB] * 4, 5 * MIB // 2, 2, 12),  # the third would go past 2.5 MiB: left for later
+        ([MIB] * 4, 3 * MIB, 3, 13),  # exactly the room
+        ([MIB] * 4, 0, 1, 11),  # no room: the first still (a queue always moves on)
+        ([8 * MIB, MIB], 2 * MIB, 2, 12),  # a bomb: undecodable at 4 MiB, takes no room
+    ],
+)
+async def test_compressed_bodies_inflate_into_the_room_the_cache_has_left(
+    sizes: list[int], budget: int | None, kept: int, next_offset: int
+) -> None:
+    """Issue 43: what a pull inflates counts against the consumer's cache before it is
+    allocated. The records from the first that would go past the room are not inflated; the
+    pull's next offset is theirs, so the queue's next pull reads them again."""
+    from rocketmq_actors.consumer.core.brokercalls import RawPull, decode_pull_off_loop
+    from rocketmq_actors.consumer.core.subscriptions import Subscription
+
+    raw = RawPull(PullStatus.FOUND, 10 + len(sizes), 0, 100, _inflating(sizes))
+    result = await decode_pull_off_loop(raw, QUEUE, Subscription("t"), 4 * MIB, budget)
+    assert [m.queue_offset for m in result.messages] == list(range(10, 10 + kept))
+    assert result.next_offset == next_offset
+    for message, size in zip(result.messages, sizes, strict=False):
+        if size > 4 * MIB:
+            assert "past 4194304 bytes" in (message.decode_error or "")
+        else:
+            assert message.decode_error is None and len(message.body) == size

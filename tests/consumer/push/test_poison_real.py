@@ -104,3 +104,37 @@ async def test_undecodable_messages_go_to_the_dlq_and_the_queue_moves_on(
                     found.extend(result.messages)
     assert sorted(m.keys[0] for m in found) == sorted(k.replace(" ", "-") for k in POISON)
     assert all(m.decode_error for m in found)  # stored as they came: still not decodable
+
+
+async def test_bodies_that_inflate_past_the_cache_room_arrive_once_each_in_order(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    """Eight bodies of 1 MiB each, stored compressed in a few KiB and pulled together, for a
+    consumer that caches 3 MiB a queue: a pull inflates what its cache has room for and the
+    next pulls read the rest from there, so each arrives once, in order."""
+    mib = 1024 * 1024
+    keys = [f"big-{i}" for i in range(8)]
+    async with Producer(namesrv=rocketmq_namesrv, group="G_poison_feed") as producer:
+        await create_topic(producer.instance, unique_topic, queues=1)
+        for i, key in enumerate(keys):
+            body = zlib.compress(bytes([i]) * mib)
+            await _send_raw(producer, unique_topic, key, body,
+                            COMPRESSED | MessageSysFlag.COMPRESSION_ZLIB)  # fmt: skip
+    consumed: list[tuple[str, int, int]] = []
+    done = anyio.Event()
+
+    async def handle(message: MessageExt) -> None:
+        consumed.append((message.keys[0], len(message.body), message.body[0]))
+        if len(consumed) >= len(keys):
+            done.set()
+
+    async with PushConsumer(
+        group=unique_group, subscriptions={unique_topic: "*"}, handler=handle,
+        namesrv=rocketmq_namesrv,
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, orderly=True,
+                            max_cached_bytes=3 * mib),
+    ) as consumer:  # fmt: skip
+        with anyio.fail_after(30):
+            await done.wait()
+        assert consumer.failed == 0
+    assert consumed == [(key, mib, i) for i, key in enumerate(keys)]
