@@ -113,6 +113,13 @@ def running_loop() -> asyncio.AbstractEventLoop:
         ) from None
 
 
+def _retrieved(host: asyncio.Task[None]) -> None:
+    """What a host task raised is its client's error, already logged and raised to the
+    application: retrieved here, it is not also "never retrieved" on stderr."""
+    if not host.cancelled():
+        host.exception()
+
+
 class Lifecycle:
     """Subclasses build their resources in :meth:`_open` and may stop gracefully in
     :meth:`_closing`; both run in the host task. Actors call :meth:`_fail` to stop the client
@@ -274,6 +281,7 @@ class Lifecycle:
         self._done = loop.create_future()
         self._stop_event = anyio.Event()
         self._host = loop.create_task(self._host_main(), name=f"rocketmq-actors:{self._describe()}")
+        self._host.add_done_callback(_retrieved)
 
     async def _host_main(self) -> None:
         _inside.set(self)  # (the task's own context: its actors inherit it)

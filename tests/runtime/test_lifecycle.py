@@ -502,3 +502,27 @@ async def test_a_daemon_started_with_start_hears_of_a_failure() -> None:
     await clean.start()
     await clean.stop()
     await clean.wait_closed()  # a clean stop: returns, raises nothing
+
+
+class _Unusual(BaseException):
+    """A BaseException that is neither a cancellation, KeyboardInterrupt nor SystemExit."""
+
+
+async def test_a_base_exception_no_body_takes_is_not_reported_as_never_retrieved() -> None:
+    """Issue 43: a client started with ``start()`` (no ``async with`` body to interrupt) whose
+    actor raises a BaseException: the error is the client's (typed, from ``wait_closed`` and
+    every later call), and asyncio does not also print "Task exception was never retrieved"
+    for the host task when it is collected."""
+    reported: list[dict[str, object]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _, context: reported.append(context))
+    actor = _Actor(child_fails=_Unusual("odd"))
+    await actor.start()
+    actor.fail_now.set()
+    with anyio.fail_after(5), pytest.raises(InternalError, match="odd"):
+        await actor.wait_closed()
+    with pytest.raises(ClientClosed):
+        await actor.call()
+    actor._host = None
+    del actor
+    gc.collect()  # (asyncio reports an unretrieved task exception when the task is collected)
+    assert not [c for c in reported if "never retrieved" in str(c["message"])], reported
