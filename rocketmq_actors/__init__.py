@@ -61,6 +61,10 @@ _EXPORTS: dict[str, str] = {
     "ByConfig": "rocketmq_actors.consumer.core.strategies",
     "AclCredentials": "rocketmq_actors.protocol.acl",
     "Health": "rocketmq_actors.cluster.health",
+    "SendHook": "rocketmq_actors.hooks",
+    "SendContext": "rocketmq_actors.hooks",
+    "ConsumeHook": "rocketmq_actors.hooks",
+    "ConsumeContext": "rocketmq_actors.hooks",
     # errors
     "RocketMQError": "rocketmq_actors.errors",
     "ConfigError": "rocketmq_actors.errors",
@@ -103,7 +107,9 @@ __all__ = [
     "ConfigError",
     "ConnectError",
     "ConnectionLost",
+    "ConsumeContext",
     "ConsumeFrom",
+    "ConsumeHook",
     "FlushResult",
     "Health",
     "InternalError",
@@ -136,8 +142,10 @@ __all__ = [
     "ReplyTimeout",
     "RequestTimeout",
     "RocketMQError",
+    "SendContext",
     "SendFailed",
     "SendFuture",
+    "SendHook",
     "SendResult",
     "SendStatus",
     "StartupFailed",
@@ -209,6 +217,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
         UnsupportedByBroker,
         WriteTimeout,
     )
+    from rocketmq_actors.hooks import ConsumeContext, ConsumeHook, SendContext, SendHook
     from rocketmq_actors.producer import (
         BatchResults,
         CompressionType,

@@ -30,6 +30,7 @@ from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.cluster.requests import Handler, RequestServer
 from rocketmq_actors.cluster.routes import TopicRoute
 from rocketmq_actors.errors import ConfigError, ProducerBusy
+from rocketmq_actors.hooks import SendContext, SendHook
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.names import validate_group, wrap
 from rocketmq_actors.protocol.bodies import MessageQueue
@@ -55,6 +56,7 @@ from .requestreply import ReplyTable
 from .result import BatchResults, SendResult
 from .selector import LatencyFaultTolerance, QueueSelector
 from .senders import Senders
+from .sendhooks import SendHooks
 from .sendloop import ROUND_ROBIN, TEMPLATE_TOPIC, Routing, SendLoop
 from .serialize import serialize, serialize_all
 from .tracesend import trace_sender
@@ -77,6 +79,7 @@ class Admission:
     span: Any
     started: int  # (message trace: when the send began)
     callback: Callable[[SendFuture], object] | None
+    hooked: SendContext | None = None  # (its hooks' context: after_send is still to come)
 
 
 class ProducerGroup(GroupMember):
@@ -95,8 +98,10 @@ class ProducerGroup(GroupMember):
         options: ProducerOptions,
         client: ClientOptions,
         instance: ClientInstance | None,
+        hooks: Sequence[SendHook] = (),
     ) -> None:
         validate_group(group)
+        self.hooks = SendHooks(group, hooks)  # (a bad one: ConfigError, before anything else)
         if not isinstance(options, ProducerOptions):
             raise ConfigError(f"options must be a ProducerOptions, not {type(options).__name__}")
         if not isinstance(client, ClientOptions):
@@ -133,7 +138,7 @@ class ProducerGroup(GroupMember):
         self.trace = rmq_trace.for_producer(self._instance, self.group, namespace, client.trace,
                                             client.trace_topic, sender=trace_sender)  # fmt: skip
         #: a send is traced (OpenTelemetry spans or message trace): the send path's test
-        self.traced = self._tracing is not None or self.trace is not None
+        self.traced = self._tracing is not None or self.trace is not None or bool(self.hooks)
         #: single sends are admitted (and joined into batches: :mod:`.autobatch`)
         self.auto_batch = options.auto_batch
         batcher: Batcher[Any] | None = None
@@ -274,7 +279,26 @@ class ProducerGroup(GroupMember):
         arg: object,
         timeout: float | None,
     ) -> SendResult:
-        """:meth:`send_now` with a span around it and a Pub trace record after it."""
+        """:meth:`send_now` with its hooks, a span around it and a Pub trace record after it."""
+        hooked = self.hooks.before(message, "sync")
+        if hooked is not None:
+            message = hooked.message  # (before_send may have replaced it)
+        try:
+            result = await self._send_spanned(message, sharding_key, selector, arg, timeout)
+        except BaseException as exc:
+            self.hooks.after(hooked, None, exc)
+            raise
+        self.hooks.after(hooked, result, None)
+        return result
+
+    async def _send_spanned(
+        self,
+        message: Message,
+        sharding_key: str | None,
+        selector: QueueSelector | None,
+        arg: object,
+        timeout: float | None,
+    ) -> SendResult:
         started = rmq_trace.now_ms()
         if self._tracing is not None:
             span, message = self._start_span(message, sharding_key, selector)
@@ -304,6 +328,9 @@ class ProducerGroup(GroupMember):
         :class:`Admission` that :meth:`admit_waiting` completes (``submit``) or that is
         refused with :meth:`busy` (``send_nowait``). Bad input raises first."""
         span = None
+        hooked = self.hooks.before(message, "async")
+        if hooked is not None:
+            message = hooked.message
         if self._tracing is not None:
             span, message = self._start_span(message, sharding_key, selector)
         try:
@@ -320,10 +347,11 @@ class ProducerGroup(GroupMember):
             future = self.senders.admit_now(prepared, routing, timeout, span, callback)
         except BaseException as exc:
             self._span_failed(span, exc)
+            self.hooks.after(hooked, None, exc)
             raise
         if future is None:
-            return Admission(message, prepared, routing, timeout, span, started, callback)
-        return self._watched(future, message, started)
+            return Admission(message, prepared, routing, timeout, span, started, callback, hooked)
+        return self._watched(future, message, started, hooked)
 
     async def admit_waiting(self, admission: Admission) -> SendFuture:
         """Wait for room (and an ordered send's lane), then admit: the send's future."""
@@ -334,13 +362,15 @@ class ProducerGroup(GroupMember):
             )  # fmt: skip
         except BaseException as exc:
             self._span_failed(admission.span, exc)
+            self.hooks.after(admission.hooked, None, exc)
             raise
-        return self._watched(future, admission.message, admission.started)
+        return self._watched(future, admission.message, admission.started, admission.hooked)
 
     def busy(self, admission: Admission) -> ProducerBusy:
         """The error of a ``send_nowait`` that could not be admitted (its span ended)."""
         error = ProducerBusy(self.senders.why_not_now(admission.prepared))
         self._span_failed(admission.span, error)
+        self.hooks.after(admission.hooked, None, error)
         return error
 
     async def flush(self, timeout: float | None) -> FlushResult:
@@ -348,9 +378,13 @@ class ProducerGroup(GroupMember):
             timeout = check_timeout("timeout", timeout)
         return await self.senders.flush(timeout)
 
-    def _watched(self, future: Waiter, message: Message, started: int) -> SendFuture:
+    def _watched(
+        self, future: Waiter, message: Message, started: int, hooked: SendContext | None = None
+    ) -> SendFuture:
         if self.trace is not None:  # a Pub record when it is answered (message trace)
             self.trace.watch(future, message, started)
+        if hooked is not None:  # after_send when it ends
+            self.hooks.watch(cast(SendFuture, future), hooked)
         return cast(SendFuture, future)
 
     def _start_span(
@@ -367,12 +401,33 @@ class ProducerGroup(GroupMember):
             self._tracing.end_send(span, None, exc)
 
     async def send_oneway(self, message: Message, routing: Routing) -> None:
-        prepared = self.prepare(message)
-        self._check_running()
-        await self.loop.oneway(prepared, routing)
+        hooked = self.hooks.before(message, "oneway")
+        try:
+            prepared = self.prepare(message if hooked is None else hooked.message)
+            self._check_running()
+            await self.loop.oneway(prepared, routing)
+        except BaseException as exc:
+            self.hooks.after(hooked, None, exc)
+            raise
+        self.hooks.after(hooked, None, None)
 
     async def send_batch(
         self, messages: Sequence[Message], timeout: float | None, routing: Routing | None = None
+    ) -> BatchResults:
+        hooked = None
+        if self.hooks:  # (their context holds the first message: a batch that is one)
+            hooked = self.hooks.before(check_batch(messages)[0], "batch")
+            messages = [hooked.message if hooked else messages[0], *messages[1:]]
+        try:
+            results = await self._send_batch_spanned(messages, timeout, routing)
+        except BaseException as exc:
+            self.hooks.after(hooked, None, exc)
+            raise
+        self.hooks.after(hooked, results, None)
+        return results
+
+    async def _send_batch_spanned(
+        self, messages: Sequence[Message], timeout: float | None, routing: Routing | None
     ) -> BatchResults:
         if self.value_serializer is not None:
             messages = serialize_all(messages, self.value_serializer)

@@ -24,6 +24,7 @@ from typing import Any, cast
 from rocketmq_actors.cluster.client import Client
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.options import ClientOptions
+from rocketmq_actors.hooks import SendHook
 from rocketmq_actors.protocol.events import ReplyMessage
 from rocketmq_actors.protocol.messages import Message
 
@@ -47,7 +48,9 @@ class Producer(Client[ProducerGroup]):
     at start (brokers heartbeated at once: transaction checks can reach it);
     ``value_serializer``: ``value -> bytes`` for a ``Message(value=...)``; ``options``: a
     :class:`ProducerOptions`; ``client``: a ``ClientOptions``; ``instance``: a shared
-    ``ClientInstance``. A bad value is a ``ConfigError`` here, before any I/O.
+    ``ClientInstance``; ``hooks``: :class:`~rocketmq_actors.hooks.SendHook` objects, called
+    around every send (Java's ``SendMessageHook``). A bad value is a ``ConfigError`` here,
+    before any I/O.
     """
 
     def __init__(
@@ -60,10 +63,11 @@ class Producer(Client[ProducerGroup]):
         options: ProducerOptions = ProducerOptions(),
         client: ClientOptions = ClientOptions(),
         instance: ClientInstance | None = None,
+        hooks: Sequence[SendHook] = (),
     ) -> None:
         self._group = ProducerGroup(group=group, namesrv=namesrv, topics=topics,
                                     value_serializer=value_serializer, options=options,
-                                    client=client, instance=instance)  # fmt: skip
+                                    client=client, instance=instance, hooks=hooks)  # fmt: skip
 
     @property
     def options(self) -> ProducerOptions:

@@ -32,6 +32,7 @@ from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.cluster.requests import Handler
 from rocketmq_actors.errors import InvalidMessage, RocketMQError
+from rocketmq_actors.hooks import SendHook
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.codes import RequestCode
 from rocketmq_actors.protocol.command import RemotingCommand
@@ -218,11 +219,12 @@ class TransactionProducer(Producer):
         options: ProducerOptions = ProducerOptions(),
         client: ClientOptions = ClientOptions(),
         instance: ClientInstance | None = None,
+        hooks: Sequence[SendHook] = (),
     ) -> None:
         self._group = TransactionGroup(
             checker=checker, check_concurrency=check_concurrency, group=group, namesrv=namesrv,
             topics=topics, value_serializer=value_serializer, options=options, client=client,
-            instance=instance,
+            instance=instance, hooks=hooks,
         )  # fmt: skip
 
     async def send_in_transaction(

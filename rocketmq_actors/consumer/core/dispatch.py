@@ -29,9 +29,11 @@ from rocketmq_actors.consumer.core.delivery import Abandoned, Deliveries
 from rocketmq_actors.consumer.core.handlers import as_async_handler, describe
 from rocketmq_actors.consumer.core.message import ReceivedMessage, received
 from rocketmq_actors.consumer.core.settlement import Outcome, Settlement
+from rocketmq_actors.hooks import ConsumeContext, Hooks
 from rocketmq_actors.logs import FailureLog, get_logger
 from rocketmq_actors.metrics import METRICS, SeriesCache
 from rocketmq_actors.names import unwrap
+from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.messages import Property
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.protocol.trace import ConsumeReturnType
@@ -76,9 +78,11 @@ class Dispatcher:
         fail: Callable[[BaseException], None],
         namespace: str | None = None,
         msg_trace: ConsumeTrace | None = None,
+        hooks: Hooks | None = None,
     ) -> None:
         self.group = group
         self.msg_trace = msg_trace  # message trace hooks (SubBefore / SubAfter records)
+        self.hooks = hooks  # the application's (rocketmq_actors.hooks)
         self.namespace = namespace
         self.handler = handler
         self.batch_handler = batch_handler
@@ -108,6 +112,15 @@ class Dispatcher:
             self._idle = anyio.Event()
             await self._idle.wait()
 
+    def _before(self, presented: list[ReceivedMessage[Any]]) -> ConsumeContext:
+        """The handler call's hooks' context, after their ``before_consume``."""
+        first = presented[0]
+        queue = MessageQueue(first.topic, first.broker_name or "", first.queue_id)
+        hooked = ConsumeContext(self.group, presented, queue)
+        assert self.hooks is not None
+        self.hooks.call("before_consume", hooked)
+        return hooked
+
     async def invoke(self, messages: list[MessageExt], *, timed: bool = True) -> bool | None:
         """Run the handler (or hand the messages to ``async for``): True when all were consumed,
         False when any failed (each message's :func:`settled` outcome says which), None when
@@ -130,6 +143,7 @@ class Dispatcher:
         for message in presented:
             message.settle_with(Settlement())
         traced = self.msg_trace.before(presented) if self.msg_trace is not None else None
+        hooked = self._before(presented) if self.hooks is not None else None
         outcome = ConsumeReturnType.TIME_OUT  # (cancelled: the consumer stops, or it timed out)
         try:
             if timed and self.consume_timeout is not None:
@@ -169,6 +183,9 @@ class Dispatcher:
                 self._idle.set()
             if traced is not None and self.msg_trace is not None:
                 self.msg_trace.after(traced, outcome, len(messages))
+            if hooked is not None and self.hooks is not None:
+                hooked.success = outcome is ConsumeReturnType.SUCCESS
+                self.hooks.call("after_consume", hooked)
 
     def _raised(self, presented: list[ReceivedMessage[Any]], exc: Exception, began: float) -> bool:
         _resolve(presented, Outcome.NACK)  # the explicit acks still hold

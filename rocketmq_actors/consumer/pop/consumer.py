@@ -46,6 +46,7 @@ from rocketmq_actors.consumer.core.settlement import Delay
 from rocketmq_actors.consumer.core.subscriptions import MessageSelector
 from rocketmq_actors.consumer.pop.group import NO_ITERATION, PopGroup
 from rocketmq_actors.consumer.pop.options import PopOptions, check_pop_arguments
+from rocketmq_actors.hooks import ConsumeHook, consume_hooks
 from rocketmq_actors.protocol.records import MessageExt
 
 __all__ = ["PopConsumer"]
@@ -58,7 +59,8 @@ class PopConsumer(Client[PopGroup], Generic[T]):
     ``def`` with ``sync_handler=True``; without either, ``async for message in consumer``.
     ``value_deserializer`` turns each body into ``message.value``. ``namesrv`` is
     ``ClientOptions(namesrv=...)`` in short; ``options`` what POP tunes (:class:`PopOptions`),
-    ``client`` what every client shares, ``instance`` a shared ``ClientInstance``."""
+    ``client`` what every client shares, ``instance`` a shared ``ClientInstance``; ``hooks``:
+    :class:`~rocketmq_actors.hooks.ConsumeHook` objects, called around every handler call."""
 
     def __init__(
         self,
@@ -73,7 +75,9 @@ class PopConsumer(Client[PopGroup], Generic[T]):
         options: PopOptions = PopOptions(),
         client: ClientOptions = ClientOptions(),
         instance: ClientInstance | None = None,
+        hooks: Sequence[ConsumeHook] = (),
     ) -> None:
+        checked_hooks = consume_hooks(hooks)  # (a bad one: ConfigError, before anything else)
         check_pop_arguments(
             group=group, subscriptions=subscriptions, handler=handler,
             batch_handler=batch_handler, sync_handler=sync_handler,
@@ -85,6 +89,7 @@ class PopConsumer(Client[PopGroup], Generic[T]):
             group=group, subscriptions=subscriptions, handler=handler,
             batch_handler=batch_handler, value_deserializer=value_deserializer,
             namesrv=namesrv, options=options, client=client, instance=instance,
+            hooks=checked_hooks,
         )  # fmt: skip
 
     def __aiter__(self) -> PopConsumer[T]:

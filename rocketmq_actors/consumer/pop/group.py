@@ -46,6 +46,7 @@ from rocketmq_actors.errors import (
     TopicNotFound,
     UnsupportedByBroker,
 )
+from rocketmq_actors.hooks import Hooks
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.producer.tracesend import trace_sender
 from rocketmq_actors.protocol.bodies import ConsumerData
@@ -81,6 +82,7 @@ class PopGroup(GroupMember):
         options: PopOptions,
         client: ClientOptions,
         instance: ClientInstance | None,
+        hooks: Hooks | None = None,
     ) -> None:
         namespace = client.namespace
         super().__init__(kind="pop-consumer", group=group, namesrv=namesrv,
@@ -102,7 +104,7 @@ class PopGroup(GroupMember):
         self.dispatcher = Dispatcher(
             self.group, handler=handler, batch_handler=batch_handler,
             consume_timeout=options.consume_timeout, fail=self._fail, tracing=tracing,
-            namespace=namespace,
+            namespace=namespace, hooks=hooks,
             msg_trace=rmq_trace.for_consumer(self._instance, self.group, namespace, client.trace,
                                              client.trace_topic, sender=trace_sender),
         )  # fmt: skip

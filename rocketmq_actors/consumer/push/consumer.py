@@ -37,6 +37,7 @@ from rocketmq_actors.consumer.core.subscriptions import MessageSelector, Subscri
 from rocketmq_actors.consumer.push.group import PushGroup
 from rocketmq_actors.consumer.push.options import PushOptions, check_arguments
 from rocketmq_actors.errors import ConfigError
+from rocketmq_actors.hooks import ConsumeHook, consume_hooks
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
 
@@ -51,7 +52,9 @@ class PushConsumer(Client[PushGroup], Generic[T]):
 
     ``value_deserializer`` turns a body into ``message.value``; ``on_rebalance(queues)`` is
     called with the queues owned after each rebalance. ``namesrv`` is short for
-    ``ClientOptions(namesrv=...)``; ``instance`` is a shared ``ClientInstance``.
+    ``ClientOptions(namesrv=...)``; ``instance`` is a shared ``ClientInstance``; ``hooks``:
+    :class:`~rocketmq_actors.hooks.ConsumeHook` objects, called around every handler call
+    (Java's ``ConsumeMessageHook``).
     """
 
     def __init__(
@@ -68,7 +71,9 @@ class PushConsumer(Client[PushGroup], Generic[T]):
         options: PushOptions = PushOptions(),
         client: ClientOptions = ClientOptions(),
         instance: ClientInstance | None = None,
+        hooks: Sequence[ConsumeHook] = (),
     ) -> None:
+        checked_hooks = consume_hooks(hooks)  # (a bad one: ConfigError, before anything else)
         check_arguments(group=group, subscriptions=subscriptions, handler=handler,
                         batch_handler=batch_handler, sync_handler=sync_handler,
                         value_deserializer=value_deserializer, on_rebalance=on_rebalance,
@@ -78,7 +83,7 @@ class PushConsumer(Client[PushGroup], Generic[T]):
         self._group = PushGroup(
             group=group, subscriptions=subscriptions, handler=handler, batch_handler=batch_handler,
             value_deserializer=value_deserializer, on_rebalance=on_rebalance, namesrv=namesrv,
-            options=options, client=client, instance=instance,
+            options=options, client=client, instance=instance, hooks=checked_hooks,
         )  # fmt: skip
 
     # ---- async for --------------------------------------------------------------------------

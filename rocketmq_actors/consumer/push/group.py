@@ -62,6 +62,7 @@ from rocketmq_actors.consumer.push.options import PushOptions
 from rocketmq_actors.consumer.push.orderly import OrderlyConsumeService
 from rocketmq_actors.consumer.push.ownership import Ownership
 from rocketmq_actors.errors import ConfigError, TopicNotFound
+from rocketmq_actors.hooks import Hooks
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.names import validate_topic, wrap
 from rocketmq_actors.producer.tracesend import trace_sender
@@ -92,6 +93,7 @@ class PushGroup(GroupMember):
         options: PushOptions,
         client: ClientOptions,
         instance: ClientInstance | None,
+        hooks: Hooks | None = None,
     ) -> None:
         namespace = client.namespace
         super().__init__(kind="push-consumer", group=group, namesrv=namesrv,
@@ -129,7 +131,7 @@ class PushGroup(GroupMember):
             consume_timeout=options.consume_timeout, fail=self._fail,
             tracing=Tracing(self.group, namespace=namespace, client_id=self._instance.client_id,
                             model=model.value.lower()) if client.tracing else None,
-            namespace=namespace,
+            namespace=namespace, hooks=hooks,
             msg_trace=rmq_trace.for_consumer(self._instance, self.group, namespace, client.trace,
                                              client.trace_topic, sender=trace_sender),
         )  # fmt: skip

@@ -1,0 +1,50 @@
+"""A producer's send hooks (:mod:`rocketmq_actors.hooks`): their context made before a send
+and completed after it, whichever way the send was asked for."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+
+from rocketmq_actors.hooks import SendContext, SendHook, SendMode, send_hooks
+from rocketmq_actors.protocol.messages import Message
+
+from .future import SendFuture
+
+__all__ = ["SendHooks"]
+
+
+class SendHooks:
+    def __init__(self, group: str, hooks: Sequence[SendHook]) -> None:
+        self.group = group
+        self._hooks = send_hooks(hooks)
+
+    def __bool__(self) -> bool:
+        return self._hooks is not None
+
+    def before(self, message: Message, mode: SendMode) -> SendContext | None:
+        """The send's context, after every ``before_send`` (None without hooks)."""
+        if self._hooks is None:
+            return None
+        hooked = SendContext(self.group, message, mode)
+        self._hooks.call("before_send", hooked)
+        return hooked
+
+    def after(self, hooked: SendContext | None, result: Any, error: BaseException | None) -> None:
+        if hooked is not None and self._hooks is not None:
+            hooked.result, hooked.error = result, error
+            self._hooks.call("after_send", hooked)
+
+    def watch(self, future: SendFuture, hooked: SendContext) -> None:
+        """``after_send`` once ``future`` is resolved (a cancelled one: its error)."""
+
+        def ended(future: SendFuture) -> None:
+            if future.cancelled():
+                self.after(hooked, None, anyio.get_cancelled_exc_class()())
+            else:
+                error = future.exception()
+                self.after(hooked, None if error else future.result(), error)
+
+        future.add_done_callback(ended)

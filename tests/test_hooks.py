@@ -1,0 +1,156 @@
+"""Send and consume hooks (rocketmq_actors.hooks, Java's SendMessageHook and
+ConsumeMessageHook): what each hook sees, on every send path and around handler calls, and a
+hook that raises never failing what it watches."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+import attrs
+import pytest
+
+from rocketmq_actors.consumer.pop import PopConsumer
+from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
+from rocketmq_actors.errors import ConfigError, InvalidMessage
+from rocketmq_actors.hooks import ConsumeContext, SendContext, SendHook
+from rocketmq_actors.producer import Message, Producer, ProducerOptions, create_topic
+from rocketmq_actors.producer.result import SendResult
+from rocketmq_actors.protocol.records import MessageExt
+
+
+class Stamping:
+    """Adds a property before each send, and keeps what it saw after it."""
+
+    def __init__(self) -> None:
+        self.ended: list[SendContext] = []
+
+    def before_send(self, context: SendContext) -> None:
+        context.props["begun"] = True
+        props = {**context.message.properties, "stamp": context.mode}
+        context.message = attrs.evolve(context.message, properties=props)
+
+    def after_send(self, context: SendContext) -> None:
+        assert context.props["begun"]
+        self.ended.append(context)
+
+
+class Broken:
+    def before_send(self, context: SendContext) -> None:
+        raise RuntimeError("a broken hook")
+
+    def after_send(self, context: SendContext) -> None:
+        raise RuntimeError("a broken hook")
+
+    def before_consume(self, context: ConsumeContext) -> None:
+        raise RuntimeError("a broken hook")
+
+    def after_consume(self, context: ConsumeContext) -> None:
+        raise RuntimeError("a broken hook")
+
+
+class Watching:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[str], bool | None]] = []
+
+    def before_consume(self, context: ConsumeContext) -> None:
+        self.calls.append(("before", [m.keys[0] for m in context.messages], context.success))
+
+    def after_consume(self, context: ConsumeContext) -> None:
+        self.calls.append(("after", [m.keys[0] for m in context.messages], context.success))
+
+
+@pytest.mark.parametrize("hooks", [[object()], ["not a hook"], "a string", [Stamping(), 3]])
+def test_a_hook_without_the_methods_is_a_config_error_before_any_io(hooks: Any) -> None:
+    with pytest.raises(ConfigError, match="hook"):
+        Producer(namesrv="127.0.0.1:1", hooks=hooks)
+    with pytest.raises(ConfigError, match="hook"):
+        PushConsumer(group="G", subscriptions={"T": "*"}, namesrv="127.0.0.1:1", hooks=hooks)
+    with pytest.raises(ConfigError, match="hook"):
+        PopConsumer(group="G", subscriptions={"T": "*"}, namesrv="127.0.0.1:1", hooks=hooks)
+
+
+@pytest.mark.integration
+async def test_send_hooks_see_every_send_path_and_may_add_properties(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    stamping = Stamping()
+    hooks: list[SendHook] = [Broken(), stamping]  # (the broken one first: the next still runs)
+    options = ProducerOptions(max_message_size=1024)
+    async with Producer(namesrv=rocketmq_namesrv, options=options, hooks=hooks) as producer:
+        await create_topic(producer.instance, unique_topic, queues=2)
+        sent = await producer.send(Message(topic=unique_topic, body=b"1", keys=["sync"]))
+        future = await producer.submit(Message(topic=unique_topic, body=b"2", keys=["async"]))
+        await future
+        batch = [Message(topic=unique_topic, body=b"3", keys=["batch"]),
+                 Message(topic=unique_topic, body=b"4", keys=["batch2"])]  # fmt: skip
+        await producer.send_batch(batch)
+        await producer.send_oneway(Message(topic=unique_topic, body=b"5", keys=["oneway"]))
+        with pytest.raises(InvalidMessage):  # (refused before I/O: after_send hears of it)
+            await producer.send(Message(topic=unique_topic, body=bytes(2048), keys=["big"]))
+    modes = [c.mode for c in stamping.ended]
+    assert modes == ["sync", "async", "batch", "oneway", "sync"]
+    assert stamping.ended[0].result == sent and isinstance(stamping.ended[1].result, SendResult)
+    assert stamping.ended[2].result is not None and len(stamping.ended[2].result) == 2
+    assert stamping.ended[3].result is None and stamping.ended[3].error is None  # oneway
+    assert isinstance(stamping.ended[4].error, InvalidMessage)
+    assert stamping.ended[4].result is None
+    assert "producer.hook_failed" in caplog.text  # logged, and every send went on
+    consumed: dict[str, dict[str, str]] = {}
+    done = anyio.Event()
+
+    async def handle(message: MessageExt) -> None:
+        consumed[message.keys[0]] = dict(message.properties)
+        if len(consumed) == 5:
+            done.set()
+
+    async with PushConsumer(
+        group=unique_group, subscriptions={unique_topic: "*"}, handler=handle,
+        namesrv=rocketmq_namesrv, options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
+    ):  # fmt: skip
+        with anyio.fail_after(30):
+            await done.wait()
+    # the property before_send added went on the wire (a batch's: its first message only)
+    assert {k: p.get("stamp") for k, p in consumed.items()} == {
+        "sync": "sync", "async": "async", "batch": "batch", "batch2": None, "oneway": "oneway",
+    }  # fmt: skip
+
+
+@pytest.mark.integration
+async def test_consume_hooks_wrap_each_handler_call_with_its_outcome(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with Producer(namesrv=rocketmq_namesrv) as producer:
+        await create_topic(producer.instance, unique_topic, queues=1)
+        for key in ("ok", "fails-once"):
+            await producer.send(Message(topic=unique_topic, body=b"x", keys=[key]))
+    watching = Watching()
+    failed = False
+    handled: list[str] = []
+    done = anyio.Event()
+
+    async def handle(message: MessageExt) -> None:
+        nonlocal failed
+        if message.keys[0] == "fails-once" and not failed:
+            failed = True
+            raise RuntimeError("once")
+        handled.append(message.keys[0])
+        if len(handled) == 2:
+            done.set()
+
+    caplog.set_level(logging.ERROR)
+    async with PushConsumer(
+        group=unique_group, subscriptions={unique_topic: "*"}, handler=handle,
+        namesrv=rocketmq_namesrv, hooks=[watching, Broken()],
+        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET, orderly=True,
+                            suspend_delay=0.1),
+    ):  # fmt: skip
+        with anyio.fail_after(30):
+            await done.wait()
+    assert watching.calls == [
+        ("before", ["ok"], None), ("after", ["ok"], True),
+        ("before", ["fails-once"], None), ("after", ["fails-once"], False),
+        ("before", ["fails-once"], None), ("after", ["fails-once"], True),
+    ]  # fmt: skip
+    assert "consumer.hook_failed" in caplog.text
