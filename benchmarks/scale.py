@@ -24,6 +24,16 @@ is idle for at least ``ROUTE_TICK`` seconds, so that its route refreshes and hea
 Topics (``topics``), in a fresh process: one producer sends one message to each of
 ``--topics`` topics, then the same idle figures.
 
+The Java client (``rocketmq-client`` 5.3.3, ``benchmarks/java/ScaleBench.java``, run by
+:mod:`benchmarks.scale_java`) is measured in the same run, right after ours on each workload,
+against the same cluster and its own fresh topic and group of the same shape, and written
+beside ours (``java`` in each row): the same figures, its live Java threads (``threads``) and
+OS threads where ours has asyncio tasks, its requests counted by an ``RPCHook``. Its
+``shared`` producers share one instance name (one ``MQClientInstance``), its
+``own_instance`` ones have one each. These are start-up and idle costs: each JVM is fresh, not
+warmed as in a throughput comparison. Every measurement, ours and Java's, records the 1-minute
+load average when it began (``load_1m``).
+
 Issue 43 gives the before figures: 3,000 queues took 17 s to start, 10,000 never did in 240 s.
 """
 
@@ -43,6 +53,7 @@ import anyio
 
 from benchmarks.common import process_cpu_s, write_results
 from benchmarks.consumer import rss_mb
+from benchmarks.scale_java import java_consumer, java_producers
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.bodies import MessageQueue
@@ -96,7 +107,9 @@ def _name(code: int) -> str:
         return str(code)
 
 
-async def one_size(namesrv: str, queues: int, idle_s: float) -> dict[str, Any]:
+async def feed(namesrv: str, queues: int) -> tuple[str, int]:
+    """A fresh topic of ``queues`` queues (half on each master), one message in each of up to
+    ``SAMPLED`` queues spread over it: its name and the number of queues sampled."""
     topic = f"bench_scale_{queues}_{time.time_ns()}"
     per_broker = queues // 2
     async with Producer(namesrv=namesrv, group="bench_scale_feed") as producer:
@@ -110,7 +123,17 @@ async def one_size(namesrv: str, queues: int, idle_s: float) -> dict[str, Any]:
                 selector=lambda queues, message, arg: arg,
                 arg=target,
             )
+    return topic, len(sample)
 
+
+async def create_topics(namesrv: str, names: list[str]) -> None:
+    async with Producer(namesrv=namesrv, group="bench_scale_topics") as admin:
+        for name in names:
+            await create_topic(admin.instance, name, queues=1, timeout=60)
+
+
+async def one_size(namesrv: str, queues: int, idle_s: float) -> dict[str, Any]:
+    topic, sampled = await feed(namesrv, queues)
     owned = anyio.Event()
     handled = anyio.Event()
     seen: set[tuple[str, int]] = set()
@@ -121,10 +144,10 @@ async def one_size(namesrv: str, queues: int, idle_s: float) -> dict[str, Any]:
 
     async def handle(message: MessageExt) -> None:
         seen.add((message.broker_name, message.queue_id))
-        if len(seen) >= len(sample):
+        if len(seen) >= sampled:
             handled.set()
 
-    figures: dict[str, Any] = {"queues": queues, "brokers": 2}
+    figures: dict[str, Any] = {"queues": queues, "brokers": 2, "load_1m": _load()}
     with RequestCounter() as counter:
         began = time.perf_counter()
         async with PushConsumer(
@@ -176,10 +199,8 @@ async def producers(namesrv: str, count: int, topics: int, own: bool, idle_s: fl
     from rocketmq_actors.cluster.options import ClientOptions
 
     names = [f"bench_scale_t{i}_{time.time_ns()}" for i in range(topics)]
-    async with Producer(namesrv=namesrv, group="bench_scale_topics") as admin:
-        for name in names:
-            await create_topic(admin.instance, name, queues=1, timeout=60)
-    rss_before = rss_mb()
+    await create_topics(namesrv, names)
+    load, rss_before = _load(), rss_mb()
     with RequestCounter() as counter:
         async with AsyncExitStack() as stack:
             clients = []
@@ -195,7 +216,11 @@ async def producers(namesrv: str, count: int, topics: int, own: bool, idle_s: fl
             figures = await idle_figures(idle_s, counter)
             figures["instances"] = len({id(p.instance) for p in clients})
     figures["rss_before_mb"] = rss_before
-    return figures
+    return {"load_1m": load, **figures}
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
 
 
 def _child(namesrv: str, kind: str, count: int, topics: int, idle_s: float) -> dict[str, Any]:
@@ -211,6 +236,28 @@ def _child(namesrv: str, kind: str, count: int, topics: int, idle_s: float) -> d
         capture_output=True, text=True, check=True, timeout=900,
     )  # fmt: skip
     figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def consumers(namesrv: str, queues: int, idle_s: float) -> dict[str, Any]:
+    """Ours on ``queues`` queues, then Java's on a fresh topic of the same shape."""
+    figures = anyio.run(one_size, namesrv, queues, idle_s)
+    del figures["queues"]
+    topic, sampled = anyio.run(feed, namesrv, queues)
+    figures["java"] = java_consumer(
+        namesrv, topic, queues, sampled, idle_s=idle_s, limit_s=START_LIMIT_S
+    )
+    return figures
+
+
+def clients(namesrv: str, kind: str, count: int, topics: int, idle_s: float) -> dict[str, Any]:
+    """Ours (:func:`_child`), then Java's producers of the same kind on topics of their own."""
+    figures = _child(namesrv, kind, count, topics, idle_s)
+    prefix = f"bench_scale_jt{time.time_ns()}_"
+    anyio.run(create_topics, namesrv, [f"{prefix}{i}" for i in range(topics)])
+    figures["java"] = java_producers(
+        namesrv, count, kind == "shared", prefix, topics, idle_s=max(idle_s, ROUTE_TICK)
+    )
     return figures
 
 
@@ -235,14 +282,13 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
 
     def measure(namesrv: str) -> dict[str, Any]:
-        runs = [anyio.run(one_size, namesrv, n, args.idle) for n in args.queues]
         return {
-            "queues": {str(run.pop("queues")): run for run in runs},
+            "queues": {str(n): consumers(namesrv, n, args.idle) for n in args.queues},
             "producers": {
-                kind: {str(n): _child(namesrv, kind, n, 1, args.idle) for n in args.producers}
+                kind: {str(n): clients(namesrv, kind, n, 1, args.idle) for n in args.producers}
                 for kind in ("shared", "own_instance")
             },
-            "topics": {str(args.topics): _child(namesrv, "shared", 1, args.topics, args.idle)},
+            "topics": {str(args.topics): clients(namesrv, "shared", 1, args.topics, args.idle)},
         }
 
     if args.namesrv:
