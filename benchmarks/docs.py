@@ -101,7 +101,8 @@ def _not_published() -> list[str]:
 
 
 #: the sections of ours alone: results file, title; the Java figures some of them carry
-#: (measured cold, in runs of their own) are left out of the page
+#: (measured cold, in runs of their own) are left out of the page, but for those of the
+#: sections drawn by a function of their own (:data:`SECTIONS`), measured in the same run
 ALONE = [
     ("codec", "The codec alone (`codec.json`)"),
     ("roundtrip", "Request round trips on one connection, asyncio (`roundtrip.json`)"),
@@ -111,12 +112,154 @@ ALONE = [
     ("soak", "Ten minutes of steady produce and consume (`soak.json`, `make soak`)"),
     ("spark", "Spark (`spark.json`)"),
     ("scale", "A push consumer's cost by the queues it owns (`scale.json`)"),
+    ("contention", "Consume on a shared machine, both clients (`contention.json`)"),
     ("jvmstart", "The test clusters' JIT: C1 only against C1 and C2 (`jvmstart.json`)"),
 ]
 
 
 def _ours_only(figures: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in figures.items() if "java" not in k}
+
+
+SCALE_METHOD = """\
+`python -m benchmarks.scale` measures how a client's cost grows with the work, on a cluster of
+two masters it starts, ours and then the Java client (`rocketmq-client` 5.3.3,
+`benchmarks/java/ScaleBench.java`) on each workload in the same run, each on a fresh topic
+and group of the same shape. Each cell is ours / Java's. These are start-up and idle costs: the
+Java client runs in a fresh JVM per workload, not warmed as in a throughput comparison, since
+start-up and idle are what a freshly started client pays; no ratio is drawn from them. The
+idle figures are over the run's idle window, after the consumer owns its queues and has
+consumed a message from each sampled one (the producers after each sent its messages): the
+process's CPU seconds per second (every thread), its RSS and its asyncio tasks (ours) or live
+threads (Java, with its OS threads in brackets); requests per second are counted at our
+connections and by an `RPCHook` in the Java client. `load (1 min)` is the machine's load
+average when the measurement began.
+"""
+
+#: (results key, row label) of the producer-side workloads of ``scale.json``
+SCALE_CLIENTS = [
+    ("producers.shared", "{n} {producers}, one client instance"),
+    ("producers.own_instance", "{n} {producers}, an instance each"),
+    ("topics", "1 producer, {n} topics"),
+]
+
+
+def _cell(ours: dict[str, Any], java: dict[str, Any], key: str, java_key: str = "") -> str:
+    """``ours / Java's`` of one figure (``-`` where a side has none, ``failed`` where Java's
+    run failed)."""
+    other = "failed" if "error" in java else java.get(java_key or key, "-")
+    if key == "tasks" and "os_threads" in java:
+        other = f"{other} ({java['os_threads']})"
+    return f"{ours.get(key, '-')} / {other}"
+
+
+def _requests(figures: dict[str, Any]) -> str:
+    if "error" in figures:
+        return "failed"
+    counts = figures.get("idle_requests_per_s")
+    if counts is None:
+        return "-"
+    return ", ".join(f"`{code}` {n}" for code, n in counts.items()) or "none"
+
+
+def _workloads(figures: dict[str, Any], path: str) -> dict[str, dict[str, Any]]:
+    found: Any = figures
+    for key in path.split("."):
+        found = found.get(key, {})
+    return dict(found)
+
+
+def scale_section(figures: dict[str, Any]) -> list[str]:
+    """The scale section: ours beside the Java client's figures, workload by workload."""
+    before, after = figures.get("load_average_before"), figures.get("load_average_after")
+    run = (
+        f"Run: RocketMQ {figures['server']}, Python {figures['python']} ({figures['machine']}, "
+        f"`{figures['json_backend']}`), calibration `sum(range(1000))` "
+        f"{figures['calibration_sum_range_1000_us']} us, idle window {figures['idle_s']} s"
+    )
+    if before and after:
+        run += f", load average (1 min) {before[0]:.2f} before the run, {after[0]:.2f} after"
+    consumer = [
+        "| queues owned | start s | sample s | stop s | idle CPU s per s | RSS MB "
+        "| tasks / threads | load (1 min) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    requests = ["| workload | ours: requests per s | Java: requests per s |", "|---|---|---|"]
+    errors = []
+    for n, ours in figures.get("queues", {}).items():
+        java = ours.get("java", {})
+        cells = [_cell(ours, java, k) for k in ("start_s", "sample_s", "stop_s")]
+        cells += [_cell(ours, java, k) for k in ("idle_cpu_per_s", "rss_mb")]
+        cells += [_cell(ours, java, "tasks", "threads"), _cell(ours, java, "load_1m")]
+        consumer.append(f"| {n} | " + " | ".join(cells) + " |")
+        requests.append(f"| {n} queues | {_requests(ours)} | {_requests(java)} |")
+        errors += [f"- Java, {n} queues: {java['error']}"] if "error" in java else []
+    clients = [
+        "| workload | client instances | RSS before MB | RSS MB | idle CPU s per s "
+        "| tasks / threads | load (1 min) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for path, label in SCALE_CLIENTS:
+        for n, ours in _workloads(figures, path).items():
+            java = ours.get("java", {})
+            name = label.format(n=n, producers="producer" if n == "1" else "producers")
+            cells = [_cell(ours, java, k) for k in ("instances", "rss_before_mb", "rss_mb")]
+            cells += [_cell(ours, java, "idle_cpu_per_s"), _cell(ours, java, "tasks", "threads")]
+            clients.append(f"| {name} | " + " | ".join([*cells, _cell(ours, java, "load_1m")])
+                           + " |")  # fmt: skip
+            requests.append(f"| {name} | {_requests(ours)} | {_requests(java)} |")
+            errors += [f"- Java, {name}: {java['error']}"] if "error" in java else []
+    parts = [SCALE_METHOD, run + ".\n", "\n".join(consumer) + "\n", "\n".join(clients) + "\n"]
+    parts += ["\n".join(requests) + "\n"]
+    if errors:
+        parts += ["Java runs that failed:\n", "\n".join(errors) + "\n"]
+    return parts
+
+
+CONTENTION_METHOD = """\
+`python -m benchmarks.contention` drains a backlog with each client against the C null broker,
+alone and beside busy loops (`python -c 'while True: pass'`, what `make test-busy` puts beside
+the tests), in one rotation: each client warmed up first (the Java client in one JVM
+throughout), then the drains in turns, each client once alone and once beside the loops per
+round. `cores` is what the client's process took over its drain (CPU seconds of every thread
+over the seconds from its first message to its last). Linux's scheduler shares the cores
+among runnable threads, not processes: beside busy loops, a client of one event loop thread
+gets a thread's share, a client of many threads gets more. The ratio is throughput, ours /
+Java, on this machine.
+"""
+
+
+def contention_section(figures: dict[str, Any]) -> list[str]:
+    """The consume-on-a-shared-machine section: each condition's means, per client."""
+    settings = figures["settings"]
+    drains = [d for d in figures["drains"] if d["phase"] == "measured"]
+    run = (
+        f"Run: {settings['messages_per_drain']} messages a drain, {settings['rounds']} rounds, "
+        f"{settings['warmup']} s of warm-up per client, {settings['cores']} cores, calibration "
+        f"`sum(range(1000))` {figures['calibration_sum_range_1000_us']} us; load average (1 min)"
+        f" before the drains {min(d['load_before'] for d in drains)} to "
+        f"{max(d['load_before'] for d in drains)}."
+    )
+    rows = [
+        "| condition | ours: msgs/s | CPU us/msg | cores | Java: msgs/s | CPU us/msg | cores "
+        "| null broker CPU us/msg | throughput, ours / Java |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for condition, sides in figures["summary"].items():
+        ours, java = sides["ours"], sides["java"]
+        broker = max(ours.get("null_broker_cpu_us_per_msg", 0), java.get(
+            "null_broker_cpu_us_per_msg", 0))  # fmt: skip
+        rows.append(
+            f"| {condition.replace('_', ' ')} | {ours['msgs_per_s']:,.0f} | "
+            f"{ours['cpu_us_per_msg']} | {ours['cores']} | {java['msgs_per_s']:,.0f} | "
+            f"{java['cpu_us_per_msg']} | {java['cores']} | {broker} | "
+            f"{sides['throughput_ratio_ours_over_java']} |"
+        )
+    return [CONTENTION_METHOD, run + "\n", "\n".join(rows) + "\n"]
+
+
+#: sections drawn by a function of their own (the rest: every scalar of the file)
+SECTIONS = {"scale": scale_section, "contention": contention_section}
 
 
 def performance_md() -> str:
@@ -131,7 +274,9 @@ def performance_md() -> str:
         FINDINGS,
     ]
     for name, title in ALONE:
-        parts += [f"## {title}\n", _table(_ours_only(load(name)))]
+        section = SECTIONS.get(name)  # (with the Java client's figures beside ours)
+        body = section(load(name)) if section else [_table(_ours_only(load(name)))]
+        parts += [f"## {title}\n", *body]
     return "\n".join(parts).rstrip("\n") + "\n"
 
 
