@@ -155,6 +155,8 @@ class Tracing:
         )
         if ordered and message_group is not None:
             attributes["messaging.rocketmq.message.group"] = message_group
+        if isinstance(message.body, bytes | bytearray):  # (a value: serialized after this)
+            attributes["messaging.message.body.size"] = len(message.body)
         span = self._send_span(message.topic, attributes)
         try:
             return span, self._inject(span, message)
@@ -212,6 +214,7 @@ class Tracing:
             attributes["messaging.rocketmq.consumption_model"] = self._model
         if count == 1:
             attributes["messaging.message.id"] = message.msg_id
+            attributes["messaging.message.body.size"] = len(message.body)
         else:
             attributes["messaging.batch.message_count"] = count
         if message.tags:

@@ -228,3 +228,38 @@ async def test_a_pop_consumer_traces_each_handler_call_when_its_client_options_s
     assert attributes["messaging.consumer.group.name"] == unique_group
     assert attributes["messaging.message.id"] == sent.msg_id
     assert attributes["messaging.rocketmq.consumption_model"] == "clustering"
+
+
+async def test_a_oneway_send_has_a_span_and_carries_its_context(
+    spans: InMemorySpanExporter, rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    """Issue 45: ``send_oneway`` made no span and carried no ``traceparent``. Its span ends
+    once the request is written (no result: the message id is ours), and the handler's
+    process span is its child. Send and process spans give the body's size."""
+    got: list[MessageExt] = []
+    done = anyio.Event()
+
+    async def handle(message: MessageExt) -> None:
+        got.append(message)
+        done.set()
+
+    async with Producer(
+        namesrv=rocketmq_namesrv, group="G_traced_oneway", client=ClientOptions(tracing=True)
+    ) as producer:
+        await create_topic(producer.instance, unique_topic, queues=1)
+        await producer.send_oneway(Message(topic=unique_topic, body=b"oneway", keys=["o"]))
+    async with PushConsumer(
+        group=unique_group, subscriptions={unique_topic: "*"}, handler=handle,
+        namesrv=rocketmq_namesrv, options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
+        client=ClientOptions(tracing=True),
+    ):  # fmt: skip
+        with anyio.fail_after(30):
+            await done.wait()
+    finished = spans.get_finished_spans()
+    (send,) = [s for s in finished if s.kind is SpanKind.PRODUCER]
+    (process,) = [s for s in finished if s.kind is SpanKind.CONSUMER]
+    sent, processed = check_semconv(send), check_semconv(process)
+    assert sent["messaging.message.id"] == got[0].msg_id == processed["messaging.message.id"]
+    assert sent["messaging.message.body.size"] == processed["messaging.message.body.size"] == 6
+    assert "traceparent" in got[0].properties
+    assert process.parent is not None and process.parent.span_id == send.context.span_id

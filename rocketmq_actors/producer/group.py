@@ -402,13 +402,20 @@ class ProducerGroup(GroupMember):
 
     async def send_oneway(self, message: Message, routing: Routing) -> None:
         hooked = self.hooks.before(message, "oneway")
+        message = message if hooked is None else hooked.message
+        span = None
         try:
-            prepared = self.prepare(message if hooked is None else hooked.message)
+            if self._tracing is not None:  # a send span, ended once the request is written
+                span, message = self._start_span(message, routing.sharding_key, routing.selector)
+            prepared = self.prepare(message)
             self._check_running()
             await self.loop.oneway(prepared, routing)
         except BaseException as exc:
+            self._span_failed(span, exc)
             self.hooks.after(hooked, None, exc)
             raise
+        if span is not None and self._tracing is not None:
+            self._tracing.end_send(span, prepared.msg_id, None)
         self.hooks.after(hooked, None, None)
 
     async def send_batch(
