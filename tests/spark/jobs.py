@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
-import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
+from tests.processes import job_events
 from tests.spark.stream_job import QUICK_JIT
 
 __all__ = ["committed_rows", "job_env", "job_events"]
@@ -27,27 +24,6 @@ def job_env() -> dict[str, str]:
     for name in ("SPARK_LAUNCHER_OPTS", "SPARK_SUBMIT_OPTS"):
         env.setdefault(name, f"-XX:-UsePerfData {QUICK_JIT}")
     return env
-
-
-def job_events(process: subprocess.Popen[str], until: Callable[[dict[str, Any]], bool],
-            timeout: float) -> list[dict[str, Any]]:  # fmt: skip
-    """The job's JSON lines up to the first that satisfies ``until``."""
-    assert process.stdout is not None
-    seen: list[dict[str, Any]] = []
-    deadline = time.monotonic() + timeout
-    with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or not selector.select(left):
-                raise AssertionError(f"no such event within {timeout} s; saw {seen}")
-            line = process.stdout.readline()
-            if not line:
-                raise AssertionError(f"the job exited ({process.wait()}); saw {seen}")
-            if line.startswith("{"):
-                seen.append(json.loads(line))
-                if until(seen[-1]):
-                    return seen
 
 
 def committed_rows(output: Path) -> list[dict[str, Any]]:
