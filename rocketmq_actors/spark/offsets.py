@@ -202,7 +202,16 @@ class OffsetPlanner:
         return matching_topics(names, pattern, self.options.namespace)
 
     async def queues(self) -> list[MessageQueue]:
-        """Every readable queue of the topics, from a fresh route (new queues and brokers)."""
+        """Every readable queue of the topics, from a fresh route (new queues and brokers);
+        with ``assign``, those it names."""
+        queues = await self.route_queues()
+        assigned = self.options.assigned
+        if assigned is None:
+            return queues
+        wire = {self._wire(topic): keys for topic, keys in assigned.items()}
+        return [q for q in queues if queue_key(q.broker_name, q.queue_id) in wire[q.topic]]
+
+    async def route_queues(self) -> list[MessageQueue]:
         queues: list[MessageQueue] = []
         for topic in await self.topics():
             try:

@@ -2,9 +2,11 @@
 Kafka source and checked on the driver when the read is planned: an unknown or misspelt option
 is refused, as the writer refuses one. docs/spark.md has the table; in short:
 
-- ``namesrv`` (required); exactly one of ``topic``, ``topics`` (comma-separated) and
+- ``namesrv`` (required); exactly one of ``topic``, ``topics`` (comma-separated),
   ``topicPattern`` (a regular expression matched against the whole name; system, retry and
-  dead-letter topics excluded; new matches picked up between micro-batches).
+  dead-letter topics excluded; new matches picked up between micro-batches) and ``assign``
+  (JSON, ``{"topic": ["broker-a:0", ...]}``: those queues only). ``includeHeaders`` is taken
+  for Kafka's sake: the ``properties`` column is always there.
 - ``startingOffsets``: ``earliest``, ``latest`` or JSON per queue,
   ``{"orders": {"broker-a:0": 42}}`` (-2 earliest, -1 latest; queues it leaves out start at the
   default: ``latest`` for a stream, ``earliest`` for a batch); or ``startingTimestamp`` (epoch
@@ -61,7 +63,8 @@ EARLIEST = -2  # as Kafka's JSON offsets
 LATEST = -1
 
 _KNOWN = {
-    "namesrv", "topic", "topics", "topicpattern", "startingoffsets", "endingoffsets",
+    "namesrv", "topic", "topics", "topicpattern", "assign", "includeheaders",
+    "startingoffsets", "endingoffsets",
     "endingtimestamp", "endingoffsetsbytimestamp",
     "startingtimestamp", "startingoffsetsbytimestamp", "failondataloss",
     "maxoffsetspertrigger", "minpartitions", "minoffsetsperpartition", "tags", "sql", "group",
@@ -137,10 +140,40 @@ def _bound(lowered: Mapping[str, str], side: str, default: str, modes: tuple[str
     return Bound("offsets", _spec(offsets, raw, allowed=allowed))
 
 
+def _assign(raw: str) -> dict[str, frozenset[str]]:
+    """``assign``: ``{"topic": ["broker-a:0", "broker-b:1"]}``, the queues read (Kafka's
+    ``{"topic": [0, 1]}``: a queue is named by its broker too)."""
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict) or not parsed:
+        raise OptionError(
+            f'option \'assign\' must be JSON like {{"topic": ["broker-a:0"]}}, not {raw!r}'
+        )
+    assigned: dict[str, frozenset[str]] = {}
+    for topic, queues in parsed.items():
+        validate_topic(topic, error=OptionError)
+        if not isinstance(queues, list) or not queues:
+            raise OptionError(f"option 'assign': {topic!r} must name a list of queues")
+        keys = set()
+        for key in queues:
+            broker, _, queue = str(key).rpartition(":")
+            if not isinstance(key, str) or not broker or not queue.isdigit():
+                raise OptionError(f"option 'assign': queue {key!r} is not broker-name:queue-id")
+            keys.add(queue_key(broker, int(queue)))
+        assigned[topic] = frozenset(keys)
+    return assigned
+
+
 def _topics(lowered: Mapping[str, str]) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
-    given = [n for n in ("topic", "topics", "topicpattern") if lowered.get(n)]
+    given = [n for n in ("topic", "topics", "topicpattern", "assign") if lowered.get(n)]
     if len(given) != 1:
-        raise OptionError("give exactly one of the options 'topic', 'topics' and 'topicPattern'")
+        raise OptionError(
+            "give exactly one of the options 'topic', 'topics', 'topicPattern' and 'assign'"
+        )
+    if given[0] == "assign":
+        return (), None  # (the topics are assign's: _parse)
     if given[0] == "topicpattern":
         try:
             return (), re.compile(lowered["topicpattern"])
@@ -160,6 +193,7 @@ class SourceOptions:
     namesrv: str
     topics: tuple[str, ...]
     pattern: re.Pattern[str] | None
+    assigned: dict[str, frozenset[str]] | None  # ``assign``: topic -> its queues read
     start: Bound
     end: Bound
     fail_on_data_loss: bool
@@ -213,8 +247,11 @@ class SourceOptions:
         validate_group(group)
         limit = lowered.get("maxoffsetspertrigger")
         parts = lowered.get("minpartitions")
+        _bool(lowered, "includeheaders", True)  # (checked: the properties column is always there)
+        assigned = _assign(lowered["assign"]) if lowered.get("assign") else None
         return cls(
-            streaming=streaming, namesrv=namesrv, topics=topics, pattern=pattern,
+            streaming=streaming, namesrv=namesrv, pattern=pattern, assigned=assigned,
+            topics=tuple(assigned) if assigned is not None else topics,
             start=_bound(lowered, "starting", "latest" if streaming else "earliest",
                          ("earliest", "latest")), end=end,
             fail_on_data_loss=_bool(lowered, "failondataloss", True),

@@ -56,7 +56,7 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> Cluster:
     async def queues(self: OffsetPlanner) -> list[MessageQueue]:
         return list(fake.stored)
 
-    monkeypatch.setattr(OffsetPlanner, "queues", queues)
+    monkeypatch.setattr(OffsetPlanner, "route_queues", queues)
     return fake
 
 
@@ -399,3 +399,14 @@ async def test_a_batch_ends_before_the_first_message_at_or_after_a_time(
     assert {ts for _, ts in asked} == {300}
     named = batch(endingOffsetsByTimestamp='{"t": {"broker-a:1": 200}}')
     assert await named.ending([A0, A1, B0]) == {A0: 100, A1: 20, B0: 10}
+
+
+async def test_assign_plans_the_named_queues_only(cluster: Cluster) -> None:
+    """``assign``: the other queues of the topic are neither asked about nor read."""
+    source = OffsetPlanner(None, SourceOptions.parse(  # type: ignore[arg-type]
+        {"namesrv": "127.0.0.1:9876", "assign": '{"t": ["broker-a:1", "broker-b:0"]}'},
+        streaming=True,
+    ))  # fmt: skip
+    end = await source.next_end({}, None, None)
+    assert end == {A1: 50, B0: 10}
+    assert A0 not in cluster.asked

@@ -108,3 +108,25 @@ def test_min_offsets_per_partition_is_a_count_and_zero_turns_packing_off() -> No
     for bad in ("-1", "lots", "1.5"):
         with pytest.raises(OptionError, match="minOffsetsPerPartition"):
             SourceOptions.parse({**BASE, "minOffsetsPerPartition": bad}, streaming=False)
+
+
+def test_assign_names_the_queues_read_and_include_headers_is_taken() -> None:
+    """Kafka's ``assign`` (``{"topic": [0, 1]}``) with queues named by broker too; Kafka's
+    ``includeHeaders`` is taken (a boolean), the properties column being always there."""
+    options = SourceOptions.parse(
+        {"namesrv": "h:1", "assign": '{"a": ["broker-a:0", "broker-b:3"], "b": ["x:1"]}',
+         "includeHeaders": "true"},
+        streaming=True,
+    )  # fmt: skip
+    assert options.topics == ("a", "b")
+    assert options.assigned == {
+        "a": frozenset({"broker-a:0", "broker-b:3"}),
+        "b": frozenset({"x:1"}),
+    }
+    for bad in ('{"a": [0]}', '{"a": []}', '["a"]', "a", '{"a": ["b:x"]}'):
+        with pytest.raises(OptionError, match="assign"):
+            SourceOptions.parse({"namesrv": "h:1", "assign": bad}, streaming=True)
+    with pytest.raises(OptionError, match="exactly one"):
+        SourceOptions.parse({**BASE, "assign": '{"a": ["b:0"]}'}, streaming=True)
+    with pytest.raises(OptionError, match=r"(?i)includeHeaders"):
+        SourceOptions.parse({**BASE, "includeHeaders": "perhaps"}, streaming=True)

@@ -173,6 +173,8 @@ def test_batch_reads_with_pattern_filters_offsets_and_min_partitions(
                   endingOffsets=json.dumps({one: {f"{broker}:0": 5}})).collect()  # fmt: skip
     mine = sorted((r.queue_offset, r.keys[0]) for r in ranged if r.queue_id == 0)
     assert mine == queue0[3:5]  # [3, 5) of queue 0; the other queue whole
+    assigned = read(assign=json.dumps({one: [f"{broker}:0"]}), includeHeaders="true").collect()
+    assert sorted((r.queue_offset, r.keys[0]) for r in assigned) == queue0  # queue 0 only
     assert len(ranged) == 2 + sum(1 for r in every if r.topic == one and r.queue_id != 0)
     since = sorted(r.store_timestamp for r in every if r.topic == one)[10]
     stamped = read(topic=one, startingTimestamp=str(round(since.timestamp() * 1000))).collect()
