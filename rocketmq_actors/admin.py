@@ -35,6 +35,7 @@ from rocketmq_actors.adminbase import NoMaster, call, masters
 from rocketmq_actors.brokeradmin import (
     add_write_perm,
     broker_config,
+    clone_group_offset,
     delete_group,
     producer_connection,
     update_broker_config,
@@ -83,6 +84,7 @@ __all__ = [
     "add_write_perm",
     "broker_config",
     "broker_runtime_info",
+    "clone_group_offset",
     "cluster_list",
     "consume_stats",
     "consumer_connection",

@@ -3,6 +3,8 @@ them (re-exported by :mod:`rocketmq_actors.admin`):
 
 * :func:`update_group` / :func:`delete_group` - UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) and
   DELETE_SUBSCRIPTIONGROUP (207) on every master (``updateSubGroup``, ``deleteSubGroup``);
+* :func:`clone_group_offset` - CLONE_GROUP_OFFSET (314) on every master of a topic
+  (``cloneGroupOffset``);
 * :func:`broker_config` / :func:`update_broker_config` - GET_BROKER_CONFIG (26) and
   UPDATE_BROKER_CONFIG (25) (``getBrokerConfig``, ``updateBrokerConfig``);
 * :func:`producer_connection` - GET_PRODUCER_CONNECTION_LIST (204) on every master
@@ -15,10 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rocketmq_actors.adminbase import call, masters
+from rocketmq_actors.adminbase import NoMaster, call, masters
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import ConfigError, broker_error
-from rocketmq_actors.names import validate_group
+from rocketmq_actors.names import validate_group, validate_topic
 from rocketmq_actors.protocol.admin_bodies import (
     ClientConnection,
     decode_producer_connections,
@@ -29,6 +31,7 @@ from rocketmq_actors.protocol.admin_bodies import (
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.headers import (
     BrokerNameRequestHeader,
+    CloneGroupOffsetRequestHeader,
     GroupRequestHeader,
     ProducerGroupRequestHeader,
 )
@@ -37,6 +40,7 @@ from rocketmq_actors.runtime.checks import check_int
 __all__ = [
     "add_write_perm",
     "broker_config",
+    "clone_group_offset",
     "delete_group",
     "producer_connection",
     "update_broker_config",
@@ -86,6 +90,29 @@ async def delete_group(
     brokers = []
     for name, addr in (await masters(instance, cluster)).items():
         await call(instance, addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, header.to_ext())
+        brokers.append(name)
+    return brokers
+
+
+async def clone_group_offset(
+    instance: ClientInstance, source: str, dest: str, topic: str, *, offline: bool = False
+) -> list[str]:
+    """Copy consumer group ``source``'s committed offsets of ``topic`` to group ``dest`` on
+    every master of the topic (``mqadmin cloneGroupOffset``): ``dest`` then starts where
+    ``source`` is. Unless ``offline``, a broker skips the copy while ``source`` has online
+    members that do not subscribe to ``topic``. The broker names asked."""
+    validate_group(source)
+    validate_group(dest)
+    validate_topic(topic)
+    header = CloneGroupOffsetRequestHeader(src_group=source, dest_group=dest, topic=topic,
+                                           offline=offline)  # fmt: skip
+    route = await instance.routes.refresh(topic)
+    brokers = []
+    for name in sorted(route.brokers):
+        addr = route.master_addr(name)
+        if addr is None:
+            raise NoMaster(f"broker {name} of topic {topic!r} has no master")
+        await call(instance, addr, RequestCode.CLONE_GROUP_OFFSET, header.to_ext())
         brokers.append(name)
     return brokers
 

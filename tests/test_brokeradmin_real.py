@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rocketmq_actors import admin
+from rocketmq_actors.consumer.core.offsets import RemoteOffsetStore
 from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.producer import Producer, create_topic
 
@@ -97,3 +98,29 @@ async def test_bad_arguments_are_refused_before_any_io(rocketmq_namesrv: str) ->
             await admin.delete_group(client.instance, "")
         with pytest.raises(ConfigError):
             await admin.update_broker_config(client.instance, "127.0.0.1:1", {})
+
+
+async def test_a_groups_offsets_are_cloned_to_another_group(
+    rocketmq_namesrv: str, unique_group: str, unique_topic: str
+) -> None:
+    """mqadmin cloneGroupOffset: the new group starts where the old one is."""
+    source, dest = f"{unique_group}_src", f"{unique_group}_dst"
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_admin") as client:
+        instance = client.instance
+        await create_topic(instance, unique_topic, queues=2)
+        route = await instance.routes.refresh(unique_topic)
+        queues = route.subscribe_queues
+        for group in (source, dest):  # (a broker refuses offsets of a group it does not know)
+            await admin.update_group(instance, group)
+        committed = RemoteOffsetStore(instance, source)  # (as a member of the group commits)
+        for queue, offset in zip(queues, (3, 5), strict=True):
+            committed.update(queue, offset)
+        await committed.persist(confirmed=True)
+        brokers = await admin.clone_group_offset(instance, source, dest, unique_topic)
+        assert brokers == sorted(route.brokers)
+        stats = await admin.consume_stats(instance, dest, unique_topic)
+        assert {q: o.consumer_offset for q, o in stats.offsets.items()} == dict(
+            zip(queues, (3, 5), strict=True)
+        )
+        with pytest.raises(ConfigError):
+            await admin.clone_group_offset(instance, source, "bad group!", unique_topic)

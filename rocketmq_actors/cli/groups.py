@@ -31,7 +31,8 @@ from rocketmq_actors.runtime.tree import Node
 from .common import UsageError, add_common, emit, run_with_instance, table
 from .progress import ProgressReport, add_progress_flag
 
-ACTIONS = ("list", "describe", "update", "delete", "producers", "reset-offset", "lag")
+ACTIONS = ("list", "describe", "update", "delete", "producers", "reset-offset", "lag",
+           "clone-offset")  # fmt: skip
 
 
 async def _list(instance: ClientInstance, args: argparse.Namespace) -> dict[str, Any]:
@@ -178,6 +179,18 @@ async def _delete(instance: ClientInstance, args: argparse.Namespace) -> dict[st
     return {"group": args.group, "brokers": brokers}
 
 
+async def _clone(instance: ClientInstance, args: argparse.Namespace) -> dict[str, Any]:
+    brokers = await admin.clone_group_offset(instance, args.group, args.to_group, args.topic,
+                                             offline=args.offline)  # fmt: skip
+    return {"group": args.group, "to_group": args.to_group, "topic": args.topic,
+            "brokers": brokers}  # fmt: skip
+
+
+def _render_cloned(result: dict[str, Any]) -> str:
+    return (f"offsets of {result['group']} on {result['topic']} copied to {result['to_group']} "
+            f"on {', '.join(result['brokers'])}")  # fmt: skip
+
+
 def _render_changed(result: dict[str, Any]) -> str:
     return f"group {result['group']} on {', '.join(result['brokers'])}"
 
@@ -207,21 +220,25 @@ def _render_tree(result: dict[str, Any]) -> str:
 
 
 WORK = {"list": _list, "describe": _describe, "update": _update, "delete": _delete,
-        "producers": _producers, "reset-offset": _reset, "lag": _lag, "tree": _tree}  # fmt: skip
+        "producers": _producers, "reset-offset": _reset, "lag": _lag, "tree": _tree,
+        "clone-offset": _clone}  # fmt: skip
 RENDER = {"list": _render_list, "describe": _render_describe, "update": _render_changed,
           "delete": _render_changed, "producers": _render_producers,
-          "reset-offset": _render_reset, "lag": _render_lag, "tree": _render_tree}  # fmt: skip
+          "reset-offset": _render_reset, "lag": _render_lag, "tree": _render_tree,
+          "clone-offset": _render_cloned}  # fmt: skip
 NEEDS = {"describe": ("group",), "update": ("group",), "delete": ("group",),
          "producers": ("group",), "reset-offset": ("group", "topic"), "lag": ("group", "topic"),
-         "tree": ("group", "topic")}  # fmt: skip
+         "tree": ("group", "topic"), "clone-offset": ("group", "to_group", "topic")}  # fmt: skip
 
 
 def _run(args: argparse.Namespace) -> int:
     for option in NEEDS.get(args.action, ()):
         if not getattr(args, option):
-            raise UsageError(f"group {args.action} needs --{option}")
+            raise UsageError(f"group {args.action} needs --{option.replace('_', '-')}")
     if args.group:
         validate_group(args.group)
+    if args.to_group:
+        validate_group(args.to_group)
     if args.topic:
         validate_topic(args.topic)
     if args.action == "reset-offset":
@@ -254,6 +271,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--disable", action="store_true", help="update: the group may not consume")
     p.add_argument("--clean-offset", action="store_true",
                    help="delete: its committed offsets too")  # fmt: skip
+    p.add_argument("--to-group", help="clone-offset: the group --group's offsets are copied to")
+    p.add_argument("--offline", action="store_true",
+                   help="clone-offset: copy even while --group's members are online")  # fmt: skip
     add_progress_flag(p)
     p.set_defaults(handler=_run)
 
@@ -263,4 +283,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     t.add_argument("--topic", required=True, help="a topic the group consumes")
     t.add_argument("--client-id", help="only this member (default: every online member)")
     t.set_defaults(handler=_run, action="tree", to_time=None, to_earliest=False,
-                   to_latest=False, cluster=None)  # fmt: skip
+                   to_latest=False, cluster=None, to_group=None)  # fmt: skip

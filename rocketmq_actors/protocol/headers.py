@@ -368,6 +368,18 @@ class GroupRequestHeader(Header):
 
 
 @attrs.define(kw_only=True, slots=True)
+class CloneGroupOffsetRequestHeader(Header):
+    """CLONE_GROUP_OFFSET (314): ``srcGroup``'s committed offsets of ``topic`` copied to
+    ``destGroup``; not ``offline``, a broker skips a topic the source's online members do not
+    subscribe to."""
+
+    src_group: str = wire("srcGroup")
+    dest_group: str = wire("destGroup")
+    topic: str = wire("topic")
+    offline: bool = wire("offline", default=False)
+
+
+@attrs.define(kw_only=True, slots=True)
 class ProducerGroupRequestHeader(Header):
     """GET_PRODUCER_CONNECTION_LIST (204)."""
 

@@ -8,6 +8,8 @@ import json
 import anyio
 import pytest
 
+from rocketmq_actors import admin
+from rocketmq_actors.consumer.core.offsets import RemoteOffsetStore
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
@@ -161,3 +163,25 @@ def test_group_update_delete_and_producers_as_mqadmin(
     nobody = ok_json("group", "producers", *ns, "--group", unique_group)
     assert nobody["connections"] == []
     one_line_error(cli("group", "update", *ns), 2, "--group")
+
+
+async def test_group_clone_offset_as_mqadmin(
+    rocketmq_namesrv: str, unique_group: str, unique_topic: str
+) -> None:
+    source, dest = f"{unique_group}_src", f"{unique_group}_dst"
+    ns = ("--namesrv", rocketmq_namesrv)
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_feed") as client:
+        await create_topic(client.instance, unique_topic, queues=1)
+        (queue,) = (await client.instance.routes.refresh(unique_topic)).subscribe_queues
+        for group in (source, dest):  # (a broker refuses offsets of a group it does not know)
+            await admin.update_group(client.instance, group)
+        committed = RemoteOffsetStore(client.instance, source)
+        committed.update(queue, 7)
+        await committed.persist(confirmed=True)
+    cloned = await aok_json("group", "clone-offset", *ns, "--group", source, "--to-group", dest,
+                            "--topic", unique_topic)  # fmt: skip
+    assert cloned == {"group": source, "to_group": dest, "topic": unique_topic,
+                      "brokers": [queue.broker_name]}  # fmt: skip
+    described = await aok_json("group", "describe", *ns, "--group", dest, "--topic", unique_topic)
+    assert [q["consumer_offset"] for q in described["queues"]] == [7]
+    one_line_error(cli("group", "clone-offset", *ns, "--group", source), 2, "--to-group")
