@@ -283,13 +283,8 @@ class ProducerGroup(GroupMember):
         hooked = self.hooks.before(message, "sync")
         if hooked is not None:
             message = hooked.message  # (before_send may have replaced it)
-        try:
-            result = await self._send_spanned(message, sharding_key, selector, arg, timeout)
-        except BaseException as exc:
-            self.hooks.after(hooked, None, exc)
-            raise
-        self.hooks.after(hooked, result, None)
-        return result
+        sent = self._send_spanned(message, sharding_key, selector, arg, timeout)
+        return await self.hooks.around(hooked, sent)
 
     async def _send_spanned(
         self,
@@ -403,6 +398,9 @@ class ProducerGroup(GroupMember):
     async def send_oneway(self, message: Message, routing: Routing) -> None:
         hooked = self.hooks.before(message, "oneway")
         message = message if hooked is None else hooked.message
+        await self.hooks.around(hooked, self._send_oneway_spanned(message, routing))
+
+    async def _send_oneway_spanned(self, message: Message, routing: Routing) -> None:
         span = None
         try:
             if self._tracing is not None:  # a send span, ended once the request is written
@@ -412,11 +410,9 @@ class ProducerGroup(GroupMember):
             await self.loop.oneway(prepared, routing)
         except BaseException as exc:
             self._span_failed(span, exc)
-            self.hooks.after(hooked, None, exc)
             raise
         if span is not None and self._tracing is not None:
             self._tracing.end_send(span, prepared.msg_id, None)
-        self.hooks.after(hooked, None, None)
 
     async def send_batch(
         self, messages: Sequence[Message], timeout: float | None, routing: Routing | None = None
@@ -425,13 +421,7 @@ class ProducerGroup(GroupMember):
         if self.hooks:  # (their context holds the first message: a batch that is one)
             hooked = self.hooks.before(check_batch(messages)[0], "batch")
             messages = [hooked.message if hooked else messages[0], *messages[1:]]
-        try:
-            results = await self._send_batch_spanned(messages, timeout, routing)
-        except BaseException as exc:
-            self.hooks.after(hooked, None, exc)
-            raise
-        self.hooks.after(hooked, results, None)
-        return results
+        return await self.hooks.around(hooked, self._send_batch_spanned(messages, timeout, routing))
 
     async def _send_batch_spanned(
         self, messages: Sequence[Message], timeout: float | None, routing: Routing | None

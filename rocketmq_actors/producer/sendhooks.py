@@ -3,8 +3,8 @@ and completed after it, whichever way the send was asked for."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
 
 import anyio
 
@@ -14,6 +14,8 @@ from rocketmq_actors.protocol.messages import Message
 from .future import SendFuture
 
 __all__ = ["SendHooks"]
+
+T = TypeVar("T")
 
 
 class SendHooks:
@@ -36,6 +38,16 @@ class SendHooks:
         if hooked is not None and self._hooks is not None:
             hooked.result, hooked.error = result, error
             self._hooks.call("after_send", hooked)
+
+    async def around(self, hooked: SendContext | None, send: Awaitable[T]) -> T:
+        """``await send``, then ``after_send`` with its result or its error."""
+        try:
+            result = await send
+        except BaseException as exc:
+            self.after(hooked, None, exc)
+            raise
+        self.after(hooked, result, None)
+        return result
 
     def watch(self, future: SendFuture, hooked: SendContext) -> None:
         """``after_send`` once ``future`` is resolved (a cancelled one: its error)."""

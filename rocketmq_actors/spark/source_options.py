@@ -84,30 +84,40 @@ def queue_key(broker_name: str, queue_id: int) -> str:
     return f"{broker_name}:{queue_id}"
 
 
-def _spec(name: str, raw: str, *, allowed: tuple[int, ...] = (), minimum: int = 0) -> QueueSpec:
-    """A JSON ``{"topic": {"broker:queue": int}}``; values >= ``minimum`` or in ``allowed``."""
+def _json_object(name: str, raw: str, like: str) -> dict[str, Any]:
+    """Option ``name``'s JSON object, not empty (an :class:`OptionError` saying it should be
+    ``like`` otherwise)."""
     try:
         parsed = json.loads(raw)
     except ValueError:
         parsed = None
     if not isinstance(parsed, dict) or not parsed:
-        raise OptionError(
-            f"option {name!r} must be earliest, latest or JSON like "
-            f'{{"topic": {{"broker-a:0": 42}}}}, not {raw!r}'
-        )
+        raise OptionError(f"option {name!r} must be {like}, not {raw!r}")
+    return parsed
+
+
+def _queue_name(name: str, key: object) -> str:
+    """``broker-name:queue-id`` (a queue of an option's JSON), as :func:`queue_key` writes it."""
+    broker, _, queue = str(key).rpartition(":")
+    if not isinstance(key, str) or not broker or not queue.isdigit():
+        raise OptionError(f"option {name!r}: queue {key!r} is not broker-name:queue-id")
+    return queue_key(broker, int(queue))
+
+
+def _spec(name: str, raw: str, *, allowed: tuple[int, ...] = (), minimum: int = 0) -> QueueSpec:
+    """A JSON ``{"topic": {"broker:queue": int}}``; values >= ``minimum`` or in ``allowed``."""
+    parsed = _json_object(name, raw, 'earliest, latest or JSON like {"topic": {"broker-a:0": 42}}')
     spec: QueueSpec = {}
     for topic, queues in parsed.items():
         if not isinstance(queues, dict):
             raise OptionError(f"option {name!r}: the value for {topic!r} must be an object")
         spec[topic] = {}
         for key, value in queues.items():
-            broker, _, queue = str(key).rpartition(":")
-            if not broker or not queue.isdigit():
-                raise OptionError(f"option {name!r}: queue {key!r} is not broker-name:queue-id")
+            queue = _queue_name(name, key)
             ok = isinstance(value, int) and not isinstance(value, bool)
             if not ok or (value < minimum and value not in allowed):
                 raise OptionError(f"option {name!r}: {topic}/{key} has the value {value!r}")
-            spec[topic][queue_key(broker, int(queue))] = value
+            spec[topic][queue] = value
     return spec
 
 
@@ -143,26 +153,13 @@ def _bound(lowered: Mapping[str, str], side: str, default: str, modes: tuple[str
 def _assign(raw: str) -> dict[str, frozenset[str]]:
     """``assign``: ``{"topic": ["broker-a:0", "broker-b:1"]}``, the queues read (Kafka's
     ``{"topic": [0, 1]}``: a queue is named by its broker too)."""
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        parsed = None
-    if not isinstance(parsed, dict) or not parsed:
-        raise OptionError(
-            f'option \'assign\' must be JSON like {{"topic": ["broker-a:0"]}}, not {raw!r}'
-        )
+    parsed = _json_object("assign", raw, 'JSON like {"topic": ["broker-a:0"]}')
     assigned: dict[str, frozenset[str]] = {}
     for topic, queues in parsed.items():
         validate_topic(topic, error=OptionError)
         if not isinstance(queues, list) or not queues:
             raise OptionError(f"option 'assign': {topic!r} must name a list of queues")
-        keys = set()
-        for key in queues:
-            broker, _, queue = str(key).rpartition(":")
-            if not isinstance(key, str) or not broker or not queue.isdigit():
-                raise OptionError(f"option 'assign': queue {key!r} is not broker-name:queue-id")
-            keys.add(queue_key(broker, int(queue)))
-        assigned[topic] = frozenset(keys)
+        assigned[topic] = frozenset(_queue_name("assign", key) for key in queues)
     return assigned
 
 
