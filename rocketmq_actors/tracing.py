@@ -24,6 +24,11 @@ the broker is known, ``server.address`` / ``server.port``; a failed operation ``
   ``messaging.message.id`` (one message) or ``messaging.batch.message_count`` (a batch
   handler's call), ``.tag`` / ``.keys``.
 
+* ``receive <topic>`` (CONSUMER): a ``PullConsumer.getmany`` / ``getone`` that returned
+  messages of the topic, from the call to its return: ``messaging.destination.name``,
+  ``messaging.consumer.group.name``, ``messaging.message.id`` and ``.body.size`` (one message)
+  or ``messaging.batch.message_count``, and a link to each message's producer context.
+
 A consumer's ``process`` span is a child of the context the producer injected, so one trace
 runs from the send to the handler (and to a retry's handler).
 """
@@ -195,6 +200,36 @@ class Tracing:
         span.set_attribute("error.type", error_type(error))
         span.record_exception(error)
         span.set_status(status(code.ERROR, type(error).__name__))
+
+    def received(self, messages: Sequence[MessageExt], started_ns: int) -> None:
+        """A ``receive`` span of a poll that returned ``messages`` (one topic), from
+        ``started_ns`` (``time.time_ns()``) to now, linked to each message's producer."""
+        first = messages[0]
+        attributes: dict[str, Any] = {
+            **self._common,
+            "messaging.destination.name": first.topic,
+            "messaging.operation.type": "receive",
+            "messaging.operation.name": "receive",
+            "messaging.consumer.group.name": self.group,
+            **server_attributes(first.store_host),
+        }
+        if len(messages) == 1:
+            attributes["messaging.message.id"] = first.msg_id
+            attributes["messaging.message.body.size"] = len(first.body)
+        else:
+            attributes["messaging.batch.message_count"] = len(messages)
+        links = []
+        for message in messages:
+            context = self._trace.get_current_span(
+                self._propagate.extract(dict(message.properties))
+            ).get_span_context()
+            if context.is_valid:
+                links.append(self._trace.Link(context))
+        span = self._tracer.start_span(
+            f"receive {first.topic}", kind=self._kinds.CONSUMER, attributes=attributes,
+            links=links, start_time=started_ns,
+        )  # fmt: skip
+        span.end()
 
     @contextmanager
     def process(self, message: MessageExt, *, count: int = 1) -> Iterator[Any]:

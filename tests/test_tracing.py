@@ -15,6 +15,7 @@ from opentelemetry.trace import SpanKind
 
 from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.pop import PopConsumer, PopOptions
+from rocketmq_actors.consumer.pull import PullConsumer, PullOptions
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
@@ -263,3 +264,39 @@ async def test_a_oneway_send_has_a_span_and_carries_its_context(
     assert sent["messaging.message.body.size"] == processed["messaging.message.body.size"] == 6
     assert "traceparent" in got[0].properties
     assert process.parent is not None and process.parent.span_id == send.context.span_id
+
+
+async def test_a_pull_consumers_poll_has_a_receive_span_linked_to_the_sends(
+    spans: InMemorySpanExporter, rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
+    """Issue 45: ``PullConsumer`` made no span. A ``getmany`` that returns messages makes one
+    ``receive`` span per topic, linked to each message's send span."""
+    async with Producer(
+        namesrv=rocketmq_namesrv, group="G_traced_pull", client=ClientOptions(tracing=True)
+    ) as producer:
+        await create_topic(producer.instance, unique_topic, queues=1)
+        for body in (b"p1", b"p2"):
+            await producer.send(Message(topic=unique_topic, body=body))
+    got: list[MessageExt] = []
+    async with PullConsumer(
+        group=unique_group, topics=[unique_topic], namesrv=rocketmq_namesrv,
+        options=PullOptions(auto_offset_reset="earliest"), client=ClientOptions(tracing=True),
+    ) as consumer:  # fmt: skip
+        with anyio.fail_after(30):
+            while len(got) < 2:
+                for records in (await consumer.getmany(timeout=5)).values():
+                    got.extend(records)
+    finished = spans.get_finished_spans()
+    sends = [s for s in finished if s.kind is SpanKind.PRODUCER]
+    receives = [s for s in finished if s.kind is SpanKind.CONSUMER]
+    assert receives and all(s.name == f"receive {unique_topic}" for s in receives)
+    linked = {link.context.span_id for s in receives for link in s.links}
+    assert linked == {s.context.span_id for s in sends}  # each message's send
+    for span in receives:
+        attributes = check_semconv(span)
+        assert attributes["messaging.operation.type"] == "receive"
+        assert attributes["messaging.consumer.group.name"] == unique_group
+        assert span.end_time is not None and span.start_time is not None
+        assert span.end_time >= span.start_time
+    counts = [dict(s.attributes or {}).get("messaging.batch.message_count", 1) for s in receives]
+    assert sum(c for c in counts if isinstance(c, int)) == 2

@@ -42,6 +42,7 @@ hash codes can collide; SQL92 expressions are evaluated by the broker.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Generic, cast
 
@@ -57,6 +58,7 @@ from rocketmq_actors.consumer.core.brokercalls import (
 from rocketmq_actors.consumer.core.message import ReceivedMessage, T
 from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.records import MessageExt
 
 from .fetcher import Fetcher, deserialize_taken
 from .group import PullGroup
@@ -173,6 +175,7 @@ class PullConsumer(Client[PullGroup], Generic[T]):
         limit = max_records if max_records is not None else 1 << 30
         if limit < 1 or timeout < 0:
             raise ConfigError("max_records >= 1 and timeout >= 0 are required")
+        started_ns = time.time_ns() if group.tracing is not None else 0
         taken = await group.buffer.take(group.fetchers, group.ns.wire_all(queues), limit, timeout)
         if group.value_deserializer is not None:  # (raises RecordDeserializationError)
             taken = deserialize_taken(group.fetchers, taken, group.value_deserializer,
@@ -181,6 +184,12 @@ class PullConsumer(Client[PullGroup], Generic[T]):
         if group.trace is not None:
             for polled in records.values():
                 group.trace.polled(polled)
+        if group.tracing is not None and records:  # a receive span per topic
+            by_topic: dict[str, list[MessageExt]] = {}
+            for queue, polled in records.items():
+                by_topic.setdefault(queue.topic, []).extend(polled)
+            for messages in by_topic.values():
+                group.tracing.received(messages, started_ns)
         return cast("dict[MessageQueue, list[ReceivedMessage[T]]]", records)
 
     async def getone(self, *queues: MessageQueue) -> ReceivedMessage[T]:

@@ -52,6 +52,7 @@ from rocketmq_actors.protocol.bodies import ConsumerData, MessageQueue
 from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart
 from rocketmq_actors.runtime.tree import Node
 from rocketmq_actors.trace import hooks as rmq_trace
+from rocketmq_actors.tracing import Tracing
 
 from .assignment import change, request_handlers
 from .commits import Committer
@@ -118,6 +119,12 @@ class PullGroup(GroupMember):
         self.started_ms = 0
         self._live = False  # the actors run: a change of subscription is applied at once
         self._changing = anyio.Lock()
+        #: OpenTelemetry: a receive span per poll that returns messages (tracing.py)
+        self.tracing = (
+            Tracing(self.group, namespace=client.namespace, client_id=self._instance.client_id)
+            if client.tracing
+            else None
+        )
         # message trace (as the Java lite pull consumer's: SubBefore + SubAfter when polled)
         self.trace = rmq_trace.for_consumer(self._instance, self.group, client.namespace,
                                             client.trace, client.trace_topic,
