@@ -5,6 +5,8 @@ them (re-exported by :mod:`rocketmq_actors.admin`):
   DELETE_SUBSCRIPTIONGROUP (207) on every master (``updateSubGroup``, ``deleteSubGroup``);
 * :func:`clone_group_offset` - CLONE_GROUP_OFFSET (314) on every master of a topic
   (``cloneGroupOffset``);
+* :func:`set_message_request_mode` / :func:`message_request_modes` - SET_MESSAGE_REQUEST_MODE
+  (401) and GET_ALL_MESSAGE_REQUEST_MODE (402) on every master, 5.x only (``setConsumeMode``);
 * :func:`broker_config` / :func:`update_broker_config` - GET_BROKER_CONFIG (26) and
   UPDATE_BROKER_CONFIG (25) (``getBrokerConfig``, ``updateBrokerConfig``);
 * :func:`producer_connection` - GET_PRODUCER_CONNECTION_LIST (204) on every master
@@ -16,6 +18,7 @@ them (re-exported by :mod:`rocketmq_actors.admin`):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any, Literal
 
 from rocketmq_actors.adminbase import NoMaster, call, masters
 from rocketmq_actors.cluster.instance import ClientInstance
@@ -23,8 +26,10 @@ from rocketmq_actors.errors import ConfigError, broker_error
 from rocketmq_actors.names import validate_group, validate_topic
 from rocketmq_actors.protocol.admin_bodies import (
     ClientConnection,
+    decode_message_request_modes,
     decode_producer_connections,
     decode_properties,
+    encode_message_request_mode,
     encode_properties_text,
     encode_subscription_group,
 )
@@ -42,7 +47,9 @@ __all__ = [
     "broker_config",
     "clone_group_offset",
     "delete_group",
+    "message_request_modes",
     "producer_connection",
+    "set_message_request_mode",
     "update_broker_config",
     "update_group",
     "wipe_write_perm",
@@ -115,6 +122,44 @@ async def clone_group_offset(
         await call(instance, addr, RequestCode.CLONE_GROUP_OFFSET, header.to_ext())
         brokers.append(name)
     return brokers
+
+
+async def set_message_request_mode(
+    instance: ClientInstance, group: str, topic: str, mode: Literal["PULL", "POP"], *,
+    pop_share_queue_num: int = 0, cluster: str | None = None,
+) -> list[str]:  # fmt: skip
+    """Tell every master of ``cluster`` how consumer ``group`` is to read ``topic``: ``PULL``
+    or ``POP`` (``mqadmin setConsumeMode``; ``pop_share_queue_num``: in POP mode, how many
+    members after each one share its queues). The Java push consumer follows it with
+    ``setClientRebalance(false)``; ours keeps what its code chose (``PushConsumer`` pulls,
+    ``PopConsumer`` pops). 5.x brokers only: a 4.9 broker answers REQUEST_CODE_NOT_SUPPORTED
+    (its error). The broker names told."""
+    validate_group(group)
+    validate_topic(topic)
+    if mode not in ("PULL", "POP"):
+        raise ConfigError(f"mode must be PULL or POP, not {mode!r}")
+    check_int("pop_share_queue_num", pop_share_queue_num, minimum=0)
+    body = encode_message_request_mode(topic, group, mode, pop_share_queue_num)
+    brokers = []
+    for name, addr in (await masters(instance, cluster)).items():
+        await call(instance, addr, RequestCode.SET_MESSAGE_REQUEST_MODE, body=body)
+        brokers.append(name)
+    return brokers
+
+
+async def message_request_modes(
+    instance: ClientInstance, *, cluster: str | None = None
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """What :func:`set_message_request_mode` set, merged over every master of ``cluster``:
+    topic -> group -> ``{"mode", "pop_share_queue_num", "brokers"}``."""
+    merged: dict[str, dict[str, dict[str, Any]]] = {}
+    for name, addr in (await masters(instance, cluster)).items():
+        reply = await call(instance, addr, RequestCode.GET_ALL_MESSAGE_REQUEST_MODE)
+        for topic, groups in decode_message_request_modes(reply.body).items():
+            for group, entry in groups.items():
+                row = merged.setdefault(topic, {}).setdefault(group, {**entry, "brokers": []})
+                row["brokers"].append(name)
+    return merged
 
 
 async def broker_config(instance: ClientInstance, addr: str) -> dict[str, str]:

@@ -7,8 +7,9 @@ import pytest
 
 from rocketmq_actors import admin
 from rocketmq_actors.consumer.core.offsets import RemoteOffsetStore
-from rocketmq_actors.errors import ConfigError
+from rocketmq_actors.errors import BrokerError, ConfigError
 from rocketmq_actors.producer import Producer, create_topic
+from rocketmq_actors.protocol.codes import ResponseCode
 
 pytestmark = pytest.mark.integration
 
@@ -124,3 +125,31 @@ async def test_a_groups_offsets_are_cloned_to_another_group(
         )
         with pytest.raises(ConfigError):
             await admin.clone_group_offset(instance, source, "bad group!", unique_topic)
+
+
+async def test_a_groups_request_mode_is_set_and_read_on_5x_and_refused_by_4x(
+    rocketmq_namesrv: str, unique_group: str, unique_topic: str, request: pytest.FixtureRequest
+) -> None:
+    """mqadmin setConsumeMode: what a Java push consumer with setClientRebalance(false)
+    follows. A 4.9 broker has no request modes: its refusal comes out typed."""
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_admin") as client:
+        instance = client.instance
+        if str(request.config.getoption("--rocketmq-version")).startswith("4."):
+            with pytest.raises(BrokerError) as refused:
+                await admin.set_message_request_mode(instance, unique_group, unique_topic, "POP")
+            assert refused.value.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+            return
+        await create_topic(instance, unique_topic, queues=2)  # (5.x: an unknown topic is refused)
+        brokers = await admin.set_message_request_mode(
+            instance, unique_group, unique_topic, "POP", pop_share_queue_num=2
+        )
+        assert brokers == sorted(await admin.masters(instance))
+        modes = await admin.message_request_modes(instance)
+        assert modes[unique_topic][unique_group] == {
+            "mode": "POP", "pop_share_queue_num": 2, "brokers": brokers,
+        }  # fmt: skip
+        await admin.set_message_request_mode(instance, unique_group, unique_topic, "PULL")
+        modes = await admin.message_request_modes(instance)
+        assert modes[unique_topic][unique_group]["mode"] == "PULL"
+        with pytest.raises(ConfigError):
+            await admin.set_message_request_mode(instance, unique_group, unique_topic, "PUSH")  # type: ignore[arg-type]

@@ -32,7 +32,7 @@ from .common import UsageError, add_common, emit, run_with_instance, table
 from .progress import ProgressReport, add_progress_flag
 
 ACTIONS = ("list", "describe", "update", "delete", "producers", "reset-offset", "lag",
-           "clone-offset")  # fmt: skip
+           "clone-offset", "set-request-mode", "request-modes")  # fmt: skip
 
 
 async def _list(instance: ClientInstance, args: argparse.Namespace) -> dict[str, Any]:
@@ -191,6 +191,34 @@ def _render_cloned(result: dict[str, Any]) -> str:
             f"on {', '.join(result['brokers'])}")  # fmt: skip
 
 
+async def _set_mode(instance: ClientInstance, args: argparse.Namespace) -> dict[str, Any]:
+    brokers = await admin.set_message_request_mode(
+        instance, args.group, args.topic, args.mode, pop_share_queue_num=args.pop_share_queues,
+        cluster=args.cluster,
+    )  # fmt: skip
+    return {"group": args.group, "topic": args.topic, "mode": args.mode, "brokers": brokers}
+
+
+def _render_set_mode(result: dict[str, Any]) -> str:
+    return (f"group {result['group']} reads {result['topic']} by {result['mode']} on "
+            f"{', '.join(result['brokers'])}")  # fmt: skip
+
+
+async def _modes(instance: ClientInstance, args: argparse.Namespace) -> dict[str, Any]:
+    return {"modes": await admin.message_request_modes(instance, cluster=args.cluster)}
+
+
+def _render_modes(result: dict[str, Any]) -> str:
+    rows = [
+        {"topic": topic, "group": group, "mode": entry["mode"],
+         "pop_share_queue_num": entry["pop_share_queue_num"], "brokers": ",".join(entry["brokers"])}
+        for topic, groups in result["modes"].items() for group, entry in groups.items()
+    ]  # fmt: skip
+    if not rows:
+        return "no request mode set: every group pulls"
+    return table(rows, ["topic", "group", "mode", "pop_share_queue_num", "brokers"])
+
+
 def _render_changed(result: dict[str, Any]) -> str:
     return f"group {result['group']} on {', '.join(result['brokers'])}"
 
@@ -221,14 +249,16 @@ def _render_tree(result: dict[str, Any]) -> str:
 
 WORK = {"list": _list, "describe": _describe, "update": _update, "delete": _delete,
         "producers": _producers, "reset-offset": _reset, "lag": _lag, "tree": _tree,
-        "clone-offset": _clone}  # fmt: skip
+        "clone-offset": _clone, "set-request-mode": _set_mode, "request-modes": _modes}  # fmt: skip
 RENDER = {"list": _render_list, "describe": _render_describe, "update": _render_changed,
           "delete": _render_changed, "producers": _render_producers,
           "reset-offset": _render_reset, "lag": _render_lag, "tree": _render_tree,
-          "clone-offset": _render_cloned}  # fmt: skip
+          "clone-offset": _render_cloned, "set-request-mode": _render_set_mode,
+          "request-modes": _render_modes}  # fmt: skip
 NEEDS = {"describe": ("group",), "update": ("group",), "delete": ("group",),
          "producers": ("group",), "reset-offset": ("group", "topic"), "lag": ("group", "topic"),
-         "tree": ("group", "topic"), "clone-offset": ("group", "to_group", "topic")}  # fmt: skip
+         "tree": ("group", "topic"), "clone-offset": ("group", "to_group", "topic"),
+         "set-request-mode": ("group", "topic", "mode")}  # fmt: skip
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -251,7 +281,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("group", help="list, describe, create, delete or reset consumer groups; "
-                       "lag of a topic; a producer group's clients")  # fmt: skip
+                       "lag of a topic; clone offsets; request modes; a producer group's "
+                       "clients")  # fmt: skip
     p.add_argument("action", nargs="?", choices=ACTIONS, default="lag",
                    help="default: lag (offsets and lag of --topic)")  # fmt: skip
     add_common(p)
@@ -272,6 +303,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--clean-offset", action="store_true",
                    help="delete: its committed offsets too")  # fmt: skip
     p.add_argument("--to-group", help="clone-offset: the group --group's offsets are copied to")
+    p.add_argument("--mode", choices=("PULL", "POP"),
+                   help="set-request-mode: how --group is to read --topic (5.x)")  # fmt: skip
+    p.add_argument("--pop-share-queues", type=int, default=0, metavar="N",
+                   help="set-request-mode: POP members after each sharing its queues")  # fmt: skip
     p.add_argument("--offline", action="store_true",
                    help="clone-offset: copy even while --group's members are online")  # fmt: skip
     add_progress_flag(p)
@@ -283,4 +318,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     t.add_argument("--topic", required=True, help="a topic the group consumes")
     t.add_argument("--client-id", help="only this member (default: every online member)")
     t.set_defaults(handler=_run, action="tree", to_time=None, to_earliest=False,
-                   to_latest=False, cluster=None, to_group=None)  # fmt: skip
+                   to_latest=False, cluster=None, to_group=None, mode=None)  # fmt: skip

@@ -259,3 +259,28 @@ def decode_all_topic_configs(body: bytes) -> dict[str, TopicConfig]:
     """GET_ALL_TOPIC_CONFIG (21) reply, a ``TopicConfigSerializeWrapper``: topic -> config."""
     table = _field(_object(body, "topic configs"), "topicConfigTable", dict, {})
     return {str(name): TopicConfig.from_json(config) for name, config in table.items()}
+
+
+def encode_message_request_mode(topic: str, group: str, mode: str, pop_share: int) -> bytes:
+    """SET_MESSAGE_REQUEST_MODE (401) body, Java's ``SetMessageRequestModeRequestBody``."""
+    return json.dumps({"topic": topic, "consumerGroup": group, "mode": mode,
+                       "popShareQueueNum": pop_share}).encode()  # fmt: skip
+
+
+@_body_decoder
+def decode_message_request_modes(body: bytes) -> dict[str, dict[str, dict[str, Any]]]:
+    """GET_ALL_MESSAGE_REQUEST_MODE (402) reply, a ``MessageRequestModeSerializeWrapper``:
+    topic -> group -> ``{"mode": "PULL" | "POP", "pop_share_queue_num": n}``."""
+    table = _field(_object(body, "message request modes"), "messageRequestModeMap", dict, {})
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for topic, groups in table.items():
+        if not isinstance(groups, Mapping):
+            raise ProtocolError("bad-body", f"topic {topic!r} request modes is not an object")
+        for group, entry in groups.items():
+            if not isinstance(entry, Mapping):
+                raise ProtocolError("bad-body", f"group {group!r} request mode is not an object")
+            out.setdefault(str(topic), {})[str(group)] = {
+                "mode": str(_field(entry, "mode", str, "PULL")),
+                "pop_share_queue_num": _field(entry, "popShareQueueNum", int, 0),
+            }
+    return out

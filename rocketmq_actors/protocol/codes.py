@@ -94,6 +94,8 @@ class RequestCode(enum.IntEnum):
     PUSH_REPLY_MESSAGE_TO_CLIENT = 326
     GET_TOPIC_CONFIG = 351  # 5.x only: a 4.9 broker answers REQUEST_CODE_NOT_SUPPORTED
     LITE_PULL_MESSAGE = 361
+    SET_MESSAGE_REQUEST_MODE = 401  # 5.x only
+    GET_ALL_MESSAGE_REQUEST_MODE = 402  # 5.x only
     RECALL_MESSAGE = 370  # 5.3.2+ (RecallMessageProcessor); older brokers: NOT_SUPPORTED
     # POP consumption, 5.x brokers (RequestCode of the 5.3.3 jars)
     POP_MESSAGE = 200050

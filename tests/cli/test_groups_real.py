@@ -185,3 +185,19 @@ async def test_group_clone_offset_as_mqadmin(
     described = await aok_json("group", "describe", *ns, "--group", dest, "--topic", unique_topic)
     assert [q["consumer_offset"] for q in described["queues"]] == [7]
     one_line_error(cli("group", "clone-offset", *ns, "--group", source), 2, "--to-group")
+
+
+def test_group_set_request_mode_and_request_modes_as_mqadmin(
+    rocketmq_namesrv: str, unique_group: str, unique_topic: str, request: pytest.FixtureRequest
+) -> None:
+    ns = ("--namesrv", rocketmq_namesrv)
+    argv = ("group", "set-request-mode", *ns, "--group", unique_group, "--topic", unique_topic)
+    if str(request.config.getoption("--rocketmq-version")).startswith("4."):
+        one_line_error(cli(*argv, "--mode", "POP"), 1, "REQUEST_CODE_NOT_SUPPORTED")
+        return
+    ok_json("topic", "create", *ns, "--topic", unique_topic)  # (5.x: an unknown one is refused)
+    made = ok_json(*argv, "--mode", "POP", "--pop-share-queues", "1")
+    assert made["mode"] == "POP" and made["brokers"]
+    modes = ok_json("group", "request-modes", *ns)["modes"]
+    assert modes[unique_topic][unique_group]["pop_share_queue_num"] == 1
+    one_line_error(cli(*argv), 2, "--mode")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 
 import pytest
 
@@ -10,8 +11,10 @@ from rocketmq_actors.protocol.admin_bodies import (
     ConsumerConnection,
     ConsumeStats,
     decode_kv_table,
+    decode_message_request_modes,
     decode_subscription_groups,
     decode_topic_stats,
+    encode_message_request_mode,
 )
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.errors import ProtocolError
@@ -88,3 +91,17 @@ def test_malformed_bodies_are_protocol_errors(decode: object, body: bytes) -> No
     """Whatever a peer sends: a typed ProtocolError or a value, never a raw error."""
     with contextlib.suppress(ProtocolError):
         decode(body)  # type: ignore[operator]
+
+
+def test_message_request_modes_decode_and_refuse_a_bad_shape() -> None:
+    body = (b'{"messageRequestModeMap": {"T": {"G": {"topic": "T", "consumerGroup": "G", '
+            b'"mode": "POP", "popShareQueueNum": 2}}}}')  # fmt: skip
+    assert decode_message_request_modes(body) == {
+        "T": {"G": {"mode": "POP", "pop_share_queue_num": 2}}
+    }
+    assert decode_message_request_modes(b"{}") == {}
+    for bad in (b'{"T": 3}', b'{"T": {"G": 1}}', b'{"T": {"G": {"popShareQueueNum": "2"}}}'):
+        with pytest.raises(ProtocolError):
+            decode_message_request_modes(b'{"messageRequestModeMap": %s}' % bad)
+    sent = json.loads(encode_message_request_mode("T", "G", "PULL", 0))
+    assert sent == {"topic": "T", "consumerGroup": "G", "mode": "PULL", "popShareQueueNum": 0}
