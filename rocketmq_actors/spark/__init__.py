@@ -14,6 +14,7 @@ require("pyarrow", extra="spark", purpose="rocketmq_actors.spark")
 from .columns import ColumnError  # noqa: E402
 from .datasource import RocketMQDataSource, SinkError  # noqa: E402
 from .options import OptionError  # noqa: E402
+from .progress import backlog  # noqa: E402
 from .publisher import publish_dataframe  # noqa: E402
 from .python import SparkSetupError, choose_worker_python  # noqa: E402
 
@@ -23,6 +24,7 @@ __all__ = [
     "RocketMQDataSource",
     "SinkError",
     "SparkSetupError",
+    "backlog",
     "publish_dataframe",
     "register",
 ]

@@ -20,6 +20,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from rocketmq_actors.producer import Message, Producer, create_topic
+from rocketmq_actors.spark import backlog
 from tests.spark.jobs import job_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -76,8 +77,13 @@ def test_available_now_reads_the_backlog_in_batches_of_max_offsets_per_trigger(
     assert query.awaitTermination(180)  # AvailableNow: stops by itself at the backlog's end
     rows = spark.table(name).collect()
     assert sorted(r.keys[0] for r in rows) == sorted(keys)  # each once
-    batches = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    progress = [p for p in query.recentProgress if p["numInputRows"]]
+    batches = [p["numInputRows"] for p in progress]
     assert sum(batches) == 400 and max(batches) <= 100 and len(batches) >= 4
+    # how far behind each batch left the query, from the offsets in its progress
+    behind = [backlog(p)[unique_topic] for p in progress]
+    assert behind[0] == 400 - batches[0] and behind[-1] == 0
+    assert behind == sorted(behind, reverse=True)
     assert {r.queue_id for r in rows} == {0, 1, 2, 3}
 
 
