@@ -87,6 +87,8 @@ class OffsetStore:
 
 #: an unchanged offset goes to the broker again on every this many periodic persists
 RESEND_EVERY = 12
+#: confirmed offset commits in flight at once (a stop or a release of many queues)
+CONFIRMED_IN_FLIGHT = 64
 
 
 class RemoteOffsetStore(OffsetStore):
@@ -145,29 +147,50 @@ class RemoteOffsetStore(OffsetStore):
         if not confirmed:
             self._periodic += 1
         every = confirmed or self._periodic % RESEND_EVERY == 0
-        for queue in targets:
-            offset = self._offsets.get(queue)
-            if offset is None or (not every and self._sent.get(queue) == offset):
-                continue
-            try:
-                addr = await self._instance.routes.broker_addr(queue, master_only=False)
-                header = UpdateConsumerOffsetRequestHeader(
-                    consumer_group=self.group,
-                    topic=queue.topic,
-                    queue_id=queue.queue_id,
-                    commit_offset=offset,
-                    broker_name=queue.broker_name,
-                )
-                cmd = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext())
-                if not confirmed:
-                    await self._instance.oneway(addr, cmd)
-                else:
-                    reply = await self._instance.request(addr, cmd)
-                    if reply.code != ResponseCode.SUCCESS:
-                        raise broker_error(addr, reply.code, reply.remark)
-                self._sent[queue] = offset
-            except RocketMQError as exc:  # kept in memory; the next persist tries again
-                log.warning("offsets.persist_failed", queue=str(queue), error=str(exc))
+        due = [
+            (queue, offset)
+            for queue in targets
+            if (offset := self._offsets.get(queue)) is not None
+            and (every or self._sent.get(queue) != offset)
+        ]
+        if not confirmed:  # one-way: nothing to wait for
+            for queue, offset in due:
+                await self._send(queue, offset, confirmed=False)
+            return
+        # confirmed (a release, a stop): the round trips side by side, not one after another
+        # (a consumer of many queues stops in the time of a few: benchmarks/scale.py, stop_s)
+        limiter = anyio.CapacityLimiter(CONFIRMED_IN_FLIGHT)
+
+        async def send(queue: MessageQueue, offset: int) -> None:
+            async with limiter:
+                await self._send(queue, offset, confirmed=True)
+
+        async with anyio.create_task_group() as tg:
+            for queue, offset in due:
+                tg.start_soon(send, queue, offset)
+
+    async def _send(self, queue: MessageQueue, offset: int, *, confirmed: bool) -> None:
+        """UPDATE_CONSUMER_OFFSET of one queue (a failure is logged: the offset stays in
+        memory, and the next persist sends it again)."""
+        try:
+            addr = await self._instance.routes.broker_addr(queue, master_only=False)
+            header = UpdateConsumerOffsetRequestHeader(
+                consumer_group=self.group,
+                topic=queue.topic,
+                queue_id=queue.queue_id,
+                commit_offset=offset,
+                broker_name=queue.broker_name,
+            )
+            cmd = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext())
+            if not confirmed:
+                await self._instance.oneway(addr, cmd)
+            else:
+                reply = await self._instance.request(addr, cmd)
+                if reply.code != ResponseCode.SUCCESS:
+                    raise broker_error(addr, reply.code, reply.remark)
+            self._sent[queue] = offset
+        except RocketMQError as exc:
+            log.warning("offsets.persist_failed", queue=str(queue), error=str(exc))
 
 
 class LocalOffsetStore(OffsetStore):

@@ -3,10 +3,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
 import pytest
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.consumer.core.offsets import (
+    CONFIRMED_IN_FLIGHT,
     RESEND_EVERY,
     LocalOffsetStore,
     OffsetFileError,
@@ -72,6 +74,41 @@ async def test_a_periodic_persist_sends_what_moved_and_everything_now_and_then()
     instance.sent.clear()
     await store.persist([Q0, Q1])
     assert instance.sent == [(1, 9)]
+
+
+class SlowBroker(Instance):
+    """Answers a confirmed commit only once ``in_flight`` of them wait together (or the
+    last): commits sent one after another would never get an answer."""
+
+    def __init__(self, in_flight: int, total: int) -> None:
+        super().__init__()
+        self.waiting = 0
+        self.most = 0
+        self.in_flight, self.total = in_flight, total
+        self.released = anyio.Event()
+
+    async def request(self, addr: str, cmd: RemotingCommand) -> RemotingCommand:
+        self.waiting += 1
+        self.most = max(self.most, self.waiting)
+        if self.waiting >= self.in_flight or len(self.sent) + self.waiting >= self.total:
+            self.released.set()
+        await self.released.wait()
+        self.waiting -= 1
+        return await super().request(addr, cmd)
+
+
+async def test_a_confirmed_persist_of_many_queues_sends_its_commits_side_by_side() -> None:
+    """Issue 43: a stop of 10,000 queues waited for 10,000 round trips one after another;
+    the confirmed commits now go up to CONFIRMED_IN_FLIGHT at once, every one of them."""
+    queues = [MessageQueue("t", "broker-a", i) for i in range(200)]
+    instance = SlowBroker(CONFIRMED_IN_FLIGHT, len(queues))
+    store = RemoteOffsetStore(instance, "g")  # type: ignore[arg-type]
+    for i, queue in enumerate(queues):
+        store.update(queue, i + 1)
+    with anyio.fail_after(10):
+        await store.persist(confirmed=True)
+    assert sorted(instance.sent) == [(i, i + 1) for i in range(200)]
+    assert instance.most == CONFIRMED_IN_FLIGHT
 
 
 def test_update_moves_forward_only_unless_told() -> None:
