@@ -17,7 +17,10 @@ client: ``Producer(hooks=[...])``, ``PushConsumer(hooks=[...])``, ``PopConsumer(
 
 Where ours differs from Java's: a send hook runs once per send, not once per attempt (the
 result names the queue that stored it); ``send_oneway`` calls ``after_send`` once the request
-is written, with no result.
+is written, with no result; a ``TransactionProducer``'s half messages and request-reply
+(``request``, ``submit_request``, ``reply``) are not hooked yet. An admitted send's
+``after_send`` comes when the send has ended, as its ``callback`` does: if a caller cancelled
+the future it awaited meanwhile, its ``error`` is that cancellation.
 """
 
 from __future__ import annotations

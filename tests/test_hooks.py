@@ -91,6 +91,14 @@ async def test_send_hooks_see_every_send_path_and_may_add_properties(
             await producer.send(Message(topic=unique_topic, body=bytes(2048), keys=["big"]))
     modes = [c.mode for c in stamping.ended]
     assert modes == ["sync", "async", "batch", "oneway", "sync"]
+    batching = Stamping()
+    options = ProducerOptions(auto_batch=True, batch_max_delay=1.0)  # (held: a slack of 1 s)
+    async with Producer(namesrv=rocketmq_namesrv, options=options, hooks=[batching]) as producer:
+        joined = [await producer.submit(Message(topic=unique_topic, body=b"j", keys=[f"j{i}"]))
+                  for i in range(3)]  # fmt: skip
+        assert batching.ended == []  # (in a batch, not sent yet: after_send is still to come)
+        results = [await future for future in joined]
+    assert [c.result for c in batching.ended] == results  # each its own, once the batch ended
     assert stamping.ended[0].result == sent and isinstance(stamping.ended[1].result, SendResult)
     assert stamping.ended[2].result is not None and len(stamping.ended[2].result) == 2
     assert stamping.ended[3].result is None and stamping.ended[3].error is None  # oneway
@@ -102,7 +110,7 @@ async def test_send_hooks_see_every_send_path_and_may_add_properties(
 
     async def handle(message: MessageExt) -> None:
         consumed[message.keys[0]] = dict(message.properties)
-        if len(consumed) == 5:
+        if len(consumed) == 8:
             done.set()
 
     async with PushConsumer(
@@ -114,6 +122,7 @@ async def test_send_hooks_see_every_send_path_and_may_add_properties(
     # the property before_send added went on the wire (a batch's: its first message only)
     assert {k: p.get("stamp") for k, p in consumed.items()} == {
         "sync": "sync", "async": "async", "batch": "batch", "batch2": None, "oneway": "oneway",
+        "j0": "async", "j1": "async", "j2": "async",
     }  # fmt: skip
 
 

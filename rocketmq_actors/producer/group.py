@@ -102,6 +102,7 @@ class ProducerGroup(GroupMember):
     ) -> None:
         validate_group(group)
         self.hooks = SendHooks(group, hooks)  # (a bad one: ConfigError, before anything else)
+        self.hooking = bool(self.hooks)
         if not isinstance(options, ProducerOptions):
             raise ConfigError(f"options must be a ProducerOptions, not {type(options).__name__}")
         if not isinstance(client, ClientOptions):
@@ -281,8 +282,7 @@ class ProducerGroup(GroupMember):
     ) -> SendResult:
         """:meth:`send_now` with its hooks, a span around it and a Pub trace record after it."""
         hooked = self.hooks.before(message, "sync")
-        if hooked is not None:
-            message = hooked.message  # (before_send may have replaced it)
+        message = self.hooks.message(hooked, message)  # (before_send may have replaced it)
         sent = self._send_spanned(message, sharding_key, selector, arg, timeout)
         return await self.hooks.around(hooked, sent)
 
@@ -322,13 +322,16 @@ class ProducerGroup(GroupMember):
         room, or an ordered send's route to look up), nothing admitted yet: the
         :class:`Admission` that :meth:`admit_waiting` completes (``submit``) or that is
         refused with :meth:`busy` (``send_nowait``). Bad input raises first."""
-        span = None
-        hooked = self.hooks.before(message, "async")
-        if hooked is not None:
-            message = hooked.message
-        if self._tracing is not None:
-            span, message = self._start_span(message, sharding_key, selector)
+        span = hooked = None
+        if self.hooking:  # (after_send: from the callback, once the send has ended)
+            hooked = self.hooks.before(message, "async")
+            message, callback = (
+                self.hooks.message(hooked, message),
+                self.hooks.ending(hooked, callback),
+            )
         try:
+            if self._tracing is not None:
+                span, message = self._start_span(message, sharding_key, selector)
             prepared = self.prepare(message)
             self._check_running()
             if timeout is not None:
@@ -346,7 +349,7 @@ class ProducerGroup(GroupMember):
             raise
         if future is None:
             return Admission(message, prepared, routing, timeout, span, started, callback, hooked)
-        return self._watched(future, message, started, hooked)
+        return self._watched(future, message, started)
 
     async def admit_waiting(self, admission: Admission) -> SendFuture:
         """Wait for room (and an ordered send's lane), then admit: the send's future."""
@@ -359,7 +362,7 @@ class ProducerGroup(GroupMember):
             self._span_failed(admission.span, exc)
             self.hooks.after(admission.hooked, None, exc)
             raise
-        return self._watched(future, admission.message, admission.started, admission.hooked)
+        return self._watched(future, admission.message, admission.started)
 
     def busy(self, admission: Admission) -> ProducerBusy:
         """The error of a ``send_nowait`` that could not be admitted (its span ended)."""
@@ -373,13 +376,9 @@ class ProducerGroup(GroupMember):
             timeout = check_timeout("timeout", timeout)
         return await self.senders.flush(timeout)
 
-    def _watched(
-        self, future: Waiter, message: Message, started: int, hooked: SendContext | None = None
-    ) -> SendFuture:
+    def _watched(self, future: Waiter, message: Message, started: int) -> SendFuture:
         if self.trace is not None:  # a Pub record when it is answered (message trace)
             self.trace.watch(future, message, started)
-        if hooked is not None:  # after_send when it ends
-            self.hooks.watch(cast(SendFuture, future), hooked)
         return cast(SendFuture, future)
 
     def _start_span(
@@ -396,8 +395,10 @@ class ProducerGroup(GroupMember):
             self._tracing.end_send(span, None, exc)
 
     async def send_oneway(self, message: Message, routing: Routing) -> None:
+        if not self.hooking:
+            return await self._send_oneway_spanned(message, routing)
         hooked = self.hooks.before(message, "oneway")
-        message = message if hooked is None else hooked.message
+        message = self.hooks.message(hooked, message)
         await self.hooks.around(hooked, self._send_oneway_spanned(message, routing))
 
     async def _send_oneway_spanned(self, message: Message, routing: Routing) -> None:
@@ -417,10 +418,11 @@ class ProducerGroup(GroupMember):
     async def send_batch(
         self, messages: Sequence[Message], timeout: float | None, routing: Routing | None = None
     ) -> BatchResults:
-        hooked = None
-        if self.hooks:  # (their context holds the first message: a batch that is one)
-            hooked = self.hooks.before(check_batch(messages)[0], "batch")
-            messages = [hooked.message if hooked else messages[0], *messages[1:]]
+        if not self.hooking:
+            return await self._send_batch_spanned(messages, timeout, routing)
+        # (the hooks' context holds the first message: a batch that is one)
+        hooked = self.hooks.before(check_batch(messages)[0], "batch")
+        messages = [self.hooks.message(hooked, messages[0]), *messages[1:]]
         return await self.hooks.around(hooked, self._send_batch_spanned(messages, timeout, routing))
 
     async def _send_batch_spanned(

@@ -3,7 +3,7 @@ and completed after it, whichever way the send was asked for."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import anyio
@@ -12,6 +12,8 @@ from rocketmq_actors.hooks import SendContext, SendHook, SendMode, send_hooks
 from rocketmq_actors.protocol.messages import Message
 
 from .future import SendFuture
+
+Call = Callable[[SendFuture], object]
 
 __all__ = ["SendHooks"]
 
@@ -49,14 +51,24 @@ class SendHooks:
         self.after(hooked, result, None)
         return result
 
-    def watch(self, future: SendFuture, hooked: SendContext) -> None:
-        """``after_send`` once ``future`` is resolved (a cancelled one: its error)."""
+    @staticmethod
+    def message(hooked: SendContext | None, message: Message) -> Message:
+        """The message to send: as ``before_send`` left it."""
+        return message if hooked is None else hooked.message
 
-        def ended(future: SendFuture) -> None:
+    def ending(self, hooked: SendContext | None, callback: Call | None) -> Call | None:
+        """An admitted send's callback that calls ``after_send`` first: the senders call it
+        once the send has ended (sent, failed, or failed by a stop), even when a caller
+        cancelled the future it awaited meanwhile (then its error is the cancellation)."""
+        if hooked is None or (callback is not None and not callable(callback)):
+            return callback  # (a callback that cannot be called: the senders refuse it)
+
+        def ended(future: SendFuture) -> object:
             if future.cancelled():
                 self.after(hooked, None, anyio.get_cancelled_exc_class()())
             else:
                 error = future.exception()
                 self.after(hooked, None if error else future.result(), error)
+            return None if callback is None else callback(future)
 
-        future.add_done_callback(ended)
+        return ended

@@ -20,14 +20,24 @@ from pyspark.sql.datasource import InputPartition
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.consumer.core.brokercalls import first_offset_at, max_offset, min_offset
 from rocketmq_actors.consumer.core.subscriptions import matching_topics
-from rocketmq_actors.errors import RocketMQError, TopicNotFound
+from rocketmq_actors.errors import (
+    BrokerError,
+    ConnectError,
+    ConnectionLost,
+    NameServerUnavailable,
+    RequestTimeout,
+    RocketMQError,
+    TopicNotFound,
+)
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.names import wrap
 from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.codes import ResponseCode
 
 from .source_options import EARLIEST, LATEST, QueueSpec, SourceOptions, queue_key
 
 __all__ = [
+    "UNCAPPED",
     "DataLost",
     "OffsetPlanner",
     "Offsets",
@@ -42,6 +52,18 @@ log = get_logger("rocketmq_actors.spark")
 
 #: ``{"topic": {"broker:queue": next offset}}`` (wire topic names)
 Offsets = dict[str, dict[str, int]]
+#: an AvailableNow target for a queue whose broker did not answer when the run began
+UNCAPPED = 1 << 62
+
+
+def _unreachable(exc: RocketMQError) -> bool:
+    """Did the request fail because its broker cannot be reached (no connection, no answer,
+    no address in the route), rather than for its queue or topic?"""
+    if isinstance(exc, BrokerError):
+        return exc.code == ResponseCode.SERVICE_NOT_AVAILABLE
+    return isinstance(exc, ConnectError | ConnectionLost | RequestTimeout | NameServerUnavailable)
+
+
 #: a request for one queue's offset (:func:`min_offset`, :func:`max_offset`)
 OffsetCall = Callable[[ClientInstance, MessageQueue], Awaitable[int]]
 
@@ -226,9 +248,10 @@ class OffsetPlanner:
     async def answered(
         self, queues: Iterable[MessageQueue], ask: OffsetCall
     ) -> dict[MessageQueue, int]:
-        """``ask`` of each queue whose broker answers. A broker that does not answer one
-        queue is not asked about its others in this call (``spark.offsets_unavailable``,
-        once): one broker down, or stopped, costs one failed request, not one per queue."""
+        """``ask`` of each queue whose broker answers (``spark.offsets_unavailable`` for the
+        others). A broker that cannot be reached for one queue (no connection, no answer,
+        gone from the route) is not asked about its others in this call: one broker down, or
+        stopped, costs one failed request, not one per queue."""
         found: dict[MessageQueue, int] = {}
         down: set[str] = set()
         for queue in queues:
@@ -237,7 +260,8 @@ class OffsetPlanner:
             try:
                 found[queue] = await ask(self.instance, queue)
             except RocketMQError as exc:
-                down.add(queue.broker_name)
+                if _unreachable(exc):  # (else only this queue is left out: its topic's error)
+                    down.add(queue.broker_name)
                 log.warning("spark.offsets_unavailable", topic=queue.topic,
                             broker=queue.broker_name, error=repr(exc))  # fmt: skip
         return found

@@ -10,10 +10,13 @@ queue by queue, is the backlog Kafka's source shows as ``offsetsBehindLatest``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["backlog"]
+
+_QUEUE = re.compile(r".+:\d+")  # broker-a:3
 
 
 def _offsets(value: Any) -> dict[str, dict[str, int]] | None:
@@ -28,9 +31,10 @@ def _offsets(value: Any) -> dict[str, dict[str, int]] | None:
         return None
     for queues in value.values():
         if not isinstance(queues, Mapping) or not all(
-            isinstance(n, int) and not isinstance(n, bool) for n in queues.values()
+            isinstance(n, int) and not isinstance(n, bool) and _QUEUE.fullmatch(str(k))
+            for k, n in queues.items()
         ):
-            return None
+            return None  # (Kafka's are {"topic": {"0": 42}}: partitions without a broker)
     return {str(t): {str(k): int(n) for k, n in q.items()} for t, q in value.items()}
 
 

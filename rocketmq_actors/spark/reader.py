@@ -32,6 +32,7 @@ from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
 
 from .offsets import (
+    UNCAPPED,
     OffsetPlanner,
     Offsets,
     PackedRanges,
@@ -200,7 +201,11 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         async def plan(planner: OffsetPlanner) -> dict[MessageQueue, int]:
-            return await planner.available(await planner.queues(), {})  # (a broker down: later)
+            queues = await planner.queues()
+            found = await planner.available(queues, {})
+            # a queue whose broker did not answer now is read as far as it stands when it does
+            # (capped at nothing: never left out of the run)
+            return {q: found.get(q, UNCAPPED) for q in queues}
 
         self._target = self._plan(plan)
         log.info("spark.available_now", queues=len(self._target),

@@ -32,12 +32,15 @@ class Cluster:
     def __init__(self, stored: dict[MessageQueue, tuple[int, int]]) -> None:
         self.stored = stored
         self.down: set[str] = set()
+        self.refused: set[MessageQueue] = set()
         self.asked: list[MessageQueue] = []
 
     def _check(self, queue: MessageQueue) -> tuple[int, int]:
         self.asked.append(queue)
         if queue.broker_name in self.down:
-            raise BrokerError(queue.broker_name, 1, "down")
+            raise ConnectError(queue.broker_name, "connection refused")
+        if queue in self.refused:  # (its topic's error, not its broker's)
+            raise BrokerError(queue.broker_name, ResponseCode.NO_PERMISSION, "no permission")
         return self.stored[queue]
 
     async def min_offset(self, instance: object, queue: MessageQueue) -> int:
@@ -79,6 +82,14 @@ async def test_a_broker_down_is_asked_once_a_call_and_its_queues_wait_under_a_li
     end = await planner().next_end({A0: 10, A1: 10, B0: 4, b1: 0}, None, 30)
     assert end[B0] == 4 and end[b1] == 0 and end[A0] + end[A1] == 50  # the limit on broker-a
     assert [q for q in cluster.asked if q.broker_name == "broker-b"] == [B0]  # b1 not asked
+
+
+async def test_a_queue_its_broker_refuses_is_left_out_alone(cluster: Cluster) -> None:
+    """An error about one queue (a topic without permission) does not take its broker's other
+    queues out of the trigger: only an unreachable broker does."""
+    cluster.refused.add(A0)
+    end = await planner().next_end({A0: 10, A1: 10, B0: 4}, None, None)
+    assert end == {A0: 10, A1: 50, B0: 10}
 
 
 async def test_a_broker_that_dies_after_the_trigger_leaves_its_ranges_to_the_executors(

@@ -13,7 +13,8 @@ def test_the_backlog_is_latest_less_end_per_queue_summed_per_topic() -> None:
     progress = {"sources": [
         {"description": "PythonMicroBatchStream", "endOffset": json.dumps(end),
          "latestOffset": json.dumps(latest)},
-        {"description": "KafkaV2", "endOffset": '{"t": {"0": 5}}', "latestOffset": None},
+        {"description": "KafkaV2", "endOffset": '{"t": {"0": 5}}',
+         "latestOffset": '{"t": {"0": 9}}'},
         {"description": "rate", "endOffset": "7", "latestOffset": "9"},
     ]}  # fmt: skip
     assert backlog(progress) == {"orders": 60, "audit": 2}

@@ -57,6 +57,7 @@ from rocketmq_actors.consumer.core.brokercalls import (
 )
 from rocketmq_actors.consumer.core.message import ReceivedMessage, T
 from rocketmq_actors.errors import ConfigError
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt
 
@@ -67,6 +68,9 @@ from .queuewatch import QueueChangeListener
 from .subscription import RebalanceListener, Topics, compile_pattern, parse_topics
 
 __all__ = ["PullConsumer"]
+
+
+log = get_logger("rocketmq_actors.consumer")
 
 
 class PullConsumer(Client[PullGroup], Generic[T]):
@@ -189,7 +193,10 @@ class PullConsumer(Client[PullGroup], Generic[T]):
             for queue, polled in records.items():
                 by_topic.setdefault(queue.topic, []).extend(polled)
             for messages in by_topic.values():
-                group.tracing.received(messages, started_ns)
+                try:
+                    group.tracing.received(messages, started_ns)
+                except Exception:  # (the records are taken: a tracer's fault must not lose them)
+                    log.exception("consumer.span_failed", group=group.group)
         return cast("dict[MessageQueue, list[ReceivedMessage[T]]]", records)
 
     async def getone(self, *queues: MessageQueue) -> ReceivedMessage[T]:
