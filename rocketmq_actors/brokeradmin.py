@@ -80,11 +80,8 @@ async def update_group(
         "consumeMessageOrderly": consume_orderly, "retryQueueNums": retry_queue_nums,
         "retryMaxTimes": retry_max_times, "consumeFromMinEnable": consume_from_min_enable,
     })  # fmt: skip
-    brokers = []
-    for name, addr in (await masters(instance, cluster)).items():
-        await call(instance, addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body)
-        brokers.append(name)
-    return brokers
+    return await _on_masters(instance, cluster, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                             body=body)  # fmt: skip
 
 
 async def delete_group(
@@ -94,11 +91,8 @@ async def delete_group(
     ``clean_offset``, its committed offsets too); the broker names it was deleted from."""
     validate_group(group)
     header = GroupRequestHeader(group_name=group, clean_offset=clean_offset)
-    brokers = []
-    for name, addr in (await masters(instance, cluster)).items():
-        await call(instance, addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, header.to_ext())
-        brokers.append(name)
-    return brokers
+    return await _on_masters(instance, cluster, RequestCode.DELETE_SUBSCRIPTIONGROUP,
+                             header.to_ext())  # fmt: skip
 
 
 async def clone_group_offset(
@@ -140,11 +134,7 @@ async def set_message_request_mode(
         raise ConfigError(f"mode must be PULL or POP, not {mode!r}")
     check_int("pop_share_queue_num", pop_share_queue_num, minimum=0)
     body = encode_message_request_mode(topic, group, mode, pop_share_queue_num)
-    brokers = []
-    for name, addr in (await masters(instance, cluster)).items():
-        await call(instance, addr, RequestCode.SET_MESSAGE_REQUEST_MODE, body=body)
-        brokers.append(name)
-    return brokers
+    return await _on_masters(instance, cluster, RequestCode.SET_MESSAGE_REQUEST_MODE, body=body)
 
 
 async def message_request_modes(
@@ -160,6 +150,19 @@ async def message_request_modes(
                 row = merged.setdefault(topic, {}).setdefault(group, {**entry, "brokers": []})
                 row["brokers"].append(name)
     return merged
+
+
+async def _on_masters(
+    instance: ClientInstance, cluster: str | None, code: int, ext: dict[str, str] | None = None,
+    *, body: bytes = b"",
+) -> list[str]:  # fmt: skip
+    """One request to every master of ``cluster`` (every cluster when None), each answered
+    SUCCESS; the broker names asked."""
+    brokers = []
+    for name, addr in (await masters(instance, cluster)).items():
+        await call(instance, addr, code, ext, body=body)
+        brokers.append(name)
+    return brokers
 
 
 async def broker_config(instance: ClientInstance, addr: str) -> dict[str, str]:
