@@ -31,7 +31,7 @@ from typing import Any
 
 import attrs
 
-from rocketmq_actors.adminbase import NoMaster, call, masters
+from rocketmq_actors.adminbase import NoMaster, call, masters, topic_masters
 from rocketmq_actors.brokeradmin import (
     add_write_perm,
     broker_config,
@@ -301,15 +301,10 @@ async def delete_topic(
 async def topic_status(instance: ClientInstance, topic: str) -> dict[MessageQueue, TopicOffset]:
     """Min/max offset and last update of every queue of ``topic`` (``mqadmin topicStatus``);
     :class:`~rocketmq_actors.errors.TopicNotFound` for a topic the NameServer does not know."""
-    route = await instance.namesrv.topic_route(topic)
     header = GetTopicStatsInfoRequestHeader(topic=topic)
     out: dict[MessageQueue, TopicOffset] = {}
-    for broker in route.broker_datas:
-        if broker.master_addr is None:
-            continue
-        reply = await call(
-            instance, broker.master_addr, RequestCode.GET_TOPIC_STATS_INFO, header.to_ext()
-        )
+    for addr in (await topic_masters(instance, topic)).values():
+        reply = await call(instance, addr, RequestCode.GET_TOPIC_STATS_INFO, header.to_ext())
         out.update(decode_topic_stats(reply.body))
     return dict(sorted(out.items()))
 
@@ -397,16 +392,12 @@ async def reset_offset(
     (0: the oldest kept; :data:`LATEST`: the end). Without ``force`` an offset only moves
     back. See the module docstring for who stores the offsets; an offline group on a 4.x
     broker has them written for the queues it has offsets on."""
-    route = await instance.namesrv.topic_route(topic)
     header = ResetOffsetRequestHeader(
         topic=topic, group=group, timestamp=timestamp_ms, is_force=force
     )
     offsets: dict[MessageQueue, int] = {}
     offline = []
-    for broker in route.broker_datas:
-        addr = broker.master_addr
-        if addr is None:
-            continue
+    for addr in (await topic_masters(instance, topic)).values():
         reply = await call(
             instance, addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header.to_ext(),
             accept=(ResponseCode.CONSUMER_NOT_ONLINE,),

@@ -8,7 +8,7 @@ from rocketmq_actors.errors import RocketMQError, broker_error
 from rocketmq_actors.protocol.codes import ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 
-__all__ = ["NoMaster", "call", "masters"]
+__all__ = ["NoMaster", "call", "masters", "topic_masters"]
 
 
 class NoMaster(RocketMQError):
@@ -45,3 +45,10 @@ async def masters(instance: ClientInstance, cluster: str | None = None) -> dict[
         where = f"cluster {cluster!r}" if cluster is not None else "any cluster"
         raise NoMaster(f"no master broker in {where}; clusters: {sorted(info.clusters)}")
     return out
+
+
+async def topic_masters(instance: ClientInstance, topic: str) -> dict[str, str]:
+    """Broker name -> master address, of every broker of ``topic``'s route that has a master
+    (:class:`~rocketmq_actors.errors.TopicNotFound` for a topic the NameServer does not know)."""
+    route = await instance.namesrv.topic_route(topic)
+    return {b.broker_name: b.master_addr for b in route.broker_datas if b.master_addr is not None}

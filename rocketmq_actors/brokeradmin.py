@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from rocketmq_actors.adminbase import NoMaster, call, masters
+from rocketmq_actors.adminbase import NoMaster, call, masters, topic_masters
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import ConfigError, broker_error
 from rocketmq_actors.names import validate_group, validate_topic
@@ -107,15 +107,12 @@ async def clone_group_offset(
     validate_topic(topic)
     header = CloneGroupOffsetRequestHeader(src_group=source, dest_group=dest, topic=topic,
                                            offline=offline)  # fmt: skip
-    route = await instance.routes.refresh(topic)
-    brokers = []
-    for name in sorted(route.brokers):
-        addr = route.master_addr(name)
-        if addr is None:
-            raise NoMaster(f"broker {name} of topic {topic!r} has no master")
+    found = await topic_masters(instance, topic)
+    if not found:
+        raise NoMaster(f"no broker of topic {topic!r} has a master")
+    for addr in found.values():
         await call(instance, addr, RequestCode.CLONE_GROUP_OFFSET, header.to_ext())
-        brokers.append(name)
-    return brokers
+    return sorted(found)
 
 
 async def set_message_request_mode(

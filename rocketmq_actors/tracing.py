@@ -201,23 +201,28 @@ class Tracing:
         span.record_exception(error)
         span.set_status(status(code.ERROR, type(error).__name__))
 
+    def _consumer_attributes(self, first: MessageExt, operation: str, count: int) -> dict[str, Any]:
+        """What a consumer span of ``count`` messages (``first`` first) says of them."""
+        attributes: dict[str, Any] = {
+            **self._common,
+            "messaging.destination.name": first.topic,
+            "messaging.operation.type": operation,
+            "messaging.operation.name": operation,
+            "messaging.consumer.group.name": self.group,
+            **server_attributes(first.store_host),
+        }
+        if count == 1:
+            attributes["messaging.message.id"] = first.msg_id
+            attributes["messaging.message.body.size"] = len(first.body)
+        else:
+            attributes["messaging.batch.message_count"] = count
+        return attributes
+
     def received(self, messages: Sequence[MessageExt], started_ns: int) -> None:
         """A ``receive`` span of a poll that returned ``messages`` (one topic), from
         ``started_ns`` (``time.time_ns()``) to now, linked to each message's producer."""
         first = messages[0]
-        attributes: dict[str, Any] = {
-            **self._common,
-            "messaging.destination.name": first.topic,
-            "messaging.operation.type": "receive",
-            "messaging.operation.name": "receive",
-            "messaging.consumer.group.name": self.group,
-            **server_attributes(first.store_host),
-        }
-        if len(messages) == 1:
-            attributes["messaging.message.id"] = first.msg_id
-            attributes["messaging.message.body.size"] = len(first.body)
-        else:
-            attributes["messaging.batch.message_count"] = len(messages)
+        attributes = self._consumer_attributes(first, "receive", len(messages))
         links = []
         for message in messages:
             context = self._trace.get_current_span(
@@ -237,21 +242,9 @@ class Tracing:
         first), child of the sender's context."""
         properties: Mapping[str, str] = message.properties
         parent = self._propagate.extract(dict(properties))
-        attributes: dict[str, Any] = {
-            **self._common,
-            "messaging.destination.name": message.topic,
-            "messaging.operation.type": "process",
-            "messaging.operation.name": "process",
-            "messaging.consumer.group.name": self.group,
-            **server_attributes(message.store_host),
-        }
+        attributes = self._consumer_attributes(message, "process", count)
         if self._model:
             attributes["messaging.rocketmq.consumption_model"] = self._model
-        if count == 1:
-            attributes["messaging.message.id"] = message.msg_id
-            attributes["messaging.message.body.size"] = len(message.body)
-        else:
-            attributes["messaging.batch.message_count"] = count
         if message.tags:
             attributes["messaging.rocketmq.message.tag"] = message.tags
         if message.keys:

@@ -139,7 +139,7 @@ class ProducerGroup(GroupMember):
         self.trace = rmq_trace.for_producer(self._instance, self.group, namespace, client.trace,
                                             client.trace_topic, sender=trace_sender)  # fmt: skip
         #: a send is traced (OpenTelemetry spans or message trace): the send path's test
-        self.traced = self._tracing is not None or self.trace is not None or bool(self.hooks)
+        self.traced = self._tracing is not None or self.trace is not None or self.hooking
         #: single sends are admitted (and joined into batches: :mod:`.autobatch`)
         self.auto_batch = options.auto_batch
         batcher: Batcher[Any] | None = None

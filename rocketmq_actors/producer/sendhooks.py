@@ -3,6 +3,7 @@ and completed after it, whichever way the send was asked for."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -71,4 +72,6 @@ class SendHooks:
                 self.after(hooked, None if error else future.result(), error)
             return None if callback is None else callback(future)
 
+        if callback is not None:  # (a failing callback is logged under its own name: SendEnds)
+            functools.update_wrapper(ended, callback)
         return ended

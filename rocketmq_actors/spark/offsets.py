@@ -210,7 +210,7 @@ class OffsetPlanner:
         next_end found (Spark calls reportLatestOffset right after latestOffset), else
         asked now."""
         seen, self._seen = self._seen, None
-        return seen if seen is not None else await self.available(await self.queues(), {})
+        return seen if seen is not None else await self.answered(await self.queues(), max_offset)
 
     def _wire(self, topic: str) -> str:
         return wrap(self.options.namespace, topic)

@@ -27,6 +27,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from rocketmq_actors.cluster.instance import ClientInstance
+from rocketmq_actors.consumer.core.brokercalls import max_offset
 from rocketmq_actors.errors import InternalError
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.bodies import MessageQueue
@@ -202,7 +203,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         async def plan(planner: OffsetPlanner) -> dict[MessageQueue, int]:
             queues = await planner.queues()
-            found = await planner.available(queues, {})
+            found = await planner.answered(queues, max_offset)
             # a queue whose broker did not answer now is read as far as it stands when it does
             # (capped at nothing: never left out of the run)
             return {q: found.get(q, UNCAPPED) for q in queues}

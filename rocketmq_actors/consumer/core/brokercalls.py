@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from functools import partial
 from typing import NotRequired, Protocol, TypedDict, Unpack
 
@@ -121,27 +122,28 @@ async def pull_once(
     offset: int,
     max_body: int = MAX_MESSAGE_SIZE,
     *,
-    inflate_budget: int | None = None,
+    room: Callable[[], int] | None = None,
     **options: Unpack[PullOptions],
 ) -> PullResult:
     """One PULL_MESSAGE (shared by the pull and push consumers), its records decoded and
     filtered by the subscription's tags (see :func:`pull_raw` for the arguments, and
-    :func:`decode_pull` for ``inflate_budget``)."""
+    :func:`decode_pull_off_loop` for ``room``)."""
     raw = await pull_raw(instance, group, queue, offset, **options)
-    return await decode_pull_off_loop(raw, queue, options["subscription"], max_body, inflate_budget)
+    return await decode_pull_off_loop(raw, queue, options["subscription"], max_body, room)
 
 
 async def decode_pull_off_loop(
     raw: RawPull, queue: MessageQueue, subscription: Subscription, max_body: int,
-    inflate_budget: int | None = None,
+    room: Callable[[], int] | None = None,
 ) -> PullResult:  # fmt: skip
     """:func:`decode_pull`, in a worker thread when a record is compressed: inflating up to
     ``max_body`` bytes a record (zlib, LZ4 and zstd let other threads run meanwhile) must not
-    hold the event loop, whose other queues, heartbeats and handlers go on."""
+    hold the event loop, whose other queues, heartbeats and handlers go on. ``room()``: the
+    bytes they may inflate to (:func:`decode_pull`'s ``inflate_budget``), asked only then."""
     try:  # (no scan first: the decoding itself stops at a compressed record)
         return decode_pull(raw, queue, subscription, max_body, defer_compressed=True)
     except CompressedRecord:
-        inflate = partial(decode_pull, inflate_budget=inflate_budget)
+        inflate = partial(decode_pull, inflate_budget=None if room is None else room())
         return await anyio.to_thread.run_sync(inflate, raw, queue, subscription, max_body)
 
 
@@ -336,10 +338,11 @@ class PullCounter:
         self.node = 0  # the master, until a pull suggests another
 
     async def pull(
-        self, owner: Puller, queue: MessageQueue, offset: int, inflate_budget: int | None = None
-    ) -> PullResult | None:
+        self, owner: Puller, queue: MessageQueue, offset: int,
+        room: Callable[[], int] | None = None,
+    ) -> PullResult | None:  # fmt: skip
         result = await pull_or_back_off(owner, queue, offset, self.backoff, self.node,
-                                        inflate_budget=inflate_budget)  # fmt: skip
+                                        room=room)  # fmt: skip
         if result is None:
             self.errors += 1
         else:
@@ -399,14 +402,13 @@ async def check_subscription(
 
 async def pull_or_back_off(
     owner: Puller, queue: MessageQueue, offset: int, backoff: Backoff, broker_id: int = 0,
-    *, inflate_budget: int | None = None,
+    *, room: Callable[[], int] | None = None,
 ) -> PullResult | None:  # fmt: skip
     """One long-polling pull for a pulling actor; on a client or broker error, log it, wait
     the back-off and return None (the actor goes on: errors of the network are not crashes)."""
     try:
         return await pull_once(
-            owner.instance, owner.group, queue, offset, owner.max_body_size,
-            inflate_budget=inflate_budget,
+            owner.instance, owner.group, queue, offset, owner.max_body_size, room=room,
             subscription=owner.subscription(queue.topic), sub_version=owner.sub_version,
             max_messages=owner.pull_batch_size, wait=owner.pull_suspend,
             request_timeout=owner.request_timeout, broker_id=broker_id,

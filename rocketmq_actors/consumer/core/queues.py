@@ -142,10 +142,13 @@ class QueueActor:
                 await owner.accept(pq, fresh)
 
     async def _pull(self) -> PullResult | None:
-        # compressed bodies inflate into the room the cache has left (brokercalls.decode_pull)
+        # compressed bodies inflate into the room the cache has left (asked only for a pull
+        # that has some: brokercalls.decode_pull_off_loop)
         pq = self.pq
-        return await self._pulls.pull(self.owner, pq.queue, pq.next_offset,
-                                      inflate_budget=self.owner.cache_room(pq))  # fmt: skip
+        return await self._pulls.pull(self.owner, pq.queue, pq.next_offset, self._room)
+
+    def _room(self) -> int:
+        return self.owner.cache_room(self.pq)
 
     def _record_lag(self, result: PullResult) -> None:
         record_lag(self.owner.group, self.owner.offsets, self.pq, result.max_offset)
