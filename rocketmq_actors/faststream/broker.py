@@ -47,7 +47,8 @@ from rocketmq_actors.names import validate_group
 from rocketmq_actors.producer import Producer, ProducerOptions, SendResult
 
 from .config import RocketMQBrokerConfig
-from .producer import RocketMQFastProducer
+from .message import RocketMQReplyMessage
+from .producer import DEFAULT_REQUEST_TIMEOUT, RocketMQFastProducer
 from .registrator import RocketMQRegistrator
 from .response import RocketMQPublishCommand
 
@@ -293,9 +294,31 @@ class RocketMQBroker(
         result: SendResult = await self._basic_publish(cmd, producer=self.config.producer)
         return result
 
-    async def request(self, *args: Any, **kwargs: Any) -> Any:
-        """Not supported through FastStream (FeatureNotSupportedException): publish with
-        ``reply_to`` and subscribe to the reply topic, or use ``Producer.request``."""
-        return await self.config.producer.request(RocketMQPublishCommand(
-            None, _publish_type=PublishType.REQUEST
-        ))  # fmt: skip
+    async def request(  # type: ignore[override]
+        self,
+        message: SendableMessage = None,
+        topic: str = "",
+        *,
+        keys: str | Sequence[str] | None = None,
+        tags: str | None = None,
+        sharding_key: str | None = None,
+        headers: dict[str, str] | None = None,
+        correlation_id: str | None = None,
+        timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    ) -> RocketMQReplyMessage:
+        """Send one message to ``topic`` as a RocketMQ request and wait for the reply, a
+        subscriber's return value (``await reply.decode()``): ``timeout`` seconds in all, then
+        :class:`~.rpc.RequestTimeoutError` (a ``TimeoutError``). See docs/faststream.md."""
+        cmd = RocketMQPublishCommand(
+            message,
+            topic=topic,
+            keys=keys,
+            tags=tags,
+            sharding_key=sharding_key,
+            headers=headers,
+            correlation_id=correlation_id or self.config.id_generator(),
+            timeout=timeout,
+            _publish_type=PublishType.REQUEST,
+        )
+        reply: RocketMQReplyMessage = await self._basic_request(cmd, producer=self.config.producer)
+        return reply

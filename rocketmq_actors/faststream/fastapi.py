@@ -120,6 +120,7 @@ class RocketMQRouter(StreamRouter[ReceivedMessage[Any]]):
         tags: str | None = None,
         keys: str | Sequence[str] | None = None,
         headers: dict[str, str] | None = None,
+        reply_to: str = "",
         persistent: bool = True,
         title: str | None = None,
         description: str | None = None,
@@ -127,6 +128,7 @@ class RocketMQRouter(StreamRouter[ReceivedMessage[Any]]):
         include_in_schema: bool = True,
     ) -> RocketMQPublisher:
         return self.broker.publisher(
-            topic, tags=tags, keys=keys, headers=headers, persistent=persistent, title=title,
+            topic, tags=tags, keys=keys, headers=headers, reply_to=reply_to,
+            persistent=persistent, title=title,
             description=description, schema=schema, include_in_schema=include_in_schema,
         )  # fmt: skip

@@ -9,18 +9,25 @@ reconsume later (the delay as ``message.nack`` takes it: seconds, a ``timedelta`
 Headers are the message's user properties (the client's own, TAGS, KEYS, UNIQ_KEY..., are not
 headers: the message's fields say them). FastStream's content type, correlation id and reply
 topic travel as the user properties ``content-type``, ``correlation_id`` and ``reply_to``, the
-names FastStream's Kafka broker gives its headers.
+names FastStream's Kafka broker gives its headers. A RocketMQ request (``broker.request``,
+``Producer.request`` or a Java client's) has as ``reply_to`` the topic its reply goes to,
+``<CLUSTER>_REPLY_TOPIC`` (:mod:`.rpc`); the reply ``request`` returns is a
+:class:`RocketMQReplyMessage`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from faststream.message import StreamMessage, decode_message
+from faststream.message import SourceType, StreamMessage, decode_message
 
 from rocketmq_actors.consumer.core.message import ReceivedMessage
 from rocketmq_actors.consumer.core.settlement import Delay
-from rocketmq_actors.protocol.messages import user_properties
+from rocketmq_actors.protocol.events import ReplyMessage
+from rocketmq_actors.protocol.messages import Property, user_properties
+
+from .rpc import is_request, reply_topic_of
 
 __all__ = [
     "CONTENT_TYPE",
@@ -28,6 +35,7 @@ __all__ = [
     "REPLY_TO",
     "RocketMQMessage",
     "RocketMQParser",
+    "RocketMQReplyMessage",
     "user_headers",
 ]
 
@@ -36,7 +44,7 @@ CORRELATION_ID = "correlation_id"
 REPLY_TO = "reply_to"
 
 
-def user_headers(properties: dict[str, str]) -> dict[str, str]:
+def user_headers(properties: Mapping[str, str]) -> dict[str, str]:
     """The user properties of a message: its properties less the ones the client manages."""
     return user_properties(properties)
 
@@ -44,7 +52,11 @@ def user_headers(properties: dict[str, str]) -> dict[str, str]:
 class RocketMQMessage(StreamMessage[ReceivedMessage[Any]]):
     """A RocketMQ message as FastStream handlers see it; ``raw_message`` is the
     :class:`~rocketmq_actors.consumer.message.ReceivedMessage` (topic, tags, keys, queue,
-    reconsume count...)."""
+    reconsume count...); ``group`` is the consumer group of the subscriber that got it."""
+
+    def __init__(self, *args: Any, group: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.group = group
 
     async def ack(self) -> None:
         if self.committed is None and not self.raw_message.settled:
@@ -65,22 +77,46 @@ class RocketMQMessage(StreamMessage[ReceivedMessage[Any]]):
         await super().reject()
 
 
+class RocketMQReplyMessage(StreamMessage[ReplyMessage]):
+    """The reply ``broker.request`` / ``publisher.request`` returns (``await msg.decode()``);
+    ``raw_message`` is the :class:`~rocketmq_actors.protocol.events.ReplyMessage`. Nothing to
+    settle: ``ack`` and the like only mark it."""
+
+
 class RocketMQParser:
-    """Raw message -> :class:`RocketMQMessage`, and its body -> the handler's argument."""
+    """Raw message -> :class:`RocketMQMessage` (a reply: :class:`RocketMQReplyMessage`), and
+    its body -> the handler's argument. ``group``: the subscriber's consumer group."""
 
-    __slots__ = ()
+    __slots__ = ("group",)
 
-    @staticmethod
-    async def parse_message(message: ReceivedMessage[Any]) -> RocketMQMessage:
-        headers = user_headers(message.properties)
+    def __init__(self, group: str = "") -> None:
+        self.group = group
+
+    async def parse_message(
+        self, message: ReceivedMessage[Any] | ReplyMessage
+    ) -> RocketMQMessage | RocketMQReplyMessage:
+        properties = message.properties
+        headers = user_headers(properties)
+        if isinstance(message, ReplyMessage):
+            return RocketMQReplyMessage(
+                raw_message=message,
+                body=message.body,
+                headers=headers,
+                content_type=headers.get(CONTENT_TYPE),
+                correlation_id=headers.get(CORRELATION_ID),
+                message_id=properties.get(Property.UNIQ_KEY) or None,
+                source_type=SourceType.RESPONSE,
+            )
+        reply_to = reply_topic_of(properties) if is_request(properties) else ""
         return RocketMQMessage(
             raw_message=message,
             body=message.body,
             headers=headers,
             content_type=headers.get(CONTENT_TYPE),
             correlation_id=headers.get(CORRELATION_ID),
-            reply_to=headers.get(REPLY_TO, ""),
+            reply_to=reply_to or headers.get(REPLY_TO, ""),
             message_id=message.msg_id,
+            group=self.group,
         )
 
     @staticmethod

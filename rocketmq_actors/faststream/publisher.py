@@ -1,7 +1,8 @@
 """A FastStream publisher to a RocketMQ topic: ``@broker.publisher("results")`` sends a
 handler's result (or ``await publisher.publish(...)``) with the broker's Producer, with the
-publisher's default tags, keys and headers unless the call or the handler's
-:class:`~.response.RocketMQResponse` gives its own."""
+publisher's default tags, keys, headers and ``reply_to`` unless the call or the handler's
+:class:`~.response.RocketMQResponse` gives its own. ``await publisher.request(...)`` sends a
+RocketMQ request and returns the reply (:mod:`.rpc`)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.names import validate_topic
 
 from .config import RocketMQBrokerConfig
+from .message import RocketMQReplyMessage
+from .producer import DEFAULT_REQUEST_TIMEOUT
 from .response import RocketMQPublishCommand, as_keys
 
 if TYPE_CHECKING:
@@ -38,6 +41,8 @@ class Defaults:
     tags: str | None = None
     keys: tuple[str, ...] = ()
     headers: dict[str, str] = field(default_factory=dict)
+    #: the topic a subscriber publishes its return value to (the ``reply_to`` property)
+    reply_to: str = ""
 
 
 @dataclass(kw_only=True)
@@ -125,7 +130,7 @@ class RocketMQPublisher(PublisherUsecase):
             sharding_key=sharding_key,
             headers=self.defaults.headers | (headers or {}),
             correlation_id=correlation_id or self._outer_config.id_generator(),
-            reply_to=reply_to,
+            reply_to=reply_to or self.defaults.reply_to,
             timeout=timeout,
             _publish_type=PublishType.PUBLISH,
         )
@@ -142,14 +147,41 @@ class RocketMQPublisher(PublisherUsecase):
         real.add_headers(self.defaults.headers, override=False)
         real.tags = real.tags if real.tags is not None else self.defaults.tags
         real.keys = real.keys or self.defaults.keys
+        real.reply_to = real.reply_to or self.defaults.reply_to
         real.publish_type = PublishType.PUBLISH
         await self._basic_publish(
             real, producer=self._outer_config.producer, _extra_middlewares=_extra_middlewares
         )
 
-    async def request(self, message: SendableMessage = None, *args: Any, **kwargs: Any) -> Any:
-        cmd = RocketMQPublishCommand(message, topic=self.topic, _publish_type=PublishType.REQUEST)
-        return await self._basic_request(cmd, producer=self._outer_config.producer)
+    async def request(
+        self,
+        message: SendableMessage = None,
+        topic: str = "",
+        *,
+        keys: str | Sequence[str] | None = None,
+        tags: str | None = None,
+        sharding_key: str | None = None,
+        headers: dict[str, str] | None = None,
+        correlation_id: str | None = None,
+        timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    ) -> RocketMQReplyMessage:
+        """Send one message as a RocketMQ request (to this publisher's topic, with its
+        defaults) and wait for the reply: as :meth:`RocketMQBroker.request`."""
+        cmd = RocketMQPublishCommand(
+            message,
+            topic=topic or self.topic,
+            keys=self.defaults.keys if keys is None else keys,
+            tags=self.defaults.tags if tags is None else tags,
+            sharding_key=sharding_key,
+            headers=self.defaults.headers | (headers or {}),
+            correlation_id=correlation_id or self._outer_config.id_generator(),
+            timeout=timeout,
+            _publish_type=PublishType.REQUEST,
+        )
+        reply: RocketMQReplyMessage = await self._basic_request(
+            cmd, producer=self._outer_config.producer
+        )
+        return reply
 
 
 def create_publisher(
@@ -158,6 +190,7 @@ def create_publisher(
     tags: str | None,
     keys: str | Sequence[str] | None,
     headers: dict[str, str] | None,
+    reply_to: str,
     config: RocketMQBrokerConfig,
     schema_: Any | None,
     title_: str | None,
@@ -169,7 +202,10 @@ def create_publisher(
         raise ConfigError(f"tags must be a string, not {tags!r}")
     if headers is not None and not isinstance(headers, dict):
         raise ConfigError(f"headers must be a dict of strings, not {headers!r}")
-    defaults = Defaults(topic=topic, tags=tags, keys=as_keys(keys), headers=dict(headers or {}))
+    if reply_to:
+        validate_topic(reply_to, error=ConfigError)
+    defaults = Defaults(topic=topic, tags=tags, keys=as_keys(keys), headers=dict(headers or {}),
+                        reply_to=reply_to)  # fmt: skip
     specification = RocketMQPublisherSpecification(
         config,
         RocketMQPublisherSpecificationConfig(

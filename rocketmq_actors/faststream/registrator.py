@@ -97,18 +97,22 @@ class RocketMQRegistrator(Registrator[ReceivedMessage[Any], RocketMQBrokerConfig
         tags: str | None = None,
         keys: str | Sequence[str] | None = None,
         headers: dict[str, str] | None = None,
+        reply_to: str = "",
         persistent: bool = True,
         title: str | None = None,
         description: str | None = None,
         schema: Any | None = None,
         include_in_schema: bool = True,
     ) -> RocketMQPublisher:
-        """A publisher to ``topic``, with default ``tags``, ``keys`` and ``headers``."""
+        """A publisher to ``topic``, with default ``tags``, ``keys`` and ``headers``;
+        ``reply_to``: each message it sends names that topic as where a subscriber publishes
+        its handler's return value (FastStream's ``reply_to``)."""
         publisher = create_publisher(
             topic=topic,
             tags=tags,
             keys=keys,
             headers=headers,
+            reply_to=reply_to,
             config=cast("RocketMQBrokerConfig", self.config),
             schema_=schema,
             title_=title,

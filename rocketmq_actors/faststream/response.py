@@ -55,7 +55,9 @@ class RocketMQResponse(Response):
 
 
 class RocketMQPublishCommand(PublishCommand):
-    """One message to send: FastStream's command plus the RocketMQ fields."""
+    """One message to send: FastStream's command plus the RocketMQ fields. ``answers``: the
+    received request this command replies to (its reply goes by RocketMQ's request-reply
+    protocol, not to a topic)."""
 
     def __init__(
         self,
@@ -82,13 +84,14 @@ class RocketMQPublishCommand(PublishCommand):
         )
         self.keys, self.tags, self.delay = as_keys(keys), tags, delay
         self.sharding_key, self.timeout = sharding_key, timeout
+        self.answers: Any = None
 
     @classmethod
     def from_cmd(cls, cmd: PublishCommand) -> RocketMQPublishCommand:
         if isinstance(cmd, RocketMQPublishCommand):
             return cmd
         extra: dict[str, Any] = {}
-        for name in ("keys", "tags", "delay", "sharding_key"):
+        for name in ("keys", "tags", "delay", "sharding_key", "timeout"):
             if (value := getattr(cmd, name, None)) is not None:
                 extra[name] = value
         return cls(

@@ -41,6 +41,7 @@ from rocketmq_actors.protocol.bodies import MessageQueue
 from .config import RocketMQBrokerConfig
 from .message import RocketMQMessage, RocketMQParser
 from .response import RocketMQPublishCommand
+from .rpc import is_request
 
 if TYPE_CHECKING:
     from faststream._internal.endpoint.publisher import PublisherProto
@@ -164,18 +165,20 @@ class RocketMQSubscriberSpecification(
 
 
 class ReplyPublisher(FakePublisher):
-    """Publishes a handler's result to the message's ``reply_to`` topic."""
+    """Publishes a handler's result to the message's ``reply_to`` topic; a request's (a
+    message :func:`.rpc.is_request`) goes back to its requester as RocketMQ's reply."""
 
-    __slots__ = ("topic",)
+    __slots__ = ("answers", "topic")
 
-    def __init__(self, producer: Any, topic: str) -> None:
+    def __init__(self, producer: Any, topic: str, answers: ReceivedMessage[Any] | None) -> None:
         super().__init__(producer=producer)
-        self.topic = topic
+        self.topic, self.answers = topic, answers
 
     def patch_command(self, cmd: PublishCommand) -> RocketMQPublishCommand:
         cmd = super().patch_command(cmd)
         real = RocketMQPublishCommand.from_cmd(cmd)
         real.destination = self.topic
+        real.answers = self.answers
         return real
 
 
@@ -192,7 +195,7 @@ class RocketMQSubscriber(SubscriberUsecase[ReceivedMessage[Any]]):
         specification: SubscriberSpecification[Any, Any],
         calls: CallsCollection[ReceivedMessage[Any]],
     ) -> None:
-        parser = RocketMQParser()
+        parser = RocketMQParser(config.channel.group)
         config.parser = parser.parse_message
         config.decoder = parser.decode_message
         super().__init__(config, specification, calls)
@@ -273,7 +276,9 @@ class RocketMQSubscriber(SubscriberUsecase[ReceivedMessage[Any]]):
                         error=repr(exc))  # fmt: skip
 
     def _make_response_publisher(self, message: StreamMessage[Any]) -> Iterable[PublisherProto]:
-        return (ReplyPublisher(self._outer_config.producer, message.reply_to),)
+        raw = message.raw_message
+        request = raw if is_request(raw.properties) else None
+        return (ReplyPublisher(self._outer_config.producer, message.reply_to, request),)
 
     def get_log_context(self, message: StreamMessage[Any] | None) -> dict[str, str]:
         return {

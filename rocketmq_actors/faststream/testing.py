@@ -12,11 +12,16 @@ properties, tags, keys, a unique id), built from the same :class:`Message` the r
 would send (so bad fields raise the same typed errors). How each delivery was settled (ack,
 nack and its delay, reject) is recorded in :attr:`TestRocketMQBroker.settled`; nothing is
 consumed again in memory. A handler's exception is raised from ``publish``, as FastStream's
-other test brokers do. ``with_real=True`` runs the same test against a real cluster.
+other test brokers do. ``request`` delivers the message as a RocketMQ request (with the
+properties a broker would have stored) and returns the first subscriber's reply
+(``SubscriberNotFound`` when no subscriber matches, :class:`~.rpc.RequestTimeoutError` when
+none answered, ``no_reply=True``, or the handlers outlast the timeout). ``with_real=True``
+runs the same test against a real cluster.
 """
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Generator, Iterator
@@ -25,21 +30,30 @@ from dataclasses import dataclass
 from typing import Any
 from unittest.mock import MagicMock
 
+import anyio
 import attrs
 from faststream._internal.testing.broker import TestBroker, change_producer
-from faststream.exceptions import FeatureNotSupportedException
+from faststream.exceptions import SubscriberNotFound
 
 from rocketmq_actors.consumer.core.message import ReceivedMessage
 from rocketmq_actors.consumer.core.options import MessageModel
 from rocketmq_actors.consumer.core.settlement import Delay, Outcome, Settlement
 from rocketmq_actors.consumer.core.subscriptions import Subscription
 from rocketmq_actors.producer.prepare import prepare
-from rocketmq_actors.protocol.messages import MAX_MESSAGE_SIZE, Message, UniqueIdGenerator
+from rocketmq_actors.protocol.events import ReplyMessage
+from rocketmq_actors.protocol.messages import (
+    MAX_MESSAGE_SIZE,
+    Message,
+    Property,
+    UniqueIdGenerator,
+    encode_properties,
+)
 
 from .broker import RocketMQBroker
-from .producer import RocketMQFastProducer, to_message
+from .producer import DEFAULT_REQUEST_TIMEOUT, RocketMQFastProducer, to_message
 from .publisher import RocketMQPublisher
 from .response import RocketMQPublishCommand
+from .rpc import RequestTimeoutError, memory_reply
 from .subscriber import RocketMQSubscriber
 
 __all__ = ["Settled", "TestRocketMQBroker", "fake_received"]
@@ -58,16 +72,25 @@ class Settled:
     delay: Delay | None
 
 
-def fake_received(message: Message, *, reconsume_times: int = 0) -> ReceivedMessage[Any]:
+#: the cluster name in-memory requests carry (a real broker adds its own)
+MEMORY_CLUSTER = "memory"
+
+
+def fake_received(
+    message: Message, *, reconsume_times: int = 0, extra: dict[str, str] | None = None
+) -> ReceivedMessage[Any]:
     """The record a broker would deliver for ``message``, checked and given its unique id by
     the producer's own :func:`~rocketmq_actors.producer.prepare.prepare` (the same typed
-    errors as a real send)."""
+    errors as a real send); ``extra``: properties the client or the broker adds."""
     prepared = prepare(message, ids=_IDS, namespace=None, max_size=MAX_MESSAGE_SIZE,
                        compress_threshold=0, compress_level=0)  # fmt: skip
     assert isinstance(prepared.body, bytes)
+    properties = prepared.properties
+    if extra:
+        properties += encode_properties(extra)
     now = int(time.time() * 1000)
     return ReceivedMessage(
-        topic=message.topic, body=prepared.body, raw_properties=prepared.properties.encode(),
+        topic=message.topic, body=prepared.body, raw_properties=properties.encode(),
         queue_id=0, queue_offset=0, commit_log_offset=0, sys_flag=0, flag=message.flag,
         born_timestamp=now, born_ip=b"\x7f\x00\x00\x01", born_port=0, store_timestamp=now,
         store_ip=b"\x7f\x00\x00\x01", store_port=0, reconsume_times=reconsume_times,
@@ -117,6 +140,8 @@ class MemoryProducer(RocketMQFastProducer):
         super().__init__(parser=broker._parser, decoder=broker._decoder)
         self.broker, self.test = broker, test
         self.serializer = broker.config.fd_config._serializer
+        #: the replies handlers sent, by the request's correlation id, until it returns
+        self._replies: dict[str, ReplyMessage] = {}
 
     def _targets(self, record: ReceivedMessage[Any]) -> list[RocketMQSubscriber]:
         targets, groups = [], set()
@@ -132,9 +157,15 @@ class MemoryProducer(RocketMQFastProducer):
             targets.append(sub)
         return targets
 
-    async def publish(self, cmd: RocketMQPublishCommand) -> list[Settled]:
+    async def publish(self, cmd: RocketMQPublishCommand) -> list[Settled] | None:
         message = await to_message(cmd, self.codec, self.serializer)
-        record = fake_received(message)
+        if cmd.answers is not None:  # a handler's reply to a request
+            reply = memory_reply(cmd.answers.properties, message)
+            self._replies.setdefault(reply.correlation_id, reply)  # the first one wins
+            return None
+        return await self._deliver(fake_received(message))
+
+    async def _deliver(self, record: ReceivedMessage[Any]) -> list[Settled]:
         done: list[Settled] = []
         for sub in self._targets(record):
             delivery = attrs.evolve(record)  # a copy per group, as each group pulls its own
@@ -153,5 +184,27 @@ class MemoryProducer(RocketMQFastProducer):
                 self.test.settled.append(done[-1])
         return done
 
-    async def request(self, cmd: RocketMQPublishCommand) -> Any:
-        raise FeatureNotSupportedException("RocketMQ request/reply through FastStream")
+    async def request(self, cmd: RocketMQPublishCommand) -> ReplyMessage:
+        """Delivers ``cmd`` as a request (the properties a requester and a broker add) and
+        returns the first reply a handler sent."""
+        message = await to_message(cmd, self.codec, self.serializer)
+        timeout = DEFAULT_REQUEST_TIMEOUT if cmd.timeout is None else cmd.timeout
+        correlation_id = str(uuid.uuid4())
+        record = fake_received(message, extra={
+            Property.CORRELATION_ID: correlation_id, Property.REPLY_TO_CLIENT: "memory@0",
+            Property.MESSAGE_TTL: str(max(1, math.ceil(timeout * 1000))),
+            Property.CLUSTER: MEMORY_CLUSTER,
+        })  # fmt: skip
+        if not self._targets(record):
+            raise SubscriberNotFound(f"no subscriber of {record.topic!r} selects the request")
+        not_sent = RequestTimeoutError(message.topic, correlation_id, timeout)
+        try:
+            with anyio.fail_after(timeout):
+                await self._deliver(record)
+        except TimeoutError:
+            self._replies.pop(correlation_id, None)
+            raise not_sent from None
+        reply = self._replies.pop(correlation_id, None)
+        if reply is None:
+            raise not_sent  # nobody answered: a real requester would wait out its timeout
+        return reply
