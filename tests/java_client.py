@@ -59,11 +59,14 @@ class JavaMember:
 
 
 @asynccontextmanager
-async def java_member(namesrv: str, topic: str, group: str) -> AsyncIterator[JavaMember]:
+async def java_member(
+    namesrv: str, topic: str, group: str, *, broker_rebalance: bool = False
+) -> AsyncIterator[JavaMember]:
     """A Java DefaultMQPushConsumer in ``group``, started (its ``start()`` returned) on entry
-    and shut down on exit."""
+    and shut down on exit; ``broker_rebalance``: ``setClientRebalance(false)``."""
     with java_scratch() as scratch:
-        argv = java_argv(SOURCE, "member", namesrv, topic, group, scratch=scratch)
+        mode = ["BROKER"] if broker_rebalance else []
+        argv = java_argv(SOURCE, "member", namesrv, topic, group, *mode, scratch=scratch)
         async with await anyio.open_process(argv) as process, anyio.create_task_group() as tg:
             member = JavaMember(process)
             ready = anyio.Event()

@@ -12,8 +12,10 @@
 //       line per message:
 //       {"key": ..., "len": ..., "crc": ..., "queue": ..., "broker": ...}; stops after COUNT
 //       messages or SECONDS. Prints {"ready": true} once started.
-//   member NAMESRV TOPIC GROUP
-//       as consume, until stdin closes (a group member a test starts and stops)
+//   member NAMESRV TOPIC GROUP [BROKER]
+//       as consume, until stdin closes (a group member a test starts and stops); BROKER:
+//       setClientRebalance(false), the broker's assignment and request mode, rebalanced
+//       every second (-Drocketmq.client.rebalance.waitInterval is read once per JVM)
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CountDownLatch;
@@ -51,8 +53,14 @@ public class JavaClient {
             case "produce" -> produce(args[1], args[2], args[3], args[4],
                     Integer.parseInt(args[5]), Integer.parseInt(args[6]));
             case "consume" -> consume(args[1], args[2], args[3], Long.parseLong(args[4]),
-                    Double.parseDouble(args[5]), false, args.length > 6 ? args[6] : "FIRST");
-            case "member" -> consume(args[1], args[2], args[3], Long.MAX_VALUE, 0, true, "FIRST");
+                    Double.parseDouble(args[5]), false, args.length > 6 ? args[6] : "FIRST", false);
+            case "member" -> {
+                boolean broker = args.length > 4 && args[4].equals("BROKER");
+                if (broker) {
+                    System.setProperty("rocketmq.client.rebalance.waitInterval", "1000");
+                }
+                consume(args[1], args[2], args[3], Long.MAX_VALUE, 0, true, "FIRST", broker);
+            }
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
         }
     }
@@ -83,7 +91,7 @@ public class JavaClient {
     }
 
     static void consume(String namesrv, String topic, String group, long count, double seconds,
-            boolean untilStdinCloses, String from) throws Exception {
+            boolean untilStdinCloses, String from, boolean brokerRebalance) throws Exception {
         AtomicLong seen = new AtomicLong();
         CountDownLatch done = new CountDownLatch(1);
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
@@ -92,6 +100,7 @@ public class JavaClient {
                 ? ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
                 : ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         consumer.subscribe(topic, "*");
+        consumer.setClientRebalance(!brokerRebalance);
         consumer.registerMessageListener((MessageListenerConcurrently) (messages, context) -> {
             for (MessageExt message : messages) {
                 CRC32 crc = new CRC32();

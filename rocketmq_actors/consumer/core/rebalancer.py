@@ -11,7 +11,9 @@ broker answering) keeps the queues it has, and is looked at again after 1, 2, 4 
 the interval) while it has no route.
 
 An owner may give a ``refresh``, awaited before each round the actor makes (a pull
-consumer's pattern subscription: the topics it matches now).
+consumer's pattern subscription: the topics it matches now), and an ``allocate`` computing a
+topic's share in place of the client-side one (a push consumer following the broker's mode:
+:mod:`..push.poplane`).
 
 ``lock`` serializes rounds with whatever else moves queues (an offset reset, the orderly lock
 keeper), so that a queue is never started and released at once.
@@ -54,6 +56,7 @@ class Rebalancer:
         owned: Callable[[], Iterable[MessageQueue]],
         apply: Apply,
         refresh: Callable[[], Awaitable[None]] | None = None,
+        allocate: Callable[[str], Awaitable[list[MessageQueue]]] | None = None,
     ) -> None:
         self.instance = instance
         self.group = group
@@ -64,6 +67,7 @@ class Rebalancer:
         self._owned = owned
         self._apply = apply
         self._refresh = refresh
+        self._allocate = allocate
         self.lock = anyio.Lock()
         self.rounds = 0
         self.missing: set[str] = set()  # subscribed topics with no route yet
@@ -97,8 +101,11 @@ class Rebalancer:
             wanted: set[MessageQueue] = set()
             for topic in topics:
                 try:
-                    mine = await allocated(self.instance, self.group, topic, self.strategy,
-                                           broadcasting=self.broadcasting)  # fmt: skip
+                    if self._allocate is not None:
+                        mine = await self._allocate(topic)
+                    else:
+                        mine = await allocated(self.instance, self.group, topic, self.strategy,
+                                               broadcasting=self.broadcasting)  # fmt: skip
                 except RocketMQError as exc:  # keep what we have, try again later
                     if isinstance(exc, TopicNotFound):
                         self.missing.add(topic)

@@ -100,12 +100,14 @@ async def pop_once(
     request_timeout: float,
     init_mode: int = INIT_MODE_MAX,
     max_body: int = MAX_MESSAGE_SIZE,
+    queue_id: int = -1,
 ) -> Popped:
     """One POP_MESSAGE of every queue of ``topic`` on ``broker_name`` (queue id -1: the
-    broker chooses), held by the broker up to ``poll_time`` when it has nothing."""
+    broker chooses) or of ``queue_id``, held by the broker up to ``poll_time`` when it has
+    nothing."""
     addr = await master(instance, topic, broker_name)
     header = PopMessageRequestHeader(
-        consumer_group=group, topic=topic, queue_id=-1, max_msg_nums=max_messages,
+        consumer_group=group, topic=topic, queue_id=queue_id, max_msg_nums=max_messages,
         invisible_time=int(invisible_time * 1000), poll_time=int(poll_time * 1000),
         born_time=time.time_ns() // 1_000_000, init_mode=init_mode,
         exp_type=subscription.expression_type, exp=subscription.expression, order=order,

@@ -22,10 +22,9 @@ from anyio.abc import TaskStatus
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import MEMBER_POLICY, GroupMember
 from rocketmq_actors.cluster.options import ClientOptions
-from rocketmq_actors.consumer.core.brokercalls import BROKER_FLOW_CONTROL_DELAY
 from rocketmq_actors.consumer.core.delivery import Deliveries
 from rocketmq_actors.consumer.core.dispatch import BatchHandler, Dispatcher, Handler
-from rocketmq_actors.consumer.core.message import ReceivedMessage, deserialize
+from rocketmq_actors.consumer.core.message import ReceivedMessage
 from rocketmq_actors.consumer.core.options import ConsumeFrom
 from rocketmq_actors.consumer.core.options import max_reconsume_times as default_max_reconsume
 from rocketmq_actors.consumer.core.sendback import send_back
@@ -37,10 +36,10 @@ from rocketmq_actors.consumer.core.subscriptions import (
 from rocketmq_actors.consumer.pop import calls as pop_calls
 from rocketmq_actors.consumer.pop.acks import Acker
 from rocketmq_actors.consumer.pop.options import PopOptions
+from rocketmq_actors.consumer.pop.popper import Popper, PopSettings
 from rocketmq_actors.consumer.pop.requests import server
 from rocketmq_actors.consumer.pop.service import PopConsumeService
 from rocketmq_actors.errors import (
-    BrokerError,
     ConfigError,
     RocketMQError,
     TopicNotFound,
@@ -50,10 +49,8 @@ from rocketmq_actors.hooks import Hooks
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.producer.tracesend import trace_sender
 from rocketmq_actors.protocol.bodies import ConsumerData
-from rocketmq_actors.protocol.codes import ResponseCode
 from rocketmq_actors.protocol.pop import INIT_MODE_MAX, INIT_MODE_MIN
 from rocketmq_actors.protocol.records import MessageExt
-from rocketmq_actors.runtime.backoff import Backoff
 from rocketmq_actors.runtime.signal import Signal
 from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart
 from rocketmq_actors.runtime.tree import Node
@@ -118,8 +115,17 @@ class PopGroup(GroupMember):
             f"pop-consumer:{self.group}", MEMBER_POLICY, shutdown_timeout=client.shutdown_timeout
         )
         self.targets: set[Target] = set()
-        self.pops = 0  # POP requests answered
-        self.pop_errors = 0  # POP requests that failed (retried after a back-off)
+        init_mode = (
+            INIT_MODE_MIN if options.consume_from is ConsumeFrom.FIRST_OFFSET else INIT_MODE_MAX
+        )
+        self.popper = Popper(
+            self, PopSettings(batch_size=options.pop_batch_size,
+                              max_cached=options.max_cached_messages,
+                              invisible_time=self.invisible_time, poll_time=self.poll_time,
+                              orderly=options.orderly, request_timeout=self.request_timeout,
+                              init_mode=init_mode, max_body=options.max_body_size),
+            self.service, self.acker, value_deserializer,
+        )  # fmt: skip
         self._flow = Signal()
         self._stopping = False
         self._sub_version = time.time_ns() // 1_000_000
@@ -136,6 +142,11 @@ class PopGroup(GroupMember):
 
     def flow_changed(self) -> None:
         self._flow.set()
+
+    async def wait_flow(self) -> None:
+        """Until a handler finished (or a second passed): room may have been made."""
+        with anyio.move_on_after(1.0):
+            await self._flow.wait()
 
     async def send_back(self, message: MessageExt, delay_level: int) -> bool:
         return await send_back(self._instance, self.group, message, delay_level,
@@ -264,63 +275,9 @@ class PopGroup(GroupMember):
             except RocketMQError as exc:  # its popper will meet the error and back off
                 log.info("consumer.pop.version_unknown", broker=target[1], error=str(exc))
             self.targets.add(target)
-            start = functools.partial(self._pop_loop, *target)
+            start = functools.partial(self.popper.run, *target, self._subscriptions[target[0]])
             await self._supervisor.start_child(ChildSpec(_key(target), start, Restart.PERMANENT,
                                                          kind="popper"))  # fmt: skip
-
-    async def _pop_loop(self, topic: str, broker: str, *, task_status: TaskStatus[None]) -> None:
-        """A ``popper`` actor: long-polling POPs of ``topic`` on ``broker``, under flow
-        control; network and broker errors are retried after a back-off, never a crash."""
-        task_status.started()
-        backoff = Backoff(initial=0.2, maximum=5.0)
-        subscription = self._subscriptions[topic]
-        options = self.options
-        init_mode = (
-            INIT_MODE_MIN if options.consume_from is ConsumeFrom.FIRST_OFFSET else INIT_MODE_MAX
-        )
-        while not self._stopping:
-            while self.service.cached >= options.max_cached_messages:
-                with anyio.move_on_after(1.0):
-                    await self._flow.wait()
-            room = options.max_cached_messages - self.service.cached
-            asked = time.monotonic()
-            try:
-                popped = await pop_calls.pop_once(
-                    self._instance, self.group, topic, broker, subscription=subscription,
-                    max_messages=min(options.pop_batch_size, room),
-                    invisible_time=self.invisible_time, poll_time=self.poll_time,
-                    order=options.orderly, request_timeout=self.request_timeout,
-                    init_mode=init_mode, max_body=options.max_body_size,
-                )  # fmt: skip
-            except RocketMQError as exc:
-                self.pop_errors += 1
-                if isinstance(exc, BrokerError) and exc.code == ResponseCode.FLOW_CONTROL:
-                    await anyio.sleep(BROKER_FLOW_CONTROL_DELAY)
-                    continue
-                log.info("consumer.pop.failed", topic=topic, broker=broker, error=str(exc))
-                await backoff.sleep()
-                continue
-            self.pops += 1
-            for handle in popped.unwanted:  # Java acks what its tag filter drops
-                self.acker.add(topic, handle)
-            if popped.status is pop_calls.PopStatus.POLLING_FULL or (
-                popped.status is pop_calls.PopStatus.NOT_FOUND
-                and time.monotonic() - asked < self.poll_time / 2
-            ):
-                # nothing, long before the poll time: the broker did not hold the request
-                # (PopMessageRequestHeader.isTimeoutTooMuch: our clock behind the broker's
-                # by more than the poll time) - never a tight loop of POPs
-                if popped.status is pop_calls.PopStatus.NOT_FOUND and not backoff.attempt:
-                    log.info("consumer.pop.answered_early", topic=topic, broker=broker,
-                             seconds=round(time.monotonic() - asked, 3))  # fmt: skip
-                await backoff.sleep()
-                continue
-            backoff.reset()
-            if popped.messages:
-                messages = [m for m, _ in popped.messages]
-                if self.value_deserializer is not None:
-                    deserialize(messages, self.value_deserializer, self.group)
-                await self.service.accept(topic, list(popped.messages))
 
     # ---- inspection ---------------------------------------------------------------------
 
@@ -329,8 +286,8 @@ class PopGroup(GroupMember):
             "consumed": self.dispatcher.consumed, "failed": self.dispatcher.failed,
             "cached": self.service.cached, "acked": self.acker.acked,
             "ack_refused": self.acker.refused, "retried": self.service.retried,
-            "dead": self.service.dead, "expired": self.service.expired, "pops": self.pops,
-            "pop_errors": self.pop_errors,
+            "dead": self.service.dead, "expired": self.service.expired, "pops": self.popper.pops,
+            "pop_errors": self.popper.errors,
             "brokers": sorted(f"{t}@{b}" for t, b in self.targets),
         }  # fmt: skip
 

@@ -61,6 +61,7 @@ from rocketmq_actors.consumer.push.concurrent import ConcurrentConsumeService
 from rocketmq_actors.consumer.push.options import PushOptions
 from rocketmq_actors.consumer.push.orderly import OrderlyConsumeService
 from rocketmq_actors.consumer.push.ownership import Ownership
+from rocketmq_actors.consumer.push.poplane import check_broker_mode, pop_lane
 from rocketmq_actors.errors import ConfigError, TopicNotFound
 from rocketmq_actors.hooks import Hooks
 from rocketmq_actors.logs import get_logger
@@ -143,12 +144,16 @@ class PushGroup(GroupMember):
             self, lambda topic, broker: max_offsets(self._instance, self.group, topic, broker),
             lambda q: max_offset(self._instance, q), timeout=self.request_timeout,
         )  # fmt: skip
+        self.retry_delay: float | None = None  # (what a POP queue's retries wait: PopOwner)
+        self.suspend_delay = options.suspend_delay
+        self.pop_lane = pop_lane(self, options, client) if options.broker_mode else None
         self.rebalancer = Rebalancer(
             self._instance, self.group, strategy=options.strategy,
             broadcasting=model is MessageModel.BROADCASTING,
             interval=options.rebalance_interval,
             topics=lambda: list(self._subscriptions), owned=lambda: list(self.queues),
-            apply=self.ownership.apply,
+            apply=self._apply,
+            allocate=self.pop_lane.allocate if self.pop_lane is not None else None,
         )  # fmt: skip
         self.service: ConcurrentConsumeService | OrderlyConsumeService = (
             OrderlyConsumeService(
@@ -214,7 +219,8 @@ class PushGroup(GroupMember):
         return list(self._subscriptions.values())
 
     def assigned(self) -> list[MessageQueue]:
-        return sorted(self.queues)
+        popped = self.pop_lane.queues if self.pop_lane is not None else set()
+        return sorted(set(self.queues) | popped)
 
     def owned_queues(self) -> dict[MessageQueue, ProcessQueue]:
         return {actor.queue: actor.pq for actor in self.queues.actors()}
@@ -224,6 +230,26 @@ class PushGroup(GroupMember):
 
     def rebalance_later(self, delay: float) -> None:
         self.rebalancer.later(delay)
+
+    async def _apply(self, wanted: set[MessageQueue]) -> None:
+        """A rebalance round's answer: the queues to pull (and, following the broker's mode,
+        to pop)."""
+        await self.ownership.apply(wanted)
+        if self.pop_lane is not None:
+            await self.pop_lane.apply(self._subscriptions)
+
+    def follow_subscription(self, topic: str, wanted: bool) -> None:
+        """Subscribe ``topic`` (all its tags) or not, as the broker's mode asks (a POP retry
+        topic: :mod:`.poplane`); the next heartbeat tells the brokers."""
+        if wanted and topic not in self._subscriptions:
+            self._subscriptions[topic] = Subscription.parse(topic)
+        elif not wanted and self._subscriptions.pop(topic, None) is not None:
+            for actor in self.queues.actors():
+                if actor.queue.topic == topic:
+                    actor.stop_pulling()
+        else:
+            return
+        self._sub_version = max(self._sub_version + 1, time.time_ns() // 1_000_000)
 
     async def move_offsets(self, targets: Mapping[MessageQueue, int]) -> list[MessageQueue]:
         return await self.ownership.move(targets)
@@ -364,6 +390,10 @@ class PushGroup(GroupMember):
             stack.callback(self.dispatcher.deliveries.dispose)
         if isinstance(self.service, ConcurrentConsumeService):
             stack.callback(self.service.close)  # once its workers are gone
+        if (lane := self.pop_lane) is not None:  # acks after the handlers stopped
+            stack.push_async_callback(lambda: lane.flush(self._time_left()))
+            stack.callback(lane.service.close)
+            await stack.enter_async_context(lane.poppers)
         await stack.enter_async_context(self.queues.supervisor)
         supervisor = await stack.enter_async_context(self._supervisor)
         self._tg = await stack.enter_async_context(anyio.create_task_group())  # one-off tasks
@@ -376,13 +406,18 @@ class PushGroup(GroupMember):
         if isinstance(self.service, ConcurrentConsumeService):
             await supervisor.start_child(ChildSpec("consume", self.service.run, Restart.PERMANENT,
                                                    kind="consume-service"))  # fmt: skip
+        if self.pop_lane is not None:
+            for spec in self.pop_lane.child_specs():
+                await supervisor.start_child(spec)
         for topic, subscription in self._subscriptions.items():
             try:
-                await self._instance.routes.get(topic)
+                route = await self._instance.routes.get(topic)
             except TopicNotFound:
                 log.info("consumer.topic_not_found", topic=topic, group=self.group)
                 continue
             await check_subscription(self._instance, self.group, subscription.wire(0))
+            if self.pop_lane is not None:
+                await check_broker_mode(self._instance, route, self.request_timeout)
         await self._instance.heartbeat.beat()  # the brokers know the group before we pull
         await self.rebalancer.rebalance()
         await supervisor.start_child(ChildSpec("rebalancer", self.rebalancer.run,
@@ -406,6 +441,8 @@ class PushGroup(GroupMember):
         self.ownership.held = list(self.queues)  # their locks go back once the actors stopped
         for actor in self.queues.actors():
             actor.stop_pulling()
+        if self.pop_lane is not None:
+            self.pop_lane.stop()
         self.lag.forget()  # (and again once the actors are gone: _open)
         if self.dispatcher.deliveries is not None:  # what ``async for`` did not finish stays
             self.dispatcher.deliveries.close()
@@ -443,6 +480,8 @@ class PushGroup(GroupMember):
     def describe(self) -> Node:
         children = list(self._supervisor.describe().children)
         children.append(self.queues.describe())
+        if self.pop_lane is not None:
+            children.append(self.pop_lane.describe())
         children.append(self._instance.describe())
         return Node(name=self._describe(), kind="push-consumer", state=self.state.value,
                     last_error=repr(self.error) if self.error else None,

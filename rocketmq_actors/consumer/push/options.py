@@ -87,6 +87,14 @@ class PushOptions:
       would inflate past it does not decode (a bomb), and goes as an undecodable message does.
       What a pull's bodies inflate to counts against ``max_cached_bytes`` before it is
       allocated: the records past the room left are read again by a later pull.
+    * ``client_rebalance`` (True): False follows the broker's request mode (Java's
+      ``setClientRebalance(false)``, 5.x brokers): each rebalance asks a broker which queues
+      this member has and whether to pull or pop them, as an operator set it for the group
+      (``admin.set_message_request_mode``; :mod:`.poplane`). ``strategy`` must then be one the
+      broker runs, ``Strategy.AVG`` or ``Strategy.AVG_BY_CIRCLE``. Orderly and broadcasting
+      consumers allocate on the client, as Java's do. A queue in POP mode is popped
+      ``pop_batch_size`` (32) messages at a time, each invisible to the group for
+      ``pop_invisible_time`` (60.0) until its handler settles it.
     """
 
     model: MessageModel = attrs.field(default=MessageModel.CLUSTERING,
@@ -117,6 +125,23 @@ class PushOptions:
     pull_suspend: float = attrs.field(default=15.0, validator=seconds())
     offset_dir: Path | str | None = attrs.field(default=None, validator=check_dir)
     max_body_size: int = attrs.field(default=MAX_MESSAGE_SIZE, validator=count())
+    client_rebalance: bool = attrs.field(default=True, validator=_check_flag)
+    pop_batch_size: int = attrs.field(default=32, validator=count(maximum=32))
+    pop_invisible_time: float = attrs.field(default=60.0, validator=seconds())
+
+    def __attrs_post_init__(self) -> None:
+        if self.broker_mode and self.strategy not in (Strategy.AVG, Strategy.AVG_BY_CIRCLE):
+            raise ConfigError(
+                "client_rebalance=False: the broker allocates, with Strategy.AVG or "
+                f"Strategy.AVG_BY_CIRCLE only, not {self.strategy!r}"
+            )
+
+    @property
+    def broker_mode(self) -> bool:
+        """Whether the broker decides the queues and their mode (``client_rebalance=False``,
+        concurrent clustering: Java's ``RebalancePushImpl.clientRebalance``)."""
+        return not (self.client_rebalance or self.orderly
+                    or self.model is MessageModel.BROADCASTING)  # fmt: skip
 
     def evolve(self, **changes: Any) -> PushOptions:
         """A copy with ``changes`` (checked as the constructor checks them)."""

@@ -11,6 +11,7 @@ import pytest
 from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.core.message import ReceivedMessage
 from rocketmq_actors.consumer.core.options import ConsumeFrom
+from rocketmq_actors.consumer.core.subscriptions import Subscription
 from rocketmq_actors.consumer.pop import PopConsumer, PopOptions
 from rocketmq_actors.consumer.pop import calls as pop_calls
 from rocketmq_actors.consumer.pop.service import POP_RETRY_DELAYS
@@ -133,5 +134,7 @@ async def test_a_popper_answered_at_once_with_nothing_backs_off(
     monkeypatch.setattr(pop_calls, "pop_once", not_found)
     consumer = build()
     with anyio.move_on_after(0.5):
-        await consumer._group._pop_loop("t", "a", task_status=anyio.TASK_STATUS_IGNORED)
+        await consumer._group.popper.run(
+            "t", "a", Subscription("t"), task_status=anyio.TASK_STATUS_IGNORED
+        )
     assert 1 <= calls <= 4  # back-off 0.2 s, 0.4 s, ...: never thousands
