@@ -19,9 +19,11 @@
   UPDATE_CONSUMER_OFFSET (15).
 
 Finding messages (QUERY_MESSAGE 12, VIEW_MESSAGE_BY_ID 33, either id form decoded) lives in
-:mod:`rocketmq_actors.query`, and consumer groups' settings, broker settings, producer
-connections and write permission in :mod:`rocketmq_actors.brokeradmin`; their functions are
-re-exported here, beside mqadmin's others.
+:mod:`rocketmq_actors.query`, consumer groups' settings, broker settings, producer
+connections and write permission in :mod:`rocketmq_actors.brokeradmin`, ACL 2.0 users and
+ACLs (AUTH_* 3001-3010, 5.3+) in :mod:`rocketmq_actors.authadmin`, and the 5.x controller's
+metadata, sync state and master election in :mod:`rocketmq_actors.controlleradmin`; their
+functions are re-exported here, beside mqadmin's others.
 """
 
 from __future__ import annotations
@@ -32,6 +34,19 @@ from typing import Any
 import attrs
 
 from rocketmq_actors.adminbase import NoMaster, call, masters, topic_masters
+from rocketmq_actors.authadmin import (
+    AuthRefused,
+    create_acl,
+    create_user,
+    delete_acl,
+    delete_user,
+    get_acl,
+    get_user,
+    list_acls,
+    list_users,
+    update_acl,
+    update_user,
+)
 from rocketmq_actors.brokeradmin import (
     add_write_perm,
     broker_config,
@@ -46,6 +61,12 @@ from rocketmq_actors.brokeradmin import (
 )
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.consumer.core.brokercalls import max_offset, min_offset, offset_for_time
+from rocketmq_actors.controlleradmin import (
+    ControllerRefused,
+    controller_metadata,
+    elect_master,
+    sync_state_data,
+)
 from rocketmq_actors.errors import BrokerError, RocketMQError, TopicNotFound
 from rocketmq_actors.protocol.admin_bodies import (
     ConsumerConnection,
@@ -79,6 +100,8 @@ from rocketmq_actors.query import (
 )
 
 __all__ = [
+    "AuthRefused",
+    "ControllerRefused",
     "GroupNotFound",
     "NoMaster",
     "ResetResult",
@@ -90,12 +113,22 @@ __all__ = [
     "cluster_list",
     "consume_stats",
     "consumer_connection",
+    "controller_metadata",
+    "create_acl",
     "create_topic",
+    "create_user",
     "decode_message_id",
+    "delete_acl",
     "delete_group",
     "delete_topic",
+    "delete_user",
+    "elect_master",
     "find_message",
+    "get_acl",
+    "get_user",
     "group_list",
+    "list_acls",
+    "list_users",
     "masters",
     "message_request_modes",
     "producer_connection",
@@ -103,11 +136,14 @@ __all__ = [
     "query_messages",
     "reset_offset",
     "set_message_request_mode",
+    "sync_state_data",
     "topic_config",
     "topic_status",
+    "update_acl",
     "update_broker_config",
     "update_group",
     "update_topic",
+    "update_user",
     "view_message",
     "wipe_write_perm",
 ]

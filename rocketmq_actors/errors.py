@@ -196,7 +196,9 @@ class BrokerError(RocketMQError):
 
 class AccessDenied(BrokerError):
     """The server refused the request's credentials: a wrong or missing access key or
-    secret (ACL). Trying again with the same credentials cannot help."""
+    secret (ACL), or an identity the ACL does not let do what it asks (ACL 2.0
+    authorization: "User:u has no permission to access Topic:t"). Trying again with the same
+    credentials cannot help."""
 
     def __init__(self, addr: str, code: int, remark: str | None) -> None:
         super().__init__(addr, code, remark)
@@ -212,6 +214,7 @@ _ACCESS_DENIED_REMARKS = (
     "user not",
     "authentication",
     "aclexception",
+    "no permission to access",  # 5.3+ ACL 2.0 authorization (AclAuthorizationHandler)
 )
 
 

@@ -21,10 +21,12 @@ from rocketmq_actors.extras import uvloop_policy
 from rocketmq_actors.logs import configure_logging
 from rocketmq_actors.testing.jars import LauncherError
 
+from . import acl as acl_cmd
 from . import bench as bench_cmd
 from . import brokers as brokers_cmd
 from . import cluster as cluster_cmd
 from . import consume as consume_cmd
+from . import controller as controller_cmd
 from . import groups as groups_cmd
 from . import messages as messages_cmd
 from . import peek as peek_cmd
@@ -55,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     groups_cmd.register(sub)
     messages_cmd.register(sub)
     brokers_cmd.register(sub)
+    acl_cmd.register(sub)
+    controller_cmd.register(sub)
     bench_cmd.register(sub)
     _logging_flags_everywhere(parser)
     return parser

@@ -14,14 +14,17 @@ import anyio
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import RocketMQError
+from rocketmq_actors.protocol.acl import AclCredentials
 
 __all__ = [
     "STATE",
     "NotFound",
     "UsageError",
     "add_common",
+    "add_credentials",
     "add_namesrv",
     "check_namesrv",
+    "credentials",
     "emit",
     "key_values",
     "run_with_instance",
@@ -72,6 +75,30 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="one JSON document on stdout")
 
 
+def add_credentials(p: argparse.ArgumentParser) -> None:
+    """``--access-key`` / ``--secret-key`` (``ROCKETMQ_ACCESS_KEY`` / ``ROCKETMQ_SECRET_KEY``
+    by default): every request is signed with them (ACL)."""
+    p.add_argument(
+        "--access-key",
+        default=os.environ.get("ROCKETMQ_ACCESS_KEY"),
+        help="ACL access key (user name) to sign requests with (default: $ROCKETMQ_ACCESS_KEY)",
+    )
+    p.add_argument(
+        "--secret-key",
+        default=os.environ.get("ROCKETMQ_SECRET_KEY"),
+        help="ACL secret key (password); prefer $ROCKETMQ_SECRET_KEY to keep it out of ps",
+    )
+
+
+def credentials(args: argparse.Namespace) -> AclCredentials | None:
+    """The command's ACL credentials (:func:`add_credentials`), None without them; one
+    without the other is a :class:`UsageError`."""
+    access, secret = getattr(args, "access_key", None), getattr(args, "secret_key", None)
+    if bool(access) != bool(secret):
+        raise UsageError("give both --access-key and --secret-key (or neither)")
+    return AclCredentials(access, secret) if access and secret else None
+
+
 def key_values(items: Sequence[str], what: str) -> dict[str, str]:
     """``KEY=VALUE`` words as a mapping; a word without ``=`` or a key is a
     :class:`UsageError` naming ``what`` (before any network I/O)."""
@@ -108,8 +135,10 @@ def emit(args: argparse.Namespace, result: Any, render: Callable[[Any], str]) ->
 def run_with_instance(work: Work, args: argparse.Namespace) -> Any:
     """``work(instance, args)`` inside a started client instance, in a fresh event loop."""
 
+    creds = credentials(args)
+
     async def main() -> Any:
-        client = ClientInstance(args.namesrv)
+        client = ClientInstance(args.namesrv, credentials=creds)
         STATE.client_started = True
         async with client as instance:
             return await work(instance, args)
