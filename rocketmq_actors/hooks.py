@@ -9,22 +9,31 @@ client: ``Producer(hooks=[...])``, ``PushConsumer(hooks=[...])``, ``PopConsumer(
   (``context.message.properties``); ``after_send`` once the send has ended, with its
   ``result`` or its ``error``. Both run on the event loop: keep them short.
 - ``before_consume`` runs before the handler is called with ``context.messages``;
-  ``after_consume`` after it returned or raised, with ``success``.
+  ``after_consume`` after it returned or raised, with ``success``, ``status`` (Java's
+  ``ConsumeReturnType``: ``SUCCESS``, ``FAILED`` when a message was nacked, ``EXCEPTION``,
+  ``TIME_OUT``) and the ``error`` it raised.
+- ``after_send`` and ``after_consume`` have ``elapsed``: the seconds since ``before_*``.
 - ``context.props`` is the hook's own scratch space, carried from before to after (a start
   time, a span).
 - A hook that raises is logged (``producer.hook_failed``, ``consumer.hook_failed``) and never
   fails the send or the handler, as in the Java client.
 
+The client's own tracing is built on the same hooks: OpenTelemetry spans
+(``ClientOptions(tracing=True)``, :mod:`rocketmq_actors.tracing`) and message trace records
+(``trace=True``, :mod:`rocketmq_actors.trace`). They run before the application's
+``before_*`` and after its ``after_*``, so the application's hooks run inside the span.
+
 Where ours differs from Java's: a send hook runs once per send, not once per attempt (the
 result names the queue that stored it); ``send_oneway`` calls ``after_send`` once the request
-is written, with no result; a ``TransactionProducer``'s half messages and request-reply
-(``request``, ``submit_request``, ``reply``) are not hooked yet. An admitted send's
-``after_send`` comes when the send has ended, as its ``callback`` does: if a caller cancelled
-the future it awaited meanwhile, its ``error`` is that cancellation.
+is written, its result the message id (a ``str``); a ``TransactionProducer``'s half messages
+and request-reply (``request``, ``submit_request``, ``reply``) are not hooked yet. An admitted
+send's ``after_send`` comes when the send has ended, as its ``callback`` does: if a caller
+cancelled the future it awaited meanwhile, its ``error`` is that cancellation.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -62,6 +71,15 @@ class SendContext:
     error: BaseException | None = None
     #: the hook's own values, from before to after
     props: dict[str, Any] = attrs.field(factory=dict)
+    #: ``batch``: every message of the batch (``before_send`` may replace them)
+    messages: Sequence[Message] | None = None
+    #: an ordered send (by sharding key or selector), and its sharding key
+    ordered: bool = False
+    sharding_key: str | None = None
+    #: seconds from ``before_send`` to the send's end (``after_send``)
+    elapsed: float | None = None
+    #: (when ``before_send`` was called: what ``elapsed`` counts from)
+    began: float = attrs.field(factory=time.monotonic, repr=False)
 
 
 @attrs.define(slots=True, eq=False)
@@ -78,6 +96,13 @@ class ConsumeContext:
     success: bool | None = None
     #: the hook's own values, from before to after
     props: dict[str, Any] = attrs.field(factory=dict)
+    #: ``SUCCESS``, ``FAILED`` (a message nacked), ``EXCEPTION`` or ``TIME_OUT``
+    #: (``after_consume``)
+    status: str | None = None
+    #: what the handler raised (``after_consume``)
+    error: BaseException | None = None
+    #: seconds from ``before_consume`` to the handler's end (``after_consume``)
+    elapsed: float | None = None
 
 
 @runtime_checkable
@@ -112,15 +137,31 @@ def checked_hooks(hooks: Sequence[Any], kind: type[Any], client: str) -> tuple[A
 
 
 class Hooks:
-    """Calls a client's hooks, each failure logged (a line per hook and event per interval)."""
+    """Calls a client's hooks, each failure logged (a line per hook and event per interval):
+    ``inner`` ones (the client's own tracing) before the application's ``before_*`` and
+    after its ``after_*``."""
 
-    def __init__(self, hooks: Sequence[Any], event: str) -> None:
+    def __init__(self, hooks: Sequence[Any], event: str, inner: Sequence[Any] = ()) -> None:
         self.hooks = tuple(hooks)
+        self.inner = tuple(inner)
+        self._before = (*self.inner, *self.hooks)
+        self._after = (*self.hooks, *reversed(self.inner))
         self._event = event
         self._failures = FailureLog()
 
-    def call(self, method: str, context: object) -> None:
-        for hook in self.hooks:
+    def with_inner(self, inner: Sequence[Any]) -> Hooks:
+        """These hooks with the client's own ``inner`` ones."""
+        return Hooks(self.hooks, self._event, inner)
+
+    def before(self, method: str, context: object) -> None:
+        for hook in self._before:
+            try:
+                getattr(hook, method)(context)
+            except Exception as exc:
+                self._failed(hook, method, exc)
+
+    def after(self, method: str, context: object) -> None:
+        for hook in self._after:
             try:
                 getattr(hook, method)(context)
             except Exception as exc:
@@ -134,11 +175,20 @@ class Hooks:
                       suppressed=suppressed, exc_info=exc)  # fmt: skip
 
 
-def send_hooks(hooks: Sequence[Any]) -> Hooks | None:
+def send_hooks(hooks: Sequence[Any], inner: Sequence[Any] = ()) -> Hooks | None:
+    """A producer's hooks (the application's, checked, and the client's ``inner`` ones), or
+    None when there are none."""
     checked = checked_hooks(hooks, SendHook, "producer")
-    return Hooks(checked, "producer.hook_failed") if checked else None
+    return Hooks(checked, "producer.hook_failed", inner) if checked or inner else None
 
 
 def consume_hooks(hooks: Sequence[Any]) -> Hooks | None:
     checked = checked_hooks(hooks, ConsumeHook, "consumer")
     return Hooks(checked, "consumer.hook_failed") if checked else None
+
+
+def with_inner(hooks: Hooks | None, inner: Sequence[Any], event: str) -> Hooks | None:
+    """``hooks`` (None: none) with the client's own ``inner`` ones; None when neither."""
+    if hooks is not None:
+        return hooks.with_inner(inner) if inner else hooks
+    return Hooks((), event, inner) if inner else None

@@ -36,20 +36,20 @@ runs from the send to the handler (and to a retry's handler).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from rocketmq_actors._version import __version__
 from rocketmq_actors.extras import require
+from rocketmq_actors.hooks import ConsumeContext, SendContext
 from rocketmq_actors.names import unwrap
 from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.messages import Message, decode_offset_msg_id
 from rocketmq_actors.protocol.records import MessageExt
 
-__all__ = ["Tracing", "error_type", "server_attributes"]
+__all__ = ["ProcessSpans", "SendSpans", "Tracing", "error_type", "server_attributes"]
 
 
 def error_type(error: BaseException) -> str:
@@ -113,7 +113,7 @@ class Tracing:
         # imported here, not with the module: loading the API (and its propagators) is start-up
         # work every producer and consumer would pay without tracing
         require("opentelemetry.trace", extra="otel", purpose="tracing")
-        from opentelemetry import propagate, trace
+        from opentelemetry import context, propagate, trace
         from opentelemetry.trace import SpanKind, Status, StatusCode
 
         self.group = unwrap(namespace, group)
@@ -124,7 +124,7 @@ class Tracing:
         if client_id:
             self._common["messaging.client.id"] = client_id
         self._model = model
-        self._propagate, self._trace = propagate, trace
+        self._propagate, self._trace, self._context = propagate, trace, context
         self._kinds = SpanKind
         self._status = Status, StatusCode
         self._tracer = trace.get_tracer("rocketmq_actors", __version__)
@@ -236,10 +236,10 @@ class Tracing:
         )  # fmt: skip
         span.end()
 
-    @contextmanager
-    def process(self, message: MessageExt, *, count: int = 1) -> Iterator[Any]:
-        """The ``process`` span around a handler call (of ``count`` messages, ``message``
-        first), child of the sender's context."""
+    def start_process(self, message: MessageExt, *, count: int = 1) -> tuple[Any, Any]:
+        """The ``process`` span of a handler call (of ``count`` messages, ``message`` first),
+        child of the sender's context, made current; and the token :meth:`end_process` takes
+        to restore the context (in the same task)."""
         properties: Mapping[str, str] = message.properties
         parent = self._propagate.extract(dict(properties))
         attributes = self._consumer_attributes(message, "process", count)
@@ -249,12 +249,66 @@ class Tracing:
             attributes["messaging.rocketmq.message.tag"] = message.tags
         if message.keys:
             attributes["messaging.rocketmq.message.keys"] = list(message.keys)
-        with self._tracer.start_as_current_span(
+        span = self._tracer.start_span(
             f"process {message.topic}", context=parent, kind=self._kinds.CONSUMER,
-            attributes=attributes, record_exception=False, set_status_on_exception=False,
-        ) as span:  # fmt: skip
-            try:
-                yield span
-            except BaseException as exc:
-                self._fail(span, exc)
-                raise
+            attributes=attributes,
+        )  # fmt: skip
+        return span, self._context.attach(self._trace.set_span_in_context(span))
+
+    def end_process(self, span: Any, token: Any, error: BaseException | None) -> None:
+        self._context.detach(token)
+        if error is not None:
+            self._fail(span, error)
+        span.end()
+
+
+#: where the client's own hooks keep their values in a context's ``props``
+_SPAN = "rocketmq_actors.span"
+
+
+@attrs.frozen
+class ProcessSpans:
+    """The consume hook that makes the ``process`` spans (:mod:`rocketmq_actors.hooks`)."""
+
+    tracing: Tracing
+
+    def before_consume(self, context: ConsumeContext) -> None:
+        messages = context.messages
+        context.props[_SPAN] = self.tracing.start_process(messages[0], count=len(messages))
+
+    def after_consume(self, context: ConsumeContext) -> None:
+        started = context.props.pop(_SPAN, None)
+        if started is not None:
+            span, token = started
+            self.tracing.end_process(span, token, context.error)
+
+
+@attrs.frozen
+class SendSpans:
+    """The send hook that makes the ``send`` spans and injects their context into the
+    messages (:mod:`rocketmq_actors.hooks`)."""
+
+    tracing: Tracing
+
+    def before_send(self, context: SendContext) -> None:
+        if context.mode == "batch":
+            if not context.messages:
+                return
+            span, traced = self.tracing.start_batch(context.messages)
+            context.messages, context.message = traced, traced[0]
+        elif isinstance(context.message, Message):  # (else the send refuses it: no span)
+            span, context.message = self.tracing.start_send(
+                context.message, ordered=context.ordered, message_group=context.sharding_key
+            )
+        else:
+            return
+        context.props[_SPAN] = span
+
+    def after_send(self, context: SendContext) -> None:
+        span = context.props.pop(_SPAN, None)
+        if span is None:
+            return
+        result, batch = context.result, context.mode == "batch"
+        if batch:
+            result = result[0] if result else None
+        self.tracing.end_send(span, result, context.error, batch=batch)

@@ -101,7 +101,10 @@ async def test_send_hooks_see_every_send_path_and_may_add_properties(
     assert [c.result for c in batching.ended] == results  # each its own, once the batch ended
     assert stamping.ended[0].result == sent and isinstance(stamping.ended[1].result, SendResult)
     assert stamping.ended[2].result is not None and len(stamping.ended[2].result) == 2
-    assert stamping.ended[3].result is None and stamping.ended[3].error is None  # oneway
+    oneway = stamping.ended[3]  # (its result: the message id, once the request is written)
+    assert isinstance(oneway.result, str) and len(oneway.result) == 32 and oneway.error is None
+    assert [len(c.messages or ()) for c in stamping.ended] == [0, 0, 2, 0, 0]  # a batch's all
+    assert all(c.elapsed is not None and c.elapsed >= 0 for c in stamping.ended)
     assert isinstance(stamping.ended[4].error, InvalidMessage)
     assert stamping.ended[4].result is None
     assert "producer.hook_failed" in caplog.text  # logged, and every send went on
@@ -163,3 +166,20 @@ async def test_consume_hooks_wrap_each_handler_call_with_its_outcome(
         ("before", ["fails-once"], None), ("after", ["fails-once"], True),
     ]  # fmt: skip
     assert "consumer.hook_failed" in caplog.text
+
+
+async def test_an_ordered_sends_context_names_its_sharding_key() -> None:
+    seen = Stamping()
+    options = ProducerOptions(max_message_size=1024)
+    producer = Producer(namesrv="127.0.0.1:1", options=options, hooks=[seen])
+    for send in (producer.send, producer.submit):  # (refused before any I/O)
+        with pytest.raises(InvalidMessage):
+            await send(Message(topic="T", body=bytes(2048)), sharding_key="k")
+    with pytest.raises(InvalidMessage):
+        await producer.send(Message(topic="T", body=bytes(2048)))
+    assert [(c.ordered, c.sharding_key) for c in seen.ended] == [
+        (True, "k"),
+        (True, "k"),
+        (False, None),
+    ]
+    assert all(isinstance(c.error, InvalidMessage) for c in seen.ended)

@@ -1,16 +1,14 @@
 """What happens once a send admitted by the senders has ended: its callback is called (queued
-on the event loop, with its future) and its tracing span ended."""
+on the event loop, with its future); a producer's hooks hear of the end through it
+(:mod:`.sendhooks`)."""
 
 from __future__ import annotations
 
 import functools
 from typing import Any
 
-import anyio
-
 from rocketmq_actors.logs import FailureLog, get_logger
 from rocketmq_actors.runtime.soon import Call, CallBatch
-from rocketmq_actors.tracing import Tracing
 
 from .queued import Queued
 
@@ -20,9 +18,8 @@ log = get_logger("rocketmq_actors.producer")
 
 
 class SendEnds:
-    def __init__(self, name: str, tracing: Tracing | None) -> None:
+    def __init__(self, name: str) -> None:
         self.name = name  # the producer's, in log lines
-        self._tracing = tracing
         self._callbacks = CallBatch(self._callback_failed)
         self._callback_errors = FailureLog()
 
@@ -44,16 +41,3 @@ class SendEnds:
         if suppressed is not None:
             log.error("producer.send_callback_error", producer=self.name, callback=name,
                       error=type(exc).__name__, suppressed=suppressed, exc_info=exc)  # fmt: skip
-
-    def end_span(self, item: Queued) -> None:
-        """End the send's span with its outcome."""
-        assert self._tracing is not None
-        if not item.future.done() or item.future.cancelled():  # closing, or its caller gave up
-            self._tracing.end_send(item.span, None, anyio.get_cancelled_exc_class()())
-            return
-        try:
-            result = item.future.result()
-        except Exception as exc:
-            self._tracing.end_send(item.span, None, exc)
-        else:
-            self._tracing.end_send(item.span, result, None)

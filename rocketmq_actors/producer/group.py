@@ -43,9 +43,8 @@ from rocketmq_actors.runtime.netinfo import local_ipv4
 from rocketmq_actors.runtime.router import Inbound
 from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart
 from rocketmq_actors.runtime.tree import Node
-from rocketmq_actors.runtime.waiters import Waiter
 from rocketmq_actors.trace import hooks as rmq_trace
-from rocketmq_actors.tracing import Tracing
+from rocketmq_actors.tracing import SendSpans, Tracing
 
 from . import recall as recalls
 from .autobatch import Batcher
@@ -76,8 +75,6 @@ class Admission:
     prepared: Prepared
     routing: Routing
     timeout: float | None
-    span: Any
-    started: int  # (message trace: when the send began)
     callback: Callable[[SendFuture], object] | None
     hooked: SendContext | None = None  # (its hooks' context: after_send is still to come)
 
@@ -138,8 +135,13 @@ class ProducerGroup(GroupMember):
         # message trace (RMQ_SYS_TRACE_TOPIC records, as the Java client's): rocketmq_actors.trace
         self.trace = rmq_trace.for_producer(self._instance, self.group, namespace, client.trace,
                                             client.trace_topic, sender=trace_sender)  # fmt: skip
-        #: a send is traced (OpenTelemetry spans or message trace): the send path's test
-        self.traced = self._tracing is not None or self.trace is not None or self.hooking
+        # both are send hooks, inside the application's: OpenTelemetry's span, then the record
+        inner: list[Any] = [] if self._tracing is None else [SendSpans(self._tracing)]
+        if self.trace is not None:
+            inner.append(self.trace)
+        self.hooks.add_inner(inner)
+        #: a send has hooks (the application's, spans or message trace): the send path's test
+        self.hooking = self.traced = bool(self.hooks)
         #: single sends are admitted (and joined into batches: :mod:`.autobatch`)
         self.auto_batch = options.auto_batch
         batcher: Batcher[Any] | None = None
@@ -149,7 +151,7 @@ class ProducerGroup(GroupMember):
                               max_held=options.total_batch_max_bytes)  # fmt: skip
         self.senders = Senders(
             self.loop, name=self._describe(), max_pending=options.max_pending,
-            max_pending_bytes=options.max_pending_bytes, tracing=self._tracing, batcher=batcher,
+            max_pending_bytes=options.max_pending_bytes, batcher=batcher,
         )  # fmt: skip
         self._supervisor = DynamicSupervisor(
             f"producer:{self.group}", MEMBER_POLICY, shutdown_timeout=client.shutdown_timeout
@@ -280,34 +282,15 @@ class ProducerGroup(GroupMember):
         arg: object,
         timeout: float | None,
     ) -> SendResult:
-        """:meth:`send_now` with its hooks, a span around it and a Pub trace record after it."""
-        hooked = self.hooks.before(message, "sync")
+        """:meth:`send_now` with its hooks (a span and a Pub trace record among them)."""
+        hooked = self.hooks.before(message, "sync", sharding_key, selector)
         message = self.hooks.message(hooked, message)  # (before_send may have replaced it)
-        sent = self._send_spanned(message, sharding_key, selector, arg, timeout)
+        try:  # (send_now refuses bad input before it returns the send)
+            sent = self.send_now(message, sharding_key, selector, arg, timeout)
+        except BaseException as exc:
+            self.hooks.after(hooked, None, exc)
+            raise
         return await self.hooks.around(hooked, sent)
-
-    async def _send_spanned(
-        self,
-        message: Message,
-        sharding_key: str | None,
-        selector: QueueSelector | None,
-        arg: object,
-        timeout: float | None,
-    ) -> SendResult:
-        started = rmq_trace.now_ms()
-        if self._tracing is not None:
-            span, message = self._start_span(message, sharding_key, selector)
-            try:
-                result = await self.send_now(message, sharding_key, selector, arg, timeout)
-            except BaseException as exc:
-                self._tracing.end_send(span, None, exc)
-                raise
-            self._tracing.end_send(span, result, None)
-        else:
-            result = await self.send_now(message, sharding_key, selector, arg, timeout)
-        if self.trace is not None:  # a Pub record (message trace), after the answer
-            self.trace.pub(message, result, started)
-        return result
 
     def admit(  # noqa: PLR0917 - positional: once per message
         self,
@@ -322,16 +305,14 @@ class ProducerGroup(GroupMember):
         room, or an ordered send's route to look up), nothing admitted yet: the
         :class:`Admission` that :meth:`admit_waiting` completes (``submit``) or that is
         refused with :meth:`busy` (``send_nowait``). Bad input raises first."""
-        span = hooked = None
+        hooked = None
         if self.hooking:  # (after_send: from the callback, once the send has ended)
-            hooked = self.hooks.before(message, "async")
+            hooked = self.hooks.before(message, "async", sharding_key, selector)
             message, callback = (
                 self.hooks.message(hooked, message),
                 self.hooks.ending(hooked, callback),
             )
         try:
-            if self._tracing is not None:
-                span, message = self._start_span(message, sharding_key, selector)
             prepared = self.prepare(message)
             self._check_running()
             if timeout is not None:
@@ -341,33 +322,29 @@ class ProducerGroup(GroupMember):
                 if sharding_key is None and selector is None
                 else Routing(message, sharding_key, selector, arg)
             )
-            started = 0 if self.trace is None else rmq_trace.now_ms()
-            future = self.senders.admit_now(prepared, routing, timeout, span, callback)
+            future = self.senders.admit_now(prepared, routing, timeout, callback)
         except BaseException as exc:
-            self._span_failed(span, exc)
             self.hooks.after(hooked, None, exc)
             raise
         if future is None:
-            return Admission(message, prepared, routing, timeout, span, started, callback, hooked)
-        return self._watched(future, message, started)
+            return Admission(message, prepared, routing, timeout, callback, hooked)
+        return cast(SendFuture, future)
 
     async def admit_waiting(self, admission: Admission) -> SendFuture:
         """Wait for room (and an ordered send's lane), then admit: the send's future."""
         try:
             future = await self.senders.admit(
-                admission.prepared, admission.routing, admission.timeout, admission.span,
-                self._check_running, callback=admission.callback,
+                admission.prepared, admission.routing, admission.timeout, self._check_running,
+                callback=admission.callback,
             )  # fmt: skip
         except BaseException as exc:
-            self._span_failed(admission.span, exc)
             self.hooks.after(admission.hooked, None, exc)
             raise
-        return self._watched(future, admission.message, admission.started)
+        return cast(SendFuture, future)
 
     def busy(self, admission: Admission) -> ProducerBusy:
-        """The error of a ``send_nowait`` that could not be admitted (its span ended)."""
+        """The error of a ``send_nowait`` that could not be admitted (its hooks told)."""
         error = ProducerBusy(self.senders.why_not_now(admission.prepared))
-        self._span_failed(admission.span, error)
         self.hooks.after(admission.hooked, None, error)
         return error
 
@@ -376,74 +353,38 @@ class ProducerGroup(GroupMember):
             timeout = check_timeout("timeout", timeout)
         return await self.senders.flush(timeout)
 
-    def _watched(self, future: Waiter, message: Message, started: int) -> SendFuture:
-        if self.trace is not None:  # a Pub record when it is answered (message trace)
-            self.trace.watch(future, message, started)
-        return cast(SendFuture, future)
-
-    def _start_span(
-        self, message: Message, sharding_key: str | None, selector: QueueSelector | None
-    ) -> tuple[Any, Message]:
-        assert self._tracing is not None
-        ordered = sharding_key is not None or selector is not None
-        return self._tracing.start_send(
-            check_message(message), ordered=ordered, message_group=sharding_key
-        )
-
-    def _span_failed(self, span: Any, exc: BaseException) -> None:
-        if span is not None and self._tracing is not None:
-            self._tracing.end_send(span, None, exc)
-
     async def send_oneway(self, message: Message, routing: Routing) -> None:
         if not self.hooking:
-            return await self._send_oneway_spanned(message, routing)
-        hooked = self.hooks.before(message, "oneway")
+            await self._send_oneway(message, routing)
+            return
+        hooked = self.hooks.before(message, "oneway", routing.sharding_key, routing.selector)
         message = self.hooks.message(hooked, message)
-        await self.hooks.around(hooked, self._send_oneway_spanned(message, routing))
+        await self.hooks.around(hooked, self._send_oneway(message, routing))
 
-    async def _send_oneway_spanned(self, message: Message, routing: Routing) -> None:
-        span = None
-        try:
-            if self._tracing is not None:  # a send span, ended once the request is written
-                span, message = self._start_span(message, routing.sharding_key, routing.selector)
-            prepared = self.prepare(message)
-            self._check_running()
-            await self.loop.oneway(prepared, routing)
-        except BaseException as exc:
-            self._span_failed(span, exc)
-            raise
-        if span is not None and self._tracing is not None:
-            self._tracing.end_send(span, prepared.msg_id, None)
+    async def _send_oneway(self, message: Message, routing: Routing) -> str:
+        """The request written: the message's id (what ``after_send`` gets)."""
+        prepared = self.prepare(message)
+        self._check_running()
+        await self.loop.oneway(prepared, routing)
+        return prepared.msg_id
 
     async def send_batch(
         self, messages: Sequence[Message], timeout: float | None, routing: Routing | None = None
     ) -> BatchResults:
         if not self.hooking:
-            return await self._send_batch_spanned(messages, timeout, routing)
-        # (the hooks' context holds the first message: a batch that is one)
-        hooked = self.hooks.before(check_batch(messages)[0], "batch")
-        messages = [self.hooks.message(hooked, messages[0]), *messages[1:]]
-        return await self.hooks.around(hooked, self._send_batch_spanned(messages, timeout, routing))
-
-    async def _send_batch_spanned(
-        self, messages: Sequence[Message], timeout: float | None, routing: Routing | None
-    ) -> BatchResults:
-        if self.value_serializer is not None:
-            messages = serialize_all(messages, self.value_serializer)
-        if self._tracing is not None:  # one span for the batch: tracing.py
-            span, traced = self._tracing.start_batch(check_batch(messages))
-            try:
-                results = await self._send_batch(traced, timeout, routing)
-            except BaseException as exc:
-                self._tracing.end_send(span, None, exc, batch=True)
-                raise
-            self._tracing.end_send(span, results[0] if results else None, None, batch=True)
-            return results
-        return await self._send_batch(messages, timeout, routing)
+            return await self._send_batch(messages, timeout, routing)
+        checked = check_batch(messages)
+        key, selector = (None, None) if routing is None else (routing.sharding_key,
+                                                             routing.selector)  # fmt: skip
+        hooked = self.hooks.before(checked[0], "batch", key, selector, messages=checked)
+        messages = self.hooks.batch(hooked, checked)
+        return await self.hooks.around(hooked, self._send_batch(messages, timeout, routing))
 
     async def _send_batch(
         self, messages: Sequence[Message], timeout: float | None, routing: Routing | None
     ) -> BatchResults:
+        if self.value_serializer is not None:
+            messages = serialize_all(messages, self.value_serializer)
         chunks = prepare_batch(messages, ids=self._ids, namespace=self.namespace,
                                max_size=self.options.max_message_size)  # fmt: skip
         self._check_running()

@@ -3,7 +3,7 @@ plain message's) its first attempt itself - one object a message in flight."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.runtime.soon import Call
@@ -25,8 +25,7 @@ class Queued(FirstAttempt):
     attempt itself - one object a message in flight."""
 
     __slots__ = (
-        "callback", "first", "future", "lane", "previous", "routing", "senders", "seq", "span",
-        "timeout",
+        "callback", "first", "future", "lane", "previous", "routing", "senders", "seq", "timeout",
     )  # fmt: skip
 
     def __init__(  # noqa: PLR0917 - positional: built once per message
@@ -38,7 +37,6 @@ class Queued(FirstAttempt):
         timeout: float | None,
         lane: MessageQueue | None,
         previous: Waiter | None,
-        span: Any,
         seq: int,
         callback: Call | None = None,
     ) -> None:
@@ -56,7 +54,6 @@ class Queued(FirstAttempt):
         self.timeout = timeout
         self.lane = lane
         self.previous = previous  # ordered: the send before it to the same queue
-        self.span = span  # tracing: the send span, ended when the send is
         self.seq = seq  # admission order: flush waits for what was admitted before it
         self.first = False  # its first attempt started without a task, not SEND_OK: go on
         self.callback = callback  # submit's / send_nowait's: called with the future once

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn, cast
+from typing import NoReturn, cast
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -43,7 +43,6 @@ from rocketmq_actors.runtime.soon import Call
 from rocketmq_actors.runtime.tree import Node
 from rocketmq_actors.runtime.waiters import Waiter, wait_done, waiter_factory
 from rocketmq_actors.runtime.workqueue import WorkQueue
-from rocketmq_actors.tracing import Tracing
 
 from .autobatch import Batch, Batcher
 from .ends import SendEnds
@@ -71,7 +70,6 @@ class Senders:
         name: str,
         max_pending: int,
         max_pending_bytes: int,
-        tracing: Tracing | None,
         batcher: Batcher[Queued] | None = None,
     ) -> None:
         self.loop = loop
@@ -87,7 +85,7 @@ class Senders:
         self._admitted = 0
         self._unresolved: dict[int, Queued] = {}  # admission seq -> item, until released
         self._new_future: Callable[[], Waiter] | None = None  # (the running loop's, once known)
-        self._ends = SendEnds(name, tracing)  # each send's callback and span, once it ends
+        self._ends = SendEnds(name)  # each send's callback, once it ends
         # (a batch holds one admitted message at least: room for every item, whatever they are)
         self.outbox: WorkQueue[Queued | Batch[Queued]] = WorkQueue(max_pending)
         self._pool: TaskGroup | None = None
@@ -100,7 +98,6 @@ class Senders:
         prepared: Prepared,
         routing: Routing,
         timeout: float | None,
-        span: Any,
         callback: Call | None = None,
     ) -> Waiter | None:
         """The message admitted without waiting - its future - when there is room now and,
@@ -119,7 +116,7 @@ class Senders:
             if route is None:
                 return None
             lane = self._lane_in(route, routing)
-        item = self._enter(prepared, routing, timeout, span, lane, callback)
+        item = self._enter(prepared, routing, timeout, lane, callback)
         if not ordered and self._join_batch(item):
             return item.future
         if ordered or not self.loop.start_first(item, timeout):
@@ -144,7 +141,6 @@ class Senders:
         prepared: Prepared,
         routing: Routing,
         timeout: float | None,
-        span: Any,
         check_running: Callable[[], None],
         *,
         callback: Call | None = None,
@@ -160,7 +156,7 @@ class Senders:
             check_running()  # stopped during the route lookup
             if self._has_room(size):  # (others may have taken it during the lookup)
                 break
-        item = self._enter(prepared, routing, timeout, span, lane, callback)
+        item = self._enter(prepared, routing, timeout, lane, callback)
         if not ordered and (self._join_batch(item) or self.loop.start_first(item, timeout)):
             return item.future  # on its way, with no task: the Java client's asynchronous send
         try:
@@ -170,12 +166,11 @@ class Senders:
         self._grow()
         return item.future
 
-    def _enter(  # noqa: PLR0917 - positional: once per message
+    def _enter(
         self,
         prepared: Prepared,
         routing: Routing,
         timeout: float | None,
-        span: Any,
         lane: MessageQueue | None,
         callback: Call | None,
     ) -> Queued:
@@ -192,7 +187,7 @@ class Senders:
             previous = self._lanes.get(lane)
             self._lanes[lane] = future
         item = self._unresolved[seq] = Queued(
-            self, future, prepared, routing, timeout, lane, previous, span, seq, callback
+            self, future, prepared, routing, timeout, lane, previous, seq, callback
         )
         return item
 
@@ -227,7 +222,7 @@ class Senders:
 
     def _refuse(self, item: Queued, exc: BaseException) -> NoReturn:
         """Undo :meth:`_enter` for an item that could not be queued, and raise why."""
-        item.span = item.callback = None  # (the caller gets the error)
+        item.callback = None  # (the caller gets the error)
         self.release(item, written=False)
         item.future.exception()  # (retrieved: no one else will read it)
         lane, previous = item.lane, item.previous
@@ -440,8 +435,6 @@ class Senders:
             del self._lanes[item.lane]
         if item.callback is not None:
             self._ends.call_back(item)
-        if item.span is not None:
-            self._ends.end_span(item)
 
     def _fail_stopped(self, item: Queued, *, written: bool) -> None:
         """Fail an item's future, if it is not resolved yet, because the producer stopped."""

@@ -4,12 +4,13 @@ and completed after it, whichever way the send was asked for."""
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import anyio
 
-from rocketmq_actors.hooks import SendContext, SendHook, SendMode, send_hooks
+from rocketmq_actors.hooks import SendContext, SendHook, SendMode, send_hooks, with_inner
 from rocketmq_actors.protocol.messages import Message
 
 from .future import SendFuture
@@ -29,18 +30,33 @@ class SendHooks:
     def __bool__(self) -> bool:
         return self._hooks is not None
 
-    def before(self, message: Message, mode: SendMode) -> SendContext | None:
+    def add_inner(self, inner: Sequence[object]) -> None:
+        """The client's own hooks (spans, message trace), inside the application's."""
+        self._hooks = with_inner(self._hooks, inner, "producer.hook_failed")
+
+    def before(
+        self,
+        message: Message,
+        mode: SendMode,
+        sharding_key: str | None = None,
+        selector: object = None,
+        *,
+        messages: Sequence[Message] | None = None,
+    ) -> SendContext | None:
         """The send's context, after every ``before_send`` (None without hooks)."""
         if self._hooks is None:
             return None
-        hooked = SendContext(self.group, message, mode)
-        self._hooks.call("before_send", hooked)
+        hooked = SendContext(self.group, message, mode, messages=messages,
+                             ordered=sharding_key is not None or selector is not None,
+                             sharding_key=sharding_key)  # fmt: skip
+        self._hooks.before("before_send", hooked)
         return hooked
 
     def after(self, hooked: SendContext | None, result: Any, error: BaseException | None) -> None:
         if hooked is not None and self._hooks is not None:
             hooked.result, hooked.error = result, error
-            self._hooks.call("after_send", hooked)
+            hooked.elapsed = time.monotonic() - hooked.began
+            self._hooks.after("after_send", hooked)
 
     async def around(self, hooked: SendContext | None, send: Awaitable[T]) -> T:
         """``await send``, then ``after_send`` with its result or its error."""
@@ -56,6 +72,14 @@ class SendHooks:
     def message(hooked: SendContext | None, message: Message) -> Message:
         """The message to send: as ``before_send`` left it."""
         return message if hooked is None else hooked.message
+
+    @staticmethod
+    def batch(hooked: SendContext | None, messages: Sequence[Message]) -> Sequence[Message]:
+        """A batch's messages as ``before_send`` left them (its first: ``message``)."""
+        if hooked is None:
+            return messages
+        rest = hooked.messages if hooked.messages is not None else messages
+        return [hooked.message, *rest[1:]]
 
     def ending(self, hooked: SendContext | None, callback: Call | None) -> Call | None:
         """An admitted send's callback that calls ``after_send`` first: the senders call it

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import attrs
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import ConfigError
+from rocketmq_actors.hooks import ConsumeContext, SendContext
 from rocketmq_actors.names import unwrap, validate_topic, wrap
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.messages import Message, Property, UniqueIdGenerator
@@ -36,6 +37,9 @@ from rocketmq_actors.protocol.trace import (
 from rocketmq_actors.runtime.netinfo import local_ipv4
 
 from .dispatcher import SendFactory, TraceDispatcher, now_ms
+
+#: where these hooks keep their values in a hook context's ``props``
+_CALL = "rocketmq_actors.trace"
 
 __all__ = [
     "ConsumeCall",
@@ -133,14 +137,16 @@ class SendTrace:
             )
         )
 
-    def watch(self, future: Any, message: Message, started_ms: int) -> None:
-        """A Pub record when a ``submit`` / ``send_nowait`` future is resolved with a result."""
+    def before_send(self, context: SendContext) -> None:
+        """As a send hook (:mod:`rocketmq_actors.hooks`): when the send began."""
+        context.props[_CALL] = now_ms()
 
-        def done(future: Any) -> None:
-            if not future.cancelled() and future.exception() is None:
-                self.pub(message, future.result(), started_ms)
-
-        future.add_done_callback(done)
+    def after_send(self, context: SendContext) -> None:
+        """A Pub record once a single send (``send``, ``submit``, ``send_nowait``) stored
+        its message (a batch or a oneway send writes none, as Java's hook has no result)."""
+        started = context.props.pop(_CALL, None)
+        if started is not None and context.error is None and context.mode in ("sync", "async"):
+            self.pub(context.message, context.result, started)
 
     def end_transaction(
         self,
@@ -219,6 +225,19 @@ class ConsumeTrace:
                 )
             )
         return call
+
+    def before_consume(self, context: ConsumeContext) -> None:
+        """As a consume hook (:mod:`rocketmq_actors.hooks`): the SubBefore records."""
+        call = self.before(context.messages)
+        if call is not None:
+            context.props[_CALL] = call
+
+    def after_consume(self, context: ConsumeContext) -> None:
+        """The SubAfter records, with the call's outcome."""
+        call = context.props.pop(_CALL, None)
+        if call is not None:
+            status = ConsumeReturnType[context.status or "TIME_OUT"]
+            self.after(call, status, len(context.messages))
 
     def polled(self, messages: Sequence[MessageExt]) -> None:
         """A pull consumer's records handed to the application: SubBefore and SubAfter at once,

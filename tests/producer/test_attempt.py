@@ -332,7 +332,7 @@ def test_a_queue_item_sets_every_field_of_its_attempt_but_what_start_first_sets(
     senders: Any = SimpleNamespace(loop=SimpleNamespace(encoder=object()))
     prepared = Prepared("t", "t", b"x", "", "id")
     future: Any = None
-    item = Queued(senders, future, prepared, ROUND_ROBIN, None, None, None, None, 1)
+    item = Queued(senders, future, prepared, ROUND_ROBIN, None, None, None, 1)
     slots = {name for cls in type(item).__mro__ for name in getattr(cls, "__slots__", ())}
     unset = {name for name in slots if not hasattr(item, name)}
     assert unset == {"route", "queue", "addr", "conn", "started", "deadline"}

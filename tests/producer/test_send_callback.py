@@ -191,6 +191,6 @@ async def test_a_refused_admission_never_calls_back() -> None:
     senders.fail_unsent()  # what the producer's stop does once the sender tasks are gone
     calls = Calls()
     with pytest.raises(ClientClosed):
-        await senders.admit(prepared, ROUND_ROBIN, None, None, lambda: None, callback=calls)
+        await senders.admit(prepared, ROUND_ROBIN, None, lambda: None, callback=calls)
     await anyio.wait_all_tasks_blocked()
     assert calls.futures == []  # the caller got the error: the callback is not told again

@@ -101,5 +101,5 @@ async def test_admission_after_the_outbox_closed_is_a_typed_error() -> None:
     prepared = producer._group.prepare(Message(topic="T", body=b"x"))
     senders.fail_unsent()  # what the producer's stop does once the sender tasks are gone
     with pytest.raises(ClientClosed, match="stopped before the send was admitted"):
-        await senders.admit(prepared, ROUND_ROBIN, None, None, lambda: None)
+        await senders.admit(prepared, ROUND_ROBIN, None, lambda: None)
     assert senders.pending == senders.pending_bytes == 0 and not senders.outstanding()

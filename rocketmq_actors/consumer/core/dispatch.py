@@ -29,7 +29,7 @@ from rocketmq_actors.consumer.core.delivery import Abandoned, Deliveries
 from rocketmq_actors.consumer.core.handlers import as_async_handler, describe
 from rocketmq_actors.consumer.core.message import ReceivedMessage, received
 from rocketmq_actors.consumer.core.settlement import Outcome, Settlement
-from rocketmq_actors.hooks import ConsumeContext, Hooks
+from rocketmq_actors.hooks import ConsumeContext, Hooks, with_inner
 from rocketmq_actors.logs import FailureLog, get_logger
 from rocketmq_actors.metrics import METRICS, SeriesCache
 from rocketmq_actors.names import unwrap
@@ -38,7 +38,7 @@ from rocketmq_actors.protocol.messages import Property
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.protocol.trace import ConsumeReturnType
 from rocketmq_actors.trace.hooks import ConsumeTrace
-from rocketmq_actors.tracing import Tracing
+from rocketmq_actors.tracing import ProcessSpans, Tracing
 
 __all__ = ["BatchHandler", "Dispatcher", "Handler", "async_handlers"]
 
@@ -82,13 +82,17 @@ class Dispatcher:
     ) -> None:
         self.group = group
         self.msg_trace = msg_trace  # message trace hooks (SubBefore / SubAfter records)
-        self.hooks = hooks  # the application's (rocketmq_actors.hooks)
+        # the application's hooks (rocketmq_actors.hooks), and the client's own inside them:
+        # message trace records, then OpenTelemetry's process span
+        inner: list[Any] = [] if msg_trace is None else [msg_trace]
+        if tracing is not None:
+            inner.append(ProcessSpans(tracing))
+        self.hooks = with_inner(hooks, inner, "consumer.hook_failed")
         self.namespace = namespace
         self.handler = handler
         self.batch_handler = batch_handler
         self.consume_timeout = consume_timeout
         self.deliveries = Deliveries() if handler is None and batch_handler is None else None
-        self._tracing = tracing
         self._fail = fail
         self.consumed = 0
         self.failed = 0
@@ -118,7 +122,7 @@ class Dispatcher:
         queue = MessageQueue(first.topic, first.broker_name or "", first.queue_id)
         hooked = ConsumeContext(self.group, presented, queue)
         assert self.hooks is not None
-        self.hooks.call("before_consume", hooked)
+        self.hooks.before("before_consume", hooked)
         return hooked
 
     async def invoke(self, messages: list[MessageExt], *, timed: bool = True) -> bool | None:
@@ -142,9 +146,9 @@ class Dispatcher:
         presented = [_present(m, self.namespace) for m in messages]
         for message in presented:
             message.settle_with(Settlement())
-        traced = self.msg_trace.before(presented) if self.msg_trace is not None else None
         hooked = self._before(presented) if self.hooks is not None else None
         outcome = ConsumeReturnType.TIME_OUT  # (cancelled: the consumer stops, or it timed out)
+        error: BaseException | None = None
         try:
             if timed and self.consume_timeout is not None:
                 with anyio.fail_after(self.consume_timeout):
@@ -158,17 +162,20 @@ class Dispatcher:
             self._count_consumed(presented, began)
             return None
         except Exception as exc:
+            error = exc
             overran = (timed and self.consume_timeout is not None and isinstance(exc, TimeoutError)
                        and time.monotonic() - began >= self.consume_timeout)  # fmt: skip
             # (Java's trace tells a handler past consumeTimeout from one that raised)
             outcome = ConsumeReturnType.TIME_OUT if overran else ConsumeReturnType.EXCEPTION
             return self._raised(presented, exc, began)
         except anyio.get_cancelled_exc_class() as exc:
+            error = exc
             if anyio.current_effective_deadline() == -math.inf:
                 raise  # cancelled for real: the consumer stops, or the handler timed out
             # a stray cancellation from the handler's code: it failed (the acked ones aside)
             return self.tally(presented, began, exc)
         except (KeyboardInterrupt, SystemExit) as exc:
+            error = exc
             log.warning("consumer.handler_interrupted", group=self.group, error=repr(exc),
                         **describe(messages[0]))  # fmt: skip
             self._count_consumed(presented, began)
@@ -181,11 +188,11 @@ class Dispatcher:
             self.in_flight -= 1
             if not self.in_flight:
                 self._idle.set()
-            if traced is not None and self.msg_trace is not None:
-                self.msg_trace.after(traced, outcome, len(messages))
             if hooked is not None and self.hooks is not None:
                 hooked.success = outcome is ConsumeReturnType.SUCCESS
-                self.hooks.call("after_consume", hooked)
+                hooked.status, hooked.error = outcome.name, error
+                hooked.elapsed = time.monotonic() - began
+                self.hooks.after("after_consume", hooked)
 
     def _raised(self, presented: list[ReceivedMessage[Any]], exc: Exception, began: float) -> bool:
         _resolve(presented, Outcome.NACK)  # the explicit acks still hold
@@ -236,20 +243,6 @@ class Dispatcher:
                     topic=messages[0].topic, result="failed")  # fmt: skip
 
     def _call(self, presented: list[ReceivedMessage[Any]]) -> Awaitable[None]:
-        # Plain functions that return the handler's own awaitable: a message passes through
-        # no coroutine frames of ours between the worker's and the handler's.
-        if self._tracing is not None:
-            return self._traced(presented)
-        return self._dispatch(presented)
-
-    async def _traced(self, presented: list[ReceivedMessage[Any]]) -> None:
-        tracing = self._tracing
-        assert tracing is not None
-        # a span per call, child of the first sender's
-        with tracing.process(presented[0], count=len(presented)):
-            await self._dispatch(presented)
-
-    def _dispatch(self, presented: list[ReceivedMessage[Any]]) -> Awaitable[None]:
         if self.batch_handler is not None:
             return cast("Callable[[list[ReceivedMessage[Any]]], Awaitable[None]]",
                         self.batch_handler)(presented)  # fmt: skip
