@@ -21,18 +21,14 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.errors import InvalidMessage, ReplyTimeout, broker_error
-from rocketmq_actors.producer.requestreply import reply_properties
+from rocketmq_actors.errors import InvalidMessage, ReplyTimeout
+from rocketmq_actors.producer.requestreply import reply, reply_properties
 from rocketmq_actors.producer.requestreply import reply_topic as _reply_topic
-from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
-from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.events import ReplyMessage
-from rocketmq_actors.protocol.headers import SendMessageRequestHeader
 from rocketmq_actors.protocol.messages import (
     RESERVED_PROPERTIES,
     Message,
     Property,
-    encode_properties,
 )
 
 __all__ = [
@@ -90,32 +86,14 @@ async def send_reply(
     producer: _Member, request: Any, message: Message, *, timeout: float | None = None
 ) -> None:
     """Send ``message``'s body and properties as the reply to ``request`` (a received request),
-    through ``producer``'s connections - what :func:`~rocketmq_actors.producer.requestreply.reply`
-    does, with the FastStream properties too. :class:`~rocketmq_actors.errors.BrokerError` when
+    through ``producer``'s connections: :func:`~rocketmq_actors.producer.requestreply.reply`,
+    with the FastStream properties too. :class:`~rocketmq_actors.errors.BrokerError` when
     the broker could not push it (the requester gave up, or is gone)."""
-    topic, props = _reply_props(request.properties, message)
+    _, props = _reply_props(request.properties, message)
     body = message.body
     if not isinstance(body, bytes):
         raise InvalidMessage(f"body must be bytes, not {type(body).__name__}")
-    instance = producer.instance
-    route = await instance.routes.get(topic)
-    stored_on = getattr(request, "broker_name", "")
-    queues = route.publish_queues
-    queue = next((q for q in queues if q.broker_name == stored_on), queues[0] if queues else None)
-    addr = route.master_addr(queue.broker_name) if queue is not None else None
-    if queue is None or addr is None:
-        raise InvalidMessage(f"message: no writable master serves the reply topic {topic!r}")
-    header = SendMessageRequestHeader(
-        producer_group=producer.group, topic=topic, queue_id=queue.queue_id,
-        born_timestamp=time.time_ns() // 1_000_000, properties=encode_properties(props),
-        broker_name=queue.broker_name,
-    )  # fmt: skip
-    cmd = RemotingCommand.request(
-        RequestCode.SEND_REPLY_MESSAGE_V2, header.to_ext(v2=True), body=body
-    )
-    answer = await instance.request(addr, cmd, timeout or instance.request_timeout)
-    if answer.code != ResponseCode.SUCCESS:
-        raise broker_error(addr, answer.code, answer.remark)
+    await reply(producer, request, body, timeout=timeout, properties=props)
 
 
 def memory_reply(request: Mapping[str, str], message: Message) -> ReplyMessage:

@@ -130,13 +130,19 @@ class _Request(Protocol):  # a MessageExt / ReceivedMessage (or a ReplyMessage)
 
 
 async def reply(
-    client: _Member, request: _Request, body: bytes, *, timeout: float | None = None
+    client: _Member,
+    request: _Request,
+    body: bytes,
+    *,
+    timeout: float | None = None,
+    properties: Mapping[str, str] | None = None,
 ) -> None:
     """Send ``body`` as the reply to ``request`` (a message a consumer received), through
     ``client``'s connections: SEND_REPLY_MESSAGE_V2 to the reply topic of the request's
     cluster, on the broker that stored the request if it serves the reply topic. Raises
     :class:`~rocketmq_actors.errors.BrokerError` when the broker could not push the reply (the
-    requester gave up, or is gone)."""
+    requester gave up, or is gone). ``properties``: the reply's own, beside the ones the reply
+    protocol sets (which win)."""
     if not isinstance(body, bytes):
         raise InvalidMessage(f"body must be bytes, not {type(body).__name__}")
     if timeout is not None:
@@ -146,6 +152,8 @@ async def reply(
             f"request must be a received message (with properties), not {type(request).__name__}"
         )
     topic, props = reply_properties(request.properties)
+    if properties:
+        props = {**properties, **props}
     instance = client.instance
     timeout = timeout or instance.request_timeout
     route = await instance.routes.get(topic)
