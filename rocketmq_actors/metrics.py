@@ -26,6 +26,10 @@ too).
 | ``rocketmq_client_trace_records_total`` (counter) | group, result (sent, failed) | trace records |
 | ``rocketmq_client_trace_dropped_total`` (counter) | group | trace records dropped: queue full |
 
+With ``ClientOptions(client_metrics=True)``, the RocketMQ 5.x clients' metrics too, under their
+names, units (milliseconds) and buckets, so that a dashboard built for the Java or Go client
+reads ours (:mod:`rocketmq_actors.clientmetrics`).
+
 Updating a metric is a cached key, a lock and a dictionary update; on the send and consume
 paths, a lock and the cached series objects themselves (benchmarks/producer.py and
 benchmarks/consumer.py run with metrics on); nothing is exported unless asked.
@@ -60,19 +64,35 @@ _HELP = {
     "rocketmq_client_consumer_lag": "messages stored past the committed offset",
     "rocketmq_client_trace_records_total": "message trace records sent or lost, by result",
     "rocketmq_client_trace_dropped_total": "message trace records dropped: the queue was full",
+    "rocketmq_send_cost_time": "send time in milliseconds, by invocation status",
+    "rocketmq_delivery_latency": "milliseconds from a message's store to its arrival here",
+    "rocketmq_await_time": "milliseconds a message waited here before its handler",
+    "rocketmq_process_time": "handler time in milliseconds, by invocation status",
+    "rocketmq_consumer_cached_messages": "messages pulled and not consumed yet",
+    "rocketmq_consumer_cached_bytes": "bytes of messages pulled and not consumed yet",
+}
+
+
+#: histograms with buckets of their own (the RocketMQ 5.x clients', in milliseconds)
+BUCKETS_OF: dict[str, tuple[float, ...]] = {
+    "rocketmq_send_cost_time": (1.0, 5.0, 10.0, 20.0, 50.0, 200.0, 500.0),
+    "rocketmq_delivery_latency": (1.0, 5.0, 10.0, 20.0, 50.0, 200.0, 500.0),
+    "rocketmq_await_time": (1.0, 5.0, 20.0, 100.0, 1000.0, 5000.0, 10000.0),
+    "rocketmq_process_time": (1.0, 5.0, 10.0, 100.0, 1000.0, 10000.0, 60000.0),
 }
 
 
 class _Histogram:
-    __slots__ = ("count", "counts", "sum")
+    __slots__ = ("bounds", "count", "counts", "sum")
 
-    def __init__(self) -> None:
-        self.counts = [0] * (len(BUCKETS) + 1)
+    def __init__(self, bounds: tuple[float, ...] = BUCKETS) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
         self.count = 0
         self.sum = 0.0
 
     def observe(self, value: float) -> None:
-        self.counts[bisect.bisect_left(BUCKETS, value)] += 1
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1
         self.count += 1
         self.sum += value
 
@@ -158,7 +178,7 @@ class Metrics:
         with self._lock:
             histogram = self._histograms.get(key)
             if histogram is None:
-                histogram = self._histograms[key] = _Histogram()
+                histogram = self._histograms[key] = _Histogram(BUCKETS_OF.get(name, BUCKETS))
             histogram.observe(value)
 
     def key(self, name: str, **labels: Any) -> Key:
@@ -273,7 +293,7 @@ class Metrics:
                     counters = {k: c.value for k, c in metrics._counters.items()}
                     gauges = dict(metrics._gauges)
                     histograms = {
-                        k: (list(h.counts), h.sum) for k, h in metrics._histograms.items()
+                        k: (h.bounds, list(h.counts), h.sum) for k, h in metrics._histograms.items()
                     }
                 families: dict[str, Any] = {}
                 for (name, labels), value in counters.items():
@@ -287,12 +307,12 @@ class Metrics:
                         name, GaugeMetricFamily(name, _HELP.get(name, name),
                                                 labels=[k for k, _ in labels]))  # fmt: skip
                     family.add_metric([v for _, v in labels], value)
-                for (name, labels), (counts, total) in histograms.items():
+                for (name, labels), (bounds, counts, total) in histograms.items():
                     family = families.get(name) or families.setdefault(
                         name, HistogramMetricFamily(name, _HELP.get(name, name),
                                                     labels=[k for k, _ in labels]))  # fmt: skip
                     cumulative, buckets = 0, []
-                    for bound, n in zip([*map(str, BUCKETS), "+Inf"], counts, strict=True):
+                    for bound, n in zip([*map(str, bounds), "+Inf"], counts, strict=True):
                         cumulative += n
                         buckets.append((bound, cumulative))
                     family.add_metric([v for _, v in labels], buckets, total)

@@ -133,7 +133,8 @@ class ClientOptions:
     * ``request_timeout``: an admin or offset request to a broker (seconds).
     * ``shutdown_timeout``: how long a stop may take, graceful steps included (seconds).
     * ``tracing``: OpenTelemetry spans (extra ``otel``); ``trace`` / ``trace_topic``: RocketMQ
-      message trace records (read by ``mqadmin queryMsgTraceById``).
+      message trace records (read by ``mqadmin queryMsgTraceById``); ``client_metrics``: the
+      RocketMQ 5.x clients' metrics too (:mod:`rocketmq_actors.clientmetrics`).
     * ``on_error(error)``: called once when the client fails (an actor gave up).
     """
 
@@ -154,6 +155,7 @@ class ClientOptions:
     shutdown_timeout: float = attrs.field(default=10.0, validator=seconds())
     tracing: bool = attrs.field(default=False, validator=instance_of(bool))
     trace: bool = attrs.field(default=False, validator=instance_of(bool))
+    client_metrics: bool = attrs.field(default=False, validator=instance_of(bool))
     trace_topic: str | None = attrs.field(default=None, validator=_check_trace_topic)
     on_error: Callable[[BaseException], object] | None = attrs.field(
         default=None, validator=_check_callable, eq=False

@@ -24,6 +24,7 @@ from typing import Any, cast
 import anyio
 import attrs
 
+from rocketmq_actors.clientmetrics import ClientMetrics
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import MEMBER_POLICY, GroupMember
 from rocketmq_actors.cluster.options import ClientOptions
@@ -139,6 +140,8 @@ class ProducerGroup(GroupMember):
         inner: list[Any] = [] if self._tracing is None else [SendSpans(self._tracing)]
         if self.trace is not None:
             inner.append(self.trace)
+        if client.client_metrics:  # the RocketMQ 5.x clients' metrics
+            inner.append(ClientMetrics(self._instance.client_id, namespace=namespace))
         self.hooks.add_inner(inner)
         #: a send has hooks (the application's, spans or message trace): the send path's test
         self.hooking = self.traced = bool(self.hooks)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import NotRequired, Protocol, TypedDict, Unpack
@@ -173,9 +174,11 @@ def decode_pull(
         except InflationDeferred as deferred:
             decoded, next_offset = deferred.records, deferred.queue_offset
         offsets = (raw.min_offset, raw.max_offset)
+        arrived = time.time_ns() // 1_000_000
         for message in decoded:
             message.broker_name = queue.broker_name
             message.set_pull_offsets(offsets)
+            message.arrived_ms = arrived
         messages = tuple(m for m in decoded if subscription.matches(m))
     return PullResult(raw.status, next_offset, raw.min_offset, raw.max_offset, messages,
                       raw.suggested_broker_id)  # fmt: skip

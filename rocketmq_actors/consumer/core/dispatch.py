@@ -25,6 +25,7 @@ from typing import Any, cast
 
 import anyio
 
+from rocketmq_actors.clientmetrics import ClientMetrics
 from rocketmq_actors.consumer.core.delivery import Abandoned, Deliveries
 from rocketmq_actors.consumer.core.handlers import as_async_handler, describe
 from rocketmq_actors.consumer.core.message import ReceivedMessage, received
@@ -79,6 +80,7 @@ class Dispatcher:
         namespace: str | None = None,
         msg_trace: ConsumeTrace | None = None,
         hooks: Hooks | None = None,
+        metrics: ClientMetrics | None = None,
     ) -> None:
         self.group = group
         self.msg_trace = msg_trace  # message trace hooks (SubBefore / SubAfter records)
@@ -87,6 +89,9 @@ class Dispatcher:
         inner: list[Any] = [] if msg_trace is None else [msg_trace]
         if tracing is not None:
             inner.append(ProcessSpans(tracing))
+        self.metrics = metrics  # the RocketMQ 5.x clients' metrics
+        if metrics is not None:
+            inner.append(metrics)
         self.hooks = with_inner(hooks, inner, "consumer.hook_failed")
         self.namespace = namespace
         self.handler = handler

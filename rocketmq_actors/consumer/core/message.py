@@ -61,6 +61,8 @@ class ReceivedMessage(MessageExt, Generic[T]):
 
     _value: Any = attrs.field(default=_RAW, init=False, eq=False, repr=False)
     _settlement: Settlement | None = attrs.field(default=None, init=False, eq=False, repr=False)
+    #: when it arrived here (epoch milliseconds; 0: not known)
+    arrived_ms: int = attrs.field(default=0, init=False, eq=False, repr=False)
 
     @property
     def value(self) -> T:

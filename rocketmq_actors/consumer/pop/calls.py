@@ -135,8 +135,10 @@ async def pop_once(
     handles = message_handles(stored, response, broker_name=broker_name, order=order)
     wanted: list[tuple[ReceivedMessage[bytes], ExtraInfo]] = []
     unwanted: list[ExtraInfo] = []
+    arrived = time.time_ns() // 1_000_000
     for message, (handle, count) in zip(decoded, handles, strict=True):
         message.broker_name = broker_name
+        message.arrived_ms = arrived
         message.topic = topic  # a retry too (Java's processPopResponse)
         if count:
             message.reconsume_times = count

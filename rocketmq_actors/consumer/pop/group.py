@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
+from rocketmq_actors.clientmetrics import client_metrics
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import MEMBER_POLICY, GroupMember
 from rocketmq_actors.cluster.options import ClientOptions
@@ -101,7 +102,7 @@ class PopGroup(GroupMember):
         self.dispatcher = Dispatcher(
             self.group, handler=handler, batch_handler=batch_handler,
             consume_timeout=options.consume_timeout, fail=self._fail, tracing=tracing,
-            namespace=namespace, hooks=hooks,
+            namespace=namespace, hooks=hooks, metrics=client_metrics(client, self),
             msg_trace=rmq_trace.for_consumer(self._instance, self.group, namespace, client.trace,
                                              client.trace_topic, sender=trace_sender),
         )  # fmt: skip

@@ -36,6 +36,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from rocketmq_actors.clientmetrics import client_metrics
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import MEMBER_POLICY, GroupMember
 from rocketmq_actors.cluster.options import ClientOptions
@@ -132,7 +133,7 @@ class PushGroup(GroupMember):
             consume_timeout=options.consume_timeout, fail=self._fail,
             tracing=Tracing(self.group, namespace=namespace, client_id=self._instance.client_id,
                             model=model.value.lower()) if client.tracing else None,
-            namespace=namespace, hooks=hooks,
+            namespace=namespace, hooks=hooks, metrics=client_metrics(client, self),
             msg_trace=rmq_trace.for_consumer(self._instance, self.group, namespace, client.trace,
                                              client.trace_topic, sender=trace_sender),
         )  # fmt: skip
@@ -386,6 +387,8 @@ class PushGroup(GroupMember):
             stack.push_async_callback(self.ownership.unlock_held)
         stack.push_async_callback(self.offsets.persist_on_close)  # after every handler stopped
         stack.callback(self.lag.forget)  # once the queue actors (which record lag) stopped
+        if (metrics := self.dispatcher.metrics) is not None:
+            stack.callback(metrics.forget)
         if self.dispatcher.deliveries is not None:
             stack.callback(self.dispatcher.deliveries.dispose)
         if isinstance(self.service, ConcurrentConsumeService):
@@ -465,6 +468,8 @@ class PushGroup(GroupMember):
             await anyio.sleep(self.options.persist_interval)
             await self.offsets.persist(list(self.queues))
             await self.lag.refresh()  # an idle consumer's lag gauge too: lag.py
+            if (metrics := self.dispatcher.metrics) is not None:  # the cache gauges
+                metrics.cached_queues(actor.pq for actor in self.queues.actors())
 
     def _consumer_data(self) -> ConsumerData:
         return ConsumerData(
