@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from rocketmq_actors.adminbase import call
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.errors import BrokerError, ConfigError
+from rocketmq_actors.errors import AccessDenied, BrokerError, ConfigError
 from rocketmq_actors.protocol.addresses import parse_addr
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.controller_bodies import (
@@ -69,6 +69,8 @@ async def _ask(
 ) -> tuple[int, dict[str, str], bytes]:  # fmt: skip
     try:
         reply = await call(instance, addr, code, ext, body=body, accept=accept)
+    except AccessDenied:  # (who we are: as every other admin call says it)
+        raise
     except BrokerError as exc:
         raise ControllerRefused(exc.addr, exc.code, exc.remark) from None
     return reply.code, dict(reply.ext_fields), reply.body

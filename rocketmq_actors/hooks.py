@@ -71,7 +71,8 @@ class SendContext:
     error: BaseException | None = None
     #: the hook's own values, from before to after
     props: dict[str, Any] = attrs.field(factory=dict)
-    #: ``batch``: every message of the batch (``before_send`` may replace them)
+    #: ``batch``: every message of the batch (``before_send`` may replace them: for a batch,
+    #: these are sent, and ``message`` is only the first as it was given, to read)
     messages: Sequence[Message] | None = None
     #: an ordered send (by sharding key or selector), and its sharding key
     ordered: bool = False
@@ -161,11 +162,19 @@ class Hooks:
                 self._failed(hook, method, exc)
 
     def after(self, method: str, context: object) -> None:
+        """Every hook's ``after_*``: one that raises an ``Exception`` is logged; a
+        ``KeyboardInterrupt`` or ``SystemExit`` is raised once every other hook has run (the
+        client's own end their spans)."""
+        interrupt: BaseException | None = None
         for hook in self._after:
             try:
                 getattr(hook, method)(context)
             except Exception as exc:
                 self._failed(hook, method, exc)
+            except BaseException as exc:
+                interrupt = interrupt or exc
+        if interrupt is not None:
+            raise interrupt
 
     def _failed(self, hook: object, method: str, exc: Exception) -> None:
         name = f"{type(hook).__qualname__}.{method}"

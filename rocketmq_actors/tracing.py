@@ -295,7 +295,7 @@ class SendSpans:
             if not context.messages:
                 return
             span, traced = self.tracing.start_batch(context.messages)
-            context.messages, context.message = traced, traced[0]
+            context.messages = traced
         elif isinstance(context.message, Message):  # (else the send refuses it: no span)
             span, context.message = self.tracing.start_send(
                 context.message, ordered=context.ordered, message_group=context.sharding_key

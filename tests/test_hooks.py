@@ -28,8 +28,15 @@ class Stamping:
 
     def before_send(self, context: SendContext) -> None:
         context.props["begun"] = True
-        props = {**context.message.properties, "stamp": context.mode}
-        context.message = attrs.evolve(context.message, properties=props)
+
+        def stamped(message: Message) -> Message:
+            props = {**message.properties, "stamp": context.mode}
+            return attrs.evolve(message, properties=props)
+
+        if context.messages is not None:  # a batch: its messages
+            context.messages = [stamped(m) for m in context.messages]
+        else:
+            context.message = stamped(context.message)
 
     def after_send(self, context: SendContext) -> None:
         assert context.props["begun"]
@@ -122,9 +129,9 @@ async def test_send_hooks_see_every_send_path_and_may_add_properties(
     ):  # fmt: skip
         with anyio.fail_after(30):
             await done.wait()
-    # the property before_send added went on the wire (a batch's: its first message only)
+    # the property before_send added went on the wire (a batch's: on each of its messages)
     assert {k: p.get("stamp") for k, p in consumed.items()} == {
-        "sync": "sync", "async": "async", "batch": "batch", "batch2": None, "oneway": "oneway",
+        "sync": "sync", "async": "async", "batch": "batch", "batch2": "batch", "oneway": "oneway",
         "j0": "async", "j1": "async", "j2": "async",
     }  # fmt: skip
 

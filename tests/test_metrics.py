@@ -51,8 +51,10 @@ def test_every_metric_name_is_prefixed_and_documented() -> None:
     documented = re.findall(r"^\| `(rocketmq_[a-z_]+)`", (ROOT / "docs/operations.md").read_text(),
                             flags=re.M)  # fmt: skip
     five = {n for n in _HELP if not n.startswith("rocketmq_client_")}  # the 5.x clients' names
-    expected = set(_HELP) - {"rocketmq_client_connections_closed_total",  # on the opened's row
-                             "rocketmq_consumer_cached_bytes"}  # (on the messages' row)
+    expected = set(_HELP) - {
+        "rocketmq_client_connections_closed_total",  # on the opened's row
+        "rocketmq_consumer_cached_bytes",
+    }  # (on the messages' row)
     assert set(documented) == expected
     assert five == set(BUCKETS_OF) | {"rocketmq_consumer_cached_messages",
                                       "rocketmq_consumer_cached_bytes"}  # fmt: skip

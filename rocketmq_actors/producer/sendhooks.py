@@ -75,11 +75,11 @@ class SendHooks:
 
     @staticmethod
     def batch(hooked: SendContext | None, messages: Sequence[Message]) -> Sequence[Message]:
-        """A batch's messages as ``before_send`` left them (its first: ``message``)."""
-        if hooked is None:
+        """A batch's messages as ``before_send`` left them (``messages``: a batch's hooks
+        replace those; ``message`` is only its first, to read)."""
+        if hooked is None or hooked.messages is None:
             return messages
-        rest = hooked.messages if hooked.messages is not None else messages
-        return [hooked.message, *rest[1:]]
+        return hooked.messages
 
     def ending(self, hooked: SendContext | None, callback: Call | None) -> Call | None:
         """An admitted send's callback that calls ``after_send`` first: the senders call it

@@ -20,6 +20,7 @@ from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.routes import TEMPLATE_TOPIC, TopicRoute
 from rocketmq_actors.cluster.versions import is_5x, version_name
 from rocketmq_actors.errors import (
+    AccessDenied,
     BrokerError,
     ConnectError,
     ConnectionLost,
@@ -415,9 +416,10 @@ class SendLoop:
                         # been created with other queues: look again and retry
                         await self._instance.routes.refresh(prepared.topic)
                         continue
-                    self.faults.record(broker, 0, failed=True)
-                    if reply.code in _NOT_MASTER:
-                        self._instance.routes.mark_stale(prepared.topic)
+                    if not isinstance(error, AccessDenied):  # (who we are, not the broker)
+                        self.faults.record(broker, 0, failed=True)
+                        if reply.code in _NOT_MASTER:
+                            self._instance.routes.mark_stale(prepared.topic)
                     if not error.retriable:
                         break
                     avoid = broker

@@ -48,13 +48,19 @@ class ControllerMetadata:
     @classmethod
     def from_ext(cls, ext: Mapping[str, str]) -> ControllerMetadata:
         peers = {}
-        # "n0:127.0.0.1:9878;n1:...;" (DLedgerController.getControllerMetadata: id:address;)
-        for peer in (ext.get("peers") or "").split(";"):
-            if peer.strip():
-                peer_id, sep, addr = peer.strip().partition(":")
-                if not sep:
-                    raise ProtocolError("bad-header-field", f"peers: {peer!r} is not id:address")
-                peers[peer_id] = addr
+        # "n0:127.0.0.1:9878;n1:...;" (DLedgerController.getControllerMetadata: id:address;),
+        # or "127.0.0.1:9878;..." (JRaftController's: the addresses alone, named by themselves)
+        for entry in (ext.get("peers") or "").split(";"):
+            peer = entry.strip()
+            if not peer:
+                continue
+            if peer.count(":") == 1:
+                peers[peer] = peer
+                continue
+            peer_id, sep, addr = peer.partition(":")
+            if not sep or not addr:
+                raise ProtocolError("bad-header-field", f"peers: {peer!r} is not id:address")
+            peers[peer_id] = addr
         return cls(
             group=ext.get("group") or None,
             leader_id=ext.get("controllerLeaderId") or None,

@@ -31,6 +31,8 @@ def test_metadata_from_the_response_header() -> None:
 
 
 def test_metadata_of_a_controller_without_leader() -> None:
+    jraft = ControllerMetadata.from_ext({"peers": "127.0.0.1:9878;127.0.0.1:9868;"})
+    assert jraft.peers == {"127.0.0.1:9878": "127.0.0.1:9878", "127.0.0.1:9868": "127.0.0.1:9868"}
     meta = ControllerMetadata.from_ext({"isLeader": "false", "peers": ""})
     assert (meta.leader_addr, meta.is_leader, meta.peers) == (None, False, {})
     with pytest.raises(ProtocolError):

@@ -163,7 +163,8 @@ class Dispatcher:
             ok = self._outcome(presented, began)
             outcome = ConsumeReturnType.SUCCESS if ok else ConsumeReturnType.FAILED
             return ok
-        except Abandoned:  # the consumer stops: the acked ones are consumed, the rest not
+        except Abandoned as exc:  # the consumer stops: the acked ones are consumed, the rest not
+            error = exc
             self._count_consumed(presented, began)
             return None
         except Exception as exc:

@@ -100,6 +100,8 @@ class Rebalancer:
                 return
             wanted: set[MessageQueue] = set()
             for topic in topics:
+                if topic not in self._topics():  # (unsubscribed while the round went on)
+                    continue
                 try:
                     if self._allocate is not None:
                         mine = await self._allocate(topic)

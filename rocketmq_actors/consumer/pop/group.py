@@ -141,6 +141,9 @@ class PopGroup(GroupMember):
     def subscriptions(self) -> list[Subscription]:
         return list(self._subscriptions.values())
 
+    def subscription(self, topic: str) -> Subscription:
+        return self._subscriptions[topic]
+
     def flow_changed(self) -> None:
         self._flow.set()
 
@@ -276,7 +279,7 @@ class PopGroup(GroupMember):
             except RocketMQError as exc:  # its popper will meet the error and back off
                 log.info("consumer.pop.version_unknown", broker=target[1], error=str(exc))
             self.targets.add(target)
-            start = functools.partial(self.popper.run, *target, self._subscriptions[target[0]])
+            start = functools.partial(self.popper.run, *target)
             await self._supervisor.start_child(ChildSpec(_key(target), start, Restart.PERMANENT,
                                                          kind="popper"))  # fmt: skip
 

@@ -55,6 +55,7 @@ class PopperOwner(Protocol):
     @property
     def stopping(self) -> bool: ...
     async def wait_flow(self) -> None: ...
+    def subscription(self, topic: str) -> Subscription: ...
 
 
 class Popper:
@@ -78,12 +79,12 @@ class Popper:
         self,
         topic: str,
         broker: str,
-        subscription: Subscription,
         queue_id: int = -1,
         *,
         task_status: TaskStatus[None],
     ) -> None:
-        """One popper actor: ``topic`` on ``broker`` (``queue_id`` -1: every queue of it)."""
+        """One popper actor: ``topic`` on ``broker`` (``queue_id`` -1: every queue of it), with
+        the owner's subscription of the topic as it is at each POP (it may change)."""
         task_status.started()
         backoff = Backoff(initial=0.2, maximum=5.0)
         settings, owner, service = self.settings, self.owner, self.service
@@ -92,6 +93,7 @@ class Popper:
                 await owner.wait_flow()
             room = settings.max_cached - service.cached
             asked = time.monotonic()
+            subscription = owner.subscription(topic)
             try:
                 popped = await pop_calls.pop_once(
                     owner.instance, owner.group, topic, broker, subscription=subscription,

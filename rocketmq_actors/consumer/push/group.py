@@ -175,6 +175,7 @@ class PushGroup(GroupMember):
         self._flow = Signal()
         self.suspension = Suspension()
         self._stopping = False
+        self._subscribed_by_mode = False  # a POP retry topic (un)subscribed this round
         self._tg: TaskGroup | None = None
         self.started_ms = 0
 
@@ -238,10 +239,22 @@ class PushGroup(GroupMember):
         await self.ownership.apply(wanted)
         if self.pop_lane is not None:
             await self.pop_lane.apply(self._subscriptions)
+            if self._subscribed_by_mode:  # a POP retry topic followed: tell the brokers now
+                self._subscribed_by_mode = False
+                self.spawn(self._instance.heartbeat.beat)
+                self.rebalancer.trigger()  # (and take or release its queues)
+        self._rebalanced()
 
-    def follow_subscription(self, topic: str, wanted: bool) -> None:
-        """Subscribe ``topic`` (all its tags) or not, as the broker's mode asks (a POP retry
-        topic: :mod:`.poplane`); the next heartbeat tells the brokers."""
+    def _rebalanced(self) -> None:
+        if self.on_rebalance is not None and not self._stopping:
+            self.on_rebalance(self.assigned())
+
+    def follow_subscription(self, topic: str, wanted: bool, *, of: str) -> None:
+        """Subscribe ``topic`` (all its tags) or not, as the broker's mode asks for the
+        subscribed topic ``of`` (``topic`` is its POP retry topic: :mod:`.poplane`); the brokers
+        are told, and its queues taken or released, once the rebalance round ends."""
+        if of not in self._subscriptions:  # (unsubscribed during the round: nothing to follow)
+            return
         if wanted and topic not in self._subscriptions:
             self._subscriptions[topic] = Subscription.parse(topic)
         elif not wanted and self._subscriptions.pop(topic, None) is not None:
@@ -251,6 +264,7 @@ class PushGroup(GroupMember):
         else:
             return
         self._sub_version = max(self._sub_version + 1, time.time_ns() // 1_000_000)
+        self._subscribed_by_mode = True
 
     async def move_offsets(self, targets: Mapping[MessageQueue, int]) -> list[MessageQueue]:
         return await self.ownership.move(targets)
@@ -361,6 +375,7 @@ class PushGroup(GroupMember):
         else:  # (nothing left to allocate: a rebalance round would keep what it owns)
             async with self.rebalancer.lock:
                 await self.ownership.apply(set())
+                self._rebalanced()
 
     def suspend(self) -> None:
         """Start no more pulls until :meth:`resume` (:mod:`..core.suspension`)."""

@@ -62,8 +62,6 @@ class Ownership:
             await unlock_queues(c.instance, c.group, refused)
         if new:
             log.info("consumer.rebalanced", group=c.group, queues=len(c.queues))
-        if c.on_rebalance is not None:
-            c.on_rebalance(c.assigned())
 
     async def start_offsets(self, queues: Sequence[MessageQueue]) -> dict[MessageQueue, int]:
         """Where each new queue starts, looked up side by side (at most

@@ -74,7 +74,7 @@ class LaneOwner(PopOwner, Protocol):
     def instance(self) -> ClientInstance: ...
     async def wait_flow(self) -> None: ...
     def subscription(self, topic: str) -> Subscription: ...
-    def follow_subscription(self, topic: str, wanted: bool) -> None: ...
+    def follow_subscription(self, topic: str, wanted: bool, *, of: str) -> None: ...
 
 
 class PopLane:
@@ -125,10 +125,11 @@ class PopLane:
                      pull=len(pull), pop=len(pop))  # fmt: skip
         self.assigned[topic] = pop
         if not topic.startswith("%RETRY%"):  # (Java: only a switch of both sides moves it)
+            retry = pop_retry_topic(topic, self.owner.group)
             if pull and not pop:
-                self.owner.follow_subscription(pop_retry_topic(topic, self.owner.group), True)
+                self.owner.follow_subscription(retry, True, of=topic)
             elif pop and not pull:
-                self.owner.follow_subscription(pop_retry_topic(topic, self.owner.group), False)
+                self.owner.follow_subscription(retry, False, of=topic)
         return pull
 
     @property
@@ -149,9 +150,8 @@ class PopLane:
         for queue in sorted(wanted - self.running):
             if self.owner.stopping:
                 return
-            subscription = self.owner.subscription(queue.topic)
             run = functools.partial(self.popper.run, queue.topic, queue.broker_name,
-                                    subscription, queue.queue_id)  # fmt: skip
+                                    queue.queue_id)  # fmt: skip
             await self.poppers.start_child(ChildSpec(queue, run, Restart.PERMANENT,
                                                      kind="popper"))  # fmt: skip
             self.running.add(queue)

@@ -91,3 +91,17 @@ async def test_an_applications_hook_runs_inside_the_process_span() -> None:
     assert seen[0].get_span_context().is_valid  # the handler runs in the process span
     assert hook.current_span is seen[0]  # and so does the application's before_consume
     assert not trace.get_current_span().get_span_context().is_valid  # restored after it
+
+
+def test_an_interrupt_in_an_after_hook_lets_the_clients_own_end_first() -> None:
+    calls: list[str] = []
+
+    class Interrupting(Recorder):
+        def after_consume(self, context: ConsumeContext) -> None:
+            super().after_consume(context)
+            raise KeyboardInterrupt
+
+    hooks = Hooks([Interrupting("u", calls)], "consumer.hook_failed", [Recorder("span", calls)])
+    with pytest.raises(KeyboardInterrupt):
+        hooks.after("after_consume", None)
+    assert calls == ["u.after", "span.after"]  # the span ended, then the interrupt

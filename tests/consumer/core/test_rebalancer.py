@@ -39,3 +39,25 @@ async def test_refresh_runs_before_each_round_of_a_short_interval() -> None:
             await rounds.wait()
         rebalancer.stop()
     assert calls[:6] == ["refresh", "round"] * 3
+
+
+async def test_a_topic_unsubscribed_during_a_round_is_not_allocated() -> None:
+    subscribed = ["a", "b"]
+    asked: list[str] = []
+    applied: list[set[MessageQueue]] = []
+
+    async def allocate(topic: str) -> list[MessageQueue]:
+        asked.append(topic)
+        subscribed.remove("b")  # (unsubscribed while "a" was being asked for)
+        return [MessageQueue(topic, "x", 0)]
+
+    async def apply(wanted: set[MessageQueue]) -> None:
+        applied.append(wanted)
+
+    instance: Any = object()
+    rebalancer = Rebalancer(
+        instance, "G", strategy=Strategy.AVG, broadcasting=False, interval=60,
+        topics=lambda: list(subscribed), owned=list, apply=apply, allocate=allocate,
+    )  # fmt: skip
+    await rebalancer.rebalance()
+    assert asked == ["a"] and applied == [{MessageQueue("a", "x", 0)}]

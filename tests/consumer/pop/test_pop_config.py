@@ -134,7 +134,25 @@ async def test_a_popper_answered_at_once_with_nothing_backs_off(
     monkeypatch.setattr(pop_calls, "pop_once", not_found)
     consumer = build()
     with anyio.move_on_after(0.5):
-        await consumer._group.popper.run(
-            "t", "a", Subscription("t"), task_status=anyio.TASK_STATUS_IGNORED
-        )
+        await consumer._group.popper.run("t", "a", task_status=anyio.TASK_STATUS_IGNORED)
     assert 1 <= calls <= 4  # back-off 0.2 s, 0.4 s, ...: never thousands
+
+
+async def test_a_popper_asks_with_the_subscription_as_it_is_at_each_pop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A push consumer that follows the broker's mode may change a topic's expression while
+    its popper runs (subscribe()): the next POP carries the new one."""
+    expressions: list[str] = []
+    consumer = build()
+
+    async def pop_once(*args: Any, subscription: Any, **kwargs: Any) -> pop_calls.Popped:
+        expressions.append(subscription.expression)
+        if len(expressions) == 1:
+            consumer._group._subscriptions["t"] = Subscription.of("t", "paid")
+        return pop_calls.Popped(pop_calls.PopStatus.NOT_FOUND)
+
+    monkeypatch.setattr(pop_calls, "pop_once", pop_once)
+    with anyio.move_on_after(0.5):
+        await consumer._group.popper.run("t", "a", task_status=anyio.TASK_STATUS_IGNORED)
+    assert expressions[:2] == ["*", "paid"]

@@ -96,3 +96,28 @@ async def test_an_assignment_is_split_by_mode_and_the_pop_retry_topic_follows(
     answers.append([Assignment(MessageQueue("%RETRY%G", "a", 0), "PULL")])
     assert await lane.allocate("%RETRY%G") == [MessageQueue("%RETRY%G", "a", 0)]
     assert "%RETRY%G_%RETRY%G" not in {s.topic for s in group.subscriptions()}
+
+
+async def test_on_rebalance_is_told_the_popped_queues_of_the_same_round(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    told: list[list[MessageQueue]] = []
+    consumer: PushConsumer[bytes] = PushConsumer(
+        group="G", subscriptions={"t": "*"}, handler=_noop, namesrv="127.0.0.1:9",
+        on_rebalance=told.append, options=PushOptions(client_rebalance=False),
+    )  # fmt: skip
+    group = consumer._group
+    lane = group.pop_lane
+    assert lane is not None
+    popped = MessageQueue("t", "a", -1)
+
+    async def nothing(wanted: set[MessageQueue]) -> None:
+        pass
+
+    async def pop(topics: object) -> None:
+        lane.running.add(popped)  # (what starting its popper records)
+
+    monkeypatch.setattr(group.ownership, "apply", nothing)
+    monkeypatch.setattr(lane, "apply", pop)
+    await group._apply(set())
+    assert told == [[popped]]
