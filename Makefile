@@ -9,13 +9,14 @@ STATE  ?= .state/cluster
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run test test-busy lint typecheck pytest unit integration integration-a integration-b compat oldest-anyio oldest-faststream solo chaos fuzz bench soak cluster-up cluster-down clean
+.PHONY: help venv run test test-busy lint typecheck pytest unit integration integration-a integration-b compat oldest-anyio oldest-faststream trio solo chaos fuzz bench soak cluster-up cluster-down clean
 
 help:
 	@echo "make run          start a local RocketMQ cluster and run the main job, then stop it"
 	@echo "make test         ruff, mypy --strict, then side by side: the unit tests, the integration tests"
 	@echo "                  on real 5.3.3, 5.5.0 and 4.9.7 clusters, the lifecycle tests on the oldest"
-	@echo "                  anyio and the FastStream tests on the oldest FastStream we support; then,"
+	@echo "                  anyio and the FastStream tests on the oldest FastStream we support, the"
+	@echo "                  lifecycle, producer and consumer tests on trio; then,"
 	@echo "                  alone, the tests that start Spark in a process of their own (solo);"
 	@echo "                  every stage runs whatever another did, then one summary (tests/stages.py)"
 	@echo "make test-busy    make test with two busy loops beside it: it must pass on a busy machine"
@@ -133,6 +134,17 @@ oldest-anyio: $(OLDEST_ANYIO)/.installed
 	PYTHONPATH=$(OLDEST_ANYIO) ROCKETMQ_ACTORS_EXPECT_ANYIO=$(ANYIO_OLDEST) \
 		$(PY) -m pytest -p no:cacheprovider $(LIFECYCLE_TESTS) --basetemp=$(OLDEST_ANYIO)-tmp \
 		$(JUNIT)
+
+# the lifecycle tests and the producer and consumer integration tests again on anyio's trio
+# backend (the client runs on any anyio backend): tests/conftest.py runs each async test under
+# anyio.run(..., backend="trio") when ROCKETMQ_ACTORS_BACKEND says so, pytest-asyncio off
+TRIO_TESTS := $(LIFECYCLE_TESTS) tests/producer/test_producer_real.py \
+	tests/consumer/push/test_push_real.py tests/consumer/pull/test_pull_real.py \
+	tests/consumer/pop/test_pop_real.py
+
+trio: $(STAMP)
+	ROCKETMQ_ACTORS_BACKEND=trio $(PY) -m pytest -p no:asyncio -p no:anyio -p no:cacheprovider \
+		$(TRIO_TESTS) --basetemp=.state/pytest/trio $(JUNIT)
 
 # the FastStream tests again on the oldest FastStream the `faststream` extra allows (pytest ran
 # them on the newest), installed once into a directory that shadows the venv's for this run

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import hypothesis  # imported here, at collection, on purpose (see below)
 import pytest
 import structlog
@@ -49,3 +53,19 @@ def _restore_structlog() -> Iterator[None]:
     """A test that configures logging (the CLI does) must not leak it into later tests."""
     yield
     structlog.reset_defaults()
+
+
+#: ``ROCKETMQ_ACTORS_BACKEND=trio`` (make test's trio stage, run with ``-p no:asyncio``): each
+#: async test runs under ``anyio.run`` on that backend instead of pytest-asyncio's loop (its
+#: fixtures are the plain ones: a session cluster's address, unique names)
+BACKEND = os.environ.get("ROCKETMQ_ACTORS_BACKEND", "asyncio")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    function = pyfuncitem.obj
+    if BACKEND == "asyncio" or not inspect.iscoroutinefunction(function):
+        return None
+    arguments = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    anyio.run(functools.partial(function, **arguments), backend=BACKEND)
+    return True

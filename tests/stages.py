@@ -39,7 +39,7 @@ GROUPS: tuple[tuple[str, ...], ...] = (
     ("lint", "typecheck"),
     (
         "integration-a", "integration-b", "compat-5.5.0", "compat-4.9.7", "unit",
-        "oldest-anyio", "oldest-faststream",
+        "oldest-anyio", "oldest-faststream", "trio",
     ),
     ("solo",),
 )  # fmt: skip

@@ -12,13 +12,13 @@ one group in a JVM have distinct instance names. A distinct ``instance_name`` op
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import threading
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rocketmq_actors.runtime.backend import current_loop
 from rocketmq_actors.runtime.lifecycle import State
 
 from .instance import ClientInstance
@@ -79,10 +79,8 @@ class InstanceLease:
 
 
 def _loop_id() -> int | None:
-    try:
-        return id(asyncio.get_running_loop())
-    except RuntimeError:
-        return None
+    loop = current_loop()
+    return None if loop is None else id(loop)
 
 
 def _key(namesrv: str | Sequence[str], client: ClientOptions) -> tuple[Any, ...]:

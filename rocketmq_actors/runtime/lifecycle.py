@@ -24,13 +24,13 @@ are typed: a start that fails raises a :class:`RocketMQError` (the original erro
 ``__cause__`` when it was not one), never an exception group.
 
 One event loop: the host task belongs to the loop ``start()`` ran on; calls from another loop
-raise :class:`WrongEventLoop`. The asyncio backend (and uvloop) is required.
+raise :class:`WrongEventLoop`. Any anyio backend runs it: asyncio (or uvloop), or trio, where
+the host is a system task (:mod:`.backend`) and ``async with`` puts a cancel scope around its
+body (so, as trio requires of a scope, it is left in the task that entered it).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import contextvars
 import enum
 import math
@@ -56,6 +56,8 @@ from rocketmq_actors.errors import (
     unwrap_group,
 )
 from rocketmq_actors.logs import get_logger
+from rocketmq_actors.runtime.backend import Host, current_loop, running_loop, spawn_host
+from rocketmq_actors.runtime.body import BodyLink
 from rocketmq_actors.runtime.checks import check_timeout
 from rocketmq_actors.runtime.tree import Node
 
@@ -91,7 +93,7 @@ _inside: contextvars.ContextVar[Lifecycle | None] = contextvars.ContextVar(
 # None while stopped): compared with this thread's, the check is exact without it; other
 # loops (uvloop) are asked as before.
 _thread_id = threading.get_ident
-_current_loop = asyncio._get_running_loop  # the running loop or None, without raising
+_current_loop = current_loop  # the running loop (a TrioLoop under trio) or None
 _forks = 0  # forks this process is a child of: a client belongs to the process that started it
 
 
@@ -103,24 +105,7 @@ def _count_fork() -> None:
 os.register_at_fork(after_in_child=_count_fork)
 
 
-def running_loop() -> asyncio.AbstractEventLoop:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        raise WrongEventLoop(
-            "rocketmq-actors runs on an asyncio event loop (asyncio or uvloop, "
-            "anyio's asyncio backend); none is running in this thread"
-        ) from None
-
-
-def _retrieved(host: asyncio.Task[None]) -> None:
-    """What a host task raised is its client's error, already logged and raised to the
-    application: retrieved here, it is not also "never retrieved" on stderr."""
-    if not host.cancelled():
-        host.exception()
-
-
-class Lifecycle:
+class Lifecycle(BodyLink):
     """Subclasses build their resources in :meth:`_open` and may stop gracefully in
     :meth:`_closing`; both run in the host task. Actors call :meth:`_fail` to stop the client
     with an error the application sees."""
@@ -136,22 +121,18 @@ class Lifecycle:
             raise ConfigError(f"on_error must be callable, not {type(on_error).__name__}")
         self.on_error = on_error
         self._state = State.NEW
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop: Any = None  # asyncio's loop, or a TrioLoop
         self._owner: Any = None  # the loop, if it says which thread runs it (asyncio's)
         self._forks = _forks  # the process it was started in
-        self._host: asyncio.Task[None] | None = None
-        self._ready: asyncio.Future[None] | None = None  # resolved when started (or not)
-        self._done: asyncio.Future[None] | None = None  # resolved when the host has ended
+        self._host: Host | None = None  # the host task
+        self._ready: anyio.Event | None = None  # set when started (or not)
+        self._done: anyio.Event | None = None  # set when the host has ended
         self._start_error: BaseException | None = None
         self._error: BaseException | None = None  # what the client failed with, if it did
         self._stop_event: anyio.Event | None = None
         self._deadline = math.inf  # when the stop must be over (anyio clock)
         self._hard: anyio.CancelScope | None = None  # the host's outermost scope
-        # the task inside ``async with`` (interrupted if the client fails), the cancellations
-        # it had pending when it entered, and whether we cancelled it
-        self._body: asyncio.Task[Any] | None = None
-        self._body_cancelling = 0
-        self._body_cancelled = False
+        self._init_body()  # (the task inside ``async with``: .body)
         self._on_stopped: dict[object, Callable[[BaseException | None], None]] = {}
 
     # ---- to override ---------------------------------------------------------------------
@@ -194,7 +175,7 @@ class Lifecycle:
         """Until the client has stopped (a daemon run with ``start()`` waits here); raises
         the error it failed with, if it did."""
         if self._done is not None:
-            await asyncio.shield(self._done)
+            await self._done.wait()
         if self._error is not None:
             raise self._error
 
@@ -226,7 +207,7 @@ class Lifecycle:
         error = ClientClosed(f"{name} is stopped" + (f": {self._error!r}" if self._error else ""))
         raise error from self._error
 
-    def _check_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+    def _check_loop(self, loop: Any) -> None:
         if loop is not self._loop:
             raise WrongEventLoop(
                 f"{self._describe()} was started on another event loop; a client, its tasks "
@@ -263,7 +244,7 @@ class Lifecycle:
             self._raise_not_running()
         assert self._ready is not None
         try:
-            await asyncio.shield(self._ready)
+            await self._ready.wait()
         except anyio.get_cancelled_exc_class():
             # the caller gave up: stop what was started (bounded), then let the cancellation go
             with anyio.CancelScope(shield=True):
@@ -272,16 +253,21 @@ class Lifecycle:
         if self._start_error is not None:
             raise self._start_error
 
-    def _launch(self, loop: asyncio.AbstractEventLoop) -> None:
+    def _launch(self, loop: Any) -> None:
         self._loop = loop
         self._owner = loop if isinstance(getattr(loop, "_thread_id", None), int) else None
         self._forks = _forks
         self._state = State.STARTING
-        self._ready = loop.create_future()
-        self._done = loop.create_future()
+        self._ready = anyio.Event()
+        self._done = anyio.Event()
         self._stop_event = anyio.Event()
-        self._host = loop.create_task(self._host_main(), name=f"rocketmq-actors:{self._describe()}")
-        self._host.add_done_callback(_retrieved)
+        self._host = spawn_host(loop, self._host_main, name=f"rocketmq-actors:{self._describe()}",
+                                on_error=self._host_escaped)  # fmt: skip
+
+    def _host_escaped(self, exc: BaseException) -> None:
+        """What a trio host raised (a system task may not raise): already the client's error,
+        logged and delivered."""
+        log.debug("client.host_ended", client=self._describe(), error=repr(exc))
 
     async def _host_main(self) -> None:
         _inside.set(self)  # (the task's own context: its actors inherit it)
@@ -309,7 +295,7 @@ class Lifecycle:
         finally:
             self._hard = None
             self._state = State.STOPPED
-            if self._ready is not None and not self._ready.done():
+            if self._ready is not None and not self._ready.is_set():
                 if self._start_error is None:  # failed (an actor's error) or stopped meanwhile
                     self._start_error = self._error or ClientClosed(
                         f"{self._describe()} stopped while starting"
@@ -324,20 +310,20 @@ class Lifecycle:
                     log.exception("client.link_failed", client=self._describe())
             self._on_stopped.clear()
             assert self._done is not None
-            self._done.set_result(None)
+            self._done.set()
         if escaped is not None:
             raise escaped
 
     def _resolve_start(self, error: BaseException | None) -> None:
         self._start_error = error
-        if self._ready is not None and not self._ready.done():
-            self._ready.set_result(None)
+        if self._ready is not None and not self._ready.is_set():
+            self._ready.set()
 
     def _record(self, exc: BaseException) -> BaseException | None:
         """What ended the host: a failed start, a failure while running, or the host task
         cancelled from outside. Returns what the host task must raise itself."""
         leaf = unwrap_group(exc)
-        if self._ready is not None and not self._ready.done():  # _open failed
+        if self._ready is not None and not self._ready.is_set():  # _open failed
             if self._error is not None:  # an actor failed it first (_fail)
                 self._start_error = self._error
             elif isinstance(leaf, RocketMQError):
@@ -383,18 +369,6 @@ class Lifecycle:
         self._request_stop()
         self._interrupt_body()
 
-    def _interrupt_body(self) -> bool:
-        """Cancel the task inside ``async with`` (once), as a cancel scope around the body
-        would: ``__aexit__`` takes the cancellation back and raises the client's error. True
-        if there is such a task to tell."""
-        task = self._body
-        if task is None or task.done():
-            return False
-        if not self._body_cancelled:
-            self._body_cancelled = True
-            task.cancel(f"{self._describe()} failed")
-        return True
-
     def _begin_stop(self, timeout: float | None = None) -> None:
         """Fix the stop deadline (the first call wins, a shorter ``timeout`` may move it
         earlier) and bound the host by it."""
@@ -417,16 +391,16 @@ class Lifecycle:
             self._state = State.STOPPED
             return
         done, host = self._done, self._host
-        if done is None or host is None or done.done():
+        if done is None or host is None or done.is_set():
             return
         self._request_stop(timeout)
         with anyio.move_on_after(self._time_left() + STOP_GRACE):
-            await asyncio.shield(done)
-        if not done.done():
+            await done.wait()
+        if not done.is_set():
             host.cancel()
             with anyio.move_on_after(STOP_GRACE):
-                await asyncio.shield(done)
-            if not done.done():
+                await done.wait()
+            if not done.is_set():
                 log.error("client.stop_abandoned", client=self._describe(),
                           timeout=self.shutdown_timeout)  # fmt: skip
 
@@ -463,9 +437,7 @@ class Lifecycle:
                 "start() / stop(), once"
             )
         await self._started()
-        task = asyncio.current_task()
-        assert task is not None
-        self._body, self._body_cancelling, self._body_cancelled = task, task.cancelling(), False
+        self._enter_body()
         if self._error is not None or not self.running:  # it failed right after it started
             self._interrupt_body()
         return self
@@ -476,30 +448,6 @@ class Lifecycle:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        """``stop()``, from any task (a pytest fixture yields from inside ``async with`` and
-        leaves it in another). If the client failed while the entering task was inside, that
-        task was cancelled: the cancellation is taken back here (as ``asyncio.timeout`` takes
-        its own back) and the client's error raised instead."""
-        task, self._body = self._body, None
-        ours = self._body_cancelled and task is not None and task is asyncio.current_task()
-        only_ours = False
-        if ours:
-            assert task is not None
-            only_ours = task.uncancel() <= self._body_cancelling
-            if only_ours and exc_type is None:  # (not delivered yet: absorb it here)
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.sleep(0)
-        with anyio.CancelScope(shield=True):
-            await self._stop_and_wait()
-        error = self._error
-        interrupted = (
-            ours and only_ours and (exc_type is None or exc_type is asyncio.CancelledError)
-        )
-        if interrupted or (exc is None and error is not None):
-            if error is None:
-                error = ClientClosed(f"{self._describe()} stopped")
-            raise error
-        if exc is not None and error is not None and error is not exc:
-            log.warning("client.error_superseded", client=self._describe(), error=repr(error),
-                        body_error=repr(exc))  # fmt: skip
-        return None  # the body's own exception (a cancellation included) goes on unchanged
+        """``stop()``, from any task; the client's error if it failed meanwhile (.body)."""
+        await self._exit_body(exc_type, exc, tb)
+        return None

@@ -8,10 +8,11 @@ loop callback, in order.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Callable
 from typing import Any
+
+from rocketmq_actors.runtime.backend import current_loop
 
 __all__ = ["Call", "CallBatch"]
 
@@ -19,7 +20,7 @@ Call = Callable[[Any], object]
 
 
 class CallBatch:
-    """``add(fn, arg)`` calls ``fn(arg)`` soon, on the running asyncio loop. A call that
+    """``add(fn, arg)`` calls ``fn(arg)`` soon, on the running event loop. A call that
     raises is reported to ``on_error(fn, exc)`` and the others go on, as asyncio's handles
     do (a ``CancelledError`` included; an ``on_error`` that raises stops nothing either); a
     ``KeyboardInterrupt`` or ``SystemExit`` propagates, and the calls after it run first on
@@ -33,7 +34,7 @@ class CallBatch:
         self._on_error = on_error
 
     def add(self, fn: Call, arg: Any) -> None:
-        """Queue ``fn(arg)``; :class:`RuntimeError`, with nothing queued, if no asyncio loop
+        """Queue ``fn(arg)``; :class:`RuntimeError`, with nothing queued, if no event loop
         runs in this thread (or it is closed)."""
         calls = self._calls
         if not calls:  # the first since the last run: schedule one (before queueing: if that
@@ -43,7 +44,10 @@ class CallBatch:
     def _schedule(self) -> None:
         call_soon = self._call_soon
         if call_soon is None:  # (the running loop's, once known)
-            call_soon = self._call_soon = asyncio.get_running_loop().call_soon
+            loop = current_loop()
+            if loop is None:
+                raise RuntimeError("no running event loop")
+            call_soon = self._call_soon = loop.call_soon
         call_soon(self._run)
 
     def _run(self) -> None:

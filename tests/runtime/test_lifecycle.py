@@ -29,9 +29,17 @@ from rocketmq_actors.errors import (
     WrongEventLoop,
 )
 from rocketmq_actors.runtime.lifecycle import Lifecycle, State
+from tests.conftest import BACKEND
 from tests.slack import slack
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+
+
+def _asyncio_only(what: str) -> None:
+    """Skip, visibly, a test of asyncio's own machinery when make test's trio stage runs
+    these tests (tests/conftest.py)."""
+    if BACKEND != "asyncio":
+        pytest.skip(f"{what}: asyncio only")
 
 
 def test_the_anyio_these_tests_run_on() -> None:
@@ -46,6 +54,13 @@ def test_the_anyio_these_tests_run_on() -> None:
         assert installed == Version(expected) == floor
     else:
         assert installed >= floor
+
+
+async def test_the_backend_these_tests_run_on() -> None:
+    """make test's trio stage runs these tests again on trio (tests/conftest.py): it must."""
+    import sniffio
+
+    assert sniffio.current_async_library() == BACKEND
 
 
 class _Actor(Lifecycle):
@@ -437,6 +452,7 @@ async def test_a_stop_during_start_fails_the_start_with_client_closed() -> None:
 
 
 async def test_no_task_is_left_behind() -> None:
+    _asyncio_only("counts asyncio's tasks (a trio host is a system task, ended with the run)")
     before = len(asyncio.all_tasks())
     for _ in range(3):
         async with _Actor():
@@ -456,6 +472,7 @@ async def started_actor() -> AsyncIterator[_Actor]:
     assert actor.state is State.STOPPED
 
 
+@pytest.mark.skipif(BACKEND != "asyncio", reason="an async fixture is pytest-asyncio's")
 async def test_a_fixture_can_yield_a_started_client(started_actor: _Actor) -> None:
     assert await started_actor.call() == "ok"
 
@@ -513,6 +530,7 @@ async def test_a_base_exception_no_body_takes_is_not_reported_as_never_retrieved
     actor raises a BaseException: the error is the client's (typed, from ``wait_closed`` and
     every later call), and asyncio does not also print "Task exception was never retrieved"
     for the host task when it is collected."""
+    _asyncio_only("asyncio's report of an unretrieved task exception")
     reported: list[dict[str, object]] = []
     asyncio.get_running_loop().set_exception_handler(lambda _, context: reported.append(context))
     actor = _Actor(child_fails=_Unusual("odd"))

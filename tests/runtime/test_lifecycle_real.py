@@ -17,8 +17,13 @@ from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.runtime.lifecycle import State
 from rocketmq_actors.testing.cluster import LocalCluster
+from tests.conftest import BACKEND
 
 from .test_lifecycle import _chain_has_no_cycle
+
+#: the trio stage (tests/conftest.py) runs no async fixture: pytest-asyncio's, off there
+ASYNC_FIXTURE = pytest.mark.skipif(BACKEND != "asyncio", reason="an async fixture is "
+                                   "pytest-asyncio's: asyncio only")  # fmt: skip
 
 # once: the client's lifecycle, whatever the broker
 pytestmark = [pytest.mark.integration, pytest.mark.once]
@@ -239,6 +244,7 @@ async def started_producer(rocketmq_namesrv: str, unique_group: str) -> AsyncIte
     assert producer.state is State.STOPPED
 
 
+@ASYNC_FIXTURE
 async def test_a_fixture_yields_a_started_producer(
     started_producer: Producer, unique_topic: str
 ) -> None:
@@ -299,5 +305,6 @@ async def entered(
     assert client.state is State.STOPPED and client.error is None
 
 
+@ASYNC_FIXTURE
 async def test_a_fixture_yields_from_inside_async_with_each_client(entered: Any) -> None:
     assert entered.running

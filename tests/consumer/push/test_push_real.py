@@ -227,7 +227,9 @@ async def test_async_for_acknowledges_on_next_and_reconsume_later_retries(
                     consumer.reconsume_later(message)
                 if len(got) == 4:
                     break
-    assert got == [(b"a", 0), (b"again", 0), (b"c", 0), (b"again", 1)]
+    # (concurrent workers hand the first three over in any order: trio's scheduler shuffles)
+    assert sorted(got[:3]) == [(b"a", 0), (b"again", 0), (b"c", 0)]
+    assert got[3] == (b"again", 1)  # retried a second later
     # the last message was being iterated when the loop broke: not acknowledged, so it
     # comes again; everything acknowledged before does not
     later: list[bytes] = []
