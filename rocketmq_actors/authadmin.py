@@ -25,7 +25,8 @@ a refused identity :class:`~rocketmq_actors.errors.AccessDenied`.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from rocketmq_actors.adminbase import NoMaster, call, masters
 from rocketmq_actors.cluster.instance import ClientInstance
@@ -205,6 +206,9 @@ def _check_target(cluster: str | None, addr: str | None) -> None:
             raise ConfigError(str(exc)) from None
 
 
+T = TypeVar("T")
+
+
 async def _ask(
     instance: ClientInstance, addr: str, code: int, ext: dict[str, str], body: bytes = b""
 ) -> RemotingCommand:
@@ -272,6 +276,18 @@ async def delete_user(
     return await _on_each(instance, targets, RequestCode.AUTH_DELETE_USER, header)
 
 
+async def _first(
+    instance: ClientInstance, cluster: str | None, addr: str | None, code: int, *,
+    header: dict[str, str], decode: Callable[[bytes], T | None],
+) -> T | None:  # fmt: skip
+    """The first answer of the masters of ``cluster`` (or of ``addr``) that has one."""
+    for target in await _masters(instance, cluster, addr):
+        found = decode((await _ask(instance, target, code, header)).body)
+        if found is not None:
+            return found
+    return None
+
+
 async def get_user(
     instance: ClientInstance, username: str, *, cluster: str | None = None,
     addr: str | None = None,
@@ -280,12 +296,8 @@ async def get_user(
     ``addr``) keeps it, password included; None when none has it."""
     _check_target(cluster, addr)
     header = UserRequestHeader(username=_name("username", username)).to_ext()
-    for target in await _masters(instance, cluster, addr):
-        reply = await _ask(instance, target, RequestCode.AUTH_GET_USER, header)
-        user = UserInfo.decode(reply.body)
-        if user is not None:
-            return user
-    return None
+    return await _first(instance, cluster, addr, RequestCode.AUTH_GET_USER, header=header,
+                        decode=UserInfo.decode)  # fmt: skip
 
 
 async def list_users(
@@ -366,12 +378,8 @@ async def get_acl(
     :class:`AuthRefused`."""
     _check_target(cluster, addr)
     header = AclRequestHeader(subject=_subject(subject)).to_ext()
-    for target in await _masters(instance, cluster, addr):
-        reply = await _ask(instance, target, RequestCode.AUTH_GET_ACL, header)
-        acl = AclInfo.decode(reply.body)
-        if acl is not None:
-            return acl
-    return None
+    return await _first(instance, cluster, addr, RequestCode.AUTH_GET_ACL, header=header,
+                        decode=AclInfo.decode)  # fmt: skip
 
 
 async def list_acls(
