@@ -25,12 +25,15 @@ from typing import Any, Protocol
 
 from rocketmq_actors._version import __version__
 from rocketmq_actors.hooks import ConsumeContext, SendContext
+from rocketmq_actors.logs import get_logger
 from rocketmq_actors.metrics import BUCKETS_OF, METRICS, Metrics
 from rocketmq_actors.names import unwrap
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.messages import Message
 
 __all__ = ["ClientMetrics", "client_metrics"]
+
+log = get_logger("rocketmq_actors.consumer")
 
 SEND_COST_TIME = "rocketmq_send_cost_time"
 DELIVERY_LATENCY = "rocketmq_delivery_latency"
@@ -72,6 +75,7 @@ class ClientMetrics:
         self.namespace = namespace
         self.metrics = metrics
         self._otel = _OtelInstruments.create()
+        self._reported: set[str] = set()  # the topics whose cache gauges were set
 
     def _record(self, name: str, value: float, **labels: str) -> None:
         self.metrics.observe(name, value, **labels)
@@ -126,6 +130,11 @@ class ClientMetrics:
                 name, lambda labels: labels["topic"] in current,
                 consumer_group=self.group or "", client_id=self.client_id,
             )  # fmt: skip
+        if self._otel is not None:  # (its gauges keep their last value: gone is 0)
+            for topic in self._reported - current.keys():
+                self._otel.gauge(CACHED_MESSAGES, 0, self._consumer_labels(topic))
+                self._otel.gauge(CACHED_BYTES, 0, self._consumer_labels(topic))
+        self._reported = set(current)
         for topic, (count, size) in current.items():
             labels = self._consumer_labels(topic)
             self.metrics.set(CACHED_MESSAGES, count, **labels)
@@ -135,15 +144,20 @@ class ClientMetrics:
                 self._otel.gauge(CACHED_BYTES, size, labels)
 
     def cached_queues(self, queues: Iterable[CachedQueue]) -> None:
-        """Set the cache gauges from a push consumer's process queues."""
+        """Set the cache gauges from a push consumer's process queues (a failure is logged:
+        its caller is the offset persister)."""
         by_topic: dict[str, tuple[int, int]] = {}
         for pq in queues:
             count, size = by_topic.get(pq.queue.topic, (0, 0))
             by_topic[pq.queue.topic] = (count + pq.count, size + pq.cached_bytes)
-        self.cached(by_topic)
+        try:
+            self.cached(by_topic)
+        except Exception:
+            log.exception("consumer.metrics_failed", group=self.group)
 
     def forget(self) -> None:
-        """Drop the gauges (the consumer stopped)."""
+        """Drop the gauges (the consumer stopped; OpenTelemetry's go to 0)."""
+        self.cached({})
         for name in (CACHED_MESSAGES, CACHED_BYTES):
             self.metrics.remove_gauges(name, consumer_group=self.group or "",
                                        client_id=self.client_id)  # fmt: skip
@@ -166,11 +180,17 @@ class _OtelInstruments:
         self._histograms: dict[str, Any] = {}
         self._gauges: dict[str, Any] = {}
         for name, bounds in BUCKETS_OF.items():
-            self._histograms[name] = meter.create_histogram(
-                name, unit="ms", explicit_bucket_boundaries_advisory=list(bounds)
-            )
-        for name in (CACHED_MESSAGES, CACHED_BYTES):
-            self._gauges[name] = meter.create_gauge(name, unit="By" if "bytes" in name else "1")
+            try:
+                self._histograms[name] = meter.create_histogram(
+                    name, unit="ms", explicit_bucket_boundaries_advisory=list(bounds)
+                )
+            except TypeError:  # an API before 1.30: no bucket advice (an SDK view gives them)
+                self._histograms[name] = meter.create_histogram(name, unit="ms")
+        if hasattr(meter, "create_gauge"):  # (a synchronous gauge: API 1.23 and later)
+            for name in (CACHED_MESSAGES, CACHED_BYTES):
+                gauge = meter.create_gauge(name, unit="By" if "bytes" in name else "1")
+                if gauge is not None:  # (a meter without them warns and gives None)
+                    self._gauges[name] = gauge
 
     @classmethod
     def create(cls) -> _OtelInstruments | None:
@@ -184,4 +204,6 @@ class _OtelInstruments:
         self._histograms[name].record(value, attributes=labels)
 
     def gauge(self, name: str, value: float, labels: Mapping[str, str]) -> None:
-        self._gauges[name].set(value, attributes=labels)
+        gauge = self._gauges.get(name)
+        if gauge is not None:
+            gauge.set(value, attributes=labels)

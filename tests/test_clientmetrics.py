@@ -171,3 +171,29 @@ async def test_a_java_client_dashboards_queries_find_our_series(
         assert sum(s.value for s in _where(samples[name], **group)) == 3, name
     assert _where(samples["rocketmq_process_time_count"], invocation_status="success", **group)
     assert cached and cached[0] >= 0
+
+
+def test_the_opentelemetry_cache_gauges_fall_to_zero_when_the_consumer_stops() -> None:
+    pytest.importorskip("opentelemetry.sdk.metrics")
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from rocketmq_actors.clientmetrics import _OtelInstruments
+
+    reader = InMemoryMetricReader()
+    hook = ClientMetrics("c@3", group="G", metrics=Metrics())
+    hook._otel = _OtelInstruments(MeterProvider(metric_readers=[reader]).get_meter("t"))
+
+    def cached() -> dict[str, float]:
+        data = reader.get_metrics_data()
+        assert data is not None
+        points: dict[str, Any] = {m.name: m.data.data_points[0] for rm in data.resource_metrics
+                                  for sm in rm.scope_metrics for m in sm.metrics}  # fmt: skip
+        return {name: point.value for name, point in points.items()}
+
+    hook.cached({"t": (3, 300)})
+    assert cached() == {"rocketmq_consumer_cached_messages": 3,
+                        "rocketmq_consumer_cached_bytes": 300}  # fmt: skip
+    hook.forget()  # (a gauge keeps its last value: a stopped consumer's must not read 3)
+    assert cached() == {"rocketmq_consumer_cached_messages": 0,
+                        "rocketmq_consumer_cached_bytes": 0}  # fmt: skip

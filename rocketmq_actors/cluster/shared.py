@@ -79,7 +79,7 @@ class InstanceLease:
 
 
 def _loop_id() -> int | None:
-    loop = current_loop()
+    loop = current_loop()  # (trio's: one per run, kept by the run)
     return None if loop is None else id(loop)
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import sys
-import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -48,25 +47,29 @@ class TrioLoop:
         return self._closed
 
 
-_trio_loops: weakref.WeakValueDictionary[Any, TrioLoop] = weakref.WeakValueDictionary()
+_trio_loop: Any = None  # a trio RunVar, made on first use: the run's one TrioLoop
 
 
 def current_loop() -> Any | None:
-    """The event loop running in this thread (asyncio's, or a :class:`TrioLoop`), or None."""
+    """The event loop running in this thread (asyncio's, or the trio run's one
+    :class:`TrioLoop`), or None."""
     loop = _asyncio_loop()
     if loop is not None:
         return loop
     trio = sys.modules.get("trio")
     if trio is None:
         return None
+    global _trio_loop  # noqa: PLW0603 - made once, when trio is first met
+    if _trio_loop is None:
+        _trio_loop = trio.lowlevel.RunVar("rocketmq_actors_loop")
     try:
-        token = trio.lowlevel.current_trio_token()
-    except RuntimeError:
+        return _trio_loop.get()
+    except LookupError:
+        found = TrioLoop(trio.lowlevel.current_trio_token())
+        _trio_loop.set(found)
+        return found
+    except RuntimeError:  # (no trio run in this thread)
         return None
-    found = _trio_loops.get(token)
-    if found is None:
-        found = _trio_loops[token] = TrioLoop(token)
-    return found
 
 
 class Host:
@@ -107,9 +110,12 @@ def spawn_host(
     goes to ``on_error`` under trio (a system task may not raise); an asyncio task keeps it,
     retrieved."""
     if isinstance(loop, TrioLoop):
+        trio = sys.modules["trio"]
         scope = anyio.CancelScope()
+        ending: list[Any] = []  # the system nursery's scope: cancelled when the run ends
 
         async def host() -> None:
+            ending.append(trio.lowlevel.current_task().parent_nursery.cancel_scope)
             with scope:
                 try:
                     await main()
@@ -118,9 +124,12 @@ def spawn_host(
                 except BaseException as exc:
                     on_error(exc)
 
-        trio = sys.modules["trio"]
         trio.lowlevel.spawn_system_task(host, name=name, context=contextvars.copy_context())
-        return Host(scope.cancel, lambda: scope.cancel_called)
+
+        def cancelling() -> bool:
+            return scope.cancel_called or any(s.cancel_called for s in ending)
+
+        return Host(scope.cancel, cancelling)
     task: asyncio.Task[None] = loop.create_task(main(), name=name)
     task.add_done_callback(_retrieved)
     return Host(task.cancel, lambda: task.cancelling() > 0)

@@ -84,7 +84,12 @@ class BodyLink:
         own exception (a cancellation included) goes on unchanged."""
         if (scope := self._body_scope) is not None:  # trio: the scope first, taking back the
             self._body_scope = None  # cancellation of the client's failure (only its own)
-            absorbed = bool(scope.__exit__(exc_type, exc, tb))
+            try:
+                absorbed = bool(scope.__exit__(exc_type, exc, tb))
+            except BaseException:  # (left in another task, misnested...): stopped all the same
+                with anyio.CancelScope(shield=True):
+                    await self._stop_and_wait()
+                raise
             return await self._leave(self._body_cancelled and (exc is None or absorbed), exc)
         task, self._body = self._body, None
         ours = (self._body_cancelled and task is not None

@@ -31,6 +31,7 @@ body (so, as trio requires of a scope, it is left in the task that entered it).
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import enum
 import math
@@ -93,6 +94,7 @@ _inside: contextvars.ContextVar[Lifecycle | None] = contextvars.ContextVar(
 # None while stopped): compared with this thread's, the check is exact without it; other
 # loops (uvloop) are asked as before.
 _thread_id = threading.get_ident
+_running = asyncio._get_running_loop  # asyncio's (uvloop's) running loop or None, in C
 _current_loop = current_loop  # the running loop (a TrioLoop under trio) or None
 _forks = 0  # forks this process is a child of: a client belongs to the process that started it
 
@@ -174,7 +176,7 @@ class Lifecycle(BodyLink):
     async def wait_closed(self) -> None:
         """Until the client has stopped (a daemon run with ``start()`` waits here); raises
         the error it failed with, if it did."""
-        if self._done is not None:
+        if self._done is not None and not self._done.is_set():
             await self._done.wait()
         if self._error is not None:
             raise self._error
@@ -186,7 +188,7 @@ class Lifecycle(BodyLink):
         if (
             self._state is not _RUNNING or _forks != self._forks
             or (_thread_id() != owner._thread_id if owner is not None
-                else _current_loop() is not self._loop)
+                else (_running() or _current_loop()) is not self._loop)
         ):  # fmt: skip
             self._raise_not_running()
 

@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
+from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.pop import PopConsumer
 from rocketmq_actors.consumer.pull import PullConsumer, PullOptions
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
@@ -308,3 +309,21 @@ async def entered(
 @ASYNC_FIXTURE
 async def test_a_fixture_yields_from_inside_async_with_each_client(entered: Any) -> None:
     assert entered.running
+
+
+async def test_a_client_left_running_when_its_run_ends_is_not_reported_as_failed(
+    rocketmq_namesrv: str, unique_group: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The event loop ends (asyncio's, or trio's run: make test's trio stage) with a client
+    started and never stopped: its host is cancelled with the loop, which is no failure of
+    the client's (no ``on_error``, no ``client.failed``)."""
+    errors: list[BaseException] = []
+
+    async def main() -> None:
+        producer = Producer(namesrv=rocketmq_namesrv, group=unique_group,
+                            client=ClientOptions(on_error=errors.append))  # fmt: skip
+        await producer.start()
+
+    await anyio.to_thread.run_sync(lambda: anyio.run(main, backend=BACKEND))
+    assert errors == []
+    assert "client.failed" not in caplog.text

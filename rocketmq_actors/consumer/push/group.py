@@ -57,12 +57,13 @@ from rocketmq_actors.consumer.core.subscriptions import (
     subscription_table,
 )
 from rocketmq_actors.consumer.core.suspension import Suspension
+from rocketmq_actors.consumer.push import flow
 from rocketmq_actors.consumer.push import requests as push_requests
 from rocketmq_actors.consumer.push.concurrent import ConcurrentConsumeService
 from rocketmq_actors.consumer.push.options import PushOptions
 from rocketmq_actors.consumer.push.orderly import OrderlyConsumeService
 from rocketmq_actors.consumer.push.ownership import Ownership
-from rocketmq_actors.consumer.push.poplane import check_broker_mode, pop_lane
+from rocketmq_actors.consumer.push.poplane import check_broker_mode, pop_lane, pop_retry_topic
 from rocketmq_actors.errors import ConfigError, TopicNotFound
 from rocketmq_actors.hooks import Hooks
 from rocketmq_actors.logs import get_logger
@@ -269,30 +270,11 @@ class PushGroup(GroupMember):
     async def move_offsets(self, targets: Mapping[MessageQueue, int]) -> list[MessageQueue]:
         return await self.ownership.move(targets)
 
-    def _limits(self, pq: ProcessQueue) -> tuple[int, int]:
-        """The messages and bytes ``pq`` may cache."""
-        o = self.options
-        max_count, max_bytes = o.max_cached_messages, o.max_cached_bytes
-        per_count, per_bytes = o.max_cached_messages_per_topic, o.max_cached_bytes_per_topic
-        if per_count is not None or per_bytes is not None:  # Java: topic limit / owned queues
-            share = max(1, sum(1 for q in self.queues if q.topic == pq.queue.topic))
-            if per_count is not None:
-                max_count = min(max_count, max(1, per_count // share))
-            if per_bytes is not None:
-                max_bytes = min(max_bytes, max(1, per_bytes // share))
-        return max_count, max_bytes
-
     def over_limits(self, pq: ProcessQueue) -> bool:
-        max_count, max_bytes = self._limits(pq)
-        return (
-            pq.count >= max_count
-            or pq.cached_bytes >= max_bytes
-            or (not self.orderly and pq.span > self.options.max_span)
-        )
+        return flow.over_limits(self.options, self.queues, pq)
 
     def cache_room(self, pq: ProcessQueue) -> int:
-        """The bytes ``pq``'s cache has room for: what the bodies a pull inflates may take."""
-        return self._limits(pq)[1] - pq.cached_bytes
+        return flow.cache_room(self.options, self.queues, pq)
 
     async def wait_flow(self) -> None:
         """Until a handler finished (or a second passed): room may have been made."""
@@ -358,8 +340,12 @@ class PushGroup(GroupMember):
         if name == self.retry_topic:
             raise ConfigError(f"{topic!r} is the group's retry topic, always consumed")
         self._check_running()
-        if self._subscriptions.pop(name, None) is None:
+        if name not in self._subscriptions:
             return
+        if self.pop_lane is not None:  # its POP side goes now: poppers, its POP retry topic
+            self.follow_subscription(pop_retry_topic(name, self.group), False, of=name)
+            self.pop_lane.drop(name)
+        del self._subscriptions[name]
         for actor in self.queues.actors():
             if actor.queue.topic == name:
                 actor.stop_pulling()  # (before a pull could ask for its gone subscription)

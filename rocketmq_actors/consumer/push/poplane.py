@@ -157,6 +157,13 @@ class PopLane:
             self.running.add(queue)
             log.info("consumer.pop.queue_assigned", group=self.owner.group, queue=str(queue))
 
+    def drop(self, topic: str) -> None:
+        """``topic`` was unsubscribed: its poppers end now."""
+        self.assigned.pop(topic, None)
+        for queue in [q for q in self.running if q.topic == topic]:
+            self.poppers.terminate_child(queue)
+            self.running.discard(queue)
+
     def stop(self) -> None:
         """Pop no more (the consumer stops): every popper ends now."""
         for queue in self.running:

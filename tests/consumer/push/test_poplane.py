@@ -121,3 +121,27 @@ async def test_on_rebalance_is_told_the_popped_queues_of_the_same_round(
     monkeypatch.setattr(lane, "apply", pop)
     await group._apply(set())
     assert told == [[popped]]
+
+
+async def test_an_unsubscribed_topic_loses_its_poppers_and_its_pop_retry_topic_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    group = _group()
+    lane = group.pop_lane
+    assert lane is not None
+    retry = poplane.pop_retry_topic("t", "G")
+    group.follow_subscription(retry, True, of="t")  # (as a round in PULL mode made it)
+    popped = MessageQueue("t", "a", -1)
+    lane.assigned["t"], lane.running = {popped}, {popped}
+    ended: list[object] = []
+    monkeypatch.setattr(lane.poppers, "terminate_child", ended.append)
+    monkeypatch.setattr(group, "_check_running", lambda: None)
+
+    async def changed() -> None:
+        pass
+
+    monkeypatch.setattr(group, "_subscriptions_changed", changed)
+    await group.unsubscribe("t")
+    topics = {s.topic for s in group.subscriptions()}
+    assert "t" not in topics and retry not in topics
+    assert ended == [popped] and not lane.running and "t" not in lane.assigned
