@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import RocketMQError, broker_error
+from rocketmq_actors.protocol.bodies import BrokerData
 from rocketmq_actors.protocol.codes import ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 
-__all__ = ["NoMaster", "call", "masters", "topic_masters"]
+__all__ = ["NoMaster", "call", "masters", "nodes", "topic_masters"]
 
 
 class NoMaster(RocketMQError):
@@ -28,23 +29,36 @@ async def call(
     return reply
 
 
-async def masters(instance: ClientInstance, cluster: str | None = None) -> dict[str, str]:
-    """Broker name -> master address, of ``cluster`` (every cluster when None)."""
+async def _brokers(instance: ClientInstance, cluster: str | None) -> tuple[list[BrokerData], str]:
+    """The brokers of ``cluster`` (every cluster when None), by name; and what a "none
+    there" error says of where it looked."""
     info = await instance.namesrv.cluster_info()
     names = (
         info.clusters.get(cluster, ())
         if cluster is not None
         else tuple(n for members in info.clusters.values() for n in members)
     )
-    out = {}
-    for name in sorted(set(names)):
-        data = info.brokers.get(name)
-        if data is not None and data.master_addr is not None:
-            out[name] = data.master_addr
+    where = f"cluster {cluster!r}" if cluster is not None else "any cluster"
+    found = [data for name in sorted(set(names)) if (data := info.brokers.get(name))]
+    return found, f"{where}; clusters: {sorted(info.clusters)}"
+
+
+async def masters(instance: ClientInstance, cluster: str | None = None) -> dict[str, str]:
+    """Broker name -> master address, of ``cluster`` (every cluster when None)."""
+    brokers, where = await _brokers(instance, cluster)
+    out = {b.broker_name: b.master_addr for b in brokers if b.master_addr is not None}
     if not out:
-        where = f"cluster {cluster!r}" if cluster is not None else "any cluster"
-        raise NoMaster(f"no master broker in {where}; clusters: {sorted(info.clusters)}")
+        raise NoMaster(f"no master broker in {where}")
     return out
+
+
+async def nodes(instance: ClientInstance, cluster: str | None = None) -> list[str]:
+    """Every node's address (masters and slaves) of ``cluster`` (every cluster when None)."""
+    brokers, where = await _brokers(instance, cluster)
+    found = sorted({addr for b in brokers for addr in b.broker_addrs.values()})
+    if not found:
+        raise NoMaster(f"no broker in {where}")
+    return found
 
 
 async def topic_masters(instance: ClientInstance, topic: str) -> dict[str, str]:

@@ -28,7 +28,7 @@ import ipaddress
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from rocketmq_actors.adminbase import NoMaster, call, masters
+from rocketmq_actors.adminbase import call, masters, nodes
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import AccessDenied, BrokerError, ConfigError
 from rocketmq_actors.protocol.addresses import parse_addr
@@ -175,21 +175,6 @@ def acl_info(
 # ---- where requests go ---------------------------------------------------------------------
 
 
-async def _nodes(instance: ClientInstance, cluster: str | None, addr: str | None) -> list[str]:
-    """``addr``, or every node (masters and slaves) of ``cluster`` (every cluster if None)."""
-    if addr is not None:
-        return [addr]
-    info = await instance.namesrv.cluster_info()
-    names = info.clusters.get(cluster, ()) if cluster is not None else (
-        n for members in info.clusters.values() for n in members)  # fmt: skip
-    found = sorted({a for n in names if (data := info.brokers.get(n))
-                    for a in data.broker_addrs.values()})  # fmt: skip
-    if not found:
-        where = f"cluster {cluster!r}" if cluster is not None else "any cluster"
-        raise NoMaster(f"no broker in {where}; clusters: {sorted(info.clusters)}")
-    return found
-
-
 async def _masters(instance: ClientInstance, cluster: str | None, addr: str | None) -> list[str]:
     if addr is not None:
         return [addr]
@@ -220,12 +205,14 @@ async def _ask(
         raise AuthRefused(exc.addr, exc.code, exc.remark) from None
 
 
-async def _on_each(
-    instance: ClientInstance, targets: list[str], code: int, ext: dict[str, str],
-    body: bytes = b"",
+async def _on_nodes(
+    instance: ClientInstance, code: int, ext: dict[str, str], body: bytes = b"", *,
+    cluster: str | None, addr: str | None,
 ) -> list[str]:  # fmt: skip
-    for addr in targets:
-        await _ask(instance, addr, code, ext, body)
+    """The change asked of ``addr``, or of every node of ``cluster``; the addresses."""
+    targets = [addr] if addr is not None else await nodes(instance, cluster)
+    for target in targets:
+        await _ask(instance, target, code, ext, body)
     return targets
 
 
@@ -241,9 +228,9 @@ async def create_user(
     addresses it was created on. An existing user is :class:`AuthRefused`."""
     _check_target(cluster, addr)
     user = user_info(username, _name("password", password), user_type=user_type)
-    targets = await _nodes(instance, cluster, addr)
     header = UserRequestHeader(username=username).to_ext()
-    return await _on_each(instance, targets, RequestCode.AUTH_CREATE_USER, header, user.encode())
+    return await _on_nodes(instance, RequestCode.AUTH_CREATE_USER, header, user.encode(),
+                           cluster=cluster, addr=addr)  # fmt: skip
 
 
 async def update_user(
@@ -259,9 +246,9 @@ async def update_user(
     if password is None and user_type is None and user_status is None:
         raise ConfigError("nothing to update: give a password, a user type or a user status")
     user = user_info(username, password, user_type=user_type, user_status=user_status)
-    targets = await _nodes(instance, cluster, addr)
     header = UserRequestHeader(username=username).to_ext()
-    return await _on_each(instance, targets, RequestCode.AUTH_UPDATE_USER, header, user.encode())
+    return await _on_nodes(instance, RequestCode.AUTH_UPDATE_USER, header, user.encode(),
+                           cluster=cluster, addr=addr)  # fmt: skip
 
 
 async def delete_user(
@@ -272,8 +259,8 @@ async def delete_user(
     (a broker without the user does nothing); the addresses asked."""
     _check_target(cluster, addr)
     header = UserRequestHeader(username=_name("username", username)).to_ext()
-    targets = await _nodes(instance, cluster, addr)
-    return await _on_each(instance, targets, RequestCode.AUTH_DELETE_USER, header)
+    return await _on_nodes(instance, RequestCode.AUTH_DELETE_USER, header, cluster=cluster,
+                           addr=addr)  # fmt: skip
 
 
 async def _first(
@@ -331,11 +318,9 @@ async def create_acl(
     empty: any), on every node of ``cluster`` or at ``addr`` (``mqadmin createAcl``). An
     entry for a resource the ACL has already is replaced, the others are kept. The
     addresses changed."""
-    _check_target(cluster, addr)
-    acl = acl_info(subject, resources, actions, decision=decision, source_ips=source_ips)
-    targets = await _nodes(instance, cluster, addr)
-    header = AclRequestHeader(subject=acl.subject).to_ext()
-    return await _on_each(instance, targets, RequestCode.AUTH_CREATE_ACL, header, acl.encode())
+    return await _put_acl(instance, RequestCode.AUTH_CREATE_ACL, subject, resources, actions,
+                          decision=decision, source_ips=source_ips, cluster=cluster,
+                          addr=addr)  # fmt: skip
 
 
 async def update_acl(
@@ -345,11 +330,20 @@ async def update_acl(
 ) -> list[str]:  # fmt: skip
     """Set ``subject``'s entries of ``resources`` as :func:`create_acl` does (``mqadmin
     updateAcl``: the broker treats both alike, creating the ACL when it has none)."""
+    return await _put_acl(instance, RequestCode.AUTH_UPDATE_ACL, subject, resources, actions,
+                          decision=decision, source_ips=source_ips, cluster=cluster,
+                          addr=addr)  # fmt: skip
+
+
+async def _put_acl(
+    instance: ClientInstance, code: int, subject: str, resources: Sequence[str],
+    actions: Sequence[str], *, decision: str, source_ips: Sequence[str], cluster: str | None,
+    addr: str | None,
+) -> list[str]:  # fmt: skip
     _check_target(cluster, addr)
     acl = acl_info(subject, resources, actions, decision=decision, source_ips=source_ips)
-    targets = await _nodes(instance, cluster, addr)
     header = AclRequestHeader(subject=acl.subject).to_ext()
-    return await _on_each(instance, targets, RequestCode.AUTH_UPDATE_ACL, header, acl.encode())
+    return await _on_nodes(instance, code, header, acl.encode(), cluster=cluster, addr=addr)
 
 
 async def delete_acl(
@@ -365,8 +359,8 @@ async def delete_acl(
         subject=_subject(subject), resource=None if resource is None else _resource(resource),
         policy_type=_choice("policy_type", policy_type, POLICY_TYPES),
     ).to_ext()  # fmt: skip
-    targets = await _nodes(instance, cluster, addr)
-    return await _on_each(instance, targets, RequestCode.AUTH_DELETE_ACL, header)
+    return await _on_nodes(instance, RequestCode.AUTH_DELETE_ACL, header, cluster=cluster,
+                           addr=addr)  # fmt: skip
 
 
 async def get_acl(
