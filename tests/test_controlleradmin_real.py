@@ -15,9 +15,10 @@ from rocketmq_actors import admin
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.protocol.controller_bodies import ReplicasInfo
-from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
+from rocketmq_actors.testing.cluster import LocalCluster
 
 from .cli._run import aok_json
+from .controller_set import controller_set
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -29,15 +30,7 @@ ROUTE_LIMIT = 30.0
 
 @pytest.fixture(scope="module")
 def controller_cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
-    version = request.config.getoption("--rocketmq-version")
-    if version.startswith("4."):
-        pytest.skip(f"controller mode came with RocketMQ 5.0; {version}")
-    cluster = LocalCluster(ClusterSpec(version=version, controller=True))
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop(graceful=False)
+    yield from controller_set(request, "controller mode")
 
 
 async def _until(

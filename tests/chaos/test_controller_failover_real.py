@@ -18,9 +18,10 @@ import structlog
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
 from rocketmq_actors.producer import Producer, ProducerOptions, create_topic
 from rocketmq_actors.testing import probe
-from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
+from rocketmq_actors.testing.cluster import LocalCluster
 from rocketmq_actors.testing.faults import QueueChecker
 
+from ..controller_set import controller_set
 from .conftest import ChaosReport
 from .workload import Receipts, SendTimeline, produce_until
 
@@ -34,15 +35,7 @@ FOLLOW_LIMIT = 30.0
 
 @pytest.fixture
 def controller_cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
-    version = request.config.getoption("--rocketmq-version")
-    if version.startswith("4."):
-        pytest.skip(f"controller mode (automatic failover) came with RocketMQ 5.0; {version}")
-    cluster = LocalCluster(ClusterSpec(version=version, controller=True))
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop(graceful=False)
+    yield from controller_set(request, "controller mode (automatic failover)")
 
 
 def _poll(check: Callable[[], bool], what: str, limit: float) -> None:
