@@ -90,12 +90,14 @@ class ClientMetrics:
     def after_send(self, context: SendContext) -> None:
         elapsed_ms = (context.elapsed or 0.0) * 1000
         status = _status(context.error is None)
-        messages = context.messages if context.messages is not None else (context.message,)
-        for message in messages:
-            if isinstance(message, Message) and isinstance(message.topic, str):
-                topic = unwrap(self.namespace, message.topic)
-                self._record(SEND_COST_TIME, elapsed_ms, topic=topic, client_id=self.client_id,
-                             invocation_status=status)  # fmt: skip
+        first = context.message  # (a batch's messages share its topic)
+        if not (isinstance(first, Message) and isinstance(first.topic, str)):
+            return  # (refused as no message: nothing to label it with)
+        count = len(context.messages) if context.messages is not None else 1
+        labels = {"topic": unwrap(self.namespace, first.topic), "client_id": self.client_id,
+                  "invocation_status": status}  # fmt: skip
+        for _ in range(count):  # (one value per message, as Java records them)
+            self._record(SEND_COST_TIME, elapsed_ms, **labels)
 
     # ---- handler calls ------------------------------------------------------------------
 
@@ -116,9 +118,9 @@ class ClientMetrics:
     def after_consume(self, context: ConsumeContext) -> None:
         elapsed_ms = (context.elapsed or 0.0) * 1000
         status = _status(bool(context.success))
-        for message in context.messages:
-            self._record(PROCESS_TIME, elapsed_ms, **self._consumer_labels(message.topic),
-                         invocation_status=status)  # fmt: skip
+        labels = self._consumer_labels(context.messages[0].topic)  # (one queue's: one topic)
+        for _ in context.messages:  # (one value per message, as Java records them)
+            self._record(PROCESS_TIME, elapsed_ms, **labels, invocation_status=status)
 
     # ---- a push consumer's cache --------------------------------------------------------
 
@@ -158,9 +160,6 @@ class ClientMetrics:
     def forget(self) -> None:
         """Drop the gauges (the consumer stopped; OpenTelemetry's go to 0)."""
         self.cached({})
-        for name in (CACHED_MESSAGES, CACHED_BYTES):
-            self.metrics.remove_gauges(name, consumer_group=self.group or "",
-                                       client_id=self.client_id)  # fmt: skip
 
 
 def client_metrics(client: Any, member: Any) -> ClientMetrics | None:

@@ -144,15 +144,10 @@ class Hooks:
 
     def __init__(self, hooks: Sequence[Any], event: str, inner: Sequence[Any] = ()) -> None:
         self.hooks = tuple(hooks)
-        self.inner = tuple(inner)
-        self._before = (*self.inner, *self.hooks)
-        self._after = (*self.hooks, *reversed(self.inner))
+        self._before = (*inner, *self.hooks)
+        self._after = (*self.hooks, *reversed(inner))
         self._event = event
         self._failures = FailureLog()
-
-    def with_inner(self, inner: Sequence[Any]) -> Hooks:
-        """These hooks with the client's own ``inner`` ones."""
-        return Hooks(self.hooks, self._event, inner)
 
     def before(self, method: str, context: object) -> None:
         for hook in self._before:
@@ -184,11 +179,9 @@ class Hooks:
                       suppressed=suppressed, exc_info=exc)  # fmt: skip
 
 
-def send_hooks(hooks: Sequence[Any], inner: Sequence[Any] = ()) -> Hooks | None:
-    """A producer's hooks (the application's, checked, and the client's ``inner`` ones), or
-    None when there are none."""
+def send_hooks(hooks: Sequence[Any]) -> Hooks | None:
     checked = checked_hooks(hooks, SendHook, "producer")
-    return Hooks(checked, "producer.hook_failed", inner) if checked or inner else None
+    return Hooks(checked, "producer.hook_failed") if checked else None
 
 
 def consume_hooks(hooks: Sequence[Any]) -> Hooks | None:
@@ -198,6 +191,6 @@ def consume_hooks(hooks: Sequence[Any]) -> Hooks | None:
 
 def with_inner(hooks: Hooks | None, inner: Sequence[Any], event: str) -> Hooks | None:
     """``hooks`` (None: none) with the client's own ``inner`` ones; None when neither."""
-    if hooks is not None:
-        return hooks.with_inner(inner) if inner else hooks
-    return Hooks((), event, inner) if inner else None
+    if not inner:
+        return hooks
+    return Hooks(hooks.hooks if hooks is not None else (), event, inner)

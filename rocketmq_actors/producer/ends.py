@@ -33,8 +33,9 @@ class SendEnds:
         """A send's callback raised: logged, at most a line per callback function per
         interval (a ``functools.partial`` counts as the function it wraps)."""
         function: Any = callback
-        while isinstance(function, functools.partial):
-            function = function.func
+        while isinstance(function, functools.partial) or getattr(function, "__wrapped__", None):
+            function = function.func if isinstance(function, functools.partial) else (
+                function.__wrapped__)  # fmt: skip
         name = getattr(function, "__qualname__", None) or type(function).__qualname__
         name = f"{getattr(function, '__module__', None) or '?'}.{name}"
         suppressed = self._callback_errors.admit(name)

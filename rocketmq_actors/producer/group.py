@@ -100,7 +100,6 @@ class ProducerGroup(GroupMember):
     ) -> None:
         validate_group(group)
         self.hooks = SendHooks(group, hooks)  # (a bad one: ConfigError, before anything else)
-        self.hooking = bool(self.hooks)
         if not isinstance(options, ProducerOptions):
             raise ConfigError(f"options must be a ProducerOptions, not {type(options).__name__}")
         if not isinstance(client, ClientOptions):
@@ -144,7 +143,7 @@ class ProducerGroup(GroupMember):
             inner.append(ClientMetrics(self._instance.client_id, namespace=namespace))
         self.hooks.add_inner(inner)
         #: a send has hooks (the application's, spans or message trace): the send path's test
-        self.hooking = self.traced = bool(self.hooks)
+        self.hooking = bool(self.hooks)
         #: single sends are admitted (and joined into batches: :mod:`.autobatch`)
         self.auto_batch = options.auto_batch
         batcher: Batcher[Any] | None = None

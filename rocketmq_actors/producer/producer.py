@@ -90,7 +90,7 @@ class Producer(Client[ProducerGroup]):
         group = self._group
         if group.auto_batch and sharding_key is None and selector is None:  # (joins a batch)
             return await (await self.submit(message, timeout=timeout))
-        if group.traced:
+        if group.hooking:
             return await group.send_traced(message, sharding_key, selector, arg, timeout)
         return await group.send_now(message, sharding_key, selector, arg, timeout)
 

@@ -3,7 +3,6 @@ and completed after it, whichever way the send was asked for."""
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -96,6 +95,6 @@ class SendHooks:
                 self.after(hooked, None if error else future.result(), error)
             return None if callback is None else callback(future)
 
-        if callback is not None:  # (a failing callback is logged under its own name: SendEnds)
-            functools.update_wrapper(ended, callback)
+        # (a failing callback is logged under its own name: SendEnds follows __wrapped__)
+        ended.__wrapped__ = callback  # type: ignore[attr-defined]
         return ended

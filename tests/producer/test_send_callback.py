@@ -194,3 +194,35 @@ async def test_a_refused_admission_never_calls_back() -> None:
         await senders.admit(prepared, ROUND_ROBIN, None, lambda: None, callback=calls)
     await anyio.wait_all_tasks_blocked()
     assert calls.futures == []  # the caller got the error: the callback is not told again
+
+
+class _Hook:
+    def before_send(self, context: object) -> None:
+        pass
+
+    def after_send(self, context: object) -> None:
+        pass
+
+
+async def test_a_raising_callback_behind_a_send_hook_is_logged_under_its_own_name() -> None:
+    """With hooks, the send's callback is wrapped (after_send first): a failing one is still
+    named as the application wrote it, not as the wrapper."""
+    fake = GatedCluster()
+    fake.routes_open.set()
+    fake.sends_open.set()
+    called = anyio.Event()
+
+    def broken(future: SendFuture) -> None:
+        called.set()
+        raise RuntimeError("callback bug")
+
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        async with Producer(namesrv=server.addr, group="G", hooks=[_Hook()]) as producer:
+            with capture_logs() as logs:
+                await producer.submit(Message(topic="T", body=b"a"), callback=broken)
+                with anyio.fail_after(10):
+                    await called.wait()
+                await anyio.wait_all_tasks_blocked()
+            errors = [e for e in logs if e["event"] == "producer.send_callback_error"]
+            assert [e["callback"] for e in errors] == [f"{__name__}.{broken.__qualname__}"]

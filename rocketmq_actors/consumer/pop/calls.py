@@ -74,12 +74,14 @@ def _decode(
                           defer_compressed=defer_compressed)  # fmt: skip
 
 
-async def check_pop_broker(instance: ClientInstance, addr: str, timeout: float) -> None:
-    """POP needs a 5.x broker: :class:`UnsupportedByBroker` for a 4.x one (its version from
-    the heartbeat answer, as the timer check learns it)."""
+async def check_pop_broker(
+    instance: ClientInstance, addr: str, timeout: float, feature: str = "POP consumption"
+) -> None:
+    """POP (or another 5.x ``feature``) needs a 5.x broker: :class:`UnsupportedByBroker` for
+    a 4.x one (its version from the heartbeat answer, as the timer check learns it)."""
     version = await instance.heartbeat.version_of(addr, timeout)
     if not is_5x(version):
-        raise UnsupportedByBroker("POP consumption", addr, version_name(version))
+        raise UnsupportedByBroker(feature, addr, version_name(version))
 
 
 async def master(instance: ClientInstance, topic: str, broker_name: str) -> str:

@@ -26,7 +26,6 @@ from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.consumer.core.delivery import Deliveries
 from rocketmq_actors.consumer.core.dispatch import BatchHandler, Dispatcher, Handler
 from rocketmq_actors.consumer.core.message import ReceivedMessage
-from rocketmq_actors.consumer.core.options import ConsumeFrom
 from rocketmq_actors.consumer.core.options import max_reconsume_times as default_max_reconsume
 from rocketmq_actors.consumer.core.sendback import send_back
 from rocketmq_actors.consumer.core.subscriptions import (
@@ -37,7 +36,7 @@ from rocketmq_actors.consumer.core.subscriptions import (
 from rocketmq_actors.consumer.pop import calls as pop_calls
 from rocketmq_actors.consumer.pop.acks import Acker
 from rocketmq_actors.consumer.pop.options import PopOptions
-from rocketmq_actors.consumer.pop.popper import Popper, PopSettings
+from rocketmq_actors.consumer.pop.popper import Popper, PopSettings, init_mode
 from rocketmq_actors.consumer.pop.requests import server
 from rocketmq_actors.consumer.pop.service import PopConsumeService
 from rocketmq_actors.errors import (
@@ -50,7 +49,6 @@ from rocketmq_actors.hooks import Hooks
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.producer.tracesend import trace_sender
 from rocketmq_actors.protocol.bodies import ConsumerData
-from rocketmq_actors.protocol.pop import INIT_MODE_MAX, INIT_MODE_MIN
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.runtime.signal import Signal
 from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart
@@ -116,15 +114,13 @@ class PopGroup(GroupMember):
             f"pop-consumer:{self.group}", MEMBER_POLICY, shutdown_timeout=client.shutdown_timeout
         )
         self.targets: set[Target] = set()
-        init_mode = (
-            INIT_MODE_MIN if options.consume_from is ConsumeFrom.FIRST_OFFSET else INIT_MODE_MAX
-        )
         self.popper = Popper(
             self, PopSettings(batch_size=options.pop_batch_size,
                               max_cached=options.max_cached_messages,
                               invisible_time=self.invisible_time, poll_time=self.poll_time,
                               orderly=options.orderly, request_timeout=self.request_timeout,
-                              init_mode=init_mode, max_body=options.max_body_size),
+                              init_mode=init_mode(options.consume_from),
+                              max_body=options.max_body_size),
             self.service, self.acker, value_deserializer,
         )  # fmt: skip
         self._flow = Signal()

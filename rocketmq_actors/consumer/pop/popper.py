@@ -19,6 +19,7 @@ from anyio.abc import TaskStatus
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.consumer.core.brokercalls import BROKER_FLOW_CONTROL_DELAY
 from rocketmq_actors.consumer.core.message import deserialize
+from rocketmq_actors.consumer.core.options import ConsumeFrom
 from rocketmq_actors.consumer.core.subscriptions import Subscription
 from rocketmq_actors.consumer.pop import calls as pop_calls
 from rocketmq_actors.consumer.pop.acks import Acker
@@ -26,9 +27,10 @@ from rocketmq_actors.consumer.pop.service import PopConsumeService
 from rocketmq_actors.errors import BrokerError, RocketMQError
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.codes import ResponseCode
+from rocketmq_actors.protocol.pop import INIT_MODE_MAX, INIT_MODE_MIN
 from rocketmq_actors.runtime.backoff import Backoff
 
-__all__ = ["PopSettings", "Popper", "PopperOwner"]
+__all__ = ["PopSettings", "Popper", "PopperOwner", "init_mode"]
 
 log = get_logger("rocketmq_actors.consumer")
 
@@ -45,6 +47,11 @@ class PopSettings:
     request_timeout: float
     init_mode: int
     max_body: int
+
+
+def init_mode(consume_from: ConsumeFrom) -> int:
+    """Where a queue the group never popped starts: its first message or its last."""
+    return INIT_MODE_MIN if consume_from is ConsumeFrom.FIRST_OFFSET else INIT_MODE_MAX
 
 
 class PopperOwner(Protocol):

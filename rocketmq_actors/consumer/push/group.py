@@ -355,13 +355,13 @@ class PushGroup(GroupMember):
     async def _subscriptions_changed(self) -> None:
         """A newer subscription version, sent at once; this member's queues then follow."""
         self._sub_version = max(self._sub_version + 1, time.time_ns() // 1_000_000)
+        self._subscribed_by_mode = False  # (this heartbeat and round tell and follow it)
         await self._instance.heartbeat.beat()
         if self._subscriptions:
             await self.rebalancer.rebalance()
         else:  # (nothing left to allocate: a rebalance round would keep what it owns)
             async with self.rebalancer.lock:
-                await self.ownership.apply(set())
-                self._rebalanced()
+                await self._apply(set())
 
     def suspend(self) -> None:
         """Start no more pulls until :meth:`resume` (:mod:`..core.suspension`)."""
@@ -413,16 +413,18 @@ class PushGroup(GroupMember):
         if self.pop_lane is not None:
             for spec in self.pop_lane.child_specs():
                 await supervisor.start_child(spec)
+        routes = []
         for topic, subscription in self._subscriptions.items():
             try:
-                route = await self._instance.routes.get(topic)
+                routes.append(await self._instance.routes.get(topic))
             except TopicNotFound:
                 log.info("consumer.topic_not_found", topic=topic, group=self.group)
                 continue
             await check_subscription(self._instance, self.group, subscription.wire(0))
-            if self.pop_lane is not None:
-                await check_broker_mode(self._instance, route, self.request_timeout)
         await self._instance.heartbeat.beat()  # the brokers know the group before we pull
+        if self.pop_lane is not None:  # (their versions: known from that heartbeat's answers)
+            for route in routes:
+                await check_broker_mode(self._instance, route, self.request_timeout)
         await self.rebalancer.rebalance()
         await supervisor.start_child(ChildSpec("rebalancer", self.rebalancer.run,
                                                Restart.PERMANENT, kind="rebalancer"))  # fmt: skip

@@ -34,21 +34,18 @@ from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.member import MEMBER_POLICY
 from rocketmq_actors.cluster.options import ClientOptions
 from rocketmq_actors.cluster.routes import TopicRoute
-from rocketmq_actors.cluster.versions import is_5x, version_name
 from rocketmq_actors.consumer.core.assignment import queried
 from rocketmq_actors.consumer.core.dispatch import Dispatcher
-from rocketmq_actors.consumer.core.options import ConsumeFrom
 from rocketmq_actors.consumer.core.rebalance import Strategy
 from rocketmq_actors.consumer.core.subscriptions import Subscription
 from rocketmq_actors.consumer.pop.acks import Acker
-from rocketmq_actors.consumer.pop.popper import Popper, PopSettings
+from rocketmq_actors.consumer.pop.calls import check_pop_broker
+from rocketmq_actors.consumer.pop.popper import Popper, PopSettings, init_mode
 from rocketmq_actors.consumer.pop.service import PopConsumeService, PopOwner
 from rocketmq_actors.consumer.push.options import PushOptions
-from rocketmq_actors.errors import UnsupportedByBroker
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.assignment import POP, PULL
 from rocketmq_actors.protocol.bodies import MessageQueue
-from rocketmq_actors.protocol.pop import INIT_MODE_MAX, INIT_MODE_MIN
 from rocketmq_actors.runtime.supervisor import ChildSpec, DynamicSupervisor, Restart
 from rocketmq_actors.runtime.tree import Node
 
@@ -185,12 +182,11 @@ class PopLane:
 
 def pop_lane(owner: LaneOwner, options: PushOptions, client: ClientOptions) -> PopLane:
     """The lane of a push consumer with ``options.broker_mode``."""
-    first = options.consume_from is ConsumeFrom.FIRST_OFFSET
     settings = PopSettings(
         batch_size=options.pop_batch_size, max_cached=options.max_cached_messages,
         invisible_time=options.pop_invisible_time, poll_time=options.pull_suspend,
         orderly=False, request_timeout=client.request_timeout,
-        init_mode=INIT_MODE_MIN if first else INIT_MODE_MAX, max_body=options.max_body_size,
+        init_mode=init_mode(options.consume_from), max_body=options.max_body_size,
     )  # fmt: skip
     strategy = options.strategy
     assert isinstance(strategy, Strategy)  # (PushOptions allows only the broker's two)
@@ -208,7 +204,6 @@ async def check_broker_mode(instance: ClientInstance, route: TopicRoute, timeout
         addr = route.node_addr(name, master_only=False)
         if addr is None:
             continue
-        version = await instance.heartbeat.version_of(addr, timeout)
-        if not is_5x(version):
-            raise UnsupportedByBroker("client_rebalance=False (the broker's request mode)",
-                                      addr, version_name(version))  # fmt: skip
+        await check_pop_broker(
+            instance, addr, timeout, "client_rebalance=False (the broker's request mode)"
+        )
