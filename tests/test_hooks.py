@@ -106,6 +106,9 @@ async def test_send_hooks_see_every_send_path_and_may_add_properties(
         assert batching.ended == []  # (in a batch, not sent yet: after_send is still to come)
         results = [await future for future in joined]
     assert [c.result for c in batching.ended] == results  # each its own, once the batch ended
+    # (and one batch it was: one queue, consecutive offsets; round-robin singles would spread)
+    assert len({r.queue for r in results}) == 1
+    assert [r.queue_offset for r in results] == [results[0].queue_offset + i for i in range(3)]
     assert stamping.ended[0].result == sent and isinstance(stamping.ended[1].result, SendResult)
     assert stamping.ended[2].result is not None and len(stamping.ended[2].result) == 2
     oneway = stamping.ended[3]  # (its result: the message id, once the request is written)

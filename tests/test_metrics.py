@@ -58,6 +58,8 @@ def test_every_metric_name_is_prefixed_and_documented() -> None:
     assert set(documented) == expected
     assert five == set(BUCKETS_OF) | {"rocketmq_consumer_cached_messages",
                                       "rocketmq_consumer_cached_bytes"}  # fmt: skip
+    recorder = (PACKAGE / "clientmetrics.py").read_text()  # (each one is recorded there)
+    assert all(f'"{name}"' in recorder for name in five)
 
 
 def test_the_hot_path_records_into_the_series_the_keyword_calls_read() -> None:

@@ -200,4 +200,6 @@ def test_group_set_request_mode_and_request_modes_as_mqadmin(
     assert made["mode"] == "POP" and made["brokers"]
     modes = ok_json("group", "request-modes", *ns)["modes"]
     assert modes[unique_topic][unique_group]["pop_share_queue_num"] == 1
+    assert modes[unique_topic][unique_group]["mode"] == "POP"  # (the broker's, not the echo)
+    assert modes[unique_topic][unique_group]["brokers"] == made["brokers"]
     one_line_error(cli(*argv), 2, "--mode")
