@@ -4,7 +4,7 @@ master of every broker of a cluster."""
 from __future__ import annotations
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.errors import RocketMQError, broker_error
+from rocketmq_actors.errors import AccessDenied, BrokerError, RocketMQError, broker_error
 from rocketmq_actors.protocol.bodies import BrokerData
 from rocketmq_actors.protocol.codes import ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
@@ -19,13 +19,18 @@ class NoMaster(RocketMQError):
 async def call(
     instance: ClientInstance, addr: str, code: int, ext: dict[str, str] | None = None,
     *, accept: tuple[int, ...] = (), timeout: float | None = None, body: bytes = b"",
+    refused: type[BrokerError] | None = None,
 ) -> RemotingCommand:  # fmt: skip
     """One request to ``addr``; a reply code other than SUCCESS (or one of ``accept``) is
-    the broker's typed error."""
+    the broker's typed error: :class:`~rocketmq_actors.errors.AccessDenied` when it refused
+    who we are, else ``refused`` (a module's own ``BrokerError`` class) or ``BrokerError``."""
     request = RemotingCommand.request(code, ext or {}, body)
     reply = await instance.request(addr, request, timeout)
     if reply.code != ResponseCode.SUCCESS and reply.code not in accept:
-        raise broker_error(addr, reply.code, reply.remark)
+        error = broker_error(addr, reply.code, reply.remark)
+        if refused is not None and not isinstance(error, AccessDenied):
+            raise refused(addr, reply.code, reply.remark)
+        raise error
     return reply
 
 

@@ -30,7 +30,7 @@ from typing import TypeVar
 
 from rocketmq_actors.adminbase import call, masters, nodes
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.errors import AccessDenied, BrokerError, ConfigError
+from rocketmq_actors.errors import BrokerError, ConfigError
 from rocketmq_actors.protocol.addresses import parse_addr
 from rocketmq_actors.protocol.auth_bodies import (
     ACTIONS,
@@ -197,12 +197,7 @@ T = TypeVar("T")
 async def _ask(
     instance: ClientInstance, addr: str, code: int, ext: dict[str, str], body: bytes = b""
 ) -> RemotingCommand:
-    try:
-        return await call(instance, addr, code, ext, body=body)
-    except AccessDenied:
-        raise
-    except BrokerError as exc:
-        raise AuthRefused(exc.addr, exc.code, exc.remark) from None
+    return await call(instance, addr, code, ext, body=body, refused=AuthRefused)
 
 
 async def _on_nodes(

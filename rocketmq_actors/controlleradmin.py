@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from rocketmq_actors.adminbase import call
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.errors import AccessDenied, BrokerError, ConfigError
+from rocketmq_actors.errors import BrokerError, ConfigError
 from rocketmq_actors.protocol.addresses import parse_addr
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.controller_bodies import (
@@ -33,6 +33,7 @@ from rocketmq_actors.protocol.controller_bodies import (
     encode_broker_names,
 )
 from rocketmq_actors.protocol.errors import ProtocolError
+from rocketmq_actors.runtime.checks import check_int
 
 __all__ = [
     "ControllerRefused",
@@ -63,25 +64,13 @@ def _addr(addr: object) -> str:
     return addr
 
 
-async def _ask(
-    instance: ClientInstance, addr: str, code: int, ext: dict[str, str] | None = None, *,
-    body: bytes = b"", accept: tuple[int, ...] = (),
-) -> tuple[int, dict[str, str], bytes]:  # fmt: skip
-    try:
-        reply = await call(instance, addr, code, ext, body=body, accept=accept)
-    except AccessDenied:  # (who we are: as every other admin call says it)
-        raise
-    except BrokerError as exc:
-        raise ControllerRefused(exc.addr, exc.code, exc.remark) from None
-    return reply.code, dict(reply.ext_fields), reply.body
-
-
 async def controller_metadata(instance: ClientInstance, controller: str) -> ControllerMetadata:
     """The controller group, leader and peers, as the controller at ``controller`` knows
     them (``mqadmin getControllerMetaData``)."""
     addr = _addr(controller)
-    _, ext, _ = await _ask(instance, addr, RequestCode.CONTROLLER_GET_METADATA_INFO)
-    return ControllerMetadata.from_ext(ext)
+    reply = await call(instance, addr, RequestCode.CONTROLLER_GET_METADATA_INFO,
+                       refused=ControllerRefused)  # fmt: skip
+    return ControllerMetadata.from_ext(reply.ext_fields)
 
 
 async def _leader(instance: ClientInstance, controller: str) -> str:
@@ -105,9 +94,10 @@ async def sync_state_data(
         if not isinstance(name, str) or not name:
             raise ConfigError(f"a broker name must be a non-empty string, not {name!r}")
     leader = await _leader(instance, addr)
-    _, _, body = await _ask(instance, leader, RequestCode.CONTROLLER_GET_SYNC_STATE_DATA,
-                            body=encode_broker_names(broker_names))  # fmt: skip
-    return decode_sync_state_data(body)
+    reply = await call(instance, leader, RequestCode.CONTROLLER_GET_SYNC_STATE_DATA,
+                       body=encode_broker_names(broker_names),
+                       refused=ControllerRefused)  # fmt: skip
+    return decode_sync_state_data(reply.body)
 
 
 async def elect_master(
@@ -124,14 +114,14 @@ async def elect_master(
     for what, value in (("cluster", cluster), ("broker_name", broker_name)):
         if not isinstance(value, str) or not value:
             raise ConfigError(f"{what} must be a non-empty string, not {value!r}")
-    if isinstance(broker_id, bool) or not isinstance(broker_id, int) or broker_id < 0:
-        raise ConfigError(f"broker_id must be a broker id (an int >= 0), not {broker_id!r}")
+    check_int("broker_id", broker_id, minimum=0)
     header = ElectMasterRequestHeader(
         cluster_name=cluster, broker_name=broker_name, broker_id=broker_id,
         invoke_time=int(time.time() * 1000),
     )  # fmt: skip
     leader = await _leader(instance, addr)
-    code, ext, body = await _ask(instance, leader, RequestCode.CONTROLLER_ELECT_MASTER,
-                                 header.to_ext(),
-                                 accept=(ResponseCode.CONTROLLER_MASTER_STILL_EXIST,))  # fmt: skip
-    return ElectMasterResult.decode(ext, body, elected=code == ResponseCode.SUCCESS)
+    reply = await call(instance, leader, RequestCode.CONTROLLER_ELECT_MASTER, header.to_ext(),
+                       accept=(ResponseCode.CONTROLLER_MASTER_STILL_EXIST,),
+                       refused=ControllerRefused)  # fmt: skip
+    return ElectMasterResult.decode(dict(reply.ext_fields), reply.body,
+                                    elected=reply.code == ResponseCode.SUCCESS)  # fmt: skip

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
-from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import InvalidMessage, ReplyTimeout
-from rocketmq_actors.producer.requestreply import reply, reply_properties
+from rocketmq_actors.producer.producer import Producer
+from rocketmq_actors.producer.requestreply import is_request, reply, reply_properties
 from rocketmq_actors.producer.requestreply import reply_topic as _reply_topic
 from rocketmq_actors.protocol.events import ReplyMessage
 from rocketmq_actors.protocol.messages import (
@@ -39,10 +39,6 @@ __all__ = [
     "send_reply",
 ]
 
-#: what a request carries (Java ``MessageUtil.createReplyMessage`` needs all four)
-REQUEST_PROPERTIES = (Property.CLUSTER, Property.CORRELATION_ID, Property.REPLY_TO_CLIENT,
-                      Property.MESSAGE_TTL)  # fmt: skip
-
 
 class RequestTimeoutError(ReplyTimeout, TimeoutError):
     """``broker.request`` / ``publisher.request``: no reply within the timeout. A
@@ -55,21 +51,9 @@ class RequestTimeoutError(ReplyTimeout, TimeoutError):
         return cls(error.topic, error.correlation_id, error.timeout, sent=error.sent)
 
 
-def is_request(properties: Mapping[str, str]) -> bool:
-    """Whether a received message is a stored request someone waits to be answered."""
-    return all(properties.get(name) for name in REQUEST_PROPERTIES)
-
-
 def reply_topic_of(properties: Mapping[str, str]) -> str:
     """Where the reply to a request goes: ``<CLUSTER>_REPLY_TOPIC``."""
     return _reply_topic(properties[Property.CLUSTER])
-
-
-class _Member(Protocol):  # the broker's started Producer
-    @property
-    def instance(self) -> ClientInstance: ...
-    @property
-    def group(self) -> str: ...
 
 
 def _reply_props(request: Mapping[str, str], message: Message) -> tuple[str, dict[str, str]]:
@@ -83,17 +67,14 @@ def _reply_props(request: Mapping[str, str], message: Message) -> tuple[str, dic
 
 
 async def send_reply(
-    producer: _Member, request: Any, message: Message, *, timeout: float | None = None
+    producer: Producer, request: Any, message: Message, *, timeout: float | None = None
 ) -> None:
     """Send ``message``'s body and properties as the reply to ``request`` (a received request),
     through ``producer``'s connections: :func:`~rocketmq_actors.producer.requestreply.reply`,
     with the FastStream properties too. :class:`~rocketmq_actors.errors.BrokerError` when
     the broker could not push it (the requester gave up, or is gone)."""
-    _, props = _reply_props(request.properties, message)
-    body = message.body
-    if not isinstance(body, bytes):
-        raise InvalidMessage(f"body must be bytes, not {type(body).__name__}")
-    await reply(producer, request, body, timeout=timeout, properties=props)
+    # (a body that is not bytes: reply refuses it, typed)
+    await reply(producer, request, message.body, timeout=timeout, properties=message.properties)
 
 
 def memory_reply(request: Mapping[str, str], message: Message) -> ReplyMessage:

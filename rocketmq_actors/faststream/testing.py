@@ -21,7 +21,6 @@ runs the same test against a real cluster.
 
 from __future__ import annotations
 
-import math
 import time
 import uuid
 from collections.abc import Generator, Iterator
@@ -40,6 +39,7 @@ from rocketmq_actors.consumer.core.options import MessageModel
 from rocketmq_actors.consumer.core.settlement import Delay, Outcome, Settlement
 from rocketmq_actors.consumer.core.subscriptions import Subscription
 from rocketmq_actors.producer.prepare import prepare
+from rocketmq_actors.producer.requestreply import request_properties
 from rocketmq_actors.protocol.events import ReplyMessage
 from rocketmq_actors.protocol.messages import (
     MAX_MESSAGE_SIZE,
@@ -191,8 +191,7 @@ class MemoryProducer(RocketMQFastProducer):
         timeout = DEFAULT_REQUEST_TIMEOUT if cmd.timeout is None else cmd.timeout
         correlation_id = str(uuid.uuid4())
         record = fake_received(message, extra={
-            Property.CORRELATION_ID: correlation_id, Property.REPLY_TO_CLIENT: "memory@0",
-            Property.MESSAGE_TTL: str(max(1, math.ceil(timeout * 1000))),
+            **request_properties(correlation_id, "memory@0", timeout),
             Property.CLUSTER: MEMORY_CLUSTER,
         })  # fmt: skip
         if not self._targets(record):

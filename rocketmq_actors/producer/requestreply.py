@@ -46,7 +46,12 @@ from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.events import ReplyMessage
 from rocketmq_actors.protocol.headers import SendMessageRequestHeader
-from rocketmq_actors.protocol.messages import Message, Property, encode_properties
+from rocketmq_actors.protocol.messages import (
+    RESERVED_PROPERTIES,
+    Message,
+    Property,
+    encode_properties,
+)
 from rocketmq_actors.runtime.checks import check_timeout
 from rocketmq_actors.runtime.mailbox import Mailbox
 from rocketmq_actors.runtime.router import REPLY_EVENTS, Inbound, Router
@@ -102,6 +107,16 @@ def request_properties(correlation_id: str, client_id: str, timeout: float) -> d
     }
 
 
+#: what a stored request carries (Java ``MessageUtil.createReplyMessage`` needs all four)
+REQUEST_PROPERTIES = (Property.CLUSTER, Property.CORRELATION_ID, Property.REPLY_TO_CLIENT,
+                      Property.MESSAGE_TTL)  # fmt: skip
+
+
+def is_request(properties: Mapping[str, str]) -> bool:
+    """Whether a received message is a stored request someone waits to be answered."""
+    return all(properties.get(name) for name in REQUEST_PROPERTIES)
+
+
 def reply_properties(request: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     """The reply topic and properties for a request with these properties (Java
     ``MessageUtil.createReplyMessage``); :class:`InvalidMessage` if it is no request."""
@@ -109,7 +124,7 @@ def reply_properties(request: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     if not cluster:
         raise InvalidMessage("message: not a stored request (no CLUSTER property)")
     props = {Property.MESSAGE_TYPE: REPLY_MESSAGE_FLAG}
-    for name in (Property.CORRELATION_ID, Property.REPLY_TO_CLIENT, Property.MESSAGE_TTL):
+    for name in REQUEST_PROPERTIES[1:]:
         value = request.get(name)
         if not value:
             raise InvalidMessage(f"message: not a request (no {name} property)")
@@ -142,7 +157,7 @@ async def reply(
     cluster, on the broker that stored the request if it serves the reply topic. Raises
     :class:`~rocketmq_actors.errors.BrokerError` when the broker could not push the reply (the
     requester gave up, or is gone). ``properties``: the reply's own, beside the ones the reply
-    protocol sets (which win)."""
+    protocol sets (none may be named like a client property: :class:`InvalidMessage`)."""
     if not isinstance(body, bytes):
         raise InvalidMessage(f"body must be bytes, not {type(body).__name__}")
     if timeout is not None:
@@ -153,6 +168,8 @@ async def reply(
         )
     topic, props = reply_properties(request.properties)
     if properties:
+        if clash := sorted(set(properties) & RESERVED_PROPERTIES):
+            raise InvalidMessage(f"headers may not be named like client properties: {clash}")
         props = {**properties, **props}
     instance = client.instance
     timeout = timeout or instance.request_timeout
