@@ -93,14 +93,17 @@ def _name(kind: str, value: object) -> str:
     return value
 
 
-def _choice(kind: str, value: str | None, names: Sequence[str]) -> str | None:
+def _named(kind: str, value: object, names: Sequence[str]) -> str:
     """Java's ``getByName``: a name of ``names`` in any case, sent as Java spells it."""
-    if value is None:
-        return None
     for name in names:
         if isinstance(value, str) and value.lower() == name.lower():
             return name
     raise ConfigError(f"{kind} must be one of {', '.join(names)}, not {value!r}")
+
+
+def _choice(kind: str, value: str | None, names: Sequence[str]) -> str | None:
+    """:func:`_named`, or None for None (the broker's default, or what is kept)."""
+    return None if value is None else _named(kind, value, names)
 
 
 def _subject(subject: object) -> str:
@@ -162,13 +165,10 @@ def acl_info(
     entry per resource), its names spelled as Java does;
     :class:`~rocketmq_actors.errors.ConfigError` for a subject, resource, action, decision
     or source IP the broker would refuse or ignore (no I/O)."""
-    acts = [_choice("an action", a, ACTIONS) for a in _strings("actions", actions)]
-    allowed = _choice("decision", decision or "", DECISIONS)
-    assert allowed is not None
     return AclInfo.of(
         _subject(subject), [_resource(r) for r in _strings("resources", resources)],
-        [a for a in acts if a is not None], allowed,
-        [_source_ip(ip) for ip in (source_ips if source_ips else ())],
+        [_named("an action", a, ACTIONS) for a in _strings("actions", actions)],
+        _named("decision", decision, DECISIONS), [_source_ip(ip) for ip in source_ips],
     )  # fmt: skip
 
 
@@ -270,6 +270,19 @@ async def _first(
     return None
 
 
+async def _merged(
+    instance: ClientInstance, cluster: str | None, addr: str | None, code: int, *,
+    header: dict[str, str], decode: Callable[[bytes], Sequence[T]], key: Callable[[T], str],
+) -> tuple[T, ...]:  # fmt: skip
+    """The lists of the masters of ``cluster`` (or of ``addr``) as one, by ``key`` (what two
+    masters have is listed once)."""
+    found: dict[str, T] = {}
+    for target in await _masters(instance, cluster, addr):
+        for item in decode((await _ask(instance, target, code, header)).body):
+            found.setdefault(key(item), item)
+    return tuple(found[name] for name in sorted(found))
+
+
 async def get_user(
     instance: ClientInstance, username: str, *, cluster: str | None = None,
     addr: str | None = None,
@@ -290,12 +303,8 @@ async def list_users(
     broker at ``addr``), by name; a user two masters have is listed once."""
     _check_target(cluster, addr)
     header = ListUsersRequestHeader(filter=filter or None).to_ext()
-    found: dict[str, UserInfo] = {}
-    for target in await _masters(instance, cluster, addr):
-        reply = await _ask(instance, target, RequestCode.AUTH_LIST_USER, header)
-        for user in decode_user_list(reply.body):
-            found.setdefault(user.username, user)
-    return tuple(found[name] for name in sorted(found))
+    return await _merged(instance, cluster, addr, RequestCode.AUTH_LIST_USER, header=header,
+                         decode=decode_user_list, key=lambda user: user.username)  # fmt: skip
 
 
 # ---- ACLs ----------------------------------------------------------------------------------
@@ -381,9 +390,5 @@ async def list_acls(
     _check_target(cluster, addr)
     header = ListAclsRequestHeader(subject_filter=subject_filter or None,
                                    resource_filter=resource_filter or None).to_ext()  # fmt: skip
-    found: dict[str, AclInfo] = {}
-    for target in await _masters(instance, cluster, addr):
-        reply = await _ask(instance, target, RequestCode.AUTH_LIST_ACL, header)
-        for acl in decode_acl_list(reply.body):
-            found.setdefault(acl.subject, acl)
-    return tuple(found[subject] for subject in sorted(found))
+    return await _merged(instance, cluster, addr, RequestCode.AUTH_LIST_ACL, header=header,
+                         decode=decode_acl_list, key=lambda acl: acl.subject)  # fmt: skip

@@ -7,8 +7,8 @@ actions, source IPs, decision). Names on the wire are Java's enum names (``Norma
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import attrs
 
@@ -16,6 +16,8 @@ from . import jsonlax
 from .bodies import _body_decoder, _field
 from .errors import ProtocolError
 from .headers import Header, wire
+
+T = TypeVar("T")
 
 __all__ = [
     "ACTIONS",
@@ -155,20 +157,13 @@ class UserInfo:
     @_body_decoder
     def decode(cls, body: bytes) -> UserInfo | None:
         """AUTH_GET_USER (3004) reply: the user, or None (an empty body: no such user)."""
-        if not body:
-            return None
-        return cls.from_json(jsonlax.loads(body))
+        return _one(body, cls.from_json)
 
 
 @_body_decoder
 def decode_user_list(body: bytes) -> tuple[UserInfo, ...]:
     """AUTH_LIST_USER (3005) reply: a JSON list of ``UserInfo`` (an empty body: no user)."""
-    if not body:
-        return ()
-    found = jsonlax.loads(body)
-    if not isinstance(found, list):
-        raise ProtocolError("bad-body", "the user list is not a list")
-    return tuple(UserInfo.from_json(u) for u in found)
+    return _list(body, UserInfo.from_json, "the user list")
 
 
 @attrs.frozen(kw_only=True)
@@ -263,17 +258,25 @@ class AclInfo:
     @_body_decoder
     def decode(cls, body: bytes) -> AclInfo | None:
         """AUTH_GET_ACL (3009) reply: the subject's ACL, or None (an empty body: none)."""
-        if not body:
-            return None
-        return cls.from_json(jsonlax.loads(body))
+        return _one(body, cls.from_json)
 
 
 @_body_decoder
 def decode_acl_list(body: bytes) -> tuple[AclInfo, ...]:
     """AUTH_LIST_ACL (3010) reply: a JSON list of ``AclInfo`` (an empty body: none)."""
+    return _list(body, AclInfo.from_json, "the ACL list")
+
+
+def _one(body: bytes, from_json: Callable[[Any], T]) -> T | None:
+    """A GET reply: the one object, or None for an empty body."""
+    return from_json(jsonlax.loads(body)) if body else None
+
+
+def _list(body: bytes, from_json: Callable[[Any], T], what: str) -> tuple[T, ...]:
+    """A LIST reply: a JSON list of objects (an empty body: none)."""
     if not body:
         return ()
     found = jsonlax.loads(body)
     if not isinstance(found, list):
-        raise ProtocolError("bad-body", "the ACL list is not a list")
-    return tuple(AclInfo.from_json(a) for a in found)
+        raise ProtocolError("bad-body", f"{what} is not a list")
+    return tuple(from_json(item) for item in found)
