@@ -21,11 +21,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+import attrs
+
 from rocketmq_actors import admin
 from rocketmq_actors.authadmin import acl_info, user_info
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.protocol.addresses import parse_addr
-from rocketmq_actors.protocol.auth_bodies import AclInfo, UserInfo
+from rocketmq_actors.protocol.auth_bodies import UserInfo
 from rocketmq_actors.protocol.errors import ProtocolError
 
 from .common import (
@@ -46,19 +48,6 @@ def _user_row(user: UserInfo) -> dict[str, Any]:
     """A user as printed: never its password."""
     return {"username": user.username, "user_type": user.user_type,
             "user_status": user.user_status}  # fmt: skip
-
-
-def _acl_json(acl: AclInfo) -> dict[str, Any]:
-    return {
-        "subject": acl.subject,
-        "policies": [
-            {"policy_type": p.policy_type,
-             "entries": [{"resource": e.resource, "actions": list(e.actions),
-                          "source_ips": list(e.source_ips), "decision": e.decision}
-                         for e in p.entries]}
-            for p in acl.policies
-        ],
-    }  # fmt: skip
 
 
 def _target(args: argparse.Namespace) -> dict[str, Any]:
@@ -115,10 +104,10 @@ async def _policy(instance: ClientInstance, args: argparse.Namespace) -> dict[st
         acl = await admin.get_acl(instance, args.subject, **where)
         if acl is None:
             raise NotFound(f"no broker has an ACL of {args.subject!r}")
-        return {"acl": _acl_json(acl)}
+        return {"acl": attrs.asdict(acl)}
     else:
         acls = await admin.list_acls(instance, args.subject, args.resource, **where)
-        return {"acls": [_acl_json(a) for a in acls]}
+        return {"acls": [attrs.asdict(a) for a in acls]}
     return {"subject": args.subject, "action": args.action, "brokers": done}
 
 

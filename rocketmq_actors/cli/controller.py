@@ -16,36 +16,21 @@ import attrs
 from rocketmq_actors import admin
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.protocol.addresses import parse_addr
-from rocketmq_actors.protocol.controller_bodies import ReplicasInfo
 from rocketmq_actors.protocol.errors import ProtocolError
 
 from .common import UsageError, add_common, add_credentials, emit, run_with_instance, table
 
 
-def _replicas(info: ReplicasInfo) -> dict[str, Any]:
-    return {
-        "master_broker_id": info.master_broker_id, "master_addr": info.master_addr,
-        "master_epoch": info.master_epoch, "sync_state_set_epoch": info.sync_state_set_epoch,
-        "in_sync": [attrs.asdict(r) for r in info.in_sync],
-        "not_in_sync": [attrs.asdict(r) for r in info.not_in_sync],
-    }  # fmt: skip
-
-
 async def _work(instance: ClientInstance, args: argparse.Namespace) -> dict[str, Any]:
     if args.action == "metadata":
-        meta = await admin.controller_metadata(instance, args.controller)
-        return {"group": meta.group, "leader_id": meta.leader_id,
-                "leader_addr": meta.leader_addr, "is_leader": meta.is_leader,
-                "peers": dict(meta.peers)}  # fmt: skip
+        return attrs.asdict(await admin.controller_metadata(instance, args.controller))
     if args.action == "sync-state":
         found = await admin.sync_state_data(instance, args.controller, args.broker)
-        return {"brokers": {name: _replicas(info) for name, info in found.items()}}
+        return {"brokers": {name: attrs.asdict(info) for name, info in found.items()}}
     result = await admin.elect_master(instance, args.controller, args.cluster, args.broker[0],
                                       args.broker_id)  # fmt: skip
-    out = attrs.asdict(result)
-    out["broker_addrs"] = {str(k): v for k, v in result.broker_addrs.items()}
-    out["sync_state_set"] = list(result.sync_state_set)
-    return {"cluster": args.cluster, "broker": args.broker[0], **out}
+    # (the broker ids, int keys, are strings in the JSON printed)
+    return {"cluster": args.cluster, "broker": args.broker[0], **attrs.asdict(result)}
 
 
 def _render(result: dict[str, Any]) -> str:
