@@ -38,6 +38,7 @@ from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.messages import Property
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.protocol.trace import ConsumeReturnType
+from rocketmq_actors.runtime.signal import Signal
 from rocketmq_actors.trace.hooks import ConsumeTrace
 from rocketmq_actors.tracing import ProcessSpans, Tracing
 
@@ -102,7 +103,7 @@ class Dispatcher:
         self.consumed = 0
         self.failed = 0
         self.in_flight = 0
-        self._idle = anyio.Event()
+        self._idle = Signal()  # (set per call: nothing to do while no stop waits)
         self._failure_log = FailureLog()
         self._ok_series = SeriesCache(  # topic -> (messages consumed, handler seconds)
             lambda topic: (
@@ -118,7 +119,6 @@ class Dispatcher:
     async def wait_idle(self) -> None:
         """Until no handler runs (the drain of a stop)."""
         while self.in_flight:
-            self._idle = anyio.Event()
             await self._idle.wait()
 
     def _before(self, presented: list[ReceivedMessage[Any]]) -> ConsumeContext:

@@ -71,6 +71,7 @@ class ConcurrentConsumeService:
         consume_batch_size: int,
         consume_timeout: float | None,
         local_retry_delay: float,
+        pull_batch_size: int = 32,
     ) -> None:
         self.owner = owner
         self.dispatcher = dispatcher
@@ -78,7 +79,12 @@ class ConcurrentConsumeService:
         self.consume_batch_size = consume_batch_size
         self.consume_timeout = consume_timeout
         self._local_retry = Backoff.constant(local_retry_delay)
-        self.work: WorkQueue[Work] = WorkQueue(concurrency * 2)
+        # room for the items of several pulls: a queue actor that waited for room with its
+        # pull's messages sent its next pull only once the workers had taken them, and the
+        # workers then waited for it (the consume path of benchmarks/nullbroker.py). What is
+        # queued here is cached in its process queue too, whose limits bound it.
+        pulls = 8 * -(-pull_batch_size // consume_batch_size)
+        self.work: WorkQueue[Work] = WorkQueue(max(concurrency * 2, pulls))
         self.local_retries = 0
         self._workers: list[_Worker] = []
         self._tg: TaskGroup | None = None
