@@ -152,7 +152,7 @@ class Dispatcher:
         for message in presented:
             message.settle_with(Settlement())
         hooked = self._before(presented) if self.hooks is not None else None
-        outcome = ConsumeReturnType.TIME_OUT  # (cancelled: the consumer stops, or it timed out)
+        outcome = _TIME_OUT  # (cancelled: the consumer stops, or it timed out)
         error: BaseException | None = None
         try:
             if timed and self.consume_timeout is not None:
@@ -161,7 +161,7 @@ class Dispatcher:
             else:
                 await self._call(presented)
             ok = self._outcome(presented, began)
-            outcome = ConsumeReturnType.SUCCESS if ok else ConsumeReturnType.FAILED
+            outcome = _SUCCESS if ok else _FAILED
             return ok
         except Abandoned as exc:  # the consumer stops: the acked ones are consumed, the rest not
             error = exc
@@ -189,13 +189,14 @@ class Dispatcher:
             return None
         finally:
             for message in presented:
-                if message.settlement is not None:
-                    message.settlement.close()
+                settlement = message.settlement
+                if settlement is not None:
+                    settlement.close()
             self.in_flight -= 1
             if not self.in_flight:
                 self._idle.set()
             if hooked is not None and self.hooks is not None:
-                hooked.success = outcome is ConsumeReturnType.SUCCESS
+                hooked.success = outcome is _SUCCESS
                 hooked.status, hooked.error = outcome.name, error
                 hooked.elapsed = time.monotonic() - began
                 self.hooks.after("after_consume", hooked)
@@ -205,7 +206,18 @@ class Dispatcher:
         return self.tally(presented, began, exc)
 
     def _outcome(self, presented: list[ReceivedMessage[Any]], began: float) -> bool:
-        _resolve(presented, Outcome.ACK)  # the explicit nacks still hold
+        """The handler returned: an unsettled message is acked (the explicit nacks still hold),
+        and the call is counted (one pass, run once per handler call)."""
+        acked = 0
+        for message in presented:
+            settlement = message.settlement
+            if settlement is not None:
+                settlement.resolve(_ACK)
+                if settlement.outcome is _ACK:
+                    acked += 1
+        if acked == len(presented):  # (the usual outcome)
+            self._add_consumed(presented[0].topic, acked, began)
+            return True
         return self.tally(presented, began, None)
 
     def tally(
@@ -236,11 +248,13 @@ class Dispatcher:
             if settled(message) is _ACK:
                 acked += 1
         if acked:
-            self.consumed += acked
-            topic = messages[0].topic
-            series = self._ok_series.get(topic) or self._ok_series.add(topic)
-            METRICS.count_and_observe(series, time.monotonic() - began, acked)
+            self._add_consumed(messages[0].topic, acked, began)
         return acked
+
+    def _add_consumed(self, topic: str, acked: int, began: float) -> None:
+        self.consumed += acked
+        series = self._ok_series.get(topic) or self._ok_series.add(topic)
+        METRICS.count_and_observe(series, time.monotonic() - began, acked)
 
     def _count_failed(self, messages: Sequence[MessageExt], count: int | None = None) -> None:
         count = len(messages) if count is None else count
@@ -261,7 +275,13 @@ class Dispatcher:
         return self.deliveries.deliver(presented)
 
 
-_ACK = Outcome.ACK  # (a module global: cheaper to read than the Enum's attribute)
+# (module globals: cheaper to read than an Enum's attribute, once per handler call)
+_ACK = Outcome.ACK
+_SUCCESS, _FAILED, _TIME_OUT = (
+    ConsumeReturnType.SUCCESS,
+    ConsumeReturnType.FAILED,
+    ConsumeReturnType.TIME_OUT,
+)
 
 
 def _resolve(presented: list[ReceivedMessage[Any]], implicit: Outcome) -> None:
