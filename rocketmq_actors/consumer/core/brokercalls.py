@@ -175,11 +175,15 @@ def decode_pull(
             decoded, next_offset = deferred.records, deferred.queue_offset
         offsets = (raw.min_offset, raw.max_offset)
         arrived = time.time_ns() // 1_000_000
+        broker = queue.broker_name
         for message in decoded:
-            message.broker_name = queue.broker_name
+            message.broker_name = broker
             message.set_pull_offsets(offsets)
             message.arrived_ms = arrived
-        messages = tuple(m for m in decoded if subscription.matches(m))
+        if subscription.tags:  # (every message matches a subscription without tags)
+            messages = tuple(m for m in decoded if subscription.matches(m))
+        else:
+            messages = tuple(decoded)
     return PullResult(raw.status, next_offset, raw.min_offset, raw.max_offset, messages,
                       raw.suggested_broker_id)  # fmt: skip
 
