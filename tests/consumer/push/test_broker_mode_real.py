@@ -98,9 +98,18 @@ async def test_a_switch_to_pop_and_back_is_followed_beside_a_java_member(
             assert pop_retry_topic(unique_topic, unique_group) not in {
                 s.topic for s in consumer.subscriptions()
             }
-            second = await _send(producer, unique_topic, "b", 60)
-            await _until(lambda: second <= seen(member), "the messages sent in POP mode")
-            assert _lane(consumer.tree()).info["acked"] > 0  # ours popped some of them
+            # both members pop every queue: which one gets a round of messages is whose pop
+            # the broker holds when they arrive, so rounds go until ours has had some
+            second: set[str] = set()
+            for batch in range(10):
+                sent = await _send(producer, unique_topic, f"b{batch}-", 20)
+                second.update(sent)
+                await _until(lambda: second <= seen(member), "the messages sent in POP mode")
+                if not sent.isdisjoint(ours):
+                    break
+            assert not second.isdisjoint(ours), "ours popped none of ten rounds"
+            # and acked them to the broker (acks leave in batches: wait for the first)
+            await _until(lambda: _lane(consumer.tree()).info["acked"] > 0, "our acks")
 
         java_keys = {m["key"] for m in member.messages}
         assert (first | second) <= set(ours) | java_keys  # nothing lost by the switch
