@@ -12,7 +12,8 @@ shows the deployment around it.
 - SIGTERM (what the kubelet sends first) or SIGINT: the consumer stops - handlers in flight
   finish, offsets are committed, the group rebalances its queues to the other pods - within
   ``SHUTDOWN_TIMEOUT`` seconds (keep it under ``terminationGracePeriodSeconds``), then the
-  process exits 0.
+  process exits 0. While it runs, offsets are committed every ``PERSIST_INTERVAL`` seconds
+  (5).
 
 It prints one JSON line per consumed message (``{"consumed": ...}``) and one when it is up
 and when it has stopped. The HTTP server is anyio's own listener and a few lines of HTTP/1.1,
@@ -70,11 +71,14 @@ async def main() -> None:
     topic, group = os.environ.get("TOPIC", "orders"), os.environ.get("GROUP", "orders-daemon")
     port = int(os.environ.get("PORT", "8080"))
     shutdown_timeout = float(os.environ.get("SHUTDOWN_TIMEOUT", "20"))
+    persist_interval = float(os.environ.get("PERSIST_INTERVAL", "5"))
     consumer: PushConsumer[bytes] = PushConsumer(
         group=group,
         subscriptions={topic: "*"},
         handler=handle,
-        options=PushOptions(consume_from=ConsumeFrom.FIRST_OFFSET),
+        options=PushOptions(
+            consume_from=ConsumeFrom.FIRST_OFFSET, persist_interval=persist_interval
+        ),
         client=ClientOptions(shutdown_timeout=shutdown_timeout),
     )
     listener = await anyio.create_tcp_listener(local_port=port, local_host="0.0.0.0")

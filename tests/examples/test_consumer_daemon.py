@@ -62,10 +62,21 @@ def test_the_daemon_answers_its_probes_consumes_and_stops_on_sigterm(
 
     anyio.run(feed)
     port = _free_port()
-    env = {**os.environ, "NAMESRV_ADDR": rocketmq_namesrv, "TOPIC": unique_topic,
-           "GROUP": unique_group, "PORT": str(port),
-           "SHUTDOWN_TIMEOUT": str(SHUTDOWN_TIMEOUT)}  # fmt: skip
+    env = {
+        **os.environ,
+        "NAMESRV_ADDR": rocketmq_namesrv,
+        "TOPIC": unique_topic,
+        "GROUP": unique_group,
+        "PORT": str(port),
+        "SHUTDOWN_TIMEOUT": str(SHUTDOWN_TIMEOUT),
+        "PERSIST_INTERVAL": "3600",  # (no periodic commit: only the stop commits here)
+    }
     consumed: list[str] = []
+
+    async def committed() -> int:
+        async with Producer(namesrv=rocketmq_namesrv, group="G_daemon_feed") as admin:
+            stats = await consume_stats(admin.instance, unique_group, unique_topic)
+        return sum(o.consumer_offset for o in stats.offsets.values())
 
     def up(event: dict[str, Any]) -> bool:  # (messages may be consumed before it is printed)
         if "consumed" in event:
@@ -85,6 +96,7 @@ def test_the_daemon_answers_its_probes_consumes_and_stops_on_sigterm(
         probes = anyio.run(_until_ready, f"http://127.0.0.1:{port}", 60.0)
         if len(consumed) < 3:
             job_events(daemon, third, timeout=60)
+        before_stop = anyio.run(committed)
         stopping = time.monotonic()
         daemon.send_signal(signal.SIGTERM)
         stopped = job_events(daemon, lambda e: e.get("stopped") is True, timeout=60)
@@ -101,9 +113,5 @@ def test_the_daemon_answers_its_probes_consumes_and_stops_on_sigterm(
     assert code == 0, (tmp_path / "stderr").read_text()[-3000:]
     assert took < SHUTDOWN_TIMEOUT + 10  # (a contract: the grace period it was given)
 
-    async def committed() -> int:
-        async with Producer(namesrv=rocketmq_namesrv, group="G_daemon_feed") as admin:
-            stats = await consume_stats(admin.instance, unique_group, unique_topic)
-        return sum(o.consumer_offset for o in stats.offsets.values())
-
+    assert before_stop < 3  # (no periodic commit in the test: what follows is the stop's)
     assert anyio.run(committed) == 3  # the stop committed what was consumed
