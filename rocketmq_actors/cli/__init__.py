@@ -91,6 +91,13 @@ def exit_status(leaf: BaseException, *, client_started: bool = False) -> int | N
     return None
 
 
+def error_line(leaf: BaseException) -> str:
+    """An error as the command line prints it: one line, no traceback, its notes after its
+    message (which brokers took an admin change before one refused it, say)."""
+    text = "; ".join([str(leaf), *getattr(leaf, "__notes__", ())])
+    return " ".join(text.split()) or type(leaf).__name__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -108,8 +115,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = exit_status(leaf, client_started=STATE.client_started)
         if code is None:
             raise
-        # one line, no traceback
-        message = " ".join(str(leaf).split()) or type(leaf).__name__
-        sys.stderr.write(f"rocketmq-actors: error: {message}\n")
+        sys.stderr.write(f"rocketmq-actors: error: {error_line(leaf)}\n")
         return code
     return status

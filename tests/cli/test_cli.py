@@ -5,7 +5,9 @@ from pathlib import Path
 import pytest
 
 from rocketmq_actors import __version__
-from rocketmq_actors.cli import main
+from rocketmq_actors.cli import error_line, main
+from rocketmq_actors.errors import BrokerError
+from rocketmq_actors.protocol.codes import ResponseCode
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -239,3 +241,10 @@ def test_produce_refuses_a_bad_topic_or_key_before_connecting(
     assert "bad topic" in capsys.readouterr().err
     assert main(["produce", "--namesrv", UNREACHABLE, "--topic", "T", "--key", "a b"]) == 2
     assert "'a b'" in capsys.readouterr().err
+
+
+def test_an_error_line_carries_the_errors_notes() -> None:
+    error = BrokerError("10.0.0.2:10911", ResponseCode.NO_PERMISSION, "refused\nhere")
+    assert error_line(error) == "10.0.0.2:10911 answered NO_PERMISSION: refused here"
+    error.add_note("applied on broker-a before broker-b failed")
+    assert error_line(error).endswith(": refused here; applied on broker-a before broker-b failed")
