@@ -4,12 +4,20 @@ master of every broker of a cluster."""
 from __future__ import annotations
 
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.errors import AccessDenied, BrokerError, RocketMQError, broker_error
+from rocketmq_actors.errors import (
+    AccessDenied,
+    BrokerError,
+    ConfigError,
+    RocketMQError,
+    broker_error,
+)
+from rocketmq_actors.protocol.addresses import parse_addr
 from rocketmq_actors.protocol.bodies import BrokerData
 from rocketmq_actors.protocol.codes import ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
+from rocketmq_actors.protocol.errors import ProtocolError
 
-__all__ = ["NoMaster", "call", "masters", "nodes", "topic_masters"]
+__all__ = ["NoMaster", "call", "check_addr", "masters", "nodes", "topic_masters"]
 
 
 class NoMaster(RocketMQError):
@@ -71,3 +79,14 @@ async def topic_masters(instance: ClientInstance, topic: str) -> dict[str, str]:
     (:class:`~rocketmq_actors.errors.TopicNotFound` for a topic the NameServer does not know)."""
     route = await instance.namesrv.topic_route(topic)
     return {b.broker_name: b.master_addr for b in route.broker_datas if b.master_addr is not None}
+
+
+def check_addr(what: str, addr: object) -> str:
+    """``addr`` if it is a ``host:port`` an admin request may go to, else a
+    :class:`~rocketmq_actors.errors.ConfigError` naming ``what`` (before any I/O)."""
+    try:
+        parse_addr(addr)
+    except ProtocolError as exc:
+        raise ConfigError(f"{what}: {exc}") from None
+    assert isinstance(addr, str)  # (parse_addr takes strings only)
+    return addr

@@ -28,10 +28,9 @@ import ipaddress
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from rocketmq_actors.adminbase import call, masters, nodes
+from rocketmq_actors.adminbase import call, check_addr, masters, nodes
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import BrokerError, ConfigError
-from rocketmq_actors.protocol.addresses import parse_addr
 from rocketmq_actors.protocol.auth_bodies import (
     ACTIONS,
     DECISIONS,
@@ -51,7 +50,6 @@ from rocketmq_actors.protocol.auth_bodies import (
 )
 from rocketmq_actors.protocol.codes import RequestCode
 from rocketmq_actors.protocol.command import RemotingCommand
-from rocketmq_actors.protocol.errors import ProtocolError
 
 __all__ = [
     "AuthRefused",
@@ -185,10 +183,7 @@ def _check_target(cluster: str | None, addr: str | None) -> None:
     if cluster is not None and addr is not None:
         raise ConfigError("give a cluster or a broker address, not both")
     if addr is not None:
-        try:
-            parse_addr(addr)
-        except ProtocolError as exc:
-            raise ConfigError(str(exc)) from None
+        check_addr("broker address", addr)
 
 
 T = TypeVar("T")

@@ -19,10 +19,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from rocketmq_actors.adminbase import call
+from rocketmq_actors.adminbase import call, check_addr
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import BrokerError, ConfigError
-from rocketmq_actors.protocol.addresses import parse_addr
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.controller_bodies import (
     ControllerMetadata,
@@ -32,7 +31,6 @@ from rocketmq_actors.protocol.controller_bodies import (
     decode_sync_state_data,
     encode_broker_names,
 )
-from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.runtime.checks import check_int
 
 __all__ = [
@@ -56,12 +54,7 @@ class ControllerRefused(BrokerError):
 
 
 def _addr(addr: object) -> str:
-    try:
-        parse_addr(addr)
-    except ProtocolError as exc:
-        raise ConfigError(f"controller address: {exc}") from None
-    assert isinstance(addr, str)
-    return addr
+    return check_addr("controller address", addr)
 
 
 async def controller_metadata(instance: ClientInstance, controller: str) -> ControllerMetadata:

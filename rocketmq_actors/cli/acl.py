@@ -24,11 +24,10 @@ from typing import Any
 import attrs
 
 from rocketmq_actors import admin
+from rocketmq_actors.adminbase import check_addr
 from rocketmq_actors.authadmin import acl_info, user_info
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.protocol.addresses import parse_addr
 from rocketmq_actors.protocol.auth_bodies import UserInfo
-from rocketmq_actors.protocol.errors import ProtocolError
 
 from .common import (
     NotFound,
@@ -133,10 +132,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.cluster and args.addr:
         raise UsageError("give --cluster or --addr, not both")
     if args.addr:
-        try:
-            parse_addr(args.addr)
-        except ProtocolError as exc:
-            raise UsageError(f"--addr: {exc}") from None
+        check_addr("--addr", args.addr)
     if args.kind == "user":
         if args.action != "list":
             _need(args, "username")

@@ -14,9 +14,8 @@ from typing import Any
 import attrs
 
 from rocketmq_actors import admin
+from rocketmq_actors.adminbase import check_addr
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.protocol.addresses import parse_addr
-from rocketmq_actors.protocol.errors import ProtocolError
 
 from .common import UsageError, add_common, add_credentials, emit, run_with_instance, table
 
@@ -62,10 +61,7 @@ def _render(result: dict[str, Any]) -> str:
 def _run(args: argparse.Namespace) -> int:
     if not args.controller:
         raise UsageError(f"controller {args.action} needs --controller HOST:PORT")
-    try:
-        parse_addr(args.controller)
-    except ProtocolError as exc:
-        raise UsageError(f"--controller: {exc}") from None
+    check_addr("--controller", args.controller)
     if args.action != "metadata" and not args.broker:
         raise UsageError(f"controller {args.action} needs --broker NAME")
     elect = args.action == "elect-master"
