@@ -101,10 +101,20 @@ async def test_the_cli_reads_the_controller_and_elects(controller_cluster: Local
     ns = ("--namesrv", cluster.namesrv_addr, "--controller", ctrl)
     meta = await aok_json("controller", "metadata", *ns)
     assert (meta["leader_addr"], meta["peers"]) == (ctrl, {"n0": ctrl})
+    # (an election just before, by the test above, left the old master catching up)
+    async with ClientInstance(cluster.namesrv_addr) as instance:
+        await _until(instance, ctrl, IN_SYNC_LIMIT, lambda i: len(i.in_sync) == 2,
+                     "both nodes of broker-a in the SyncStateSet")  # fmt: skip
     state = await aok_json("controller", "sync-state", *ns, "--broker", "broker-a")
     info = state["brokers"]["broker-a"]
     master = next(r for r in info["in_sync"] if r["broker_id"] == info["master_broker_id"])
+    other = next(r for r in info["in_sync"] if r["broker_id"] != info["master_broker_id"])
     which = ("--cluster", "DefaultCluster", "--broker", "broker-a")
-    elected = await aok_json("controller", "elect-master", *ns, *which,
-                             "--broker-id", str(master["broker_id"]))  # fmt: skip
-    assert (elected["elected"], elected["master_addr"]) == (False, master["addr"])
+    kept = await aok_json("controller", "elect-master", *ns, *which,
+                          "--broker-id", str(master["broker_id"]))  # fmt: skip
+    assert (kept["elected"], kept["master_addr"]) == (False, master["addr"])
+    # the other node: a real election, whichever node the master was
+    moved = await aok_json("controller", "elect-master", *ns, *which,
+                           "--broker-id", str(other["broker_id"]))  # fmt: skip
+    assert (moved["elected"], moved["master_addr"]) == (True, other["addr"])
+    assert moved["master_epoch"] == kept["master_epoch"] + 1
