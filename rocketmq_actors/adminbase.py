@@ -3,6 +3,8 @@ master of every broker of a cluster."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import (
     AccessDenied,
@@ -17,7 +19,7 @@ from rocketmq_actors.protocol.codes import ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.errors import ProtocolError
 
-__all__ = ["NoMaster", "call", "check_addr", "masters", "nodes", "topic_masters"]
+__all__ = ["NoMaster", "call", "check_addr", "masters", "nodes", "on_each", "topic_masters"]
 
 
 class NoMaster(RocketMQError):
@@ -40,6 +42,27 @@ async def call(
             raise refused(addr, reply.code, reply.remark)
         raise error
     return reply
+
+
+async def on_each(
+    instance: ClientInstance, targets: Mapping[str, str], code: int,
+    ext: dict[str, str] | None = None, *, body: bytes = b"",
+    refused: type[BrokerError] | None = None,
+) -> list[str]:  # fmt: skip
+    """One change asked of each target (name -> address) in turn, as :func:`call`; the names
+    asked. The error of one that refuses says, in a note, which targets took the change
+    before it: nothing undoes theirs, as with mqadmin."""
+    done: list[str] = []
+    for name, addr in targets.items():
+        try:
+            await call(instance, addr, code, ext, body=body, refused=refused)
+        except RocketMQError as exc:
+            if done:
+                exc.add_note(f"applied on {', '.join(done)} before {name} failed; "
+                             f"not on {name} nor the ones after it")  # fmt: skip
+            raise
+        done.append(name)
+    return done
 
 
 async def _brokers(instance: ClientInstance, cluster: str | None) -> tuple[list[BrokerData], str]:

@@ -28,7 +28,7 @@ import ipaddress
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from rocketmq_actors.adminbase import call, check_addr, masters, nodes
+from rocketmq_actors.adminbase import call, check_addr, masters, nodes, on_each
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.errors import BrokerError, ConfigError
 from rocketmq_actors.protocol.auth_bodies import (
@@ -201,9 +201,8 @@ async def _on_nodes(
 ) -> list[str]:  # fmt: skip
     """The change asked of ``addr``, or of every node of ``cluster``; the addresses."""
     targets = [addr] if addr is not None else await nodes(instance, cluster)
-    for target in targets:
-        await _ask(instance, target, code, ext, body)
-    return targets
+    return await on_each(instance, {t: t for t in targets}, code, ext, body=body,
+                         refused=AuthRefused)  # fmt: skip
 
 
 # ---- users ---------------------------------------------------------------------------------

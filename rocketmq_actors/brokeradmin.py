@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from rocketmq_actors.adminbase import NoMaster, call, masters, topic_masters
+from rocketmq_actors.adminbase import NoMaster, call, masters, on_each, topic_masters
 from rocketmq_actors.cluster.instance import ClientInstance
-from rocketmq_actors.errors import ConfigError, RocketMQError, broker_error
+from rocketmq_actors.errors import ConfigError, broker_error
 from rocketmq_actors.names import validate_group, validate_topic
 from rocketmq_actors.protocol.admin_bodies import (
     ClientConnection,
@@ -110,8 +110,7 @@ async def clone_group_offset(
     found = await topic_masters(instance, topic)
     if not found:
         raise NoMaster(f"no broker of topic {topic!r} has a master")
-    return sorted(await _on_each(instance, found, RequestCode.CLONE_GROUP_OFFSET,
-                                 header.to_ext()))  # fmt: skip
+    return sorted(await on_each(instance, found, RequestCode.CLONE_GROUP_OFFSET, header.to_ext()))
 
 
 async def set_message_request_mode(
@@ -154,27 +153,7 @@ async def _on_masters(
 ) -> list[str]:  # fmt: skip
     """One request to every master of ``cluster`` (every cluster when None), each answered
     SUCCESS; the broker names asked."""
-    return await _on_each(instance, await masters(instance, cluster), code, ext, body=body)
-
-
-async def _on_each(
-    instance: ClientInstance, brokers: Mapping[str, str], code: int,
-    ext: dict[str, str] | None = None, *, body: bytes = b"",
-) -> list[str]:  # fmt: skip
-    """One request to each broker (name -> address) in turn, each answered SUCCESS; the names
-    asked. The error of one that fails says which brokers took the change before it (a
-    note): nothing undoes theirs, as with mqadmin."""
-    done: list[str] = []
-    for name, addr in brokers.items():
-        try:
-            await call(instance, addr, code, ext, body=body)
-        except RocketMQError as exc:
-            if done:
-                exc.add_note(f"applied on {', '.join(done)} before {name} failed; "
-                             f"not on {name} nor the brokers after it")  # fmt: skip
-            raise
-        done.append(name)
-    return done
+    return await on_each(instance, await masters(instance, cluster), code, ext, body=body)
 
 
 async def broker_config(instance: ClientInstance, addr: str) -> dict[str, str]:

@@ -53,14 +53,10 @@ class ControllerRefused(BrokerError):
         self.retriable = code == ResponseCode.CONTROLLER_NOT_LEADER
 
 
-def _addr(addr: object) -> str:
-    return check_addr("controller address", addr)
-
-
 async def controller_metadata(instance: ClientInstance, controller: str) -> ControllerMetadata:
     """The controller group, leader and peers, as the controller at ``controller`` knows
     them (``mqadmin getControllerMetaData``)."""
-    addr = _addr(controller)
+    addr = check_addr("controller address", controller)
     reply = await call(instance, addr, RequestCode.CONTROLLER_GET_METADATA_INFO,
                        refused=ControllerRefused)  # fmt: skip
     return ControllerMetadata.from_ext(reply.ext_fields)
@@ -80,7 +76,7 @@ async def sync_state_data(
     """The replication state of each broker set named (Java's ``getInSyncStateData``, what
     ``mqadmin getSyncStateSet`` prints): its master, epochs, the nodes in the SyncStateSet
     and the others, each alive or not. A name the controller does not know is left out."""
-    addr = _addr(controller)
+    addr = check_addr("controller address", controller)
     if isinstance(broker_names, str) or not broker_names:
         raise ConfigError(f"broker_names must be a non-empty list, not {broker_names!r}")
     for name in broker_names:
@@ -103,7 +99,7 @@ async def elect_master(
     ``broker_id`` is the master already, say - the result's ``elected`` is False (Java's
     ``electMaster`` throws the controller's CONTROLLER_MASTER_STILL_EXIST instead); other
     refusals are :class:`ControllerRefused`."""
-    addr = _addr(controller)
+    addr = check_addr("controller address", controller)
     for what, value in (("cluster", cluster), ("broker_name", broker_name)):
         if not isinstance(value, str) or not value:
             raise ConfigError(f"{what} must be a non-empty string, not {value!r}")

@@ -1,6 +1,7 @@
-"""Broker administration that changes every master in turn: a broker that refuses partway
-says which brokers took the change before it (``rocketmq_actors.brokeradmin``; the real
-brokers' answers are in tests/test_brokeradmin_real.py)."""
+"""Administration that changes every master (or node) in turn: a broker that refuses partway
+says which brokers took the change before it (``adminbase.on_each``, under
+``rocketmq_actors.brokeradmin`` and ``authadmin``; the real brokers' answers are in
+tests/test_brokeradmin_real.py and tests/security)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rocketmq_actors import brokeradmin
+from rocketmq_actors import adminbase, authadmin, brokeradmin
 from rocketmq_actors.errors import BrokerError
 from rocketmq_actors.protocol.codes import ResponseCode
 
@@ -29,11 +30,12 @@ def asked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     async def call(instance: Any, addr: str, code: int, *args: Any, **kwargs: Any) -> None:
         calls.append(addr)
         if addr == MASTERS["broker-b"]:
-            raise BrokerError(addr, ResponseCode.NO_PERMISSION, "refused")
+            refused = kwargs.get("refused") or BrokerError  # (a module's own, as call does)
+            raise refused(addr, ResponseCode.SYSTEM_ERROR, "refused")
 
     monkeypatch.setattr(brokeradmin, "masters", masters)
     monkeypatch.setattr(brokeradmin, "topic_masters", topic_masters)
-    monkeypatch.setattr(brokeradmin, "call", call)
+    monkeypatch.setattr(adminbase, "call", call)
     return calls
 
 
@@ -43,7 +45,7 @@ async def test_a_request_mode_refused_partway_names_the_brokers_that_took_it(
     with pytest.raises(BrokerError, match="refused") as info:
         await brokeradmin.set_message_request_mode(None, "G", "T", "POP")  # type: ignore[arg-type]
     assert info.value.__notes__ == [
-        "applied on broker-a before broker-b failed; not on broker-b nor the brokers after it"
+        "applied on broker-a before broker-b failed; not on broker-b nor the ones after it"
     ]
     assert asked == [MASTERS["broker-a"], MASTERS["broker-b"]]  # (none after the refusal)
 
@@ -66,3 +68,18 @@ async def test_a_refusal_by_the_first_broker_has_no_note(
     with pytest.raises(BrokerError) as info:
         await brokeradmin.delete_group(None, "G")  # type: ignore[arg-type]
     assert not getattr(info.value, "__notes__", [])  # nothing was changed anywhere
+
+
+async def test_an_acl_change_refused_partway_names_the_nodes_that_took_it(
+    asked: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def nodes(instance: Any, cluster: str | None) -> list[str]:
+        return sorted(MASTERS.values())
+
+    monkeypatch.setattr(authadmin, "nodes", nodes)
+    with pytest.raises(authadmin.AuthRefused) as info:  # (the ACL admin's own refusal)
+        await authadmin.delete_user(None, "alice")  # type: ignore[arg-type]
+    assert info.value.__notes__ == [
+        f"applied on {MASTERS['broker-a']} before {MASTERS['broker-b']} failed; "
+        f"not on {MASTERS['broker-b']} nor the ones after it"
+    ]
