@@ -71,7 +71,7 @@ class ConcurrentConsumeService:
         consume_batch_size: int,
         consume_timeout: float | None,
         local_retry_delay: float,
-        pull_batch_size: int = 32,
+        pull_batch_size: int,
     ) -> None:
         self.owner = owner
         self.dispatcher = dispatcher

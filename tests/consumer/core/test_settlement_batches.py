@@ -73,7 +73,7 @@ async def _concurrently(handler: Any, batch: Batch) -> tuple[_Owner, Dispatcher]
     owner, dispatcher = _Owner(), _dispatcher(handler)
     service = ConcurrentConsumeService(owner, dispatcher, concurrency=1,  # type: ignore[arg-type]
                                        consume_batch_size=len(batch), consume_timeout=None,
-                                       local_retry_delay=1.0)  # fmt: skip
+                                       local_retry_delay=1.0, pull_batch_size=32)  # fmt: skip
     pq = _queue(batch)
     messages = list[MessageExt](batch)
     await service._settle(pq, messages, await dispatcher.invoke(messages, timed=False))
@@ -226,7 +226,7 @@ async def test_a_stop_in_async_for_commits_what_was_acked_and_keeps_the_rest(
     pq = _queue(batch)
     concurrent = ConcurrentConsumeService(owner, dispatcher, concurrency=1,  # type: ignore[arg-type]
                                           consume_batch_size=2, consume_timeout=None,
-                                          local_retry_delay=1.0)  # fmt: skip
+                                          local_retry_delay=1.0, pull_batch_size=32)  # fmt: skip
     service = OrderlyConsumeService(owner, dispatcher, concurrency=1,  # type: ignore[arg-type]
                                     consume_batch_size=2, suspend_delay=0.01,
                                     max_reconsume_times=100, lock_interval=20,
