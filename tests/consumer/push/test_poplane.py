@@ -21,12 +21,18 @@ async def _noop(message: MessageExt) -> None:
     return None
 
 
-def _group(**options: Any) -> PushGroup:
+def _group(on_rebalance: Any = None, **options: Any) -> PushGroup:
     consumer: PushConsumer[bytes] = PushConsumer(
         group="G", subscriptions={"t": "*"}, handler=_noop, namesrv="127.0.0.1:9",
-        options=PushOptions(client_rebalance=False, **options),
+        on_rebalance=on_rebalance, options=PushOptions(client_rebalance=False, **options),
     )  # fmt: skip
     return consumer._group
+
+
+def _lane(group: PushGroup) -> poplane.PopLane:
+    lane = group.pop_lane
+    assert lane is not None
+    return lane
 
 
 @pytest.mark.parametrize(
@@ -60,8 +66,7 @@ async def test_an_assignment_is_split_by_mode_and_the_pop_retry_topic_follows(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     group = _group()
-    lane = group.pop_lane
-    assert lane is not None
+    lane = _lane(group)
     answers: list[list[Assignment]] = []
     asked: list[tuple[str, str, str]] = []
 
@@ -102,13 +107,8 @@ async def test_on_rebalance_is_told_the_popped_queues_of_the_same_round(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     told: list[list[MessageQueue]] = []
-    consumer: PushConsumer[bytes] = PushConsumer(
-        group="G", subscriptions={"t": "*"}, handler=_noop, namesrv="127.0.0.1:9",
-        on_rebalance=told.append, options=PushOptions(client_rebalance=False),
-    )  # fmt: skip
-    group = consumer._group
-    lane = group.pop_lane
-    assert lane is not None
+    group = _group(on_rebalance=told.append)
+    lane = _lane(group)
     popped = MessageQueue("t", "a", -1)
 
     async def nothing(wanted: set[MessageQueue]) -> None:
@@ -127,8 +127,7 @@ async def test_an_unsubscribed_topic_loses_its_poppers_and_its_pop_retry_topic_a
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     group = _group()
-    lane = group.pop_lane
-    assert lane is not None
+    lane = _lane(group)
     retry = poplane.pop_retry_topic("t", "G")
     group.follow_subscription(retry, True, of="t")  # (as a round in PULL mode made it)
     popped = MessageQueue("t", "a", -1)
