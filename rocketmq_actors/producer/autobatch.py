@@ -10,6 +10,10 @@ message opens another; none grows past ``max_message_size``. So nothing waits fo
 unless asked to, and under load - many sends admitted while the senders are busy - the batches
 grow by themselves.
 
+A plain message (:func:`.prepare.is_plain`: no property but its id) joins without a
+:class:`Prepared` of its own (:meth:`Batcher.add_plain`): its record is built from its body and
+id straight away.
+
 The batch is sent as one of ``send_batch``'s chunks is (its retries, and the earliest deadline
 of its messages), and its answer split into each message's :class:`SendResult` (its own ids,
 the batch's queue offset plus its index), as Java's ``ProduceAccumulator`` does. A batch is
@@ -26,7 +30,7 @@ import anyio
 from rocketmq_actors.protocol.messages import BATCH_PROPS_LENGTH, BATCH_RECORD_HEAD
 from rocketmq_actors.protocol.sendframe import BatchBody
 
-from .prepare import Prepared
+from .prepare import UNIQ_PREFIX, Prepared
 
 __all__ = ["Batch", "Batcher", "Member"]
 
@@ -39,8 +43,6 @@ class Member(Protocol):
     """What a batch holds of each message: the senders' item for it."""
 
     @property
-    def prepared(self) -> Prepared: ...
-    @property
     def timeout(self) -> float | None: ...
 
 
@@ -50,11 +52,16 @@ M = TypeVar("M", bound=Member)
 class Batch(Generic[M]):
     """The messages of one batch, in order, and its body's records as they were joined."""
 
-    __slots__ = ("closed", "created", "filled", "items", "parts", "size", "timeout", "topic")
+    __slots__ = (
+        "closed", "created", "filled", "ids", "items", "parts", "size", "timeout", "topic",
+        "user_topic",
+    )  # fmt: skip
 
-    def __init__(self, topic: str, created: float) -> None:
-        self.topic = topic
+    def __init__(self, topic: str, user_topic: str, created: float) -> None:
+        self.topic = topic  # as sent (namespace-wrapped)
+        self.user_topic = user_topic
         self.items: list[M] = []
+        self.ids: list[str] = []  # its messages' (UNIQ_KEY)
         self.parts: list[bytes] = []  # per message: record head, body, properties
         self.size = 0
         self.timeout: float | None = None  # the shortest of its messages' (None: the default)
@@ -64,10 +71,8 @@ class Batch(Generic[M]):
 
     def prepared(self) -> Prepared:
         """The batch as one SEND_BATCH_MESSAGE (its messages' ids in ``batch_ids``)."""
-        first = self.items[0].prepared
-        ids = [item.prepared.msg_id for item in self.items]
-        return Prepared(first.topic, first.user_topic, BatchBody(self.parts, self.size), "", "",
-                        0, 0, ids, False, False, self.size)  # fmt: skip
+        return Prepared(self.topic, self.user_topic, BatchBody(self.parts, self.size), "", "",
+                        0, 0, self.ids, False, False, self.size)  # fmt: skip
 
 
 class Batcher(Generic[M]):
@@ -93,24 +98,47 @@ class Batcher(Generic[M]):
         props_size = len(props) if props.isascii() else 3 * len(props)
         return prepared.size + props_size + _RECORD_OVERHEAD <= self.max_size
 
-    def add(self, item: M) -> Batch[M] | None:
-        """Join ``item`` (which :meth:`takes`) to its topic's open batch. The batch it opened,
-        if it opened one - the caller queues that for a sender - else None."""
-        prepared = item.prepared
-        props = prepared.properties.encode()
+    def takes_plain(self, size: int, msg_id: str) -> bool:
+        """May a plain message of ``size`` bytes and id ``msg_id`` join a batch (as
+        :meth:`takes` says of any other)?"""
+        return (
+            self.held < self.max_held
+            and size + len(UNIQ_PREFIX) + len(msg_id) + 1 + _RECORD_OVERHEAD <= self.max_size
+        )
+
+    def add(self, item: M, prepared: Prepared) -> Batch[M] | None:
+        """Join ``item``, whose message is ``prepared`` (which :meth:`takes`), to its topic's
+        open batch. The batch it opened, if it opened one - the caller queues that for a
+        sender - else None."""
         body = cast(bytes, prepared.body)  # (a batch's body is never batchable)
-        record = _RECORD_OVERHEAD + prepared.size + len(props)
-        batch = self._open.get(prepared.topic)
+        return self._join(item, (prepared.topic, prepared.user_topic, prepared.msg_id),
+                          prepared.flag, body, prepared.properties.encode())  # fmt: skip
+
+    def add_plain(
+        self, item: M, names: tuple[str, str, str], flag: int, body: bytes
+    ) -> Batch[M] | None:
+        """:meth:`add` for a plain message (:meth:`takes_plain`): ``names`` are its topic as
+        sent, as the user named it, and its id."""
+        props = f"{UNIQ_PREFIX}{names[2]}\x02".encode()
+        return self._join(item, names, flag, body, props)
+
+    def _join(
+        self, item: M, names: tuple[str, str, str], flag: int, body: bytes, props: bytes
+    ) -> Batch[M] | None:
+        topic = names[0]
+        size = len(body)
+        record = _RECORD_OVERHEAD + size + len(props)
+        batch = self._open.get(topic)
         opened = None
         if batch is None or batch.size + record > self.max_size:
             if batch is not None:
                 self.close(batch)
             created = time.monotonic() if self.max_delay else 0.0
-            batch = opened = self._open[prepared.topic] = Batch(prepared.topic, created)
+            batch = opened = self._open[topic] = Batch(topic, names[1], created)
         batch.items.append(item)
+        batch.ids.append(names[2])
         batch.parts += (
-            _HEAD(record, 0, 0, prepared.flag, prepared.size), body,
-            _PROPS_LENGTH(len(props)) + props,
+            _HEAD(record, 0, 0, flag, size), body, _PROPS_LENGTH(len(props)) + props,
         )  # fmt: skip
         batch.size += record
         self.held += record

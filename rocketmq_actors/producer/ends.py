@@ -10,7 +10,7 @@ from typing import Any
 from rocketmq_actors.logs import FailureLog, get_logger
 from rocketmq_actors.runtime.soon import Call, CallBatch
 
-from .queued import Queued
+from .queued import Joined, Queued
 
 __all__ = ["SendEnds"]
 
@@ -23,7 +23,7 @@ class SendEnds:
         self._callbacks = CallBatch(self._callback_failed)
         self._callback_errors = FailureLog()
 
-    def call_back(self, item: Queued) -> None:
+    def call_back(self, item: Queued | Joined) -> None:
         """Queue the call of the send's callback with its future (once: it is then cleared)."""
         callback, item.callback = item.callback, None
         if callback is not None:

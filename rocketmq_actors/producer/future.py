@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Generator
 from typing import Any, Protocol
 
+import anyio
 import attrs
+
+from rocketmq_actors.runtime.waiters import Waiter, wait_done
 
 from .result import SendResult
 
-__all__ = ["FlushResult", "SendFuture"]
+__all__ = ["FlushResult", "SendFuture", "flush_futures"]
 
 
 class SendFuture(Protocol):
@@ -54,3 +58,22 @@ class FlushResult:
     @property
     def total(self) -> int:
         return self.sent + self.failed + self.pending + self.cancelled
+
+
+async def flush_futures(futures: list[Waiter], timeout: float | None) -> FlushResult:
+    """Wait (at most ``timeout`` seconds; None: no limit) for ``futures`` to be resolved,
+    without cancelling any, and count how they ended."""
+    with anyio.move_on_after(math.inf if timeout is None else timeout):
+        for future in futures:
+            await wait_done(future)
+    sent = failed = pending = cancelled = 0
+    for future in futures:
+        if not future.done():
+            pending += 1
+        elif future.cancelled():  # (exception() would raise CancelledError)
+            cancelled += 1
+        elif future.exception() is None:
+            sent += 1
+        else:
+            failed += 1
+    return FlushResult(sent, failed, pending, cancelled)

@@ -33,7 +33,7 @@ from rocketmq_actors.cluster.routes import TopicRoute
 from rocketmq_actors.errors import ConfigError, ProducerBusy
 from rocketmq_actors.hooks import SendContext, SendHook
 from rocketmq_actors.logs import get_logger
-from rocketmq_actors.names import validate_group, wrap
+from rocketmq_actors.names import validate_group, validate_topic, wrap
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import ResponseCode
 from rocketmq_actors.protocol.events import BrokerRequest, ReplyPushed
@@ -51,7 +51,15 @@ from . import recall as recalls
 from .autobatch import Batcher
 from .future import FlushResult, SendFuture
 from .options import ProducerOptions
-from .prepare import Prepared, check_batch, check_message, prepare, prepare_batch
+from .prepare import (
+    RETRY_PREFIX,
+    Prepared,
+    check_batch,
+    check_message,
+    is_plain,
+    prepare,
+    prepare_batch,
+)
 from .requestreply import ReplyTable
 from .result import BatchResults, SendResult
 from .selector import LatencyFaultTolerance, QueueSelector
@@ -146,6 +154,10 @@ class ProducerGroup(GroupMember):
         self.hooking = bool(self.hooks)
         #: single sends are admitted (and joined into batches: :mod:`.autobatch`)
         self.auto_batch = options.auto_batch
+        #: a plain message joins a batch by a shorter path (:meth:`_join_plain`)
+        self._plain_joins = (
+            options.auto_batch and not self.hooking and self.value_serializer is None
+        )
         batcher: Batcher[Any] | None = None
         if options.auto_batch:
             batcher = Batcher(max_bytes=options.batch_max_bytes, max_delay=options.batch_max_delay,
@@ -307,6 +319,10 @@ class ProducerGroup(GroupMember):
         room, or an ordered send's route to look up), nothing admitted yet: the
         :class:`Admission` that :meth:`admit_waiting` completes (``submit``) or that is
         refused with :meth:`busy` (``send_nowait``). Bad input raises first."""
+        if self._plain_joins and sharding_key is None and selector is None:
+            joined = self._join_plain(message, timeout, callback)
+            if joined is not None:
+                return joined
         hooked = None
         if self.hooking:  # (after_send: from the callback, once the send has ended)
             hooked = self.hooks.before(message, "async", sharding_key, selector)
@@ -331,6 +347,35 @@ class ProducerGroup(GroupMember):
         if future is None:
             return Admission(message, prepared, routing, timeout, callback, hooked)
         return cast(SendFuture, future)
+
+    def _join_plain(
+        self,
+        message: Message,
+        timeout: float | None,
+        callback: Callable[[SendFuture], object] | None,
+    ) -> SendFuture | None:
+        """A plain message's future, admitted into an auto-batch without a :class:`Prepared`
+        (fewer objects a message in flight: ``queued.Joined``); None, with nothing done, when
+        it is not plain or cannot be admitted so now (:meth:`admit` goes on with it)."""
+        options = self.options
+        try:
+            if not is_plain(message, options.max_message_size, options.compress_threshold):
+                return None
+        except AttributeError:  # not a Message: prepare() says so
+            return None
+        topic = message.topic
+        if topic.startswith(RETRY_PREFIX):  # (never batched)
+            return None
+        validate_topic(topic)
+        self._check_running()
+        if timeout is not None:
+            timeout = check_timeout("timeout", timeout)
+        namespace = self.namespace
+        names = (topic if namespace is None else wrap(namespace, topic), topic)
+        joined = self.senders.join_plain(
+            names, message.body, message.flag, self._ids, timeout, callback
+        )
+        return cast("SendFuture | None", joined)
 
     async def admit_waiting(self, admission: Admission) -> SendFuture:
         """Wait for room (and an ordered send's lane), then admit: the send's future."""

@@ -29,13 +29,16 @@ from rocketmq_actors.protocol.messages import (
 )
 from rocketmq_actors.protocol.sendframe import BatchBody
 
-__all__ = ["Prepared", "check_message", "prepare", "prepare_batch"]
+__all__ = [
+    "RETRY_PREFIX", "UNIQ_PREFIX", "Prepared", "check_message", "is_plain", "prepare",
+    "prepare_batch",
+]  # fmt: skip
 
 MAX_DELAY_LEVEL = 18
 #: a message's encoded properties: a broker refuses more (CommitLog's 16-bit length)
 MAX_PROPERTIES = MAX_BATCH_PROPERTIES
-_UNIQ_PREFIX = f"{Property.UNIQ_KEY}\x01"
-_RETRY = "%RETRY%"  # a retry topic's prefix: no batch goes there (the broker refuses it)
+UNIQ_PREFIX = f"{Property.UNIQ_KEY}\x01"
+RETRY_PREFIX = "%RETRY%"  # a retry topic's prefix: no batch goes there (the broker refuses it)
 
 
 def _check_text(what: str, text: str) -> None:
@@ -161,6 +164,18 @@ class Prepared:
     size: int = attrs.field(default=attrs.Factory(lambda self: len(self.body), takes_self=True))
 
 
+def is_plain(msg: Message, max_size: int, compress_threshold: int) -> bool:
+    """Is ``msg`` plain: a bytes body of a valid size, below the compression threshold, and no
+    properties, tags, keys or delay (UNIQ_KEY is its only property on the wire)? An object that
+    is not a :class:`Message` raises AttributeError."""
+    body = msg.body
+    return not (msg.properties or msg.tags or msg.keys or msg.delay_level
+        or msg.deliver_at_ms is not None or msg.delay_ms is not None or not msg.wait_store
+        or body.__class__ is not bytes or not 0 < len(body) <= max_size
+        or msg.value is not None or msg.flag.__class__ is not int
+        or (compress_threshold and len(body) >= compress_threshold))  # fmt: skip
+
+
 def prepare(
     msg: Message,
     *,
@@ -174,26 +189,19 @@ def prepare(
     sys_flag: int = 0,
 ) -> Prepared:
     try:  # (a try costs nothing until it catches: a Message pays no type check here)
-        body = msg.body
-        plain = not (extra or msg.properties or msg.tags or msg.keys or msg.delay_level
-            or msg.deliver_at_ms is not None or msg.delay_ms is not None or not msg.wait_store
-            or body.__class__ is not bytes or not 0 < len(body) <= max_size
-            or msg.value is not None or msg.flag.__class__ is not int
-            or (compress_threshold and len(body) >= compress_threshold))  # fmt: skip
+        plain = not extra and is_plain(msg, max_size, compress_threshold)
     except AttributeError:  # not a Message: InvalidMessage saying so
         check_message(msg)
         raise
-    if plain:
-        # a plain message (bytes body of a valid size, below the compression threshold, no
-        # properties, tags, keys or delay): the checks above are all that _validate would
-        # make, and UNIQ_KEY is its only property
+    if plain:  # the checks of is_plain are all that _validate would make
         validate_topic(msg.topic)
         msg_id = ids.next_id()
         topic = msg.topic
+        body = msg.body
         return Prepared(
             topic if namespace is None else wrap(namespace, topic), topic, body,
-            f"{_UNIQ_PREFIX}{msg_id}\x02", msg_id, sys_flag, msg.flag, (), False,
-            not sys_flag and not topic.startswith(_RETRY), len(body),
+            f"{UNIQ_PREFIX}{msg_id}\x02", msg_id, sys_flag, msg.flag, (), False,
+            not sys_flag and not topic.startswith(RETRY_PREFIX), len(body),
         )  # fmt: skip
     _validate(msg, max_size)
     props = msg.wire_properties()
@@ -228,7 +236,7 @@ def prepare(
             or msg.delay_level
             or timer
             or not msg.wait_store
-            or msg.topic.startswith(_RETRY)
+            or msg.topic.startswith(RETRY_PREFIX)
         ),
     )
 
@@ -245,7 +253,7 @@ def prepare_batch(
     topic = check_message(messages[0], "message 0 of the batch: ").topic
     wait = messages[0].wait_store
     validate_topic(topic)  # (every message must have this one)
-    if topic.startswith(_RETRY):
+    if topic.startswith(RETRY_PREFIX):
         raise InvalidMessage("batches cannot be sent to retry topics")
     # Each message is encoded as it is checked, straight into its chunk's parts: 20 bytes of
     # head (total, magic, crc, flag, body length), the body, then the properties behind their
@@ -256,7 +264,7 @@ def prepare_batch(
     msg_ids = ids.next_ids(len(messages))
     # a plain message's tail is "UNIQ_KEY\x01<id>\x02" behind its length: the ids are of one
     # length, so the length's two bytes (ASCII, below 128) lead the same f-string
-    uniq = _UNIQ_PREFIX
+    uniq = UNIQ_PREFIX
     plain = f"{uniq}{msg_ids[0]}\x02".encode()
     plain_tail = _ascii_length(len(plain)) + uniq
     if wait:

@@ -20,7 +20,6 @@ the send's failure, with :class:`~rocketmq_actors.errors.InternalError` if the s
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import NoReturn, cast
 
@@ -38,6 +37,7 @@ from rocketmq_actors.errors import (
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.protocol.bodies import MessageQueue
+from rocketmq_actors.protocol.messages import UniqueIdGenerator
 from rocketmq_actors.runtime.signal import Signal
 from rocketmq_actors.runtime.soon import Call
 from rocketmq_actors.runtime.tree import Node
@@ -46,9 +46,9 @@ from rocketmq_actors.runtime.workqueue import WorkQueue
 
 from .autobatch import Batch, Batcher
 from .ends import SendEnds
-from .future import FlushResult
+from .future import FlushResult, flush_futures
 from .prepare import Prepared
-from .queued import Queued, batch_topic
+from .queued import Joined, Queued
 from .result import SendResult
 from .sendloop import ROUND_ROBIN, Routing, SendLoop
 
@@ -70,7 +70,7 @@ class Senders:
         name: str,
         max_pending: int,
         max_pending_bytes: int,
-        batcher: Batcher[Queued] | None = None,
+        batcher: Batcher[Queued | Joined] | None = None,
     ) -> None:
         self.loop = loop
         self._batcher = batcher
@@ -83,11 +83,11 @@ class Senders:
         self._changed = Signal()
         self._lanes: dict[MessageQueue, Waiter] = {}  # ordered sends: the last one per queue
         self._admitted = 0
-        self._unresolved: dict[int, Queued] = {}  # admission seq -> item, until released
+        self._unresolved: dict[int, Queued | Joined] = {}  # admission seq -> item, until released
         self._new_future: Callable[[], Waiter] | None = None  # (the running loop's, once known)
         self._ends = SendEnds(name)  # each send's callback, once it ends
         # (a batch holds one admitted message at least: room for every item, whatever they are)
-        self.outbox: WorkQueue[Queued | Batch[Queued]] = WorkQueue(max_pending)
+        self.outbox: WorkQueue[Queued | Batch[Queued | Joined]] = WorkQueue(max_pending)
         self._pool: TaskGroup | None = None
         self._started = 0  # sender tasks started
 
@@ -122,6 +122,36 @@ class Senders:
         if ordered or not self.loop.start_first(item, timeout):
             self._queue_now(item, item)
         return item.future
+
+    def join_plain(  # noqa: PLR0917 - positional: once per message
+        self,
+        names: tuple[str, str],
+        body: bytes,
+        flag: int,
+        ids: UniqueIdGenerator,
+        timeout: float | None,
+        callback: Call | None,
+    ) -> Waiter | None:
+        """:meth:`admit_now` for a plain message (``prepare.is_plain``, checked) of topic
+        ``names`` (as sent, as the user named it) that auto-batching joins to a batch
+        (``Batcher.add_plain``): its future; None, with nothing done, when there is no room or
+        the message cannot join a batch (``admit`` it then)."""
+        if callback is not None and not callable(callback):
+            raise ConfigError(f"callback must be callable, not {type(callback).__name__}")
+        size = len(body)
+        batcher = self._batcher
+        if batcher is None or not self._has_room(size):
+            return None
+        msg_id = ids.next_id()
+        if not batcher.takes_plain(size, msg_id):
+            return None
+        future = self._count_in(size)
+        seq = self._admitted
+        item = self._unresolved[seq] = Joined(future, names[1], size, seq, timeout, callback)
+        opened = batcher.add_plain(item, (*names, msg_id), flag, body)
+        if opened is not None:
+            self._queue_now(opened, item, undo=lambda: batcher.drop(opened))
+        return future
 
     def why_not_now(self, prepared: Prepared) -> str:
         """Why :meth:`admit_now` could not admit ``prepared`` (``send_nowait``'s refusal)."""
@@ -175,13 +205,8 @@ class Senders:
         callback: Call | None,
     ) -> Queued:
         """Count the message in (there is room) and make its future and queue item."""
-        new_future = self._new_future
-        if new_future is None:
-            new_future = self._new_future = waiter_factory()[0]
-        future = new_future()
-        self.pending += 1
-        self.pending_bytes += prepared.size
-        self._admitted = seq = self._admitted + 1
+        future = self._count_in(prepared.size)
+        seq = self._admitted
         previous = None
         if lane is not None:  # ordered: after the previous send to the same queue completed
             previous = self._lanes.get(lane)
@@ -191,19 +216,33 @@ class Senders:
         )
         return item
 
+    def _count_in(self, size: int) -> Waiter:
+        """Count a message of ``size`` bytes in (there is room): its future (its admission
+        number is ``_admitted`` then)."""
+        new_future = self._new_future
+        if new_future is None:
+            new_future = self._new_future = waiter_factory()[0]
+        self.pending += 1
+        self.pending_bytes += size
+        self._admitted += 1
+        return new_future()
+
     def _join_batch(self, item: Queued) -> bool:
         """Auto-batching: join ``item`` to its topic's open batch when it may (True), the
         batch queued for a sender if ``item`` opened it (:mod:`.autobatch`)."""
         batcher = self._batcher
         if batcher is None or not batcher.takes(item.prepared):
             return False
-        opened = batcher.add(item)
+        opened = batcher.add(item, item.prepared)
         if opened is not None:
             self._queue_now(opened, item, undo=lambda: batcher.drop(opened))
         return True
 
     def _queue_now(
-        self, work: Queued | Batch[Queued], item: Queued, undo: Callable[[], None] | None = None
+        self,
+        work: Queued | Batch[Queued | Joined],
+        item: Queued | Joined,
+        undo: Callable[[], None] | None = None,
     ) -> None:
         """Queue ``work`` (``item`` itself, or the batch it opened) for a sender now; if it
         cannot be (the producer stopped), ``undo()`` and refuse ``item``."""
@@ -220,7 +259,7 @@ class Senders:
             self._refuse(item, error)
         self._grow()
 
-    def _refuse(self, item: Queued, exc: BaseException) -> NoReturn:
+    def _refuse(self, item: Queued | Joined, exc: BaseException) -> NoReturn:
         """Undo :meth:`_enter` for an item that could not be queued, and raise why."""
         item.callback = None  # (the caller gets the error)
         self.release(item, written=False)
@@ -279,21 +318,7 @@ class Senders:
     async def flush(self, timeout: float | None) -> FlushResult:
         """Wait (at most ``timeout`` seconds; None: no limit) for the futures of the sends
         admitted so far, and count how they ended. Cancelling it cancels no send."""
-        futures = self.outstanding()
-        with anyio.move_on_after(math.inf if timeout is None else timeout):
-            for future in futures:
-                await wait_done(future)
-        sent = failed = pending = cancelled = 0
-        for future in futures:
-            if not future.done():
-                pending += 1
-            elif future.cancelled():  # (exception() would raise CancelledError)
-                cancelled += 1
-            elif future.exception() is None:
-                sent += 1
-            else:
-                failed += 1
-        return FlushResult(sent, failed, pending, cancelled)
+        return await flush_futures(self.outstanding(), timeout)
 
     def outstanding(self) -> list[Waiter]:
         """The futures of every send admitted and not released yet (what ``flush`` waits
@@ -361,16 +386,19 @@ class Senders:
                 return
             if item.__class__ is Batch:
                 await self._send_batch(item)
-                continue
-            item = cast(Queued, item)
-            try:
-                if item.previous is not None:
-                    await wait_done(item.previous)  # its own caller hears about a failure
-                await self._send_into(item)
-            except BaseException:  # cancelled: the producer is stopping
-                self.release(item, written=True)
-                raise
-            self.release(item, written=True)  # (it is resolved: only its admission is released)
+            else:
+                await self._send_one(cast(Queued, item))
+            del item  # (an idle sender holds nothing it sent: its messages are freed)
+
+    async def _send_one(self, item: Queued) -> None:
+        try:
+            if item.previous is not None:
+                await wait_done(item.previous)  # its own caller hears about a failure
+            await self._send_into(item)
+        except BaseException:  # cancelled: the producer is stopping
+            self.release(item, written=True)
+            raise
+        self.release(item, written=True)  # (it is resolved: only its admission is released)
 
     async def _send_into(self, item: Queued) -> None:
         future, prepared = item.future, item.prepared
@@ -389,7 +417,7 @@ class Senders:
         finally:
             self._changed.set()
 
-    async def _send_batch(self, batch: Batch[Queued]) -> None:
+    async def _send_batch(self, batch: Batch[Queued | Joined]) -> None:
         """Send an auto-batch (once closed) and resolve each message's future with its own
         result, or every one with the batch's error; then release them."""
         assert self._batcher is not None
@@ -401,10 +429,10 @@ class Senders:
             sent = True
             result = await self.loop.send(prepared, ROUND_ROBIN, batch.timeout)
             outcomes = result.split(prepared.batch_ids)
-            METRICS.inc("rocketmq_client_auto_batches_total", topic=batch_topic(items))
-            METRICS.inc("rocketmq_client_auto_batched_total", len(items), topic=batch_topic(items))
+            METRICS.inc("rocketmq_client_auto_batches_total", topic=batch.user_topic)
+            METRICS.inc("rocketmq_client_auto_batched_total", len(items), topic=batch.user_topic)
         except Exception as exc:  # a bug too: it fails this batch, never the producer
-            outcomes = [self._failure(batch_topic(items), exc)] * len(items)
+            outcomes = [self._failure(batch.user_topic, exc)] * len(items)
         except BaseException:  # cancelled: the producer is stopping
             for item in items:
                 self.release(item, written=sent)
@@ -423,25 +451,25 @@ class Senders:
             for item in items:
                 self.release(item, written=True)
 
-    def release(self, item: Queued, *, written: bool) -> None:
+    def release(self, item: Queued | Joined, *, written: bool) -> None:
         """Release an item's admission; fail its future if it is not resolved yet (the
         producer stopped: ``written`` says whether the broker may have the message)."""
         if not item.future.done():  # (resolved, the common case: no call)
             self._fail_stopped(item, written=written)
         self.pending -= 1
-        self.pending_bytes -= item.prepared.size
+        self.pending_bytes -= item.size
         self._unresolved.pop(item.seq, None)
         if item.lane is not None and self._lanes.get(item.lane) is item.future:
             del self._lanes[item.lane]
         if item.callback is not None:
             self._ends.call_back(item)
 
-    def _fail_stopped(self, item: Queued, *, written: bool) -> None:
+    def _fail_stopped(self, item: Queued | Joined, *, written: bool) -> None:
         """Fail an item's future, if it is not resolved yet, because the producer stopped."""
         if not item.future.done():
             error = ClientClosed(f"{self.name} stopped before the send completed")
             error.outcome_unknown = written
-            item.future.set_exception(SendFailed(item.prepared.user_topic, [error]))
+            item.future.set_exception(SendFailed(item.user_topic, [error]))
             self._ends.call_back(item)  # (a first attempt's may be released later)
 
     def fail_unsent(self) -> None:
@@ -460,8 +488,8 @@ class Senders:
                 continue
             item = cast(Queued, item)
             self.release(item, written=item.first and item.may_be_stored)
-        for item in list(self._unresolved.values()):
-            self._fail_stopped(item, written=True)
+        for unresolved in list(self._unresolved.values()):
+            self._fail_stopped(unresolved, written=True)
 
     def describe(self) -> Node:
         info = {"tasks": self.tasks, "pending": self.pending}

@@ -38,6 +38,8 @@ class FakeCluster:
                 await peer.reply(cmd, ResponseCode.SYSTEM_BUSY, remark="busy")
             elif self.send_answer == "illegal":
                 await peer.reply(cmd, ResponseCode.MESSAGE_ILLEGAL, remark="no")
+            elif self.send_answer == "ok":  # stored (a batch's ids: none, as a broker may)
+                await peer.reply(cmd, ext_fields={"msgId": "", "queueId": "0", "queueOffset": "0"})
             else:  # stall
                 await anyio.sleep_forever()
         else:

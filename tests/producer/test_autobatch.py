@@ -3,14 +3,17 @@ refused batch against a fake broker (a real one cannot be told to refuse a batch
 
 from __future__ import annotations
 
+import gc
+
 import anyio
 import attrs
 import pytest
 
 from rocketmq_actors.errors import BrokerError, ConfigError, SendFailed
 from rocketmq_actors.producer import Message, Producer, ProducerOptions
-from rocketmq_actors.producer.autobatch import Batcher
+from rocketmq_actors.producer.autobatch import Batch, Batcher
 from rocketmq_actors.producer.prepare import Prepared, prepare
+from rocketmq_actors.producer.queued import Joined
 from rocketmq_actors.protocol.compression import CompressionType
 from rocketmq_actors.protocol.messages import UniqueIdGenerator, encode_batch
 from rocketmq_actors.protocol.sendframe import BatchBody
@@ -37,6 +40,10 @@ def _batcher(max_bytes: int = 32 * 1024, max_delay: float = 0.0) -> Batcher[Item
     return Batcher(max_bytes=max_bytes, max_delay=max_delay, max_size=4 * 1024 * 1024)
 
 
+def _add(batcher: Batcher[Item], item: Item) -> Batch[Item] | None:
+    return batcher.add(item, item.prepared)
+
+
 def test_a_batch_body_is_the_records_of_its_messages_in_order() -> None:
     batcher = _batcher()
     messages = [
@@ -45,7 +52,7 @@ def test_a_batch_body_is_the_records_of_its_messages_in_order() -> None:
         Message(topic="T", body="ünï".encode(), properties={"p": "välue"}),
     ]
     items = [Item(_prepared(m)) for m in messages]
-    opened = [batcher.add(item) for item in items]
+    opened = [_add(batcher, item) for item in items]
     assert opened[0] is not None and opened[1:] == [None, None]  # one batch, opened by the first
     batch = opened[0]
     prepared = batch.prepared()
@@ -58,42 +65,58 @@ def test_a_batch_body_is_the_records_of_its_messages_in_order() -> None:
     assert not batch.closed  # (under batch_max_bytes: a sender closes it when it takes it)
 
 
+def test_a_plain_message_joins_with_the_record_its_prepared_form_would_give() -> None:
+    messages = [Message(topic="T", body=b"plain"), Message(topic="T", body=b"flagged", flag=7)]
+    items = [Item(_prepared(m)) for m in messages]
+    prepared, plain = _batcher(), _batcher()
+    for message, item in zip(messages, items, strict=True):
+        _add(prepared, item)
+        msg_id = item.prepared.msg_id
+        assert plain.takes_plain(len(message.body), msg_id)
+        plain.add_plain(item, ("T", "T", msg_id), message.flag, message.body)
+    ((_, one),), ((_, other),) = prepared._open.items(), plain._open.items()
+    assert bytes(one.prepared().body) == bytes(other.prepared().body)
+    assert one.ids == other.ids == [i.prepared.msg_id for i in items]
+    assert plain.held == prepared.held == one.size
+    assert not _batcher().takes_plain(4 * 1024 * 1024, msg_id)  # (no room for its record)
+
+
 def test_topics_get_batches_of_their_own_and_a_full_batch_is_closed() -> None:
     batcher = _batcher(max_bytes=3000)
-    first = batcher.add(Item(_prepared(Message(topic="A", body=b"x" * 1000))))
-    other = batcher.add(Item(_prepared(Message(topic="B", body=b"x" * 1000))))
+    first = _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000))))
+    other = _add(batcher, Item(_prepared(Message(topic="B", body=b"x" * 1000))))
     assert first is not None and other is not None and first is not other
-    assert batcher.add(Item(_prepared(Message(topic="A", body=b"x" * 1000)))) is None
-    assert batcher.add(Item(_prepared(Message(topic="A", body=b"x" * 1000)))) is None
+    assert _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000)))) is None
+    assert _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000)))) is None
     assert first.closed and len(first.items) == 3  # past 3000 bytes: closed, as it filled
-    again = batcher.add(Item(_prepared(Message(topic="A", body=b"y"))))
+    again = _add(batcher, Item(_prepared(Message(topic="A", body=b"y"))))
     assert again is not None and again is not first  # the next one opens another
     assert not other.closed
 
 
 def test_no_batch_grows_past_the_largest_message() -> None:
     batcher = Batcher[Item](max_bytes=10_000, max_delay=0.0, max_size=2500)
-    first = batcher.add(Item(_prepared(Message(topic="A", body=b"x" * 1000))))
-    assert batcher.add(Item(_prepared(Message(topic="A", body=b"x" * 1000)))) is None
-    third = batcher.add(Item(_prepared(Message(topic="A", body=b"x" * 1000))))
+    first = _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000))))
+    assert _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000)))) is None
+    third = _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000))))
     assert first is not None and third is not None and first.closed
     assert first.size <= 2500 and len(first.items) == 2
 
 
 def test_the_earliest_deadline_of_its_messages_is_the_batchs() -> None:
     batcher = _batcher()
-    batch = batcher.add(Item(_prepared(Message(topic="A", body=b"1"))))
+    batch = _add(batcher, Item(_prepared(Message(topic="A", body=b"1"))))
     assert batch is not None and batch.timeout is None
-    batcher.add(Item(_prepared(Message(topic="A", body=b"2")), timeout=5.0))
-    batcher.add(Item(_prepared(Message(topic="A", body=b"3")), timeout=2.0))
-    batcher.add(Item(_prepared(Message(topic="A", body=b"4")), timeout=9.0))
+    _add(batcher, Item(_prepared(Message(topic="A", body=b"2")), timeout=5.0))
+    _add(batcher, Item(_prepared(Message(topic="A", body=b"3")), timeout=2.0))
+    _add(batcher, Item(_prepared(Message(topic="A", body=b"4")), timeout=9.0))
     assert batch.timeout == 2.0
 
 
 def test_past_the_bytes_held_in_unanswered_batches_messages_go_alone() -> None:
     batcher = Batcher[Item](max_bytes=1500, max_delay=0.0, max_size=4 << 20, max_held=2000)
-    first = batcher.add(Item(_prepared(Message(topic="A", body=b"x" * 1000))))
-    second = batcher.add(Item(_prepared(Message(topic="B", body=b"x" * 1000))))
+    first = _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000))))
+    second = _add(batcher, Item(_prepared(Message(topic="B", body=b"x" * 1000))))
     assert first is not None and second is not None and batcher.held > 2000
     message = _prepared(Message(topic="A", body=b"y"))
     assert not batcher.takes(message)  # (Java: tryAddMessage refuses, sendDirect)
@@ -123,7 +146,7 @@ def test_a_message_too_large_to_share_a_frame_is_sent_alone() -> None:
 
 async def test_a_delay_holds_a_batch_until_it_fills_or_the_delay_passes() -> None:
     batcher = _batcher(max_bytes=3000, max_delay=30.0)
-    batch = batcher.add(Item(_prepared(Message(topic="A", body=b"x" * 1000))))
+    batch = _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000))))
     assert batch is not None
     with anyio.fail_after(10):  # (a contract: filling it ends the 30 s wait at once)
         async with anyio.create_task_group() as tg:
@@ -131,11 +154,11 @@ async def test_a_delay_holds_a_batch_until_it_fills_or_the_delay_passes() -> Non
             await anyio.lowlevel.checkpoint()
             assert not batch.closed  # the sender waits: later messages still join
             for _ in range(2):
-                batcher.add(Item(_prepared(Message(topic="A", body=b"x" * 1000))))
+                _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000))))
     assert batch.closed and len(batch.items) == 3
 
     short = Batcher[Item](max_bytes=3000, max_delay=0.05, max_size=4 * 1024 * 1024)
-    batch = short.add(Item(_prepared(Message(topic="A", body=b"short"))))
+    batch = _add(short, Item(_prepared(Message(topic="A", body=b"short"))))
     assert batch is not None
     with anyio.fail_after(10):
         await short.ready(batch)  # the delay passes: closed with what it has
@@ -144,7 +167,7 @@ async def test_a_delay_holds_a_batch_until_it_fills_or_the_delay_passes() -> Non
 
 async def test_close_all_ends_a_delay_and_a_later_message_opens_a_new_batch() -> None:
     batcher = _batcher(max_delay=30.0)
-    batch = batcher.add(Item(_prepared(Message(topic="A", body=b"1"))))
+    batch = _add(batcher, Item(_prepared(Message(topic="A", body=b"1"))))
     assert batch is not None
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
@@ -152,7 +175,7 @@ async def test_close_all_ends_a_delay_and_a_later_message_opens_a_new_batch() ->
             await anyio.lowlevel.checkpoint()
             batcher.close_all()
     assert batch.closed
-    assert batcher.add(Item(_prepared(Message(topic="A", body=b"2")))) is not None
+    assert _add(batcher, Item(_prepared(Message(topic="A", body=b"2")))) is not None
 
 
 @pytest.mark.parametrize(
@@ -186,3 +209,33 @@ async def test_a_refused_batch_fails_each_of_its_messages_with_the_brokers_answe
             assert isinstance(errors[0], SendFailed)
             assert isinstance(errors[0].attempts[0], BrokerError)
             assert fake.batches == 1 and fake.sends == 0  # one frame for the five, not retried
+
+
+async def test_a_plain_message_in_a_batch_is_two_objects_and_leaves_none_behind() -> None:
+    """What the garbage collector tracks of a plain message in an auto-batch: its future and
+    its ``Joined``, no ``Prepared`` (each object a message in flight makes the collector run
+    more often); and once answered, none of it is left (no cycle, and no sender task holds the
+    batch it sent)."""
+    fake = FakeCluster("ok")
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        options = ProducerOptions(auto_batch=True, batch_max_delay=0.0)
+        async with Producer(namesrv=server.addr, group="G", options=options) as producer:
+            await producer.send(Message(topic="T", body=b"warm"))  # (route and connection)
+            messages = [Message(topic="T", body=b"x" * 100) for _ in range(200)]
+            gc.collect()
+            gc.disable()
+            try:
+                before = len(gc.get_objects())
+                futures = [producer.send_nowait(message) for message in messages]
+                tracked = len(gc.get_objects()) - before
+                with anyio.fail_after(10):
+                    flushed = await producer.flush()
+                assert flushed.sent == 200 and fake.batches >= 2  # (the warm-up's, then these)
+                assert all(isinstance(f.result().msg_id, str) for f in futures)
+                del futures
+                left = [o for o in gc.get_objects() if isinstance(o, Joined)]
+            finally:
+                gc.enable()
+            assert tracked <= 2.1 * len(messages)
+            assert not left  # (nor does an idle sender task hold them)
