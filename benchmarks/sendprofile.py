@@ -80,7 +80,9 @@ def summarize(raw: str, top: int = 15) -> dict[str, Any]:
     return {"samples": total, "top": ranked(self_counts), "inclusive_ours": ranked(ours)}
 
 
-async def _worker(addr: str, seconds: float, concurrency: int, nowait: bool) -> dict[str, Any]:
+async def _worker(
+    addr: str, seconds: float, concurrency: int, nowait: bool, autobatch: bool = False
+) -> dict[str, Any]:
     from rocketmq_actors.producer import Producer, ProducerOptions
     from rocketmq_actors.protocol import framing
 
@@ -93,9 +95,8 @@ async def _worker(addr: str, seconds: float, concurrency: int, nowait: bool) -> 
 
     topic = "bench_profile"
     max_pending = concurrency if nowait else 100_000
-    async with Producer(
-        namesrv=addr, group="bench_profile", options=ProducerOptions(max_pending=max_pending)
-    ) as producer:
+    options = ProducerOptions(max_pending=max_pending, auto_batch=autobatch)
+    async with Producer(namesrv=addr, group="bench_profile", options=options) as producer:
         await run(producer, 2.0)  # warm: route, connection
         cpu = time.process_time()  # this process, every thread
         sent, elapsed = await run(producer, seconds)
@@ -117,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--nowait", action="store_true",
                         help="submit from one task, --concurrency admitted")  # fmt: skip
+    parser.add_argument("--autobatch", action="store_true", help="auto-batching on")
     parser.add_argument("--worker", metavar="ADDR", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=RESULTS / "nullbroker.json")
     parser.add_argument("--keep-raw", type=Path, help="also copy py-spy's raw stacks here")
@@ -125,7 +127,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="pause the process per sample (py-spy's default)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.worker:  # the profiled child
-        figures = anyio.run(_worker, args.worker, args.seconds, args.concurrency, args.nowait)
+        figures = anyio.run(
+            _worker, args.worker, args.seconds, args.concurrency, args.nowait, args.autobatch
+        )
         sys.stdout.write(json.dumps(figures) + "\n")
         return 0
     if not args.py_spy:
@@ -138,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
              *([] if args.blocking or args.native else ["--nonblocking"]),
              "--output", str(raw), "--", sys.executable, "-m", "benchmarks.sendprofile",
              "--worker", broker.addr, "--seconds", str(args.seconds),
-             "--concurrency", str(args.concurrency), *(["--nowait"] if args.nowait else [])],
+             "--concurrency", str(args.concurrency), *(["--nowait"] if args.nowait else []),
+             *(["--autobatch"] if args.autobatch else [])],
             capture_output=True, text=True, check=True, timeout=args.seconds + 120,
             cwd=Path(__file__).resolve().parents[1],
         )  # fmt: skip
