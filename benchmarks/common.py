@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import timeit
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,9 +26,9 @@ def calibration_us() -> float:
     )
 
 
-def percentiles(latencies: list[float]) -> dict[str, float]:
-    """p50 and p99 of ``latencies`` (seconds; sorted in place) in ms, one rule for every side."""
-    latencies.sort()
+def percentiles(latencies: Sequence[float]) -> dict[str, float]:
+    """p50 and p99 of ``latencies`` (seconds) in ms, one rule for every side."""
+    latencies = sorted(latencies)
 
     def at(p: float) -> float:
         return round(latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000, 3)

@@ -21,7 +21,8 @@ import argparse
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -70,9 +71,9 @@ class LineSide(LineProcess):
     def ready(self) -> None:
         self.reply()
 
-    def window(self, mode: str, seconds: float) -> tuple[int, float, list[float], int]:
+    def window(self, mode: str, seconds: float) -> tuple[int, float, Sequence[float], int]:
         reply = self.ask(f"{OTHER_MODE.get(mode, mode)} {seconds}")
-        latencies = [us / 1e6 for us in reply["latencies_us"]]
+        latencies = array("d", (us / 1e6 for us in reply["latencies_us"]))
         for error, count in reply.get("errors", {}).items():
             self.errors[error] = self.errors.get(error, 0) + count
         return reply["messages"], reply["seconds"], latencies, reply["failed"]
@@ -121,7 +122,7 @@ class _Tally:
     def __init__(self) -> None:
         self.messages = 0
         self.seconds = 0.0
-        self.latencies: list[float] = []
+        self.latencies = array("d")  # (not a list: see benchmarks.producer.Latencies)
         self.failed = 0
         self.cpu_s: float | None = 0.0
         self.idle: tuple[int, int] | None = (0, 0)
@@ -130,14 +131,14 @@ class _Tally:
         self,
         messages: int,
         seconds: float,
-        latencies: list[float],
+        latencies: Sequence[float],
         failed: int,
         cpu_s: float | None,
         idle: tuple[int, int] | None,
     ) -> None:
         self.messages += messages
         self.seconds += seconds
-        self.latencies += latencies
+        self.latencies.extend(latencies)
         self.failed += failed
         self.cpu_s = self.cpu_s + cpu_s if self.cpu_s is not None and cpu_s is not None else None
         self.idle = (
@@ -218,7 +219,7 @@ async def paired(  # noqa: PLR0917 - positional for anyio.run
 
             async def ours(
                 mode: str, length: float = seconds
-            ) -> tuple[int, float, list[float], int]:
+            ) -> tuple[int, float, Sequence[float], int]:
                 if mode == "nowait":
                     return await nowait_window(nowait, topic, length)
                 if mode == "autobatch_nowait":
