@@ -239,3 +239,22 @@ async def test_a_plain_message_in_a_batch_is_two_objects_and_leaves_none_behind(
                 gc.enable()
             assert tracked <= 2.1 * len(messages)
             assert not left  # (nor does an idle sender task hold them)
+
+
+async def test_sends_past_max_pending_wait_for_room_and_all_are_stored() -> None:
+    fake = FakeCluster("ok")
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        options = ProducerOptions(auto_batch=True, batch_max_delay=0.0, max_pending=2)
+        async with Producer(namesrv=server.addr, group="G", options=options) as producer:
+            results = []
+
+            async def send(i: int) -> None:
+                results.append(await producer.send(Message(topic="T", body=b"%d" % i)))
+
+            with anyio.fail_after(10):
+                async with anyio.create_task_group() as tg:
+                    for i in range(10):
+                        tg.start_soon(send, i)
+            assert len({r.msg_id for r in results}) == 10  # (each its own result)
+            assert producer._group.senders.pending == 0
