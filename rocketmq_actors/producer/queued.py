@@ -1,6 +1,6 @@
 """What the senders hold of a message they admitted: its future, how it is routed, and (a
-plain message's) its first attempt itself - one object a message in flight. A plain message
-that joined an auto-batch is held by a smaller one, with no :class:`Prepared`."""
+plain message's) its first attempt itself - one object a message in flight. A message that
+joined an auto-batch is held by a smaller one, with no :class:`Prepared`."""
 
 from __future__ import annotations
 
@@ -70,8 +70,9 @@ class Queued(FirstAttempt):
 
 
 class Joined:
-    """A plain message admitted into an auto-batch (``Batcher.add_plain``): what its admission
-    and its batch need of it, and nothing more. Fewer objects a message in flight than a
+    """A message admitted into an auto-batch: what its admission and its batch need of it,
+    and nothing more (a plain message's is made without a :class:`Prepared` at all:
+    ``Batcher.add_plain``). Fewer objects a message in flight than a
     :class:`Queued` and its :class:`Prepared` means fewer runs of the garbage collector at
     many sends in flight (benchmarks/nullbroker.py, path e_autobatch_1k). It must refer to
     nothing that refers back to it: a cycle is freed only by the collector."""

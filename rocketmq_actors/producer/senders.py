@@ -70,7 +70,7 @@ class Senders:
         name: str,
         max_pending: int,
         max_pending_bytes: int,
-        batcher: Batcher[Queued | Joined] | None = None,
+        batcher: Batcher[Joined] | None = None,
     ) -> None:
         self.loop = loop
         self._batcher = batcher
@@ -87,7 +87,7 @@ class Senders:
         self._new_future: Callable[[], Waiter] | None = None  # (the running loop's, once known)
         self._ends = SendEnds(name)  # each send's callback, once it ends
         # (a batch holds one admitted message at least: room for every item, whatever they are)
-        self.outbox: WorkQueue[Queued | Batch[Queued | Joined]] = WorkQueue(max_pending)
+        self.outbox: WorkQueue[Queued | Batch[Joined]] = WorkQueue(max_pending)
         self._pool: TaskGroup | None = None
         self._started = 0  # sender tasks started
 
@@ -116,9 +116,11 @@ class Senders:
             if route is None:
                 return None
             lane = self._lane_in(route, routing)
+        if not ordered:
+            joined = self._join_batch(prepared, timeout, callback)
+            if joined is not None:
+                return joined
         item = self._enter(prepared, routing, timeout, lane, callback)
-        if not ordered and self._join_batch(item):
-            return item.future
         if ordered or not self.loop.start_first(item, timeout):
             self._queue_now(item, item)
         return item.future
@@ -145,13 +147,9 @@ class Senders:
         msg_id = ids.next_id()
         if not batcher.takes_plain(size, msg_id):
             return None
-        future = self._count_in(size)
-        seq = self._admitted
-        item = self._unresolved[seq] = Joined(future, names[1], size, seq, timeout, callback)
-        opened = batcher.add_plain(item, (*names, msg_id), flag, body)
-        if opened is not None:
-            self._queue_now(opened, item, undo=lambda: batcher.drop(opened))
-        return future
+        item = self._joined(names[1], size, timeout, callback)
+        self._queue_opened(batcher, batcher.add_plain(item, (*names, msg_id), flag, body), item)
+        return item.future
 
     def why_not_now(self, prepared: Prepared) -> str:
         """Why :meth:`admit_now` could not admit ``prepared`` (``send_nowait``'s refusal)."""
@@ -186,8 +184,12 @@ class Senders:
             check_running()  # stopped during the route lookup
             if self._has_room(size):  # (others may have taken it during the lookup)
                 break
+        if not ordered:
+            joined = self._join_batch(prepared, timeout, callback)
+            if joined is not None:
+                return joined
         item = self._enter(prepared, routing, timeout, lane, callback)
-        if not ordered and (self._join_batch(item) or self.loop.start_first(item, timeout)):
+        if not ordered and self.loop.start_first(item, timeout):
             return item.future  # on its way, with no task: the Java client's asynchronous send
         try:
             await self.outbox.put(item)
@@ -227,20 +229,38 @@ class Senders:
         self._admitted += 1
         return new_future()
 
-    def _join_batch(self, item: Queued) -> bool:
-        """Auto-batching: join ``item`` to its topic's open batch when it may (True), the
-        batch queued for a sender if ``item`` opened it (:mod:`.autobatch`)."""
+    def _join_batch(
+        self, prepared: Prepared, timeout: float | None, callback: Call | None
+    ) -> Waiter | None:
+        """Auto-batching: count ``prepared`` in (there is room) and join it to its topic's open
+        batch when it may - its future - else None, with nothing done (:mod:`.autobatch`). A
+        batched message is held as a :class:`Joined`, whatever path prepared it."""
         batcher = self._batcher
-        if batcher is None or not batcher.takes(item.prepared):
-            return False
-        opened = batcher.add(item, item.prepared)
+        if batcher is None or not batcher.takes(prepared):
+            return None
+        item = self._joined(prepared.user_topic, prepared.size, timeout, callback)
+        self._queue_opened(batcher, batcher.add(item, prepared), item)
+        return item.future
+
+    def _joined(
+        self, user_topic: str, size: int, timeout: float | None, callback: Call | None
+    ) -> Joined:
+        """Count a message that joins a batch in (there is room): its item."""
+        future = self._count_in(size)
+        seq = self._admitted
+        item = self._unresolved[seq] = Joined(future, user_topic, size, seq, timeout, callback)
+        return item
+
+    def _queue_opened(
+        self, batcher: Batcher[Joined], opened: Batch[Joined] | None, item: Joined
+    ) -> None:
+        """Queue the batch ``item`` opened, if it opened one, for a sender."""
         if opened is not None:
             self._queue_now(opened, item, undo=lambda: batcher.drop(opened))
-        return True
 
     def _queue_now(
         self,
-        work: Queued | Batch[Queued | Joined],
+        work: Queued | Batch[Joined],
         item: Queued | Joined,
         undo: Callable[[], None] | None = None,
     ) -> None:
@@ -417,7 +437,7 @@ class Senders:
         finally:
             self._changed.set()
 
-    async def _send_batch(self, batch: Batch[Queued | Joined]) -> None:
+    async def _send_batch(self, batch: Batch[Joined]) -> None:
         """Send an auto-batch (once closed) and resolve each message's future with its own
         result, or every one with the batch's error; then release them."""
         assert self._batcher is not None

@@ -13,7 +13,7 @@ from rocketmq_actors.errors import BrokerError, ConfigError, SendFailed
 from rocketmq_actors.producer import Message, Producer, ProducerOptions
 from rocketmq_actors.producer.autobatch import Batch, Batcher
 from rocketmq_actors.producer.prepare import Prepared, prepare
-from rocketmq_actors.producer.queued import Joined
+from rocketmq_actors.producer.queued import Joined, Queued
 from rocketmq_actors.protocol.compression import CompressionType
 from rocketmq_actors.protocol.messages import UniqueIdGenerator, encode_batch
 from rocketmq_actors.protocol.sendframe import BatchBody
@@ -258,3 +258,22 @@ async def test_sends_past_max_pending_wait_for_room_and_all_are_stored() -> None
                         tg.start_soon(send, i)
             assert len({r.msg_id for r in results}) == 10  # (each its own result)
             assert producer._group.senders.pending == 0
+
+
+async def test_a_message_with_properties_in_a_batch_is_held_as_joined_too() -> None:
+    """Whatever path prepared a batched message, its batch holds it as a ``Joined``: no
+    ``Queued`` (nor its ``Prepared``) stays alive while it is in flight."""
+    fake = FakeCluster("ok")
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        options = ProducerOptions(auto_batch=True, batch_max_delay=0.0)
+        async with Producer(namesrv=server.addr, group="G", options=options) as producer:
+            await producer.send(Message(topic="T", body=b"warm"))  # (route and connection)
+            tagged = [Message(topic="T", body=b"x", tags="a", keys=["k"]) for _ in range(50)]
+            futures = [producer.send_nowait(message) for message in tagged]
+            held = [o for o in gc.get_objects() if isinstance(o, Joined | Queued)]
+            assert len([o for o in held if isinstance(o, Joined)]) == 50
+            assert not [o for o in held if isinstance(o, Queued)]
+            with anyio.fail_after(10):
+                assert (await producer.flush()).sent == 50
+            assert all(f.result().msg_id for f in futures)
