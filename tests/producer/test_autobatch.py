@@ -4,6 +4,9 @@ refused batch against a fake broker (a real one cannot be told to refuse a batch
 from __future__ import annotations
 
 import gc
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import attrs
@@ -38,6 +41,16 @@ def _prepared(message: Message, *, threshold: int = 4096) -> Prepared:
 
 def _batcher(max_bytes: int = 32 * 1024, max_delay: float = 0.0) -> Batcher[Item]:
     return Batcher(max_bytes=max_bytes, max_delay=max_delay, max_size=4 * 1024 * 1024)
+
+
+@asynccontextmanager
+async def _batching(fake: FakeCluster, **options: Any) -> AsyncIterator[Producer]:
+    """A started auto-batching producer (group G, no batch delay) against ``fake``."""
+    async with FakeServer(fake) as server:
+        fake.addr = server.addr
+        batching = ProducerOptions(auto_batch=True, batch_max_delay=0.0, **options)
+        async with Producer(namesrv=server.addr, group="G", options=batching) as producer:
+            yield producer
 
 
 def _add(batcher: Batcher[Item], item: Item) -> Batch[Item] | None:
@@ -196,19 +209,16 @@ def test_bad_batch_options_are_config_errors(changes: dict[str, object], words: 
 
 async def test_a_refused_batch_fails_each_of_its_messages_with_the_brokers_answer() -> None:
     fake = FakeCluster("illegal")
-    async with FakeServer(fake) as server:
-        fake.addr = server.addr
-        options = ProducerOptions(auto_batch=True, batch_max_delay=0.0)
-        async with Producer(namesrv=server.addr, group="G", options=options) as producer:
-            futures = [producer.send_nowait(Message(topic="T", body=b"%d" % i)) for i in range(5)]
-            with anyio.fail_after(10):
-                flushed = await producer.flush()
-            assert flushed.failed == 5 and producer.running
-            errors = [f.exception() for f in futures]
-            assert all(isinstance(e, SendFailed) and not e.outcome_unknown for e in errors)
-            assert isinstance(errors[0], SendFailed)
-            assert isinstance(errors[0].attempts[0], BrokerError)
-            assert fake.batches == 1 and fake.sends == 0  # one frame for the five, not retried
+    async with _batching(fake) as producer:
+        futures = [producer.send_nowait(Message(topic="T", body=b"%d" % i)) for i in range(5)]
+        with anyio.fail_after(10):
+            flushed = await producer.flush()
+        assert flushed.failed == 5 and producer.running
+        errors = [f.exception() for f in futures]
+        assert all(isinstance(e, SendFailed) and not e.outcome_unknown for e in errors)
+        assert isinstance(errors[0], SendFailed)
+        assert isinstance(errors[0].attempts[0], BrokerError)
+        assert fake.batches == 1 and fake.sends == 0  # one frame for the five, not retried
 
 
 async def test_a_plain_message_in_a_batch_is_two_objects_and_leaves_none_behind() -> None:
@@ -217,63 +227,54 @@ async def test_a_plain_message_in_a_batch_is_two_objects_and_leaves_none_behind(
     more often); and once answered, none of it is left (no cycle, and no sender task holds the
     batch it sent)."""
     fake = FakeCluster("ok")
-    async with FakeServer(fake) as server:
-        fake.addr = server.addr
-        options = ProducerOptions(auto_batch=True, batch_max_delay=0.0)
-        async with Producer(namesrv=server.addr, group="G", options=options) as producer:
-            await producer.send(Message(topic="T", body=b"warm"))  # (route and connection)
-            messages = [Message(topic="T", body=b"x" * 100) for _ in range(200)]
-            gc.collect()
-            gc.disable()
-            try:
-                before = len(gc.get_objects())
-                futures = [producer.send_nowait(message) for message in messages]
-                tracked = len(gc.get_objects()) - before
-                with anyio.fail_after(10):
-                    flushed = await producer.flush()
-                assert flushed.sent == 200 and fake.batches >= 2  # (the warm-up's, then these)
-                assert all(isinstance(f.result().msg_id, str) for f in futures)
-                del futures
-                left = [o for o in gc.get_objects() if isinstance(o, Joined)]
-            finally:
-                gc.enable()
-            assert tracked <= 2.1 * len(messages)
-            assert not left  # (nor does an idle sender task hold them)
+    async with _batching(fake) as producer:
+        await producer.send(Message(topic="T", body=b"warm"))  # (route and connection)
+        messages = [Message(topic="T", body=b"x" * 100) for _ in range(200)]
+        gc.collect()
+        gc.disable()
+        try:
+            before = len(gc.get_objects())
+            futures = [producer.send_nowait(message) for message in messages]
+            tracked = len(gc.get_objects()) - before
+            with anyio.fail_after(10):
+                flushed = await producer.flush()
+            assert flushed.sent == 200 and fake.batches >= 2  # (the warm-up's, then these)
+            assert all(isinstance(f.result().msg_id, str) for f in futures)
+            del futures
+            left = [o for o in gc.get_objects() if isinstance(o, Joined)]
+        finally:
+            gc.enable()
+        assert tracked <= 2.1 * len(messages)
+        assert not left  # (nor does an idle sender task hold them)
 
 
 async def test_sends_past_max_pending_wait_for_room_and_all_are_stored() -> None:
     fake = FakeCluster("ok")
-    async with FakeServer(fake) as server:
-        fake.addr = server.addr
-        options = ProducerOptions(auto_batch=True, batch_max_delay=0.0, max_pending=2)
-        async with Producer(namesrv=server.addr, group="G", options=options) as producer:
-            results = []
+    async with _batching(fake, max_pending=2) as producer:
+        results = []
 
-            async def send(i: int) -> None:
-                results.append(await producer.send(Message(topic="T", body=b"%d" % i)))
+        async def send(i: int) -> None:
+            results.append(await producer.send(Message(topic="T", body=b"%d" % i)))
 
-            with anyio.fail_after(10):
-                async with anyio.create_task_group() as tg:
-                    for i in range(10):
-                        tg.start_soon(send, i)
-            assert len({r.msg_id for r in results}) == 10  # (each its own result)
-            assert producer._group.senders.pending == 0
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                for i in range(10):
+                    tg.start_soon(send, i)
+        assert len({r.msg_id for r in results}) == 10  # (each its own result)
+        assert producer._group.senders.pending == 0
 
 
 async def test_a_message_with_properties_in_a_batch_is_held_as_joined_too() -> None:
     """Whatever path prepared a batched message, its batch holds it as a ``Joined``: no
     ``Queued`` (nor its ``Prepared``) stays alive while it is in flight."""
     fake = FakeCluster("ok")
-    async with FakeServer(fake) as server:
-        fake.addr = server.addr
-        options = ProducerOptions(auto_batch=True, batch_max_delay=0.0)
-        async with Producer(namesrv=server.addr, group="G", options=options) as producer:
-            await producer.send(Message(topic="T", body=b"warm"))  # (route and connection)
-            tagged = [Message(topic="T", body=b"x", tags="a", keys=["k"]) for _ in range(50)]
-            futures = [producer.send_nowait(message) for message in tagged]
-            held = [o for o in gc.get_objects() if isinstance(o, Joined | Queued)]
-            assert len([o for o in held if isinstance(o, Joined)]) == 50
-            assert not [o for o in held if isinstance(o, Queued)]
-            with anyio.fail_after(10):
-                assert (await producer.flush()).sent == 50
-            assert all(f.result().msg_id for f in futures)
+    async with _batching(fake) as producer:
+        await producer.send(Message(topic="T", body=b"warm"))  # (route and connection)
+        tagged = [Message(topic="T", body=b"x", tags="a", keys=["k"]) for _ in range(50)]
+        futures = [producer.send_nowait(message) for message in tagged]
+        held = [o for o in gc.get_objects() if isinstance(o, Joined | Queued)]
+        assert len([o for o in held if isinstance(o, Joined)]) == 50
+        assert not [o for o in held if isinstance(o, Queued)]
+        with anyio.fail_after(10):
+            assert (await producer.flush()).sent == 50
+        assert all(f.result().msg_id for f in futures)
