@@ -158,7 +158,7 @@ class ProducerGroup(GroupMember):
         self._plain_joins = (
             options.auto_batch and not self.hooking and self.value_serializer is None
         )
-        batcher: Batcher[Any] | None = None
+        batcher: Batcher | None = None
         if options.auto_batch:
             batcher = Batcher(max_bytes=options.batch_max_bytes, max_delay=options.batch_max_delay,
                               max_size=options.max_message_size,
@@ -355,8 +355,8 @@ class ProducerGroup(GroupMember):
         callback: Callable[[SendFuture], object] | None,
     ) -> SendFuture | None:
         """A plain message's future, admitted into an auto-batch without a :class:`Prepared`
-        (fewer objects a message in flight: ``queued.Joined``); None, with nothing done, when
-        it is not plain or cannot be admitted so now (:meth:`admit` goes on with it)."""
+        (fewer objects a message in flight: its batch holds its future); None, with nothing
+        done, when it is not plain or cannot be admitted so now (:meth:`admit` goes on)."""
         options = self.options
         try:
             if not is_plain(message, options.max_message_size, options.compress_threshold):

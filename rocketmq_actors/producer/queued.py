@@ -1,6 +1,6 @@
 """What the senders hold of a message they admitted: its future, how it is routed, and (a
 plain message's) its first attempt itself - one object a message in flight. A message that
-joined an auto-batch is held by a smaller one, with no :class:`Prepared`."""
+joined an auto-batch has none: its batch holds its future (:mod:`.autobatch`)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from .sendloop import Routing
 if TYPE_CHECKING:
     from .senders import Senders
 
-__all__ = ["Joined", "Queued"]
+__all__ = ["Queued"]
 
 
 class Queued(FirstAttempt):
@@ -67,32 +67,3 @@ class Queued(FirstAttempt):
 
     def first_done(self, outcome: SendResult | Exception | None) -> None:
         self.senders._first_done(self, outcome)
-
-
-class Joined:
-    """A message admitted into an auto-batch: what its admission and its batch need of it,
-    and nothing more (a plain message's is made without a :class:`Prepared` at all:
-    ``Batcher.add_plain``). Fewer objects a message in flight than a
-    :class:`Queued` and its :class:`Prepared` means fewer runs of the garbage collector at
-    many sends in flight (benchmarks/nullbroker.py, path e_autobatch_1k). It must refer to
-    nothing that refers back to it: a cycle is freed only by the collector."""
-
-    __slots__ = ("callback", "future", "seq", "size", "timeout", "user_topic")
-    lane: MessageQueue | None = None  # (never ordered)
-    previous: Waiter | None = None
-
-    def __init__(  # noqa: PLR0917 - positional: built once per message
-        self,
-        future: Waiter,
-        user_topic: str,
-        size: int,
-        seq: int,
-        timeout: float | None,
-        callback: Call | None,
-    ) -> None:
-        self.future = future
-        self.user_topic = user_topic
-        self.size = size
-        self.seq = seq
-        self.timeout = timeout
-        self.callback = callback

@@ -26,7 +26,6 @@ from typing import NoReturn, cast
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from rocketmq_actors.cluster.routes import TopicRoute
 from rocketmq_actors.errors import (
     ClientClosed,
     ConfigError,
@@ -45,10 +44,10 @@ from rocketmq_actors.runtime.waiters import Waiter, wait_done, waiter_factory
 from rocketmq_actors.runtime.workqueue import WorkQueue
 
 from .autobatch import Batch, Batcher
-from .ends import SendEnds
+from .ends import SendEnds, send_failure
 from .future import FlushResult, flush_futures
 from .prepare import Prepared
-from .queued import Joined, Queued
+from .queued import Queued
 from .result import SendResult
 from .sendloop import ROUND_ROBIN, Routing, SendLoop
 
@@ -70,7 +69,7 @@ class Senders:
         name: str,
         max_pending: int,
         max_pending_bytes: int,
-        batcher: Batcher[Joined] | None = None,
+        batcher: Batcher | None = None,
     ) -> None:
         self.loop = loop
         self._batcher = batcher
@@ -83,11 +82,12 @@ class Senders:
         self._changed = Signal()
         self._lanes: dict[MessageQueue, Waiter] = {}  # ordered sends: the last one per queue
         self._admitted = 0
-        self._unresolved: dict[int, Queued | Joined] = {}  # admission seq -> item, until released
+        self._unresolved: dict[int, Queued] = {}  # admission seq -> item, until released
+        self._batches: set[Batch] = set()  # auto-batches admitted and not released yet
         self._new_future: Callable[[], Waiter] | None = None  # (the running loop's, once known)
         self._ends = SendEnds(name)  # each send's callback, once it ends
         # (a batch holds one admitted message at least: room for every item, whatever they are)
-        self.outbox: WorkQueue[Queued | Batch[Joined]] = WorkQueue(max_pending)
+        self.outbox: WorkQueue[Queued | Batch] = WorkQueue(max_pending)
         self._pool: TaskGroup | None = None
         self._started = 0  # sender tasks started
 
@@ -115,14 +115,14 @@ class Senders:
             route = self.loop._instance.routes.cached(prepared.topic)
             if route is None:
                 return None
-            lane = self._lane_in(route, routing)
+            lane = self.loop.lane_in(route, routing)
         if not ordered:
             joined = self._join_batch(prepared, timeout, callback)
             if joined is not None:
                 return joined
         item = self._enter(prepared, routing, timeout, lane, callback)
         if ordered or not self.loop.start_first(item, timeout):
-            self._queue_now(item, item)
+            self._queue_now(item)
         return item.future
 
     def join_plain(  # noqa: PLR0917 - positional: once per message
@@ -147,9 +147,11 @@ class Senders:
         msg_id = ids.next_id()
         if not batcher.takes_plain(size, msg_id):
             return None
-        item = self._joined(names[1], size, timeout, callback)
-        self._queue_opened(batcher, batcher.add_plain(item, (*names, msg_id), flag, body), item)
-        return item.future
+        future = self._count_in(size)
+        opened = batcher.add_plain((*names, msg_id), flag, body, future, timeout, callback)
+        if opened is not None:
+            self._queue_now(opened)
+        return future
 
     def why_not_now(self, prepared: Prepared) -> str:
         """Why :meth:`admit_now` could not admit ``prepared`` (``send_nowait``'s refusal)."""
@@ -180,7 +182,7 @@ class Senders:
             while not self._has_room(size):
                 await self.wait_change()
                 check_running()  # stopped while it waited for room
-            lane = await self._lane_of(prepared.topic, routing) if ordered else None
+            lane = await self.loop.lane_of(prepared.topic, routing) if ordered else None
             check_running()  # stopped during the route lookup
             if self._has_room(size):  # (others may have taken it during the lookup)
                 break
@@ -234,38 +236,22 @@ class Senders:
     ) -> Waiter | None:
         """Auto-batching: count ``prepared`` in (there is room) and join it to its topic's open
         batch when it may - its future - else None, with nothing done (:mod:`.autobatch`). A
-        batched message is held as a :class:`Joined`, whatever path prepared it."""
+        batched message is held by its batch (its future, and its callback if it has one),
+        whatever path prepared it."""
         batcher = self._batcher
         if batcher is None or not batcher.takes(prepared):
             return None
-        item = self._joined(prepared.user_topic, prepared.size, timeout, callback)
-        self._queue_opened(batcher, batcher.add(item, prepared), item)
-        return item.future
-
-    def _joined(
-        self, user_topic: str, size: int, timeout: float | None, callback: Call | None
-    ) -> Joined:
-        """Count a message that joins a batch in (there is room): its item."""
-        future = self._count_in(size)
-        seq = self._admitted
-        item = self._unresolved[seq] = Joined(future, user_topic, size, seq, timeout, callback)
-        return item
-
-    def _queue_opened(
-        self, batcher: Batcher[Joined], opened: Batch[Joined] | None, item: Joined
-    ) -> None:
-        """Queue the batch ``item`` opened, if it opened one, for a sender."""
+        future = self._count_in(prepared.size)
+        opened = batcher.add(prepared, future, timeout, callback)
         if opened is not None:
-            self._queue_now(opened, item, undo=lambda: batcher.drop(opened))
+            self._queue_now(opened)
+        return future
 
-    def _queue_now(
-        self,
-        work: Queued | Batch[Joined],
-        item: Queued | Joined,
-        undo: Callable[[], None] | None = None,
-    ) -> None:
-        """Queue ``work`` (``item`` itself, or the batch it opened) for a sender now; if it
-        cannot be (the producer stopped), ``undo()`` and refuse ``item``."""
+    def _queue_now(self, work: Queued | Batch) -> None:
+        """Queue ``work`` (an admitted message, or the auto-batch it opened) for a sender
+        now; if it cannot be (the producer stopped), refuse that message."""
+        if work.__class__ is Batch:
+            self._batches.add(work)
         error: BaseException
         try:
             placed = self.outbox.offer(work)
@@ -274,19 +260,27 @@ class Senders:
         else:  # (room for every admitted item: it is always taken)
             error = InternalError("the senders' queue had no room")
         if not placed:
-            if undo is not None:
-                undo()
-            self._refuse(item, error)
+            self._refuse(work, error)
         self._grow()
 
-    def _refuse(self, item: Queued | Joined, exc: BaseException) -> NoReturn:
-        """Undo :meth:`_enter` for an item that could not be queued, and raise why."""
-        item.callback = None  # (the caller gets the error)
-        self.release(item, written=False)
-        item.future.exception()  # (retrieved: no one else will read it)
-        lane, previous = item.lane, item.previous
-        if lane is not None and previous is not None and lane not in self._lanes:
-            self._lanes[lane] = previous  # the next ordered send waits for that one again
+    def _refuse(self, work: Queued | Batch, exc: BaseException) -> NoReturn:
+        """Undo the admission of a message that could not be queued (``work``: its item, or
+        the auto-batch it opened, which nothing else joined), and raise why."""
+        if work.__class__ is Batch:
+            batch = work
+            assert self._batcher is not None
+            self._batcher.drop(batch)  # (its one message's: none joined it since)
+            batch.callbacks = None  # (the caller gets the error)
+            self.release_batch(batch, written=False)
+            batch.futures[0].exception()  # (retrieved: no one else will read it)
+        else:
+            item = cast(Queued, work)
+            item.callback = None
+            self.release(item, written=False)
+            item.future.exception()
+            lane, previous = item.lane, item.previous
+            if lane is not None and previous is not None and lane not in self._lanes:
+                self._lanes[lane] = previous  # the next ordered send waits for that one again
         self._changed.set()  # its room is free again
         if isinstance(exc, anyio.ClosedResourceError):
             raise ClientClosed(f"{self.name} stopped before the send was admitted") from None
@@ -313,22 +307,11 @@ class Senders:
                     future.set_result(outcome)
                 else:
                     future.set_exception(
-                        self._failure(item.prepared.user_topic, cast(Exception, outcome))
+                        send_failure(item.prepared.user_topic, cast(Exception, outcome))
                     )
         finally:  # (an event-backed future runs its callbacks in set_*: they may raise)
             self._changed.set()
             self.release(item, written=True)
-
-    @staticmethod
-    def _failure(topic: str, exc: Exception) -> RocketMQError:
-        """A send's error: a RocketMQError as it is; a bug, as InternalError in SendFailed,
-        logged (it fails this send, never the producer)."""
-        if isinstance(exc, RocketMQError):
-            return exc
-        log.error("producer.send_internal_error", topic=topic, exc_info=exc)
-        internal = InternalError(f"unexpected error in send: {exc!r}")
-        internal.__cause__ = exc
-        return SendFailed(topic, [internal])
 
     def _has_room(self, size: int) -> bool:
         return self.pending < self.max_pending and (
@@ -343,21 +326,10 @@ class Senders:
     def outstanding(self) -> list[Waiter]:
         """The futures of every send admitted and not released yet (what ``flush`` waits
         for)."""
-        return [item.future for item in self._unresolved.values()]
-
-    async def _lane_of(self, topic: str, routing: Routing) -> MessageQueue | None:
-        """The queue an ordered message goes to."""
-        try:
-            route = self.loop._instance.routes.cached(topic) or await self.loop.route(topic)
-        except RocketMQError:
-            return None  # the send itself reports it
-        return self._lane_in(route, routing)
-
-    def _lane_in(self, route: TopicRoute, routing: Routing) -> MessageQueue | None:
-        try:
-            return self.loop.choose(route, routing, None)
-        except RocketMQError:
-            return None  # the send itself reports it
+        futures = [item.future for item in self._unresolved.values()]
+        for batch in self._batches:
+            futures += batch.futures
+        return futures
 
     def close_batches(self) -> None:
         """Let every open auto-batch leave now (a stop waits out no ``batch_max_delay``)."""
@@ -431,17 +403,17 @@ class Senders:
             if not future.done():
                 future.set_result(result)
         except Exception as exc:  # a bug too: it fails this send, never the producer
-            error = self._failure(prepared.user_topic, exc)
+            error = send_failure(prepared.user_topic, exc)
             if not future.done():
                 future.set_exception(error)
         finally:
             self._changed.set()
 
-    async def _send_batch(self, batch: Batch[Joined]) -> None:
+    async def _send_batch(self, batch: Batch) -> None:
         """Send an auto-batch (once closed) and resolve each message's future with its own
         result, or every one with the batch's error; then release them."""
         assert self._batcher is not None
-        items, sent = batch.items, False
+        futures, sent = batch.futures, False
         outcomes: Sequence[SendResult | RocketMQError]
         try:
             await self._batcher.ready(batch)
@@ -450,32 +422,31 @@ class Senders:
             result = await self.loop.send(prepared, ROUND_ROBIN, batch.timeout)
             outcomes = result.split(prepared.batch_ids)
             METRICS.inc("rocketmq_client_auto_batches_total", topic=batch.user_topic)
-            METRICS.inc("rocketmq_client_auto_batched_total", len(items), topic=batch.user_topic)
+            METRICS.inc("rocketmq_client_auto_batched_total", len(futures),
+                        topic=batch.user_topic)  # fmt: skip
         except Exception as exc:  # a bug too: it fails this batch, never the producer
-            outcomes = [self._failure(batch.user_topic, exc)] * len(items)
+            outcomes = [send_failure(batch.user_topic, exc)] * len(futures)
         except BaseException:  # cancelled: the producer is stopping
-            for item in items:
-                self.release(item, written=sent)
+            self.release_batch(batch, written=sent)
             raise
         finally:
             self._batcher.done(batch)
             self._changed.set()
         try:
-            for item, outcome in zip(items, outcomes, strict=True):
-                if not item.future.done():
+            for future, outcome in zip(futures, outcomes, strict=True):
+                if not future.done():
                     if isinstance(outcome, RocketMQError):
-                        item.future.set_exception(outcome)
+                        future.set_exception(outcome)
                     else:
-                        item.future.set_result(outcome)
+                        future.set_result(outcome)
         finally:  # (an event-backed future runs its callbacks in set_*: they may raise)
-            for item in items:
-                self.release(item, written=True)
+            self.release_batch(batch, written=True)
 
-    def release(self, item: Queued | Joined, *, written: bool) -> None:
+    def release(self, item: Queued, *, written: bool) -> None:
         """Release an item's admission; fail its future if it is not resolved yet (the
         producer stopped: ``written`` says whether the broker may have the message)."""
         if not item.future.done():  # (resolved, the common case: no call)
-            self._fail_stopped(item, written=written)
+            self._fail_stopped(item.future, item.user_topic, written=written)
         self.pending -= 1
         self.pending_bytes -= item.size
         self._unresolved.pop(item.seq, None)
@@ -484,13 +455,27 @@ class Senders:
         if item.callback is not None:
             self._ends.call_back(item)
 
-    def _fail_stopped(self, item: Queued | Joined, *, written: bool) -> None:
-        """Fail an item's future, if it is not resolved yet, because the producer stopped."""
-        if not item.future.done():
-            error = ClientClosed(f"{self.name} stopped before the send completed")
-            error.outcome_unknown = written
-            item.future.set_exception(SendFailed(item.user_topic, [error]))
-            self._ends.call_back(item)  # (a first attempt's may be released later)
+    def release_batch(self, batch: Batch, *, written: bool) -> None:
+        """:meth:`release` for every message of an auto-batch (once)."""
+        self._fail_batch_stopped(batch, written=written)
+        self.pending -= len(batch.futures)
+        self.pending_bytes -= batch.admitted
+        self._batches.discard(batch)
+        callbacks, batch.callbacks = batch.callbacks, None
+        if callbacks is not None:
+            self._ends.call_back_all(batch.futures, callbacks)
+
+    def _fail_batch_stopped(self, batch: Batch, *, written: bool) -> None:
+        """:meth:`_fail_stopped` for each message of an auto-batch not resolved yet."""
+        for future in batch.futures:
+            if not future.done():  # (resolved, the common case: no call)
+                self._fail_stopped(future, batch.user_topic, written=written)
+
+    def _fail_stopped(self, future: Waiter, topic: str, *, written: bool) -> None:
+        """Fail a send's future, not resolved yet, because the producer stopped."""
+        error = ClientClosed(f"{self.name} stopped before the send completed")
+        error.outcome_unknown = written
+        future.set_exception(SendFailed(topic, [error]))
 
     def fail_unsent(self) -> None:
         """Once the sender tasks are gone: fail what they never took (it was never written),
@@ -503,13 +488,16 @@ class Senders:
             if item.__class__ is Batch:  # (an auto-batch no sender took: never written)
                 assert self._batcher is not None
                 self._batcher.done(item)
-                for member in item.items:
-                    self.release(member, written=False)
+                self.release_batch(item, written=False)
                 continue
             item = cast(Queued, item)
             self.release(item, written=item.first and item.may_be_stored)
         for unresolved in list(self._unresolved.values()):
-            self._fail_stopped(unresolved, written=True)
+            if not unresolved.future.done():
+                self._fail_stopped(unresolved.future, unresolved.user_topic, written=True)
+                self._ends.call_back(unresolved)  # (a first attempt's may be released later)
+        for batch in list(self._batches):  # (every one was sent or taken above: none left)
+            self._fail_batch_stopped(batch, written=True)
 
     def describe(self) -> Node:
         info = {"tasks": self.tasks, "pending": self.pending}

@@ -158,6 +158,21 @@ class SendLoop:
             topic, [*attempts, *(exc.attempts if isinstance(exc, SendFailed) else [exc])]
         )
 
+    async def lane_of(self, topic: str, routing: Routing) -> MessageQueue | None:
+        """The queue an ordered message goes to (None: the send itself reports why not)."""
+        try:
+            route = self._instance.routes.cached(topic) or await self.route(topic)
+        except RocketMQError:
+            return None
+        return self.lane_in(route, routing)
+
+    def lane_in(self, route: TopicRoute, routing: Routing) -> MessageQueue | None:
+        """The queue of ``route`` an ordered message goes to (None: as :meth:`lane_of`)."""
+        try:
+            return self.choose(route, routing, None)
+        except RocketMQError:
+            return None
+
     def choose(self, route: TopicRoute, routing: Routing, avoid: str | None) -> MessageQueue:
         queues = route.publish_queues
         if not queues:

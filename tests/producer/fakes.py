@@ -24,6 +24,7 @@ class FakeCluster:
         self.send_answer = send_answer
         self.sends = 0
         self.batches = 0  # SEND_BATCH_MESSAGE requests (answered as sends are)
+        self.received = anyio.Event()  # (set by the first send or batch)
         self.addr = ""
 
     async def __call__(self, peer: FakePeer, cmd: RemotingCommand) -> None:
@@ -34,6 +35,7 @@ class FakeCluster:
                 self.batches += 1
             else:
                 self.sends += 1
+            self.received.set()
             if self.send_answer == "busy":
                 await peer.reply(cmd, ResponseCode.SYSTEM_BUSY, remark="busy")
             elif self.send_answer == "illegal":

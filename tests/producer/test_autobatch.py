@@ -12,11 +12,12 @@ import anyio
 import attrs
 import pytest
 
-from rocketmq_actors.errors import BrokerError, ConfigError, SendFailed
+from rocketmq_actors.cluster.options import ClientOptions
+from rocketmq_actors.errors import BrokerError, ClientClosed, ConfigError, SendFailed
 from rocketmq_actors.producer import Message, Producer, ProducerOptions
 from rocketmq_actors.producer.autobatch import Batch, Batcher
 from rocketmq_actors.producer.prepare import Prepared, prepare
-from rocketmq_actors.producer.queued import Joined, Queued
+from rocketmq_actors.producer.queued import Queued
 from rocketmq_actors.protocol.compression import CompressionType
 from rocketmq_actors.protocol.messages import UniqueIdGenerator, encode_batch
 from rocketmq_actors.protocol.sendframe import BatchBody
@@ -31,6 +32,7 @@ IDS = UniqueIdGenerator(ip=b"\x7f\x00\x00\x01")
 class Item:
     prepared: Prepared
     timeout: float | None = None
+    future: Any = attrs.Factory(object)  # (what the batch holds of it; never awaited here)
 
 
 def _prepared(message: Message, *, threshold: int = 4096) -> Prepared:
@@ -39,22 +41,24 @@ def _prepared(message: Message, *, threshold: int = 4096) -> Prepared:
                    compress_type=CompressionType.ZLIB)  # fmt: skip
 
 
-def _batcher(max_bytes: int = 32 * 1024, max_delay: float = 0.0) -> Batcher[Item]:
+def _batcher(max_bytes: int = 32 * 1024, max_delay: float = 0.0) -> Batcher:
     return Batcher(max_bytes=max_bytes, max_delay=max_delay, max_size=4 * 1024 * 1024)
 
 
 @asynccontextmanager
 async def _batching(fake: FakeCluster, **options: Any) -> AsyncIterator[Producer]:
-    """A started auto-batching producer (group G, no batch delay) against ``fake``."""
+    """A started auto-batching producer (group G, no batch delay, a stop that waits half a
+    second for what is in flight) against ``fake``."""
     async with FakeServer(fake) as server:
         fake.addr = server.addr
         batching = ProducerOptions(auto_batch=True, batch_max_delay=0.0, **options)
-        async with Producer(namesrv=server.addr, group="G", options=batching) as producer:
+        async with Producer(namesrv=server.addr, group="G", options=batching,
+                            client=ClientOptions(shutdown_timeout=0.5)) as producer:  # fmt: skip
             yield producer
 
 
-def _add(batcher: Batcher[Item], item: Item) -> Batch[Item] | None:
-    return batcher.add(item, item.prepared)
+def _add(batcher: Batcher, item: Item) -> Batch | None:
+    return batcher.add(item.prepared, item.future, item.timeout, None)
 
 
 def test_a_batch_body_is_the_records_of_its_messages_in_order() -> None:
@@ -86,10 +90,12 @@ def test_a_plain_message_joins_with_the_record_its_prepared_form_would_give() ->
         _add(prepared, item)
         msg_id = item.prepared.msg_id
         assert plain.takes_plain(len(message.body), msg_id)
-        plain.add_plain(item, ("T", "T", msg_id), message.flag, message.body)
+        plain.add_plain(("T", "T", msg_id), message.flag, message.body, item.future, None, None)
     ((_, one),), ((_, other),) = prepared._open.items(), plain._open.items()
     assert bytes(one.prepared().body) == bytes(other.prepared().body)
     assert one.ids == other.ids == [i.prepared.msg_id for i in items]
+    assert one.futures == other.futures == [i.future for i in items]
+    assert one.admitted == other.admitted == sum(len(m.body) for m in messages)
     assert plain.held == prepared.held == one.size
     assert not _batcher().takes_plain(4 * 1024 * 1024, msg_id)  # (no room for its record)
 
@@ -101,19 +107,19 @@ def test_topics_get_batches_of_their_own_and_a_full_batch_is_closed() -> None:
     assert first is not None and other is not None and first is not other
     assert _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000)))) is None
     assert _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000)))) is None
-    assert first.closed and len(first.items) == 3  # past 3000 bytes: closed, as it filled
+    assert first.closed and len(first.futures) == 3  # past 3000 bytes: closed, as it filled
     again = _add(batcher, Item(_prepared(Message(topic="A", body=b"y"))))
     assert again is not None and again is not first  # the next one opens another
     assert not other.closed
 
 
 def test_no_batch_grows_past_the_largest_message() -> None:
-    batcher = Batcher[Item](max_bytes=10_000, max_delay=0.0, max_size=2500)
+    batcher = Batcher(max_bytes=10_000, max_delay=0.0, max_size=2500)
     first = _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000))))
     assert _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000)))) is None
     third = _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000))))
     assert first is not None and third is not None and first.closed
-    assert first.size <= 2500 and len(first.items) == 2
+    assert first.size <= 2500 and len(first.futures) == 2
 
 
 def test_the_earliest_deadline_of_its_messages_is_the_batchs() -> None:
@@ -127,7 +133,7 @@ def test_the_earliest_deadline_of_its_messages_is_the_batchs() -> None:
 
 
 def test_past_the_bytes_held_in_unanswered_batches_messages_go_alone() -> None:
-    batcher = Batcher[Item](max_bytes=1500, max_delay=0.0, max_size=4 << 20, max_held=2000)
+    batcher = Batcher(max_bytes=1500, max_delay=0.0, max_size=4 << 20, max_held=2000)
     first = _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000))))
     second = _add(batcher, Item(_prepared(Message(topic="B", body=b"x" * 1000))))
     assert first is not None and second is not None and batcher.held > 2000
@@ -152,7 +158,7 @@ def test_what_never_joins_a_batch(message: Message, why: str) -> None:
 
 
 def test_a_message_too_large_to_share_a_frame_is_sent_alone() -> None:
-    batcher = Batcher[Item](max_bytes=1000, max_delay=0.0, max_size=1000)
+    batcher = Batcher(max_bytes=1000, max_delay=0.0, max_size=1000)
     assert batcher.takes(_prepared(Message(topic="A", body=b"x" * 900)))
     assert not batcher.takes(_prepared(Message(topic="A", body=b"x" * 990), threshold=0))
 
@@ -168,14 +174,14 @@ async def test_a_delay_holds_a_batch_until_it_fills_or_the_delay_passes() -> Non
             assert not batch.closed  # the sender waits: later messages still join
             for _ in range(2):
                 _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000))))
-    assert batch.closed and len(batch.items) == 3
+    assert batch.closed and len(batch.futures) == 3
 
-    short = Batcher[Item](max_bytes=3000, max_delay=0.05, max_size=4 * 1024 * 1024)
+    short = Batcher(max_bytes=3000, max_delay=0.05, max_size=4 * 1024 * 1024)
     batch = _add(short, Item(_prepared(Message(topic="A", body=b"short"))))
     assert batch is not None
     with anyio.fail_after(10):
         await short.ready(batch)  # the delay passes: closed with what it has
-    assert batch.closed and len(batch.items) == 1
+    assert batch.closed and len(batch.futures) == 1
 
 
 async def test_close_all_ends_a_delay_and_a_later_message_opens_a_new_batch() -> None:
@@ -221,11 +227,11 @@ async def test_a_refused_batch_fails_each_of_its_messages_with_the_brokers_answe
         assert fake.batches == 1 and fake.sends == 0  # one frame for the five, not retried
 
 
-async def test_a_plain_message_in_a_batch_is_two_objects_and_leaves_none_behind() -> None:
-    """What the garbage collector tracks of a plain message in an auto-batch: its future and
-    its ``Joined``, no ``Prepared`` (each object a message in flight makes the collector run
-    more often); and once answered, none of it is left (no cycle, and no sender task holds the
-    batch it sent)."""
+async def test_a_plain_message_in_a_batch_is_its_future_alone_and_leaves_nothing() -> None:
+    """What the garbage collector tracks of a plain message in an auto-batch: its future only;
+    no ``Prepared`` and no item of its own (each object a message in flight makes the
+    collector run more often); and once answered, nothing of it is left (no cycle, and no
+    sender task holds the batch it sent)."""
     fake = FakeCluster("ok")
     async with _batching(fake) as producer:
         await producer.send(Message(topic="T", body=b"warm"))  # (route and connection)
@@ -241,11 +247,64 @@ async def test_a_plain_message_in_a_batch_is_two_objects_and_leaves_none_behind(
             assert flushed.sent == 200 and fake.batches >= 2  # (the warm-up's, then these)
             assert all(isinstance(f.result().msg_id, str) for f in futures)
             del futures
-            left = [o for o in gc.get_objects() if isinstance(o, Joined)]
+            left = [o for o in gc.get_objects() if isinstance(o, Batch)]
         finally:
             gc.enable()
-        assert tracked <= 2.1 * len(messages)
+        assert tracked <= 1.1 * len(messages)
         assert not left  # (nor does an idle sender task hold them)
+        assert producer._group.senders.pending == producer._group.senders.pending_bytes == 0
+
+
+async def test_each_callback_in_a_batch_is_called_once_with_its_own_future() -> None:
+    """Messages with and without a callback in one batch: each callback is called once, with
+    the future of its own message, in the order they were admitted."""
+    fake = FakeCluster("ok")
+    async with _batching(fake) as producer:
+        await producer.send(Message(topic="T", body=b"warm"))  # (route and connection)
+        called: list[Any] = []
+        futures = [
+            producer.send_nowait(Message(topic="T", body=b"%d" % i), callback=callback)
+            for i, callback in enumerate([called.append if i % 3 else None for i in range(30)])
+        ]
+        with anyio.fail_after(10):
+            assert (await producer.flush()).sent == 30
+        assert fake.batches == 2  # (the warm-up's, then one for the thirty)
+        assert called == [f for i, f in enumerate(futures) if i % 3]
+        assert len({f.result().msg_id for f in called}) == 20
+
+
+async def test_a_stop_fails_a_written_unanswered_batch_and_calls_back_each_message() -> None:
+    fake = FakeCluster("stall")  # (the batch is written, never answered)
+    async with _batching(fake, send_timeout=60.0) as producer:
+        called: list[Any] = []
+        futures = [producer.send_nowait(Message(topic="T", body=b"%d" % i),
+                                        callback=called.append) for i in range(10)]  # fmt: skip
+        senders = producer._group.senders
+        with anyio.fail_after(10):  # (a contract: the stop waits 0.5 s, not the send's 60)
+            await fake.received.wait()  # (written: the fake broker has it)
+            await producer.stop()
+        assert fake.batches == 1
+        errors = [f.exception() for f in futures]
+        assert all(isinstance(e, SendFailed) and e.outcome_unknown for e in errors)
+        assert all(isinstance(e.attempts[-1], ClientClosed) for e in errors)  # type: ignore[union-attr]
+        assert called == futures  # once each, in order
+        assert senders.pending == senders.pending_bytes == 0 and not senders._batches
+
+
+async def test_a_batch_that_cannot_be_queued_refuses_the_message_that_opened_it() -> None:
+    fake = FakeCluster("ok")
+    async with _batching(fake) as producer:
+        await producer.send(Message(topic="T", body=b"warm"))  # (route and connection)
+        senders = producer._group.senders
+        senders.outbox.close()  # (as a stop does, between a check and the queueing)
+        called: list[Any] = []
+        with pytest.raises(ClientClosed):
+            producer.send_nowait(Message(topic="T", body=b"x"), callback=called.append)
+        assert senders.pending == senders.pending_bytes == 0 and not senders._batches
+        assert senders._batcher is not None
+        assert not senders._batcher._open  # (no later message joins a batch never sent)
+        await anyio.lowlevel.checkpoint()
+        assert not called  # (the caller gets the error instead)
 
 
 async def test_sends_past_max_pending_wait_for_room_and_all_are_stored() -> None:
@@ -264,17 +323,18 @@ async def test_sends_past_max_pending_wait_for_room_and_all_are_stored() -> None
         assert producer._group.senders.pending == 0
 
 
-async def test_a_message_with_properties_in_a_batch_is_held_as_joined_too() -> None:
-    """Whatever path prepared a batched message, its batch holds it as a ``Joined``: no
-    ``Queued`` (nor its ``Prepared``) stays alive while it is in flight."""
+async def test_a_message_with_properties_in_a_batch_holds_no_prepared_form() -> None:
+    """Whatever path prepared a batched message, its batch holds only its future (and its
+    callback): no ``Queued`` nor ``Prepared`` stays alive while it is in flight."""
     fake = FakeCluster("ok")
     async with _batching(fake) as producer:
         await producer.send(Message(topic="T", body=b"warm"))  # (route and connection)
         tagged = [Message(topic="T", body=b"x", tags="a", keys=["k"]) for _ in range(50)]
         futures = [producer.send_nowait(message) for message in tagged]
-        held = [o for o in gc.get_objects() if isinstance(o, Joined | Queued)]
-        assert len([o for o in held if isinstance(o, Joined)]) == 50
-        assert not [o for o in held if isinstance(o, Queued)]
+        (batch,) = producer._group.senders._batches
+        assert batch.futures == list[Any](futures) and len(batch.ids) == 50
+        gc.collect()  # (what earlier tests left)
+        assert not [o for o in gc.get_objects() if isinstance(o, Queued | Prepared)]
         with anyio.fail_after(10):
             assert (await producer.flush()).sent == 50
         assert all(f.result().msg_id for f in futures)
