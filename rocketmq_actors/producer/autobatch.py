@@ -182,13 +182,15 @@ class Batcher:
     async def ready(self, batch: Batch) -> None:
         """Close ``batch`` for a sender that took it: at once, or with ``batch_max_delay``
         once that has passed since its first message (or it filled before)."""
-        if self.max_delay and not batch.closed:
-            remaining = batch.created + self.max_delay - time.monotonic()
-            if remaining > 0:
-                batch.filled = anyio.Event()
-                with anyio.move_on_after(remaining):
-                    await batch.filled.wait()
-        self.close(batch)
+        try:
+            if self.max_delay and not batch.closed:
+                remaining = batch.created + self.max_delay - time.monotonic()
+                if remaining > 0:
+                    batch.filled = anyio.Event()
+                    with anyio.move_on_after(remaining):
+                        await batch.filled.wait()
+        finally:  # (a sender cancelled meanwhile too: no later message joins it)
+            self.close(batch)
 
     def close(self, batch: Batch) -> None:
         """Nothing joins ``batch`` any more."""

@@ -456,14 +456,21 @@ class Senders:
             self._ends.call_back(item)
 
     def release_batch(self, batch: Batch, *, written: bool) -> None:
-        """:meth:`release` for every message of an auto-batch (once)."""
-        self._fail_batch_stopped(batch, written=written)
+        """:meth:`release` for every message of an auto-batch (once): its admissions first,
+        then its futures not resolved yet failed (the producer stopped), whatever their done
+        callbacks do; its messages' callbacks are queued to run after that."""
+        if not batch.closed:  # (no later message joins a batch no one will send)
+            assert self._batcher is not None
+            self._batcher.close(batch)
         self.pending -= len(batch.futures)
         self.pending_bytes -= batch.admitted
         self._batches.discard(batch)
         callbacks, batch.callbacks = batch.callbacks, None
-        if callbacks is not None:
-            self._ends.call_back_all(batch.futures, callbacks)
+        try:
+            self._fail_batch_stopped(batch, written=written)
+        finally:
+            if callbacks is not None:
+                self._ends.call_back_all(batch.futures, callbacks)
 
     def _fail_batch_stopped(self, batch: Batch, *, written: bool) -> None:
         """:meth:`_fail_stopped` for each message of an auto-batch not resolved yet."""
@@ -496,8 +503,8 @@ class Senders:
             if not unresolved.future.done():
                 self._fail_stopped(unresolved.future, unresolved.user_topic, written=True)
                 self._ends.call_back(unresolved)  # (a first attempt's may be released later)
-        for batch in list(self._batches):  # (every one was sent or taken above: none left)
-            self._fail_batch_stopped(batch, written=True)
+        for batch in list(self._batches):  # (none: each was released as it was sent or taken)
+            self.release_batch(batch, written=True)
 
     def describe(self) -> Node:
         info = {"tasks": self.tasks, "pending": self.pending}

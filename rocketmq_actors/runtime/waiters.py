@@ -25,9 +25,13 @@ from typing import Any, Protocol
 
 import anyio
 
+from rocketmq_actors.logs import get_logger
+
 __all__ = [
     "Clock", "Completion", "DeadlineWatcher", "Pending", "Waiter", "wait_done", "waiter_factory",
 ]  # fmt: skip
+
+log = get_logger("rocketmq_actors.runtime")
 
 Clock = Callable[[], float]
 
@@ -77,10 +81,16 @@ class _EventWaiter:
             self._resolved()
 
     def _resolved(self) -> None:
+        """Wake its awaiters and call its done callbacks: one that raises is logged and
+        the others are still called, as an asyncio future's are (the resolver - a
+        connection's reader, a producer's sender - never hears of it)."""
         self._event.set()
         callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
-            callback(self)
+            try:
+                callback(self)
+            except Exception as exc:
+                log.error("waiter.callback_error", callback=repr(callback), exc_info=exc)
 
     def add_done_callback(self, fn: Callable[[Any], object], /) -> None:
         """As ``asyncio.Future``'s (called at once, not scheduled, when already done)."""

@@ -245,6 +245,7 @@ async def test_a_plain_message_in_a_batch_is_its_future_alone_and_leaves_nothing
             with anyio.fail_after(10):
                 flushed = await producer.flush()
             assert flushed.sent == 200 and fake.batches >= 2  # (the warm-up's, then these)
+            assert fake.sends == 0  # (every one of them in a batch)
             assert all(isinstance(f.result().msg_id, str) for f in futures)
             del futures
             left = [o for o in gc.get_objects() if isinstance(o, Batch)]
@@ -338,3 +339,21 @@ async def test_a_message_with_properties_in_a_batch_holds_no_prepared_form() -> 
         with anyio.fail_after(10):
             assert (await producer.flush()).sent == 50
         assert all(f.result().msg_id for f in futures)
+        senders = producer._group.senders
+        assert senders.pending == senders.pending_bytes == 0 and not senders._batches
+
+
+async def test_a_sender_cancelled_while_it_waits_out_the_delay_closes_the_batch() -> None:
+    """A sender cancelled in ``ready`` (its pool restarting) leaves no open batch behind: a
+    later message must open a new one, not join one that no sender will send."""
+    batcher = _batcher(max_delay=30.0)
+    batch = _add(batcher, Item(_prepared(Message(topic="A", body=b"1"))))
+    assert batch is not None
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(batcher.ready, batch)
+            await anyio.lowlevel.checkpoint()
+            assert not batch.closed  # (waiting out the delay)
+            tg.cancel_scope.cancel()
+    assert batch.closed
+    assert _add(batcher, Item(_prepared(Message(topic="A", body=b"2")))) is not batch

@@ -5,8 +5,9 @@ import math
 import time
 
 import anyio
+from structlog.testing import capture_logs
 
-from rocketmq_actors.runtime.waiters import DeadlineWatcher, Pending, waiter_factory
+from rocketmq_actors.runtime.waiters import DeadlineWatcher, Pending, _EventWaiter, waiter_factory
 
 
 async def test_asyncio_waiters_are_plain_loop_futures() -> None:
@@ -73,3 +74,21 @@ async def test_the_watcher_expires_overdue_entries_and_keeps_the_rest() -> None:
         tg.cancel_scope.cancel()
     assert expired == [(1, soon)]
     assert pending == {2: late}
+
+
+async def test_an_event_waiters_raising_done_callback_is_logged_and_the_others_still_run() -> None:
+    # (the backend-neutral waiter, as trio gets it: its callbacks run as it is resolved, so one
+    # that raised went up into whatever resolved it - a connection's reader, a sender)
+    waiter = _EventWaiter()
+    called: list[object] = []
+
+    def failing(_: object) -> None:
+        raise ValueError("the callback's own bug")
+
+    waiter.add_done_callback(failing)
+    waiter.add_done_callback(called.append)
+    with capture_logs() as logs:
+        waiter.set_result(7)  # does not raise
+    assert called == [waiter] and waiter.result() == 7
+    (line,) = [e for e in logs if e["event"] == "waiter.callback_error"]
+    assert "failing" in line["callback"] and isinstance(line["exc_info"], ValueError)
