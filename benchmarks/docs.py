@@ -113,6 +113,7 @@ ALONE = [
     ("spark", "Spark (`spark.json`)"),
     ("scale", "A push consumer's cost by the queues it owns (`scale.json`)"),
     ("contention", "Consume on a shared machine, both clients (`contention.json`)"),
+    ("gcfreeze", "Many sends in flight, with and without `gc.freeze()` (`gcfreeze.json`)"),
     ("jvmstart", "The test clusters' JIT: C1 only against C1 and C2 (`jvmstart.json`)"),
 ]
 
@@ -258,8 +259,45 @@ def contention_section(figures: dict[str, Any]) -> list[str]:
     return [CONTENTION_METHOD, run + "\n", "\n".join(rows) + "\n"]
 
 
+GCFREEZE_METHOD = """\
+`python -m benchmarks.gcfreeze` measures the same code two ways: as it is, and with
+`gc.freeze()` called once the producer has started (docs/operations.md says when an
+application may do so). Each window is a fresh process sending 1 KiB messages to the null
+broker (`benchmarks/c/nullbroker.c`) with many in flight, the two ways taking turns (ABBA).
+"""
+
+
+def gcfreeze_section(figures: dict[str, Any]) -> list[str]:
+    """The gc.freeze() section: per path and side, the pooled figures of its windows."""
+    settings = figures["settings"]
+    load = figures["load_1m"]
+    run = (
+        f"Run: {settings['windows']} windows of {settings['window_seconds']} s per path and "
+        f"side, {settings['concurrency']} sends in flight, {settings['cores']} cores, "
+        f"calibration `sum(range(1000))` {figures['calibration_us']} us before and "
+        f"{figures['calibration_sum_range_1000_us']} us after; load average (1 min) {load[0]} "
+        f"when the run began, {load[1]} at its end."
+    )
+    rows = [
+        "| path | gc.freeze() | msgs/s | CPU us/msg | p99 ms (median of the windows) "
+        "| collections: young / middle / full |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for path, sides in figures["paths"].items():
+        for side, pooled in sides.items():
+            rows.append(
+                f"| {path} | {'after start-up' if side == 'frozen' else 'no'} | "
+                f"{pooled['msgs_per_s']:,} | {pooled['client_cpu_us_per_msg']} | "
+                f"{pooled['p99_ms_median']} | "
+                f"{' / '.join(str(n) for n in pooled['gc_collections'])} |"
+            )
+    return [GCFREEZE_METHOD, run + "\n", "\n".join(rows) + "\n"]
+
+
 #: sections drawn by a function of their own (the rest: every scalar of the file)
-SECTIONS = {"scale": scale_section, "contention": contention_section}
+SECTIONS = {
+    "scale": scale_section, "contention": contention_section, "gcfreeze": gcfreeze_section,
+}  # fmt: skip
 
 
 def performance_md() -> str:

@@ -18,6 +18,7 @@ share (anywhere on the stack), and writes both into the ``profile`` entry of
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import re
 import subprocess
@@ -30,9 +31,9 @@ from typing import Any
 
 import anyio
 
-from .common import RESULTS
+from .common import RESULTS, percentiles
 from .nullbroker import NullBroker
-from .producer import nowait_window, window
+from .producer import Latencies, nowait_window, window
 
 FRAME = re.compile(r"^(?P<function>.*) \((?P<file>[^()]*?)(?::\d+)?\)$")
 
@@ -80,31 +81,46 @@ def summarize(raw: str, top: int = 15) -> dict[str, Any]:
     return {"samples": total, "top": ranked(self_counts), "inclusive_ours": ranked(ours)}
 
 
-async def _worker(
-    addr: str, seconds: float, concurrency: int, nowait: bool, autobatch: bool = False
+async def _worker(  # noqa: PLR0917 - the command line's flags, in order
+    addr: str,
+    seconds: float,
+    concurrency: int,
+    nowait: bool,
+    autobatch: bool = False,
+    gc_freeze: bool = False,
 ) -> dict[str, Any]:
     from rocketmq_actors.producer import Producer, ProducerOptions
     from rocketmq_actors.protocol import framing
 
-    async def run(producer: Producer, length: float) -> tuple[int, float]:
+    async def run(producer: Producer, length: float) -> tuple[int, float, Latencies[float]]:
         if nowait:  # path b_pipelined_nowait_1k: the producer's max_pending is the window
-            sent, elapsed, _, _ = await nowait_window(producer, topic, length)
+            sent, elapsed, latencies, _ = await nowait_window(producer, topic, length)
         else:
-            sent, elapsed, _ = await window(producer, topic, concurrency, length, 1)
-        return sent, elapsed
+            sent, elapsed, latencies = await window(producer, topic, concurrency, length, 1)
+        return sent, elapsed, latencies
 
     topic = "bench_profile"
     max_pending = concurrency if nowait else 100_000
     options = ProducerOptions(max_pending=max_pending, auto_batch=autobatch)
     async with Producer(namesrv=addr, group="bench_profile", options=options) as producer:
         await run(producer, 2.0)  # warm: route, connection
+        if gc_freeze:  # (what an application may do once started: benchmarks/gcfreeze.py)
+            gc.collect()
+            gc.freeze()
+        collections = [stats["collections"] for stats in gc.get_stats()]
         cpu = time.process_time()  # this process, every thread
-        sent, elapsed = await run(producer, seconds)
+        sent, elapsed, latencies = await run(producer, seconds)
         cpu = time.process_time() - cpu
+        after = [stats["collections"] for stats in gc.get_stats()]
+        collections = [end - begin for end, begin in zip(after, collections, strict=True)]
     return {
         "messages": sent,
         "msgs_per_s": round(sent / elapsed),
         "client_cpu_us_per_msg": round(cpu / sent * 1e6, 2) if sent else None,
+        **percentiles(latencies),
+        # the collector's runs in the window, per generation (young to full)
+        "gc_collections": collections,
+        "frozen_objects": gc.get_freeze_count(),
         # where the package came from: an A/B of two trees checks it ran the one it meant
         "package": str(Path(framing.__file__).parents[2]),
     }
@@ -119,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nowait", action="store_true",
                         help="submit from one task, --concurrency admitted")  # fmt: skip
     parser.add_argument("--autobatch", action="store_true", help="auto-batching on")
+    parser.add_argument("--gc-freeze", action="store_true",
+                        help="gc.freeze() after the warm-up (--worker only)")  # fmt: skip
     parser.add_argument("--worker", metavar="ADDR", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=RESULTS / "nullbroker.json")
     parser.add_argument("--keep-raw", type=Path, help="also copy py-spy's raw stacks here")
@@ -128,8 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.worker:  # the profiled child
         figures = anyio.run(
-            _worker, args.worker, args.seconds, args.concurrency, args.nowait, args.autobatch
-        )
+            _worker, args.worker, args.seconds, args.concurrency, args.nowait, args.autobatch,
+            args.gc_freeze,
+        )  # fmt: skip
         sys.stdout.write(json.dumps(figures) + "\n")
         return 0
     if not args.py_spy:
