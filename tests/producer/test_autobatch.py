@@ -184,7 +184,11 @@ async def test_a_delay_holds_a_batch_until_it_fills_or_the_delay_passes() -> Non
     assert batch.closed and len(batch.futures) == 1
 
 
-async def test_close_all_ends_a_delay_and_a_later_message_opens_a_new_batch() -> None:
+@pytest.mark.parametrize("end", ["close_all", "cancelled"])
+async def test_a_delay_ended_by_a_stop_or_a_cancelled_sender_closes_the_batch(end: str) -> None:
+    """``close_all`` (a stop) or the waiting sender's cancellation (its pool restarting) ends
+    the wait, and the batch is closed: a later message opens a new one, rather than joining
+    one that no sender will send."""
     batcher = _batcher(max_delay=30.0)
     batch = _add(batcher, Item(_prepared(Message(topic="A", body=b"1"))))
     assert batch is not None
@@ -192,9 +196,14 @@ async def test_close_all_ends_a_delay_and_a_later_message_opens_a_new_batch() ->
         async with anyio.create_task_group() as tg:
             tg.start_soon(batcher.ready, batch)
             await anyio.lowlevel.checkpoint()
-            batcher.close_all()
+            assert not batch.closed  # (waiting out the delay)
+            if end == "close_all":
+                batcher.close_all()
+            else:
+                tg.cancel_scope.cancel()
     assert batch.closed
-    assert _add(batcher, Item(_prepared(Message(topic="A", body=b"2")))) is not None
+    again = _add(batcher, Item(_prepared(Message(topic="A", body=b"2"))))
+    assert again is not None and again is not batch
 
 
 @pytest.mark.parametrize(
@@ -341,19 +350,3 @@ async def test_a_message_with_properties_in_a_batch_holds_no_prepared_form() -> 
         assert all(f.result().msg_id for f in futures)
         senders = producer._group.senders
         assert senders.pending == senders.pending_bytes == 0 and not senders._batches
-
-
-async def test_a_sender_cancelled_while_it_waits_out_the_delay_closes_the_batch() -> None:
-    """A sender cancelled in ``ready`` (its pool restarting) leaves no open batch behind: a
-    later message must open a new one, not join one that no sender will send."""
-    batcher = _batcher(max_delay=30.0)
-    batch = _add(batcher, Item(_prepared(Message(topic="A", body=b"1"))))
-    assert batch is not None
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(batcher.ready, batch)
-            await anyio.lowlevel.checkpoint()
-            assert not batch.closed  # (waiting out the delay)
-            tg.cancel_scope.cancel()
-    assert batch.closed
-    assert _add(batcher, Item(_prepared(Message(topic="A", body=b"2")))) is not batch
