@@ -58,7 +58,7 @@ def validate_topic(topic: str, *, error: type[Exception] = InvalidMessage) -> No
     (255 for retry and DLQ topics). ``error`` is raised otherwise: :class:`InvalidMessage`
     for a message's topic, which also must not be one of :data:`NOT_ALLOWED_SEND_TOPICS`;
     :class:`ConfigError` for a subscription's (any topic may be read)."""
-    if topic in _valid_topics:
+    if topic.__class__ is str and topic in _valid_topics:
         return
     try:
         _check_topic(topic)

@@ -140,20 +140,21 @@ class Batcher:
         timeout: float | None,
     ) -> Batch:
         """Add a message's record to its topic's open batch (opened if there is none, or it
-        has no room for it): that batch."""
-        topic = names[0]
+        has no room for it): that batch. Open batches go by the topic as the user named it,
+        which is also each message's result's (two names, with and without the namespace, may
+        be sent as one topic)."""
+        user_topic = names[1]
         size = len(body)
         record = _RECORD_OVERHEAD + size + len(props)
-        batch = self._open.get(topic)
+        head, tail = _HEAD(record, 0, 0, flag, size), _PROPS_LENGTH(len(props)) + props
+        batch = self._open.get(user_topic)  # (the record is built: nothing fails from here)
         if batch is None or batch.size + record > self.max_size:
             if batch is not None:
                 self.close(batch)
             created = time.monotonic() if self.max_delay else 0.0
-            batch = self._open[topic] = Batch(topic, names[1], created)
+            batch = self._open[user_topic] = Batch(names[0], user_topic, created)
         batch.ids.append(names[2])
-        batch.parts += (
-            _HEAD(record, 0, 0, flag, size), body, _PROPS_LENGTH(len(props)) + props,
-        )  # fmt: skip
+        batch.parts += (head, body, tail)
         batch.size += record
         self.held += record
         if timeout is not None and (batch.timeout is None or timeout < batch.timeout):
@@ -195,8 +196,8 @@ class Batcher:
     def close(self, batch: Batch) -> None:
         """Nothing joins ``batch`` any more."""
         batch.closed = True
-        if self._open.get(batch.topic) is batch:
-            del self._open[batch.topic]
+        if self._open.get(batch.user_topic) is batch:
+            del self._open[batch.user_topic]
         if batch.filled is not None:
             batch.filled.set()
 

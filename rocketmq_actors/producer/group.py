@@ -306,6 +306,21 @@ class ProducerGroup(GroupMember):
             raise
         return await self.hooks.around(hooked, sent)
 
+    async def send_batched_traced(self, message: Message, timeout: float | None) -> SendResult:
+        """``Producer.send`` of a message that auto-batching joins to a batch, with its hooks:
+        a synchronous send to them, whose ``after_send`` has run when it returns, as
+        :meth:`send_traced`'s."""
+        hooked = self.hooks.before(message, "sync")
+        message = self.hooks.message(hooked, message)  # (before_send may have replaced it)
+        try:
+            admitted = self.admit(message, None, None, None, timeout, None, hooks=False)
+            if admitted.__class__ is Admission:  # (no room now: wait for it)
+                admitted = await self.admit_waiting(admitted)
+        except BaseException as exc:
+            self.hooks.after(hooked, None, exc)
+            raise
+        return await self.hooks.around(hooked, cast(SendFuture, admitted))
+
     def admit(  # noqa: PLR0917 - positional: once per message
         self,
         message: Message,
@@ -314,17 +329,20 @@ class ProducerGroup(GroupMember):
         arg: object,
         timeout: float | None,
         callback: Callable[[SendFuture], object] | None,
+        *,
+        hooks: bool = True,
     ) -> SendFuture | Admission:
         """The message admitted now: its future. Or, when it cannot be without waiting (no
         room, or an ordered send's route to look up), nothing admitted yet: the
         :class:`Admission` that :meth:`admit_waiting` completes (``submit``) or that is
-        refused with :meth:`busy` (``send_nowait``). Bad input raises first."""
+        refused with :meth:`busy` (``send_nowait``). Bad input raises first. Without
+        ``hooks`` the caller runs the send hooks itself (:meth:`send_batched_traced`)."""
         if self._plain_joins and sharding_key is None and selector is None:
             joined = self._join_plain(message, timeout, callback)
             if joined is not None:
                 return joined
         hooked = None
-        if self.hooking:  # (after_send: from the callback, once the send has ended)
+        if self.hooking and hooks:  # (after_send: from the callback, once the send has ended)
             hooked = self.hooks.before(message, "async", sharding_key, selector)
             message, callback = (
                 self.hooks.message(hooked, message),
@@ -364,9 +382,9 @@ class ProducerGroup(GroupMember):
         except AttributeError:  # not a Message: prepare() says so
             return None
         topic = message.topic
+        validate_topic(topic)
         if topic.startswith(RETRY_PREFIX):  # (never batched)
             return None
-        validate_topic(topic)
         self._check_running()
         if timeout is not None:
             timeout = check_timeout("timeout", timeout)
@@ -391,9 +409,23 @@ class ProducerGroup(GroupMember):
 
     def busy(self, admission: Admission) -> ProducerBusy:
         """The error of a ``send_nowait`` that could not be admitted (its hooks told)."""
-        error = ProducerBusy(self.senders.why_not_now(admission.prepared))
+        error = ProducerBusy(self._why_not_now(admission.prepared))
         self.hooks.after(admission.hooked, None, error)
         return error
+
+    def _why_not_now(self, prepared: Prepared) -> str:
+        """Why the senders could not admit ``prepared`` without waiting."""
+        senders = self.senders
+        if senders.has_room(prepared.size):
+            return (
+                f"{senders.name}: the queue of an ordered send to {prepared.user_topic!r} is "
+                f"not known yet (its route was never looked up): submit() waits for it"
+            )
+        return (
+            f"{senders.name}: {senders.pending} sends ({senders.pending_bytes} bytes) admitted "
+            f"and not answered, max_pending={senders.max_pending}, max_pending_bytes="
+            f"{senders.max_pending_bytes}: submit() waits for room"
+        )
 
     async def flush(self, timeout: float | None) -> FlushResult:
         if timeout is not None:

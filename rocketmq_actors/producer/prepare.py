@@ -41,9 +41,18 @@ UNIQ_PREFIX = f"{Property.UNIQ_KEY}\x01"
 RETRY_PREFIX = "%RETRY%"  # a retry topic's prefix: no batch goes there (the broker refuses it)
 
 
+#: the range of a message's flag: a Java int, as the broker reads it
+FLAG_MIN, FLAG_MAX = -(1 << 31), (1 << 31) - 1
+
+
 def _check_text(what: str, text: str) -> None:
     if "\x01" in text or "\x02" in text:
         raise InvalidMessage(f"{what} {text!r} contains a reserved separator (U+0001/U+0002)")
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            raise InvalidMessage(f"{what} {text!r} cannot be encoded as UTF-8") from None
 
 
 def check_message(msg: object, where: str = "") -> Message:
@@ -115,6 +124,8 @@ def _validate(msg: Message, max_size: int) -> None:
         _check_text("tags", msg.tags)
     if msg.flag.__class__ is not int:
         raise InvalidMessage(f"flag must be an int, not {_type_name(msg.flag)}")
+    if not FLAG_MIN <= msg.flag <= FLAG_MAX:
+        raise InvalidMessage(f"flag {msg.flag} does not fit in 32 bits (a Java int)")
     for key in msg.keys:
         if not isinstance(key, str):
             raise InvalidMessage(f"keys must be strings, not {type(key).__name__}")
@@ -173,6 +184,7 @@ def is_plain(msg: Message, max_size: int, compress_threshold: int) -> bool:
         or msg.deliver_at_ms is not None or msg.delay_ms is not None or not msg.wait_store
         or body.__class__ is not bytes or not 0 < len(body) <= max_size
         or msg.value is not None or msg.flag.__class__ is not int
+        or not FLAG_MIN <= msg.flag <= FLAG_MAX
         or (compress_threshold and len(body) >= compress_threshold))  # fmt: skip
 
 
@@ -286,7 +298,7 @@ def prepare_batch(
             raise InvalidMessage("batch messages cannot be delayed")
         body = msg.body
         if (msg.properties or msg.tags or msg.keys or not wait or msg.value is not None
-                or msg.flag.__class__ is not int
+                or msg.flag.__class__ is not int or not FLAG_MIN <= msg.flag <= FLAG_MAX
                 or body.__class__ is not bytes or not 0 < len(body) <= max_size):  # fmt: skip
             _validate(msg, max_size)  # every check, and its error
             props = f"{encode_properties(msg.wire_properties())}{uniq}{msg_ids[index]}\x02"
@@ -339,7 +351,7 @@ def _uniform_batch(
         return None
     length = len(first.body)
     flag = first.flag
-    if not 0 < length <= max_size or flag.__class__ is not int:
+    if not 0 < length <= max_size or flag.__class__ is not int or not FLAG_MIN <= flag <= FLAG_MAX:
         return None
     for msg in messages:
         if msg.__class__ is not Message:

@@ -89,6 +89,8 @@ class Producer(Client[ProducerGroup]):
         (``send_timeout`` if None); :class:`~rocketmq_actors.errors.SendFailed` after them."""
         group = self._group
         if group.auto_batch and sharding_key is None and selector is None:  # (joins a batch)
+            if group.hooking:
+                return await group.send_batched_traced(message, timeout)
             admitted = group.admit(message, None, None, None, timeout, None)
             if admitted.__class__ is Admission:  # (no room now: wait for it)
                 admitted = await group.admit_waiting(admitted)

@@ -102,12 +102,12 @@ class Senders:
     ) -> Waiter | None:
         """The message admitted without waiting - its future - when there is room now and,
         for an ordered message, its queue is known without a lookup (a cached route); None,
-        with nothing done: :meth:`admit` it (or refuse it: :meth:`why_not_now`). The common
+        with nothing done: :meth:`admit` it (or refuse it: ``ProducerGroup.busy``). The common
         path of ``submit``, and all of ``send_nowait``, without a coroutine. A ``callback``
         that cannot be called is a :class:`ConfigError`, before anything is done."""
         if callback is not None and not callable(callback):
             raise ConfigError(f"callback must be callable, not {type(callback).__name__}")
-        if not self._has_room(prepared.size):
+        if not self.has_room(prepared.size):
             return None
         lane = None
         ordered = routing is not ROUND_ROBIN and routing.ordered
@@ -142,29 +142,17 @@ class Senders:
             raise ConfigError(f"callback must be callable, not {type(callback).__name__}")
         size = len(body)
         batcher = self._batcher
-        if batcher is None or not self._has_room(size):
+        if batcher is None or not self.has_room(size):
             return None
         msg_id = ids.next_id()
         if not batcher.takes_plain(size, msg_id):
             return None
-        future = self._count_in(size)
+        future = self._future()
         opened = batcher.add_plain((*names, msg_id), flag, body, future, timeout, callback)
+        self._count_in(size)  # (once it joined: a join that failed counted nothing)
         if opened is not None:
             self._queue_now(opened)
         return future
-
-    def why_not_now(self, prepared: Prepared) -> str:
-        """Why :meth:`admit_now` could not admit ``prepared`` (``send_nowait``'s refusal)."""
-        if self._has_room(prepared.size):
-            return (
-                f"{self.name}: the queue of an ordered send to {prepared.user_topic!r} is not "
-                f"known yet (its route was never looked up): submit() waits for it"
-            )
-        return (
-            f"{self.name}: {self.pending} sends ({self.pending_bytes} bytes) admitted and not "
-            f"answered, max_pending={self.max_pending}, max_pending_bytes="
-            f"{self.max_pending_bytes}: submit() waits for room"
-        )
 
     async def admit(
         self,
@@ -179,12 +167,12 @@ class Senders:
         size = prepared.size
         ordered = routing is not ROUND_ROBIN and routing.ordered
         while True:
-            while not self._has_room(size):
+            while not self.has_room(size):
                 await self.wait_change()
                 check_running()  # stopped while it waited for room
             lane = await self.loop.lane_of(prepared.topic, routing) if ordered else None
             check_running()  # stopped during the route lookup
-            if self._has_room(size):  # (others may have taken it during the lookup)
+            if self.has_room(size):  # (others may have taken it during the lookup)
                 break
         if not ordered:
             joined = self._join_batch(prepared, timeout, callback)
@@ -209,7 +197,8 @@ class Senders:
         callback: Call | None,
     ) -> Queued:
         """Count the message in (there is room) and make its future and queue item."""
-        future = self._count_in(prepared.size)
+        future = self._future()
+        self._count_in(prepared.size)
         seq = self._admitted
         previous = None
         if lane is not None:  # ordered: after the previous send to the same queue completed
@@ -220,16 +209,19 @@ class Senders:
         )
         return item
 
-    def _count_in(self, size: int) -> Waiter:
-        """Count a message of ``size`` bytes in (there is room): its future (its admission
-        number is ``_admitted`` then)."""
+    def _future(self) -> Waiter:
+        """A new send's future (the running loop's kind)."""
         new_future = self._new_future
         if new_future is None:
             new_future = self._new_future = waiter_factory()[0]
+        return new_future()
+
+    def _count_in(self, size: int) -> None:
+        """Count a message of ``size`` bytes in (there is room; its admission number is
+        ``_admitted`` then)."""
         self.pending += 1
         self.pending_bytes += size
         self._admitted += 1
-        return new_future()
 
     def _join_batch(
         self, prepared: Prepared, timeout: float | None, callback: Call | None
@@ -241,8 +233,9 @@ class Senders:
         batcher = self._batcher
         if batcher is None or not batcher.takes(prepared):
             return None
-        future = self._count_in(prepared.size)
+        future = self._future()
         opened = batcher.add(prepared, future, timeout, callback)
+        self._count_in(prepared.size)  # (once it joined: a join that failed counted nothing)
         if opened is not None:
             self._queue_now(opened)
         return future
@@ -313,7 +306,7 @@ class Senders:
             self._changed.set()
             self.release(item, written=True)
 
-    def _has_room(self, size: int) -> bool:
+    def has_room(self, size: int) -> bool:
         return self.pending < self.max_pending and (
             not self.pending or self.pending_bytes + size <= self.max_pending_bytes
         )

@@ -4,7 +4,7 @@ refused batch against a fake broker (a real one cannot be told to refuse a batch
 from __future__ import annotations
 
 import gc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -13,7 +13,14 @@ import attrs
 import pytest
 
 from rocketmq_actors.cluster.options import ClientOptions
-from rocketmq_actors.errors import BrokerError, ClientClosed, ConfigError, SendFailed
+from rocketmq_actors.errors import (
+    BrokerError,
+    ClientClosed,
+    ConfigError,
+    InvalidMessage,
+    SendFailed,
+)
+from rocketmq_actors.hooks import SendContext, SendHook
 from rocketmq_actors.producer import Message, Producer, ProducerOptions
 from rocketmq_actors.producer.autobatch import Batch, Batcher
 from rocketmq_actors.producer.prepare import Prepared, prepare
@@ -46,14 +53,21 @@ def _batcher(max_bytes: int = 32 * 1024, max_delay: float = 0.0) -> Batcher:
 
 
 @asynccontextmanager
-async def _batching(fake: FakeCluster, **options: Any) -> AsyncIterator[Producer]:
+async def _batching(
+    fake: FakeCluster,
+    *,
+    hooks: Sequence[SendHook] = (),
+    namespace: str | None = None,
+    **options: Any,
+) -> AsyncIterator[Producer]:
     """A started auto-batching producer (group G, no batch delay, a stop that waits half a
     second for what is in flight) against ``fake``."""
     async with FakeServer(fake) as server:
         fake.addr = server.addr
         batching = ProducerOptions(auto_batch=True, batch_max_delay=0.0, **options)
-        async with Producer(namesrv=server.addr, group="G", options=batching,
-                            client=ClientOptions(shutdown_timeout=0.5)) as producer:  # fmt: skip
+        client = ClientOptions(shutdown_timeout=0.5, namespace=namespace)
+        async with Producer(namesrv=server.addr, group="G", options=batching, client=client,
+                            hooks=hooks) as producer:  # fmt: skip
             yield producer
 
 
@@ -350,3 +364,56 @@ async def test_a_message_with_properties_in_a_batch_holds_no_prepared_form() -> 
         assert all(f.result().msg_id for f in futures)
         senders = producer._group.senders
         assert senders.pending == senders.pending_bytes == 0 and not senders._batches
+
+
+async def test_a_bad_flag_is_refused_before_it_joins_a_batch_and_holds_no_room() -> None:
+    fake = FakeCluster("ok")
+    async with _batching(fake) as producer:
+        await producer.send(Message(topic="T", body=b"warm"))  # (route and connection)
+        senders = producer._group.senders
+        for flag in (1 << 31, -(1 << 31) - 1):
+            for tags in (None, "a"):  # (the plain path and the prepared one)
+                with pytest.raises(InvalidMessage, match="32 bits"):
+                    producer.send_nowait(Message(topic="T", body=b"x", flag=flag, tags=tags))
+        assert senders.pending == senders.pending_bytes == 0
+        with anyio.fail_after(10):
+            results = [await producer.send(Message(topic="T", body=b"%d" % i)) for i in range(3)]
+        assert len({r.msg_id for r in results}) == 3  # (no batch holds a stray id)
+
+
+async def test_two_names_of_one_topic_get_each_its_own_name_in_the_results() -> None:
+    """With a namespace, ``orders`` and ``ns%orders`` are sent as one topic; each message's
+    result names the topic as its sender did."""
+    fake = FakeCluster("ok")
+    async with _batching(fake, namespace="ns") as producer:
+        await producer.send(Message(topic="orders", body=b"warm"))  # (route and connection)
+        futures = [producer.send_nowait(Message(topic=topic, body=b"x"))
+                   for topic in ("orders", "ns%orders", "orders")]  # fmt: skip
+        with anyio.fail_after(10):
+            assert (await producer.flush()).sent == 3
+        assert [f.result().queue.topic for f in futures] == ["orders", "ns%orders", "orders"]
+
+
+class Recording:
+    def __init__(self) -> None:
+        self.ended: list[SendContext] = []
+
+    def before_send(self, context: SendContext) -> None:
+        pass
+
+    def after_send(self, context: SendContext) -> None:
+        self.ended.append(context)
+
+
+async def test_an_auto_batched_send_has_run_its_after_send_when_it_returns() -> None:
+    """``send`` with hooks, auto-batched as without: a synchronous send to them, whose
+    ``after_send`` (a span's end, a trace record) has run when ``send`` returns."""
+    fake, hook = FakeCluster("ok"), Recording()
+    async with _batching(fake, hooks=[hook]) as producer:
+        for i in range(3):
+            result = await producer.send(Message(topic="T", body=b"%d" % i))
+            assert len(hook.ended) == i + 1 and hook.ended[-1].result == result
+        with pytest.raises(InvalidMessage):
+            await producer.send(Message(topic="T", body=b""))
+    assert [c.mode for c in hook.ended] == ["sync"] * 4 and fake.batches == 3
+    assert isinstance(hook.ended[-1].error, InvalidMessage)

@@ -50,13 +50,25 @@ BAD = [
     ("separator in property", _message(properties={"a\x01": "b"})),
     ("properties over 32,767 bytes", _message(properties={"big": "\u00e9" * 16384})),
     ("space in key", _message(keys=["a b"])),
+    ("flag past 32 bits", _message(flag=1 << 31)),
+    ("flag below 32 bits", _message(flag=-(1 << 31) - 1)),
+    ("tags not UTF-8", _message(tags="\ud800")),
+    ("property not UTF-8", _message(properties={"p": "\udc00"})),
+    ("topic not a str", _message(topic=123)),
+    ("topic bytes", _message(topic=b"T")),
+    ("topic a list", _message(topic=["T"])),
 ]
 
 
+@pytest.mark.parametrize("auto_batch", [False, True], ids=["alone", "auto-batched"])
 @pytest.mark.parametrize(("what", "message"), BAD, ids=[b[0] for b in BAD])
-async def test_bad_messages_fail_before_any_io(what: str, message: Message) -> None:
-    # a producer never started cannot have done any I/O: the message is refused first
-    producer = Producer(namesrv="127.0.0.1:1", group="G")
+async def test_bad_messages_fail_before_any_io(
+    what: str, message: Message, auto_batch: bool
+) -> None:
+    # a producer never started cannot have done any I/O: the message is refused first (an
+    # auto-batching one's plain messages take a path of their own: the same checks)
+    options = ProducerOptions(auto_batch=auto_batch)
+    producer = Producer(namesrv="127.0.0.1:1", group="G", options=options)
     with pytest.raises(InvalidMessage):
         await producer.send(message)
     with pytest.raises(InvalidMessage):
