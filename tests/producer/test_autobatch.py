@@ -326,7 +326,10 @@ async def test_a_stop_fails_a_written_unanswered_batch_and_calls_back_each_messa
         assert senders.pending == senders.pending_bytes == 0 and not senders._batches
 
 
-async def test_a_batch_that_cannot_be_queued_refuses_the_message_that_opened_it() -> None:
+@pytest.mark.parametrize("tags", [None, "a"], ids=["plain", "prepared"])
+async def test_a_batch_that_cannot_be_queued_refuses_the_message_that_opened_it(
+    tags: str | None,
+) -> None:
     fake = FakeCluster("ok")
     async with _batching(fake) as producer:
         await producer.send(Message(topic="T", body=b"warm"))  # (route and connection)
@@ -334,7 +337,7 @@ async def test_a_batch_that_cannot_be_queued_refuses_the_message_that_opened_it(
         senders.outbox.close()  # (as a stop does, between a check and the queueing)
         called: list[Any] = []
         with pytest.raises(ClientClosed):
-            producer.send_nowait(Message(topic="T", body=b"x"), callback=called.append)
+            producer.send_nowait(Message(topic="T", body=b"x", tags=tags), callback=called.append)
         assert senders.pending == senders.pending_bytes == 0 and not senders._batches
         assert senders._batcher is not None
         assert not senders._batcher._open  # (no later message joins a batch never sent)
