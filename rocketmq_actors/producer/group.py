@@ -296,30 +296,28 @@ class ProducerGroup(GroupMember):
         arg: object,
         timeout: float | None,
     ) -> SendResult:
-        """:meth:`send_now` with its hooks (a span and a Pub trace record among them)."""
+        """``Producer.send`` with its hooks (a span and a Pub trace record among them): a
+        synchronous send to them, auto-batched or not, whose ``after_send`` has run when it
+        returns."""
         hooked = self.hooks.before(message, "sync", sharding_key, selector)
         message = self.hooks.message(hooked, message)  # (before_send may have replaced it)
-        try:  # (send_now refuses bad input before it returns the send)
-            sent = self.send_now(message, sharding_key, selector, arg, timeout)
+        try:  # (both refuse bad input before they return the send)
+            if self.auto_batch and sharding_key is None and selector is None:
+                admitted = self.admit(message, None, None, None, timeout, None, hooks=False)
+                sent = self._batched(admitted)
+            else:
+                sent = self.send_now(message, sharding_key, selector, arg, timeout)
         except BaseException as exc:
             self.hooks.after(hooked, None, exc)
             raise
         return await self.hooks.around(hooked, sent)
 
-    async def send_batched_traced(self, message: Message, timeout: float | None) -> SendResult:
-        """``Producer.send`` of a message that auto-batching joins to a batch, with its hooks:
-        a synchronous send to them, whose ``after_send`` has run when it returns, as
-        :meth:`send_traced`'s."""
-        hooked = self.hooks.before(message, "sync")
-        message = self.hooks.message(hooked, message)  # (before_send may have replaced it)
-        try:
-            admitted = self.admit(message, None, None, None, timeout, None, hooks=False)
-            if admitted.__class__ is Admission:  # (no room now: wait for it)
-                admitted = await self.admit_waiting(admitted)
-        except BaseException as exc:
-            self.hooks.after(hooked, None, exc)
-            raise
-        return await self.hooks.around(hooked, cast(SendFuture, admitted))
+    async def _batched(self, admitted: SendFuture | Admission) -> SendResult:
+        """The result of an auto-batched send :meth:`admit` took (or will, once there is
+        room)."""
+        if admitted.__class__ is Admission:
+            admitted = await self.admit_waiting(admitted)
+        return await cast(SendFuture, admitted)
 
     def admit(  # noqa: PLR0917 - positional: once per message
         self,
@@ -336,7 +334,7 @@ class ProducerGroup(GroupMember):
         room, or an ordered send's route to look up), nothing admitted yet: the
         :class:`Admission` that :meth:`admit_waiting` completes (``submit``) or that is
         refused with :meth:`busy` (``send_nowait``). Bad input raises first. Without
-        ``hooks`` the caller runs the send hooks itself (:meth:`send_batched_traced`)."""
+        ``hooks`` the caller runs the send hooks itself (:meth:`send_traced`)."""
         if self._plain_joins and sharding_key is None and selector is None:
             joined = self._join_plain(message, timeout, callback)
             if joined is not None:

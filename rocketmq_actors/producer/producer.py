@@ -88,15 +88,13 @@ class Producer(Client[ProducerGroup]):
         key, same queue, in order. Up to ``1 + retry_times`` attempts within ``timeout``
         (``send_timeout`` if None); :class:`~rocketmq_actors.errors.SendFailed` after them."""
         group = self._group
+        if group.hooking:
+            return await group.send_traced(message, sharding_key, selector, arg, timeout)
         if group.auto_batch and sharding_key is None and selector is None:  # (joins a batch)
-            if group.hooking:
-                return await group.send_batched_traced(message, timeout)
             admitted = group.admit(message, None, None, None, timeout, None)
             if admitted.__class__ is Admission:  # (no room now: wait for it)
                 admitted = await group.admit_waiting(admitted)
             return await cast(SendFuture, admitted)
-        if group.hooking:
-            return await group.send_traced(message, sharding_key, selector, arg, timeout)
         return await group.send_now(message, sharding_key, selector, arg, timeout)
 
     async def submit(

@@ -451,10 +451,9 @@ class Senders:
     def release_batch(self, batch: Batch, *, written: bool) -> None:
         """:meth:`release` for every message of an auto-batch (once): its admissions first,
         then its futures not resolved yet failed (the producer stopped), whatever their done
-        callbacks do; its messages' callbacks are queued to run after that."""
-        if not batch.closed:  # (no later message joins a batch no one will send)
-            assert self._batcher is not None
-            self._batcher.close(batch)
+        callbacks do; its messages' callbacks are queued to run after that. It is closed by
+        then: ``Batcher.ready`` closes it whatever happens, a stop closes every open one, and
+        a refused one is dropped."""
         self.pending -= len(batch.futures)
         self.pending_bytes -= batch.admitted
         self._batches.discard(batch)
@@ -492,12 +491,10 @@ class Senders:
                 continue
             item = cast(Queued, item)
             self.release(item, written=item.first and item.may_be_stored)
-        for unresolved in list(self._unresolved.values()):
-            if not unresolved.future.done():
+        for unresolved in list(self._unresolved.values()):  # (batches: released above, or by
+            if not unresolved.future.done():  # the sender that was sending each, as it ended)
                 self._fail_stopped(unresolved.future, unresolved.user_topic, written=True)
                 self._ends.call_back(unresolved)  # (a first attempt's may be released later)
-        for batch in list(self._batches):  # (none: each was released as it was sent or taken)
-            self.release_batch(batch, written=True)
 
     def describe(self) -> Node:
         info = {"tasks": self.tasks, "pending": self.pending}
