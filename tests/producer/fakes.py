@@ -11,10 +11,31 @@ import anyio
 
 from rocketmq_actors.cluster.instance import ClientInstance
 from rocketmq_actors.cluster.options import ClientOptions
-from rocketmq_actors.producer import Producer, ProducerOptions
+from rocketmq_actors.producer import Producer, ProducerOptions, SendFuture
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
+
+
+class Calls:
+    """A send callback that keeps the futures it was called with, and a wait for ``count``
+    of them (callbacks run soon after their sends end, not by the time ``flush`` returns)."""
+
+    def __init__(self) -> None:
+        self.futures: list[SendFuture] = []
+        self.done_when_called: list[bool] = []  # (asserted by the tests: not in here, where
+        self._changed = anyio.Event()  # an AssertionError would only be logged)
+
+    def __call__(self, future: SendFuture) -> None:
+        self.done_when_called.append(future.done())
+        self.futures.append(future)
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def until(self, count: int, *, within: float = 10.0) -> None:
+        with anyio.fail_after(within):  # (a contract: sends that end call back soon)
+            while len(self.futures) < count:
+                await self._changed.wait()
 
 
 class FakeCluster:

@@ -31,7 +31,7 @@ from rocketmq_actors.protocol.sendframe import BatchBody
 from rocketmq_actors.testing.fakeserver import FakeServer
 from tests.conftest import BACKEND
 
-from .fakes import FakeCluster
+from .fakes import Calls, FakeCluster
 
 IDS = UniqueIdGenerator(ip=b"\x7f\x00\x00\x01")
 
@@ -288,24 +288,18 @@ async def test_each_callback_in_a_batch_is_called_once_with_its_own_future() -> 
     fake = FakeCluster("ok")
     async with _batching(fake) as producer:
         await producer.send(Message(topic="T", body=b"warm"))  # (route and connection)
-        called: list[Any] = []
-        all_called = anyio.Event()
-
-        def call(future: Any) -> None:
-            called.append(future)
-            if len(called) == 20:
-                all_called.set()
-
+        calls = Calls()
         futures = [
             producer.send_nowait(Message(topic="T", body=b"%d" % i), callback=callback)
-            for i, callback in enumerate([call if i % 3 else None for i in range(30)])
+            for i, callback in enumerate([calls if i % 3 else None for i in range(30)])
         ]
-        with anyio.fail_after(10):  # (callbacks run soon after the sends end: wait for them)
+        with anyio.fail_after(10):
             assert (await producer.flush()).sent == 30
-            await all_called.wait()
+        await calls.until(20)
         assert fake.batches == 2  # (the warm-up's, then one for the thirty)
-        assert called == [f for i, f in enumerate(futures) if i % 3]
-        assert len({f.result().msg_id for f in called}) == 20
+        assert calls.futures == [f for i, f in enumerate(futures) if i % 3]
+        assert len({f.result().msg_id for f in calls.futures}) == 20
+        assert all(calls.done_when_called)
 
 
 async def test_a_stop_fails_a_written_unanswered_batch_and_calls_back_each_message() -> None:
@@ -390,6 +384,8 @@ async def test_a_bad_flag_is_refused_before_it_joins_a_batch_and_holds_no_room()
                 with pytest.raises(InvalidMessage, match="32 bits"):
                     producer.send_nowait(Message(topic="T", body=b"x", flag=flag, tags=tags))
         assert senders.pending == senders.pending_bytes == 0
+        batcher = senders._batcher
+        assert batcher is not None and not batcher._open and batcher.held == 0  # (no record)
         with anyio.fail_after(10):
             results = [await producer.send(Message(topic="T", body=b"%d" % i)) for i in range(3)]
         assert len({r.msg_id for r in results}) == 3  # (no batch holds a stray id)

@@ -20,6 +20,7 @@ from rocketmq_actors.producer import (
     SendStatus,
 )
 
+from .fakes import Calls
 from .pull import pull
 
 pytestmark = pytest.mark.integration
@@ -84,14 +85,7 @@ async def test_flush_counts_failures_and_a_timeout_leaves_pending(
 async def test_send_callbacks_are_called_once_each_as_javas_send_callback(
     rocketmq_namesrv: str, unique_group: str, unique_topic: str
 ) -> None:
-    ended: list[SendFuture] = []
-    all_ended = anyio.Event()
-
-    def callback(future: SendFuture) -> None:
-        ended.append(future)
-        if len(ended) == 300:
-            all_ended.set()
-
+    calls = Calls()
     async with Producer(
         namesrv=rocketmq_namesrv, group=unique_group, options=ProducerOptions(max_pending=64)
     ) as producer:
@@ -99,12 +93,12 @@ async def test_send_callbacks_are_called_once_each_as_javas_send_callback(
             await producer.submit(
                 Message(topic=unique_topic, body=b"m%d" % i),
                 sharding_key="k" if i % 10 == 0 else None,  # (some through the sender tasks)
-                callback=callback,
+                callback=calls,
             )
             for i in range(300)
         ]
-        with anyio.fail_after(30):
-            await all_ended.wait()
+        await calls.until(300, within=30)
+        ended = calls.futures
         assert sorted(map(id, ended)) == sorted(map(id, futures))
         results = [future.result() for future in ended]
         assert all(result.status is SendStatus.SEND_OK for result in results)

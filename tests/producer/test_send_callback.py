@@ -16,27 +16,7 @@ from rocketmq_actors.producer import Message, Producer, ProducerOptions, SendFut
 from rocketmq_actors.producer.sendloop import ROUND_ROBIN
 from rocketmq_actors.testing.fakeserver import FakeServer
 
-from .fakes import GatedCluster, on_shared_instance
-
-
-class Calls:
-    """The futures callbacks were called with, and a wait for ``count`` of them."""
-
-    def __init__(self) -> None:
-        self.futures: list[SendFuture] = []
-        self.done_when_called: list[bool] = []  # (asserted by the tests: not in here, where
-        self._changed = anyio.Event()  # an AssertionError would only be logged)
-
-    def __call__(self, future: SendFuture) -> None:
-        self.done_when_called.append(future.done())
-        self.futures.append(future)
-        self._changed.set()
-        self._changed = anyio.Event()
-
-    async def until(self, count: int) -> None:
-        with anyio.fail_after(10):
-            while len(self.futures) < count:
-                await self._changed.wait()
+from .fakes import Calls, GatedCluster, on_shared_instance
 
 
 async def test_each_callback_is_called_once_with_its_future_when_its_send_ends() -> None:
