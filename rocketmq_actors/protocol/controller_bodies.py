@@ -25,7 +25,9 @@ from .headers import Header, wire
 __all__ = [
     "ControllerMetadata",
     "ElectMasterRequestHeader",
+    "ElectMasterResponseHeader",
     "ElectMasterResult",
+    "GetMetaDataResponseHeader",
     "Replica",
     "ReplicasInfo",
     "decode_sync_state_data",
@@ -33,11 +35,43 @@ __all__ = [
 ]
 
 
+@attrs.define(kw_only=True, slots=True)
+class GetMetaDataResponseHeader(Header):
+    """CONTROLLER_GET_METADATA_INFO (1005) reply header, as the controller writes it
+    (``makeCustomHeaderToNet`` leaves a null field out: every field may be missing).
+    ``isLeader`` is a Java ``boolean``, missing read as false as Java reads it."""
+
+    group: str | None = wire("group", default=None)
+    controller_leader_id: str | None = wire("controllerLeaderId", default=None)
+    controller_leader_address: str | None = wire("controllerLeaderAddress", default=None)
+    is_leader: bool = wire("isLeader", default=False)
+    peers: str | None = wire("peers", default=None)
+
+
+def _peers(text: str | None) -> dict[str, str]:
+    peers = {}
+    # "n0:127.0.0.1:9878;n1:...;" (DLedgerController.getControllerMetadata: id:address;),
+    # or "127.0.0.1:9878;..." (JRaftController's: the addresses alone, named by themselves)
+    for entry in (text or "").split(";"):
+        peer = entry.strip()
+        if not peer:
+            continue
+        if peer.count(":") == 1:
+            peers[peer] = peer
+            continue
+        peer_id, sep, addr = peer.partition(":")
+        if not sep or not addr:
+            raise ProtocolError("bad-header-field", f"peers: {peer!r} is not id:address")
+        peers[peer_id] = addr
+    return peers
+
+
 @attrs.frozen(kw_only=True)
 class ControllerMetadata:
     """CONTROLLER_GET_METADATA_INFO (1005) reply: Java's ``GetMetaDataResponseHeader``.
     ``peers`` maps each DLedger peer id to its address; ``is_leader`` is whether the
-    controller asked is the leader (requests that change state go to ``leader_addr``)."""
+    controller asked is the leader (requests that change state go to ``leader_addr``).
+    A field not given - missing, or empty as JRaft's leader id without a leader - is None."""
 
     group: str | None
     leader_id: str | None
@@ -47,26 +81,13 @@ class ControllerMetadata:
 
     @classmethod
     def from_ext(cls, ext: Mapping[str, str]) -> ControllerMetadata:
-        peers = {}
-        # "n0:127.0.0.1:9878;n1:...;" (DLedgerController.getControllerMetadata: id:address;),
-        # or "127.0.0.1:9878;..." (JRaftController's: the addresses alone, named by themselves)
-        for entry in (ext.get("peers") or "").split(";"):
-            peer = entry.strip()
-            if not peer:
-                continue
-            if peer.count(":") == 1:
-                peers[peer] = peer
-                continue
-            peer_id, sep, addr = peer.partition(":")
-            if not sep or not addr:
-                raise ProtocolError("bad-header-field", f"peers: {peer!r} is not id:address")
-            peers[peer_id] = addr
+        header = GetMetaDataResponseHeader.from_ext(ext)
         return cls(
-            group=ext.get("group") or None,
-            leader_id=ext.get("controllerLeaderId") or None,
-            leader_addr=ext.get("controllerLeaderAddress") or None,
-            is_leader=(ext.get("isLeader") or "").strip().lower() == "true",
-            peers=peers,
+            group=header.group or None,
+            leader_id=header.controller_leader_id or None,
+            leader_addr=header.controller_leader_address or None,
+            is_leader=header.is_leader,
+            peers=_peers(header.peers),
         )
 
 
@@ -82,13 +103,15 @@ class ElectMasterRequestHeader(Header):
     invoke_time: int | None = wire("invokeTime", default=None)
 
 
-def _opt_int(value: str | None, name: str) -> int | None:
-    if value is None or value in ("", "null"):
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise ProtocolError("bad-header-field", f"{name}={value!r} is not an integer") from None
+@attrs.define(kw_only=True, slots=True)
+class ElectMasterResponseHeader(Header):
+    """CONTROLLER_ELECT_MASTER (1002) reply header (5.1.1+; Java's fields are nullable
+    ``Long``/``String``/``Integer``, a null one left out): the master and the epochs."""
+
+    master_broker_id: int | None = wire("masterBrokerId", default=None)
+    master_address: str | None = wire("masterAddress", default=None)
+    master_epoch: int | None = wire("masterEpoch", default=None)
+    sync_state_set_epoch: int | None = wire("syncStateSetEpoch", default=None)
 
 
 @attrs.frozen(kw_only=True)
@@ -113,6 +136,7 @@ class ElectMasterResult:
         """The ``ElectMasterResponseHeader`` fields and the ``ElectMasterResponseBody``
         (``{"brokerMemberGroup": {"cluster", "brokerName", "brokerAddrs": {id: addr}},
         "syncStateSet": [ids]}``; either may be missing)."""
+        header = ElectMasterResponseHeader.from_ext(ext)
         # (fastjson writes brokerAddrs' keys unquoted: _object reads them)
         obj: Mapping[Any, Any] = _object(body, "elect master body") if body else {}
         group = obj.get("brokerMemberGroup") or {}
@@ -122,10 +146,10 @@ class ElectMasterResult:
         in_sync = _field(obj, "syncStateSet", list, [])
         return cls(
             elected=elected,
-            master_broker_id=_opt_int(ext.get("masterBrokerId"), "masterBrokerId"),
-            master_addr=ext.get("masterAddress") or None,
-            master_epoch=_opt_int(ext.get("masterEpoch"), "masterEpoch"),
-            sync_state_set_epoch=_opt_int(ext.get("syncStateSetEpoch"), "syncStateSetEpoch"),
+            master_broker_id=header.master_broker_id,
+            master_addr=header.master_address or None,
+            master_epoch=header.master_epoch,
+            sync_state_set_epoch=header.sync_state_set_epoch,
             broker_addrs=dict(sorted((int(k), str(v)) for k, v in addrs.items())),
             sync_state_set=tuple(sorted(int(i) for i in in_sync)),
         )

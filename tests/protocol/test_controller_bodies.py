@@ -10,7 +10,9 @@ import pytest
 from rocketmq_actors.protocol.controller_bodies import (
     ControllerMetadata,
     ElectMasterRequestHeader,
+    ElectMasterResponseHeader,
     ElectMasterResult,
+    GetMetaDataResponseHeader,
     Replica,
     decode_sync_state_data,
     encode_broker_names,
@@ -37,6 +39,29 @@ def test_metadata_of_a_controller_without_leader() -> None:
     assert (meta.leader_addr, meta.is_leader, meta.peers) == (None, False, {})
     with pytest.raises(ProtocolError):
         ControllerMetadata.from_ext({"peers": "no-id-here;"})
+
+
+def test_metadata_fields_not_given_are_none() -> None:
+    """makeCustomHeaderToNet leaves a null field out; JRaft says "" for no leader id."""
+    meta = ControllerMetadata.from_ext({})
+    assert meta == ControllerMetadata(group=None, leader_id=None, leader_addr=None,
+                                      is_leader=False, peers={})  # fmt: skip
+    jraft = ControllerMetadata.from_ext({"group": "jRaft-Controller", "controllerLeaderId": "",
+                                         "isLeader": "false", "peers": "h:9878;"})  # fmt: skip
+    assert (jraft.group, jraft.leader_id, jraft.leader_addr) == ("jRaft-Controller", None, None)
+    assert ControllerMetadata.from_ext({"group": "", "controllerLeaderAddress": ""}) == meta
+
+
+def test_the_metadata_header_is_a_typed_header() -> None:
+    header = GetMetaDataResponseHeader(group="g", controller_leader_id="n0",
+                                       controller_leader_address="h:9878", is_leader=True,
+                                       peers="n0:h:9878;")  # fmt: skip
+    ext = header.to_ext()
+    assert ext == {"group": "g", "controllerLeaderId": "n0", "controllerLeaderAddress": "h:9878",
+                   "isLeader": "true", "peers": "n0:h:9878;"}  # fmt: skip
+    assert GetMetaDataResponseHeader.from_ext(ext) == header
+    assert GetMetaDataResponseHeader.from_ext({}) == GetMetaDataResponseHeader()
+    assert GetMetaDataResponseHeader.from_ext({"isLeader": "TRUE"}).is_leader is True
 
 
 def test_the_elect_request_is_an_admin_trigger() -> None:
@@ -67,8 +92,41 @@ def test_a_kept_master_has_no_member_group() -> None:
         False, 1, {}, (1, 2))  # fmt: skip
     empty = ElectMasterResult.decode({}, b"", elected=False)
     assert (empty.master_broker_id, empty.master_addr, empty.master_epoch) == (None, None, None)
-    with pytest.raises(ProtocolError):
+    assert empty.sync_state_set_epoch is None
+    assert (empty.broker_addrs, empty.sync_state_set) == ({}, ())
+    with pytest.raises(ProtocolError, match="masterEpoch") as caught:
         ElectMasterResult.decode({"masterEpoch": "x"}, b"", elected=True)
+    assert caught.value.reason == "bad-header-field"
+
+
+def test_the_elect_header_fields_not_given_are_none() -> None:
+    """Java's fields are nullable (Long, String, Integer): a null one is left out."""
+    ext = {"masterEpoch": "3", "syncStateSetEpoch": "4", "masterAddress": ""}
+    result = ElectMasterResult.decode(ext, b"", elected=False)
+    assert (result.master_broker_id, result.master_addr, result.master_epoch,
+            result.sync_state_set_epoch) == (None, None, 3, 4)  # fmt: skip
+    assert ElectMasterResponseHeader.from_ext({}) == ElectMasterResponseHeader()
+
+
+@pytest.mark.parametrize("field", ["masterBrokerId", "masterEpoch", "syncStateSetEpoch"])
+@pytest.mark.parametrize("raw", ["x", "null", "", "1.5"])
+def test_a_bad_elect_header_number_is_a_protocol_error(field: str, raw: str) -> None:
+    """The controller writes these with Long/Integer.toString and leaves a null out, so
+    not even "null" or "" can come: anything but a decimal is a bad header."""
+    ext = {"masterBrokerId": "1", "masterEpoch": "1", "syncStateSetEpoch": "1", field: raw}
+    with pytest.raises(ProtocolError) as caught:
+        ElectMasterResult.decode(ext, b'{"syncStateSet":[1]}', elected=True)
+    assert caught.value.reason == "bad-header-field"
+    assert field in str(caught.value)
+
+
+def test_the_elect_header_is_a_typed_header() -> None:
+    header = ElectMasterResponseHeader(master_broker_id=2, master_address=B, master_epoch=3,
+                                       sync_state_set_epoch=4)  # fmt: skip
+    ext = header.to_ext()
+    assert ext == {"masterBrokerId": "2", "masterAddress": B, "masterEpoch": "3",
+                   "syncStateSetEpoch": "4"}  # fmt: skip
+    assert ElectMasterResponseHeader.from_ext(ext) == header
 
 
 def test_sync_state_data_per_broker_set() -> None:
