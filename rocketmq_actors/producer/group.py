@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AsyncExitStack
-from typing import Any, cast
+from typing import Any
 
 import anyio
 import attrs
@@ -315,9 +315,9 @@ class ProducerGroup(GroupMember):
     async def _batched(self, admitted: SendFuture | Admission) -> SendResult:
         """The result of an auto-batched send :meth:`admit` took (or will, once there is
         room)."""
-        if admitted.__class__ is Admission:
+        if isinstance(admitted, Admission):
             admitted = await self.admit_waiting(admitted)
-        return await cast(SendFuture, admitted)
+        return await admitted
 
     def admit(  # noqa: PLR0917 - positional: once per message
         self,
@@ -362,7 +362,7 @@ class ProducerGroup(GroupMember):
             raise
         if future is None:
             return Admission(message, prepared, routing, timeout, callback, hooked)
-        return cast(SendFuture, future)
+        return future
 
     def _join_plain(
         self,
@@ -391,7 +391,7 @@ class ProducerGroup(GroupMember):
         joined = self.senders.join_plain(
             names, message.body, message.flag, self._ids, timeout, callback
         )
-        return cast("SendFuture | None", joined)
+        return joined
 
     async def admit_waiting(self, admission: Admission) -> SendFuture:
         """Wait for room (and an ordered send's lane), then admit: the send's future."""
@@ -403,7 +403,7 @@ class ProducerGroup(GroupMember):
         except BaseException as exc:
             self.hooks.after(admission.hooked, None, exc)
             raise
-        return cast(SendFuture, future)
+        return future
 
     def busy(self, admission: Admission) -> ProducerBusy:
         """The error of a ``send_nowait`` that could not be admitted (its hooks told)."""

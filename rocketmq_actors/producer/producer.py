@@ -19,7 +19,7 @@ retries, compression, backpressure) and a :class:`~rocketmq_actors.cluster.optio
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 from rocketmq_actors.cluster.client import Client
 from rocketmq_actors.cluster.instance import ClientInstance
@@ -92,9 +92,9 @@ class Producer(Client[ProducerGroup]):
             return await group.send_traced(message, sharding_key, selector, arg, timeout)
         if group.auto_batch and sharding_key is None and selector is None:  # (joins a batch)
             admitted = group.admit(message, None, None, None, timeout, None)
-            if admitted.__class__ is Admission:  # (no room now: wait for it)
+            if isinstance(admitted, Admission):  # (no room now: wait for it)
                 admitted = await group.admit_waiting(admitted)
-            return await cast(SendFuture, admitted)
+            return await admitted
         return await group.send_now(message, sharding_key, selector, arg, timeout)
 
     async def submit(
@@ -116,9 +116,9 @@ class Producer(Client[ProducerGroup]):
         for a send refused at admission (that raises here). One that raises is logged; one that
         cannot be called is a :class:`~rocketmq_actors.errors.ConfigError`."""
         admitted = self._group.admit(message, sharding_key, selector, arg, timeout, callback)
-        if admitted.__class__ is Admission:  # (no room now, or an ordered send's route)
+        if isinstance(admitted, Admission):  # (no room now, or an ordered send's route)
             return await self._group.admit_waiting(admitted)
-        return cast(SendFuture, admitted)
+        return admitted
 
     def send_nowait(
         self,

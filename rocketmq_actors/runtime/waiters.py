@@ -51,6 +51,7 @@ class Waiter(Completion, Protocol):
     def cancelled(self) -> bool: ...  # (an asyncio future whose awaiting task was cancelled)
     def exception(self) -> BaseException | None: ...  # (only once done, and not cancelled)
     def result(self) -> Any: ...  # the result, or raise the error (only once done)
+    def add_done_callback(self, fn: Callable[[Any], object], /) -> None: ...
     def __await__(self) -> Generator[Any, None, Any]: ...
 
 
