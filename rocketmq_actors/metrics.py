@@ -72,6 +72,7 @@ _HELP = {
     "rocketmq_consumer_cached_bytes": "bytes of messages pulled and not consumed yet",
 }
 
+_bisect_left = bisect.bisect_left  # (a module global: one lookup less a message)
 
 #: histograms with buckets of their own (the RocketMQ 5.x clients', in milliseconds)
 BUCKETS_OF: dict[str, tuple[float, ...]] = {
@@ -216,9 +217,11 @@ class Metrics:
         """Add ``amount`` to the series' counter and ``value`` to its histogram under one lock
         (per send or handler call)."""
         counter, hist = series
-        with self._lock:
+        with self._lock:  # (the histogram's observe written out: no call a message)
             counter.value += amount
-            hist.observe(value)
+            hist.counts[_bisect_left(hist.bounds, value)] += 1
+            hist.count += 1
+            hist.sum += value
 
     def value(self, name: str, **labels: Any) -> float:
         """A counter's or gauge's current value (0 if never touched)."""
