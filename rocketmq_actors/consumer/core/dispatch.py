@@ -130,27 +130,33 @@ class Dispatcher:
         self.hooks.before("before_consume", hooked)
         return hooked
 
-    async def invoke(self, messages: list[MessageExt], *, timed: bool = True) -> bool | None:
+    async def invoke(
+        self, messages: list[MessageExt], *, timed: bool = True, began: float | None = None
+    ) -> bool | None:
         """Run the handler (or hand the messages to ``async for``): True when all were consumed,
         False when any failed (each message's :func:`settled` outcome says which), None when
         the consumer stops first (the acked ones are consumed, the rest left unconsumed).
         ``timed``: bound it by ``consume_timeout`` here (the concurrent workers are bounded by
-        their sweeper instead)."""
-        if len(messages) == 1:  # (the usual call: no list built for the check)
-            poison = messages if messages[0].decode_error is not None else []
-        else:
-            poison = [m for m in messages if m.decode_error is not None]
-        if poison:
-            for message in poison:
-                log.error("consumer.undecodable", group=self.group, reason=message.decode_error,
-                          **describe(message))  # fmt: skip
+        their sweeper instead). ``began``: the caller's clock reading as it called (its own)."""
+        single = len(messages) == 1  # (the usual call: no list built but the one presented)
+        if messages[0].decode_error is not None if single else _any_poison(messages):
+            for message in messages:
+                if message.decode_error is not None:
+                    log.error("consumer.undecodable", group=self.group,
+                              reason=message.decode_error, **describe(message))  # fmt: skip
             self._count_failed(messages)
             return False
         self.in_flight += 1
-        began = time.monotonic()
-        presented = [_present(m, self.namespace) for m in messages]
-        for message in presented:
-            message.settle_with(Settlement())
+        began = time.monotonic() if began is None else began
+        if single:
+            presented = [_present(messages[0], self.namespace)]
+            settlements = [Settlement()]
+            _settle_with(presented[0], settlements[0])
+        else:
+            presented = [_present(m, self.namespace) for m in messages]
+            settlements = [Settlement() for _ in presented]
+            for message, settlement in zip(presented, settlements, strict=True):
+                _settle_with(message, settlement)
         hooked = self._before(presented) if self.hooks is not None else None
         outcome = _TIME_OUT  # (cancelled: the consumer stops, or it timed out)
         error: BaseException | None = None
@@ -160,7 +166,7 @@ class Dispatcher:
                     await self._call(presented)
             else:
                 await self._call(presented)
-            ok = self._outcome(presented, began)
+            ok = self._outcome(presented, settlements, began)
             outcome = _SUCCESS if ok else _FAILED
             return ok
         except Abandoned as exc:  # the consumer stops: the acked ones are consumed, the rest not
@@ -188,10 +194,8 @@ class Dispatcher:
             self._fail(exc)  # the consumer stops and raises it; the unacked stay unconsumed
             return None
         finally:
-            for message in presented:
-                settlement = message.settlement
-                if settlement is not None:
-                    settlement.close()
+            for settlement in settlements:
+                settlement.close()
             self.in_flight -= 1
             if not self.in_flight:
                 self._idle.set()
@@ -205,18 +209,22 @@ class Dispatcher:
         _resolve(presented, Outcome.NACK)  # the explicit acks still hold
         return self.tally(presented, began, exc)
 
-    def _outcome(self, presented: list[ReceivedMessage[Any]], began: float) -> bool:
+    def _outcome(
+        self, presented: list[ReceivedMessage[Any]], settlements: list[Settlement], began: float
+    ) -> bool:
         """The handler returned: an unsettled message is acked (the explicit nacks still hold),
         and the call is counted (one pass, run once per handler call)."""
         acked = 0
-        for message in presented:
-            settlement = message.settlement
-            if settlement is not None:
-                settlement.resolve(_ACK)
-                if settlement.outcome is _ACK:
-                    acked += 1
+        for settlement in settlements:
+            if settlement.outcome is None:  # (Settlement.resolve, written out)
+                settlement.outcome = _ACK
+            if settlement.outcome is _ACK:
+                acked += 1
         if acked == len(presented):  # (the usual outcome)
-            self._add_consumed(presented[0].topic, acked, began)
+            self.consumed += acked
+            topic = presented[0].topic
+            series = self._ok_series.get(topic) or self._ok_series.add(topic)
+            METRICS.count_and_observe(series, time.monotonic() - began, acked)
             return True
         return self.tally(presented, began, None)
 
@@ -290,6 +298,14 @@ def _resolve(presented: list[ReceivedMessage[Any]], implicit: Outcome) -> None:
             message.settlement.resolve(implicit)
 
 
+def _any_poison(messages: list[MessageExt]) -> bool:
+    return any(m.decode_error is not None for m in messages)
+
+
+#: ``ReceivedMessage.settle_with``, its slot's own setter (no frame of ours a message)
+_settle_with = ReceivedMessage.__dict__["_settlement"].__set__
+
+
 def settled(message: MessageExt) -> Outcome | None:
     """How the application settled ``message`` in its current delivery (None: not yet)."""
     settlement = message.settlement if isinstance(message, ReceivedMessage) else None
@@ -301,7 +317,8 @@ def _present(message: MessageExt, namespace: str | None) -> ReceivedMessage[Any]
     one, which comes from ``%RETRY%<group>``, under its own topic, and the topic without the
     consumer's namespace. (A send-back wraps it again.) One pulled is a ReceivedMessage
     already; one the broker sends to be consumed directly is copied into one."""
-    message = received(message)
+    if not isinstance(message, ReceivedMessage):  # (received(), without its call)
+        message = received(message)
     if message.topic.startswith("%RETRY%"):  # (properties are parsed only then)
         original = message.properties.get(Property.RETRY_TOPIC)
         if original:

@@ -133,9 +133,10 @@ class ConcurrentConsumeService:
                     if pq.dropped or owner.stopping:
                         continue
                     current = (pq, messages)
-                    me.started, me.busy = time.monotonic(), True
+                    me.started = began = time.monotonic()
+                    me.busy = True
                     try:
-                        outcome = await dispatcher.invoke(messages, timed=False)
+                        outcome = await dispatcher.invoke(messages, timed=False, began=began)
                     except BaseException:
                         if not me.scope.cancel_called:  # not the sweeper: the service stops,
                             work.requeue(current)  # or restarts - they are consumed later
