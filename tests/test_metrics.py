@@ -80,6 +80,13 @@ def test_the_hot_path_records_into_the_series_the_keyword_calls_read() -> None:
     assert hist["sum"] == pytest.approx(2.003)
     (total,) = metrics.snapshot()["rocketmq_client_send_total"]
     assert total == {"labels": {"result": "ok", "topic": "t"}, "value": 3}
+    registry = CollectorRegistry()  # each value in its own bucket
+    registry.register(metrics.prometheus_collector())
+    text = generate_latest(registry).decode()
+    assert 'rocketmq_client_send_seconds_bucket{le="0.0025",topic="t"} 0.0' in text
+    assert 'rocketmq_client_send_seconds_bucket{le="0.005",topic="t"} 1.0' in text
+    assert 'rocketmq_client_send_seconds_bucket{le="1.0",topic="t"} 1.0' in text
+    assert 'rocketmq_client_send_seconds_bucket{le="2.5",topic="t"} 2.0' in text
 
 
 def test_a_handler_call_counts_its_messages_and_observes_once() -> None:

@@ -250,3 +250,38 @@ async def test_a_stop_in_async_for_commits_what_was_acked_and_keeps_the_rest(
     assert (pq.count, pq.lowest) == (1, 1)
     assert (dispatcher.consumed, dispatcher.failed) == (1, 0)
     deliveries.dispose()
+
+
+async def test_every_undecodable_message_of_a_call_is_logged_and_the_call_fails() -> None:
+    from structlog.testing import capture_logs
+
+    batch = _batch(b"a", b"b", b"c")
+    batch[0].decode_error, batch[2].decode_error = "bad-first", "bad-last"
+    handled: list[Batch] = []
+
+    async def handler(messages: Batch) -> None:
+        handled.append(messages)
+
+    dispatcher = _dispatcher(handler)
+    with capture_logs() as logs:
+        outcome = await dispatcher.invoke(list[MessageExt](batch), timed=False)
+    assert outcome is False
+    assert handled == []  # (a call with an undecodable message never reaches the handler)
+    assert (dispatcher.failed, dispatcher.consumed, dispatcher.in_flight) == (3, 0, 0)
+    undecodable = [e for e in logs if e["event"] == "consumer.undecodable"]
+    assert [(e["reason"], e["queue_offset"]) for e in undecodable] == [
+        ("bad-first", 0), ("bad-last", 2),
+    ]  # fmt: skip
+
+
+async def test_every_message_of_a_call_is_closed_when_its_handler_returns() -> None:
+    kept: Batch = []
+
+    async def handler(messages: Batch) -> None:
+        kept.extend(messages)
+
+    dispatcher = _dispatcher(handler)
+    assert await dispatcher.invoke(list[MessageExt](_batch(b"a", b"b", b"c")), timed=False)
+    assert [settled(m) for m in kept] == [Outcome.ACK] * 3
+    # the delivery has ended for each, not for the first alone
+    assert [m.settlement is not None and m.settlement.closed for m in kept] == [True] * 3

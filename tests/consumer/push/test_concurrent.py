@@ -63,3 +63,42 @@ async def test_eight_pulls_are_taken_without_waiting_for_a_worker(
     assert len(service.work) == items
     # and the room ends there: what comes next waits for the workers (flow control)
     assert not service.work.offer((pq, _pull(256, 1)))
+
+
+async def test_a_worker_times_each_handler_call_from_its_own_start() -> None:
+    from rocketmq_actors.consumer.core.offsets import OffsetStore
+    from rocketmq_actors.metrics import METRICS
+
+    group = f"G-timed-{id(object())}"
+    done = anyio.Event()
+    handled = 0
+
+    async def handle(message: Any) -> None:
+        nonlocal handled
+        await anyio.sleep(0.05)  # (a handler's own work, not a wait for the test)
+        handled += 1
+        if handled == 3:
+            done.set()
+
+    owner = _Owner()
+    owner.offsets = OffsetStore()
+    dispatcher = Dispatcher(group, handler=handle, batch_handler=None, consume_timeout=None,
+                            tracing=None, fail=lambda exc: None)  # fmt: skip
+    service = ConcurrentConsumeService(owner, dispatcher, concurrency=2, consume_batch_size=1,
+                                       consume_timeout=None, local_retry_delay=1.0,
+                                       pull_batch_size=32)  # fmt: skip
+    pq = ProcessQueue(QUEUE, 0)
+    async with anyio.create_task_group() as tg:
+        await tg.start(service.run)
+        messages = _pull(0, 3)
+        await service.accept(pq, pq.put(messages))
+        with anyio.fail_after(10):
+            await done.wait()
+        service.close()
+    (series,) = [s for s in METRICS.snapshot()["rocketmq_client_consume_seconds"]
+                 if s["labels"]["group"] == group]  # fmt: skip
+    # each call from its worker's clock reading as it took the message: at least the
+    # handler's sleep, and nowhere near the clock's own value (a reading of 0 would be)
+    assert series["count"] == 3
+    assert 3 * 0.05 <= series["sum"] < 30
+    assert owner.offsets.read(QUEUE) == 3
