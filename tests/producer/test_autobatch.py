@@ -427,3 +427,21 @@ async def test_an_auto_batched_send_has_run_its_after_send_when_it_returns() -> 
             await producer.send(Message(topic="T", body=b""))
     assert [c.mode for c in hook.ended] == ["sync"] * 4 and fake.batches == 3
     assert isinstance(hook.ended[-1].error, InvalidMessage)
+
+
+async def test_hooked_sends_past_max_pending_wait_for_room_and_end_with_their_results() -> None:
+    fake, hook = FakeCluster("ok"), Recording()
+    async with _batching(fake, max_pending=2, hooks=[hook]) as producer:
+        results = []
+
+        async def send(i: int) -> None:
+            results.append(await producer.send(Message(topic="T", body=b"%d" % i)))
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                for i in range(10):
+                    tg.start_soon(send, i)
+        assert len({r.msg_id for r in results}) == 10
+        ended = sorted(c.result.msg_id for c in hook.ended if c.result is not None)
+        assert ended == sorted(r.msg_id for r in results)  # (each send's hooks, its result)
+        assert producer._group.senders.pending == 0
