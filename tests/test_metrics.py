@@ -19,6 +19,13 @@ from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.records import MessageExt
 
 
+def _exported(metrics: Metrics) -> str:
+    """The registry as Prometheus' text format."""
+    registry = CollectorRegistry()
+    registry.register(metrics.prometheus_collector())
+    return generate_latest(registry).decode()
+
+
 def test_registry_counts_and_exports_to_prometheus() -> None:
     metrics = Metrics()
     metrics.inc("rocketmq_client_send_total", topic="t", result="ok")
@@ -28,9 +35,7 @@ def test_registry_counts_and_exports_to_prometheus() -> None:
         metrics.observe("rocketmq_client_send_seconds", seconds, topic="t")
     assert metrics.value("rocketmq_client_send_total", topic="t", result="ok") == 3
     assert metrics.count("rocketmq_client_send_seconds", topic="t") == 3
-    registry = CollectorRegistry()
-    registry.register(metrics.prometheus_collector())
-    text = generate_latest(registry).decode()
+    text = _exported(metrics)
     assert 'rocketmq_client_send_total{result="ok",topic="t"} 3.0' in text
     assert 'rocketmq_client_consumer_lag{broker="b",group="g",queue="0",topic="t"} 7.0' in text
     assert 'rocketmq_client_send_seconds_bucket{le="0.0005",topic="t"} 1.0' in text
@@ -80,9 +85,7 @@ def test_the_hot_path_records_into_the_series_the_keyword_calls_read() -> None:
     assert hist["sum"] == pytest.approx(2.003)
     (total,) = metrics.snapshot()["rocketmq_client_send_total"]
     assert total == {"labels": {"result": "ok", "topic": "t"}, "value": 3}
-    registry = CollectorRegistry()  # each value in its own bucket
-    registry.register(metrics.prometheus_collector())
-    text = generate_latest(registry).decode()
+    text = _exported(metrics)  # each value in its own bucket
     assert 'rocketmq_client_send_seconds_bucket{le="0.0025",topic="t"} 0.0' in text
     assert 'rocketmq_client_send_seconds_bucket{le="0.005",topic="t"} 1.0' in text
     assert 'rocketmq_client_send_seconds_bucket{le="1.0",topic="t"} 1.0' in text

@@ -339,9 +339,11 @@ async def test_a_batch_that_cannot_be_queued_refuses_the_message_that_opened_it(
         assert not called  # (the caller gets the error instead)
 
 
-async def test_sends_past_max_pending_wait_for_room_and_all_are_stored() -> None:
-    fake = FakeCluster("ok")
-    async with _batching(fake, max_pending=2) as producer:
+@pytest.mark.parametrize("hooked", [False, True])
+async def test_sends_past_max_pending_wait_for_room_and_all_are_stored(hooked: bool) -> None:
+    # (hooked: ProducerGroup._batched's path, which waits for room itself)
+    fake, hook = FakeCluster("ok"), Recording()
+    async with _batching(fake, max_pending=2, hooks=[hook] if hooked else []) as producer:
         results = []
 
         async def send(i: int) -> None:
@@ -353,6 +355,8 @@ async def test_sends_past_max_pending_wait_for_room_and_all_are_stored() -> None
                     tg.start_soon(send, i)
         assert len({r.msg_id for r in results}) == 10  # (each its own result)
         assert producer._group.senders.pending == 0
+    ended = sorted(c.result.msg_id for c in hook.ended if c.result is not None)
+    assert ended == (sorted(r.msg_id for r in results) if hooked else [])  # each, its result
 
 
 async def test_a_message_with_properties_in_a_batch_holds_no_prepared_form() -> None:
@@ -427,21 +431,3 @@ async def test_an_auto_batched_send_has_run_its_after_send_when_it_returns() -> 
             await producer.send(Message(topic="T", body=b""))
     assert [c.mode for c in hook.ended] == ["sync"] * 4 and fake.batches == 3
     assert isinstance(hook.ended[-1].error, InvalidMessage)
-
-
-async def test_hooked_sends_past_max_pending_wait_for_room_and_end_with_their_results() -> None:
-    fake, hook = FakeCluster("ok"), Recording()
-    async with _batching(fake, max_pending=2, hooks=[hook]) as producer:
-        results = []
-
-        async def send(i: int) -> None:
-            results.append(await producer.send(Message(topic="T", body=b"%d" % i)))
-
-        with anyio.fail_after(10):
-            async with anyio.create_task_group() as tg:
-                for i in range(10):
-                    tg.start_soon(send, i)
-        assert len({r.msg_id for r in results}) == 10
-        ended = sorted(c.result.msg_id for c in hook.ended if c.result is not None)
-        assert ended == sorted(r.msg_id for r in results)  # (each send's hooks, its result)
-        assert producer._group.senders.pending == 0
