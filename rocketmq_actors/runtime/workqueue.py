@@ -97,7 +97,8 @@ class WorkQueue(Generic[T]):
             await anyio.lowlevel.checkpoint()  # before taking: a cancellation here loses nothing
         if self._items:
             item = self._items.popleft()
-            self._wake_one(self._putters, None)
+            if self._putters:  # (a call only when one waits)
+                self._wake_one(self._putters, None)
             return item
         if self._closed:
             raise anyio.EndOfStream
