@@ -216,15 +216,11 @@ class Dispatcher:
         and the call is counted (one pass, run once per handler call)."""
         acked = 0
         for settlement in settlements:
-            if settlement.outcome is None:  # (Settlement.resolve, written out)
-                settlement.outcome = _ACK
+            settlement.resolve(_ACK)
             if settlement.outcome is _ACK:
                 acked += 1
         if acked == len(presented):  # (the usual outcome)
-            self.consumed += acked
-            topic = presented[0].topic
-            series = self._ok_series.get(topic) or self._ok_series.add(topic)
-            METRICS.count_and_observe(series, time.monotonic() - began, acked)
+            self._add_consumed(presented[0].topic, acked, began)
             return True
         return self.tally(presented, began, None)
 
