@@ -304,7 +304,7 @@ class ProducerGroup(GroupMember):
         try:  # (both refuse bad input before they return the send)
             if self.auto_batch and sharding_key is None and selector is None:
                 admitted = self.admit(message, None, None, None, timeout, None, hooks=False)
-                sent = self._batched(admitted)
+                sent = self.batched(admitted)
             else:
                 sent = self.send_now(message, sharding_key, selector, arg, timeout)
         except BaseException as exc:
@@ -312,7 +312,7 @@ class ProducerGroup(GroupMember):
             raise
         return await self.hooks.around(hooked, sent)
 
-    async def _batched(self, admitted: SendFuture | Admission) -> SendResult:
+    async def batched(self, admitted: SendFuture | Admission) -> SendResult:
         """The result of an auto-batched send :meth:`admit` took (or will, once there is
         room)."""
         if isinstance(admitted, Admission):
