@@ -313,8 +313,7 @@ def _present(message: MessageExt, namespace: str | None) -> ReceivedMessage[Any]
     one, which comes from ``%RETRY%<group>``, under its own topic, and the topic without the
     consumer's namespace. (A send-back wraps it again.) One pulled is a ReceivedMessage
     already; one the broker sends to be consumed directly is copied into one."""
-    if not isinstance(message, ReceivedMessage):  # (received(), without its call)
-        message = received(message)
+    message = received(message)
     if message.topic.startswith("%RETRY%"):  # (properties are parsed only then)
         original = message.properties.get(Property.RETRY_TOPIC)
         if original:
