@@ -11,11 +11,13 @@ unless asked to, and under load - many sends admitted while the senders are busy
 grow by themselves.
 
 A plain message (:func:`.prepare.is_plain`: no property but its id) joins without a
-:class:`Prepared` of its own (:meth:`Batcher.add_plain`): its record is built from its body and
-id straight away. A batch holds its messages' futures (and callbacks) itself, in lists: no
-object a message besides its future stays alive while it is in flight, so that many sends in
-flight make the garbage collector run no more often (benchmarks/nullbroker.py, paths
-e_autobatch_1k and e_autobatch_nowait_1k).
+:class:`Prepared` of its own (:meth:`Batcher.add_plain`): its record is built from its body
+straight away, and its id - its one property - once the batch is closed, with the other plain
+messages' in one step (as Java's ``MessageBatch`` sets its messages' ids when the batch is
+made; benchmarks/nullbroker.py's auto-batched paths). A batch holds its messages' futures (and
+callbacks) itself, in lists: no object a message besides its future stays alive while it is in
+flight, so that many sends in flight make the garbage collector run no more often
+(benchmarks/nullbroker.py, paths e_autobatch_1k and e_autobatch_nowait_1k).
 
 The batch is sent as one of ``send_batch``'s chunks is (its retries, and the earliest deadline
 of its messages), and its answer split into each message's :class:`SendResult` (its own ids,
@@ -30,7 +32,12 @@ from typing import cast
 
 import anyio
 
-from rocketmq_actors.protocol.messages import BATCH_PROPS_LENGTH, BATCH_RECORD_HEAD
+from rocketmq_actors.protocol.messages import (
+    BATCH_PROPS_LENGTH,
+    BATCH_RECORD_HEAD,
+    UNIQ_ID_LENGTH,
+    UniqueIdGenerator,
+)
 from rocketmq_actors.protocol.sendframe import BatchBody
 from rocketmq_actors.runtime.soon import Call
 from rocketmq_actors.runtime.waiters import Waiter
@@ -42,15 +49,24 @@ __all__ = ["Batch", "Batcher"]
 _HEAD = BATCH_RECORD_HEAD.pack
 _PROPS_LENGTH = BATCH_PROPS_LENGTH.pack
 _RECORD_OVERHEAD = BATCH_RECORD_HEAD.size + BATCH_PROPS_LENGTH.size
+#: a plain message's properties: its id alone, ``UNIQ_KEY\x01<id>\x02``
+_PLAIN_PROPS_LENGTH = len(UNIQ_PREFIX) + UNIQ_ID_LENGTH + 1
+#: a plain message's record after its body, up to its id
+_PLAIN_TAIL = _PROPS_LENGTH(_PLAIN_PROPS_LENGTH) + UNIQ_PREFIX.encode()
+_PLAIN_OVERHEAD = _RECORD_OVERHEAD + _PLAIN_PROPS_LENGTH
+
+#: a message joining a batch: its id (None: plain), record parts, record size, admitted size
+_Joined = tuple[str | None, tuple[bytes, bytes, bytes, bytes | None], int, int]
 
 
 class Batch:
     """The messages of one batch, in order - their futures, callbacks and ids - and its
-    body's records as they were joined."""
+    body's records as they were joined: four parts a record (head, body, properties, and the
+    end of a plain message's properties: its id, None until the batch is closed)."""
 
     __slots__ = (
         "admitted", "callbacks", "closed", "created", "filled", "futures", "ids", "parts",
-        "size", "timeout", "topic", "user_topic",
+        "size", "timeout", "topic", "unnamed", "user_topic",
     )  # fmt: skip
 
     def __init__(self, topic: str, user_topic: str, created: float) -> None:
@@ -59,8 +75,9 @@ class Batch:
         self.futures: list[Waiter] = []  # its messages' (what their senders await)
         self.callbacks: list[Call | None] | None = None  # theirs, once one of them has one
         self.admitted = 0  # the bytes its messages were admitted for (their bodies)
-        self.ids: list[str] = []  # its messages' (UNIQ_KEY)
-        self.parts: list[bytes] = []  # per message: record head, body, properties
+        self.ids: list[str | None] = []  # its messages' (UNIQ_KEY; a plain one's: None until
+        self.unnamed = 0  # its batch is closed, as many as this)
+        self.parts: list[bytes | None] = []  # per message: head, body, properties, plain id
         self.size = 0
         self.timeout: float | None = None  # the shortest of its messages' (None: the default)
         self.closed = False  # nothing joins it any more
@@ -68,21 +85,46 @@ class Batch:
         self.filled: anyio.Event | None = None  # (a sender waiting out the delay)
 
     def prepared(self) -> Prepared:
-        """The batch as one SEND_BATCH_MESSAGE (its messages' ids in ``batch_ids``)."""
-        return Prepared(self.topic, self.user_topic, BatchBody(self.parts, self.size), "", "",
-                        0, 0, self.ids, False, False, self.size)  # fmt: skip
+        """The batch, closed, as one SEND_BATCH_MESSAGE (its messages' ids in ``batch_ids``)."""
+        assert not self.unnamed, "a batch is sent once closed"
+        parts, ids = cast(list[bytes], self.parts), cast(list[str], self.ids)
+        return Prepared(self.topic, self.user_topic, BatchBody(parts, self.size), "", "",
+                        0, 0, ids, False, False, self.size)  # fmt: skip
+
+    def name(self, ids: UniqueIdGenerator) -> None:
+        """Give its plain messages their ids (it is closed: none joins any more)."""
+        count, self.unnamed = self.unnamed, 0
+        if not count:
+            return
+        fresh = ids.next_ids(count)
+        if count == len(self.ids):  # (all plain: every fourth part is an id's)
+            self.ids = cast(list[str | None], fresh)
+            self.parts[3::4] = [f"{msg_id}\x02".encode() for msg_id in fresh]
+            return
+        names = iter(fresh)
+        for index, known in enumerate(self.ids):
+            if known is None:
+                msg_id = self.ids[index] = next(names)
+                self.parts[4 * index + 3] = f"{msg_id}\x02".encode()
 
 
 class Batcher:
     """The open batch of each topic, and the rules of joining and closing them."""
 
     def __init__(
-        self, *, max_bytes: int, max_delay: float, max_size: int, max_held: int = 32 << 20
+        self,
+        *,
+        max_bytes: int,
+        max_delay: float,
+        max_size: int,
+        max_held: int = 32 << 20,
+        ids: UniqueIdGenerator | None = None,
     ) -> None:
         self.max_bytes = min(max_bytes, max_size)
         self.max_delay = max_delay
         self.max_size = max_size
         self.max_held = max_held
+        self.ids = ids or UniqueIdGenerator()  # (the producer's: a plain message's id)
         self.held = 0  # bytes in batches not answered yet (Java's currentlyHoldSize)
         self._open: dict[str, Batch] = {}
 
@@ -96,13 +138,10 @@ class Batcher:
         props_size = len(props) if props.isascii() else 3 * len(props)
         return prepared.size + props_size + _RECORD_OVERHEAD <= self.max_size
 
-    def takes_plain(self, size: int, msg_id: str) -> bool:
-        """May a plain message of ``size`` bytes and id ``msg_id`` join a batch (as
-        :meth:`takes` says of any other)?"""
-        return (
-            self.held < self.max_held
-            and size + len(UNIQ_PREFIX) + len(msg_id) + 1 + _RECORD_OVERHEAD <= self.max_size
-        )
+    def takes_plain(self, size: int) -> bool:
+        """May a plain message of ``size`` bytes join a batch (as :meth:`takes` says of any
+        other)?"""
+        return self.held < self.max_held and size + _PLAIN_OVERHEAD <= self.max_size
 
     def add(
         self, prepared: Prepared, future: Waiter, timeout: float | None, callback: Call | None
@@ -111,60 +150,61 @@ class Batcher:
         ``timeout`` and ``callback``, to its topic's open batch. The batch it opened, if it
         opened one - the caller queues that for a sender - else None."""
         body = cast(bytes, prepared.body)  # (a batch's body is never batchable)
-        names = (prepared.topic, prepared.user_topic, prepared.msg_id)
         props = prepared.properties.encode()
-        batch = self._join(names, prepared.flag, body, props, timeout)
-        return self._hold(batch, future, callback, prepared.size)
+        size = len(body)
+        record = _RECORD_OVERHEAD + size + len(props)
+        parts = (_HEAD(record, 0, 0, prepared.flag, size), body,
+                 _PROPS_LENGTH(len(props)) + props, b"")  # fmt: skip
+        names = (prepared.topic, prepared.user_topic)
+        joined = (prepared.msg_id, parts, record, prepared.size)
+        return self._join(names, joined, future, timeout, callback)
 
     def add_plain(  # noqa: PLR0917 - positional: once per message
         self,
-        names: tuple[str, str, str],
+        names: tuple[str, str],
         flag: int,
         body: bytes,
         future: Waiter,
         timeout: float | None,
         callback: Call | None,
     ) -> Batch | None:
-        """:meth:`add` for a plain message (:meth:`takes_plain`): ``names`` are its topic as
-        sent, as the user named it, and its id."""
-        props = f"{UNIQ_PREFIX}{names[2]}\x02".encode()
-        batch = self._join(names, flag, body, props, timeout)
-        return self._hold(batch, future, callback, len(body))
+        """:meth:`add` for a plain message (:meth:`takes_plain`) of topic ``names`` (as sent,
+        as the user named it): its id is given when its batch is closed."""
+        size = len(body)
+        record = _PLAIN_OVERHEAD + size
+        joined = (None, (_HEAD(record, 0, 0, flag, size), body, _PLAIN_TAIL, None), record, size)
+        return self._join(names, joined, future, timeout, callback)
 
     def _join(
         self,
-        names: tuple[str, str, str],
-        flag: int,
-        body: bytes,
-        props: bytes,
+        names: tuple[str, str],
+        joined: _Joined,
+        future: Waiter,
         timeout: float | None,
-    ) -> Batch:
-        """Add a message's record to its topic's open batch (opened if there is none, or it
-        has no room for it): that batch. Open batches go by the topic as the user named it,
-        which is also each message's result's (two names, with and without the namespace, may
-        be sent as one topic)."""
+        callback: Call | None,
+    ) -> Batch | None:
+        """Add a message - its id (None for a plain message), record parts, record size and
+        the size it was admitted for - to its topic's open batch (opened if there is none, or
+        it has no room for it), with its future and callback, in its order. The batch if this
+        message opened it, else None; it is closed once it is full. Open batches go by the
+        topic as the user named it, which is also each message's result's (two names, with and
+        without the namespace, may be sent as one topic)."""
+        msg_id, parts, record, admitted = joined
         user_topic = names[1]
-        size = len(body)
-        record = _RECORD_OVERHEAD + size + len(props)
-        head, tail = _HEAD(record, 0, 0, flag, size), _PROPS_LENGTH(len(props)) + props
         batch = self._open.get(user_topic)  # (the record is built: nothing fails from here)
         if batch is None or batch.size + record > self.max_size:
             if batch is not None:
                 self.close(batch)
             created = time.monotonic() if self.max_delay else 0.0
             batch = self._open[user_topic] = Batch(names[0], user_topic, created)
-        batch.ids.append(names[2])
-        batch.parts += (head, body, tail)
+        batch.ids.append(msg_id)
+        if msg_id is None:
+            batch.unnamed += 1
+        batch.parts += parts
         batch.size += record
         self.held += record
         if timeout is not None and (batch.timeout is None or timeout < batch.timeout):
             batch.timeout = timeout
-        return batch
-
-    def _hold(self, batch: Batch, future: Waiter, callback: Call | None, size: int) -> Batch | None:
-        """The message whose record just joined ``batch``: its future and callback, in its
-        order, and the ``size`` it was admitted for. The batch if this message opened it, else
-        None; it is closed once it is full."""
         futures = batch.futures
         opened = None if futures else batch
         futures.append(future)
@@ -175,7 +215,7 @@ class Batcher:
             callbacks.append(callback)
         elif callbacks is not None:
             callbacks.append(None)
-        batch.admitted += size
+        batch.admitted += admitted
         if batch.size >= self.max_bytes:
             self.close(batch)
         return opened
@@ -194,8 +234,9 @@ class Batcher:
             self.close(batch)
 
     def close(self, batch: Batch) -> None:
-        """Nothing joins ``batch`` any more."""
+        """Nothing joins ``batch`` any more: its plain messages get their ids."""
         batch.closed = True
+        batch.name(self.ids)
         if self._open.get(batch.user_topic) is batch:
             del self._open[batch.user_topic]
         if batch.filled is not None:

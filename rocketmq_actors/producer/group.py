@@ -162,7 +162,7 @@ class ProducerGroup(GroupMember):
         if options.auto_batch:
             batcher = Batcher(max_bytes=options.batch_max_bytes, max_delay=options.batch_max_delay,
                               max_size=options.max_message_size,
-                              max_held=options.total_batch_max_bytes)  # fmt: skip
+                              max_held=options.total_batch_max_bytes, ids=self._ids)  # fmt: skip
         self.senders = Senders(
             self.loop, name=self._describe(), max_pending=options.max_pending,
             max_pending_bytes=options.max_pending_bytes, batcher=batcher,
@@ -388,10 +388,7 @@ class ProducerGroup(GroupMember):
             timeout = check_timeout("timeout", timeout)
         namespace = self.namespace
         names = (topic if namespace is None else wrap(namespace, topic), topic)
-        joined = self.senders.join_plain(
-            names, message.body, message.flag, self._ids, timeout, callback
-        )
-        return joined
+        return self.senders.join_plain(names, message.body, message.flag, timeout, callback)
 
     async def admit_waiting(self, admission: Admission) -> SendFuture:
         """Wait for room (and an ordered send's lane), then admit: the send's future."""

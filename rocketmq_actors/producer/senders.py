@@ -36,7 +36,6 @@ from rocketmq_actors.errors import (
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.protocol.bodies import MessageQueue
-from rocketmq_actors.protocol.messages import UniqueIdGenerator
 from rocketmq_actors.runtime.signal import Signal
 from rocketmq_actors.runtime.soon import Call
 from rocketmq_actors.runtime.tree import Node
@@ -125,12 +124,11 @@ class Senders:
             self._queue_now(item)
         return item.future
 
-    def join_plain(  # noqa: PLR0917 - positional: once per message
+    def join_plain(
         self,
         names: tuple[str, str],
         body: bytes,
         flag: int,
-        ids: UniqueIdGenerator,
         timeout: float | None,
         callback: Call | None,
     ) -> Waiter | None:
@@ -144,11 +142,10 @@ class Senders:
         batcher = self._batcher
         if batcher is None or not self.has_room(size):
             return None
-        msg_id = ids.next_id()
-        if not batcher.takes_plain(size, msg_id):
+        if not batcher.takes_plain(size):
             return None
         future = self._future()
-        opened = batcher.add_plain((*names, msg_id), flag, body, future, timeout, callback)
+        opened = batcher.add_plain(names, flag, body, future, timeout, callback)
         self._count_in(size)  # (once it joined: a join that failed counted nothing)
         if opened is not None:
             self._queue_now(opened)

@@ -183,6 +183,9 @@ def java_string_hash(text: str) -> int:
 
 _HEX2 = tuple(f"{i:02X}" for i in range(256))
 
+#: the length of every id :class:`UniqueIdGenerator` gives
+UNIQ_ID_LENGTH = 32
+
 
 class UniqueIdGenerator:
     """Client-side message ids (``UNIQ_KEY``): 16 bytes as 32 upper-case hex characters.

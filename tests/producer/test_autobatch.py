@@ -97,22 +97,77 @@ def test_a_batch_body_is_the_records_of_its_messages_in_order() -> None:
     assert not batch.closed  # (under batch_max_bytes: a sender closes it when it takes it)
 
 
+class _GivenIds(UniqueIdGenerator):
+    """Gives the ids it was made with, in order (a plain message's is given at its batch's
+    close)."""
+
+    def __init__(self, ids: list[str]) -> None:
+        super().__init__()
+        self.given = ids
+
+    def next_ids(self, count: int) -> list[str]:
+        taken, self.given = self.given[:count], self.given[count:]
+        return taken
+
+
 def test_a_plain_message_joins_with_the_record_its_prepared_form_would_give() -> None:
     messages = [Message(topic="T", body=b"plain"), Message(topic="T", body=b"flagged", flag=7)]
     items = [Item(_prepared(m)) for m in messages]
-    prepared, plain = _batcher(), _batcher()
+    prepared = _batcher()
+    plain = Batcher(max_bytes=32 * 1024, max_delay=0.0, max_size=4 * 1024 * 1024,
+                    ids=_GivenIds([i.prepared.msg_id for i in items]))  # fmt: skip
     for message, item in zip(messages, items, strict=True):
         _add(prepared, item)
-        msg_id = item.prepared.msg_id
-        assert plain.takes_plain(len(message.body), msg_id)
-        plain.add_plain(("T", "T", msg_id), message.flag, message.body, item.future, None, None)
+        assert plain.takes_plain(len(message.body))
+        plain.add_plain(("T", "T"), message.flag, message.body, item.future, None, None)
     ((_, one),), ((_, other),) = prepared._open.items(), plain._open.items()
+    assert other.ids == [None, None]  # (named when it is closed)
+    prepared.close(one)
+    plain.close(other)
     assert bytes(one.prepared().body) == bytes(other.prepared().body)
     assert one.ids == other.ids == [i.prepared.msg_id for i in items]
     assert one.futures == other.futures == [i.future for i in items]
     assert one.admitted == other.admitted == sum(len(m.body) for m in messages)
     assert plain.held == prepared.held == one.size
-    assert not _batcher().takes_plain(4 * 1024 * 1024, msg_id)  # (no room for its record)
+    assert not _batcher().takes_plain(4 * 1024 * 1024)  # (no room for its record)
+
+
+def test_plain_and_prepared_messages_in_one_batch_keep_their_order_and_ids() -> None:
+    messages = [
+        Message(topic="T", body=b"p1"),
+        Message(topic="T", body=b"tagged", tags="a"),
+        Message(topic="T", body=b"p2", flag=2),
+        Message(topic="T", body=b"p3"),
+        Message(topic="T", body=b"keyed", keys=["k"]),
+    ]
+    items = [Item(_prepared(m)) for m in messages]
+    mixed = Batcher(max_bytes=32 * 1024, max_delay=0.0, max_size=4 * 1024 * 1024,
+                    ids=_GivenIds([items[i].prepared.msg_id for i in (0, 2, 3)]))  # fmt: skip
+    for message, item in zip(messages, items, strict=True):
+        if message.tags or message.keys:
+            _add(mixed, item)
+        else:
+            mixed.add_plain(("T", "T"), message.flag, message.body, item.future, None, None)
+    ((_, batch),) = mixed._open.items()
+    assert batch.ids == [None, items[1].prepared.msg_id, None, None, items[4].prepared.msg_id]
+    mixed.close(batch)
+    mixed.close(batch)  # (closed twice: named once)
+    expected = encode_batch((m.body, m.flag, i.prepared.properties)
+                            for m, i in zip(messages, items, strict=True))  # fmt: skip
+    assert bytes(batch.prepared().body) == expected
+    assert batch.prepared().batch_ids == [i.prepared.msg_id for i in items]
+
+
+def test_a_batch_names_its_plain_messages_with_distinct_ids_at_its_close() -> None:
+    batcher = _batcher()
+    for _ in range(300):  # (past a counter byte: next_ids' second form)
+        batcher.add_plain(("T", "T"), 0, b"x", object(), None, None)  # type: ignore[arg-type]
+    ((_, batch),) = batcher._open.items()
+    batcher.close(batch)
+    ids = batch.prepared().batch_ids
+    assert len(set(ids)) == 300 and all(isinstance(i, str) and len(i) == 32 for i in ids)
+    body = bytes(batch.prepared().body)
+    assert all(f"UNIQ_KEY\x01{i}\x02".encode() in body for i in ids)
 
 
 def test_topics_get_batches_of_their_own_and_a_full_batch_is_closed() -> None:
