@@ -20,7 +20,7 @@ the send's failure, with :class:`~rocketmq_actors.errors.InternalError` if the s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import NoReturn, cast
 
 import anyio
@@ -39,7 +39,7 @@ from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.runtime.signal import Signal
 from rocketmq_actors.runtime.soon import Call
 from rocketmq_actors.runtime.tree import Node
-from rocketmq_actors.runtime.waiters import Waiter, wait_done, waiter_factory
+from rocketmq_actors.runtime.waiters import Waiter, set_results, wait_done, waiter_factory
 from rocketmq_actors.runtime.workqueue import WorkQueue
 
 from .autobatch import Batch, Batcher
@@ -404,7 +404,7 @@ class Senders:
         result, or every one with the batch's error; then release them."""
         assert self._batcher is not None
         futures, sent = batch.futures, False
-        outcomes: Sequence[SendResult | RocketMQError]
+        outcomes: list[SendResult] | RocketMQError
         try:
             await self._batcher.ready(batch)
             prepared = batch.prepared()
@@ -415,22 +415,19 @@ class Senders:
             METRICS.inc("rocketmq_client_auto_batched_total", len(futures),
                         topic=batch.user_topic)  # fmt: skip
         except Exception as exc:  # a bug too: it fails this batch, never the producer
-            outcomes = [send_failure(batch.user_topic, exc)] * len(futures)
+            outcomes = send_failure(batch.user_topic, exc)
         except BaseException:  # cancelled: the producer is stopping
             self.release_batch(batch, written=sent)
             raise
         finally:
             self._batcher.done(batch)
             self._changed.set()
+        resolved = False
         try:
-            for future, outcome in zip(futures, outcomes, strict=True):
-                if not future.done():
-                    if isinstance(outcome, RocketMQError):
-                        future.set_exception(outcome)
-                    else:
-                        future.set_result(outcome)
+            _resolve_all(futures, outcomes)
+            resolved = True
         finally:  # (an event-backed future runs its callbacks in set_*: they may raise)
-            self.release_batch(batch, written=True)
+            self.release_batch(batch, written=True, resolved=resolved)
 
     def release(self, item: Queued, *, written: bool) -> None:
         """Release an item's admission; fail its future if it is not resolved yet (the
@@ -445,18 +442,19 @@ class Senders:
         if item.callback is not None:
             self._ends.call_back(item)
 
-    def release_batch(self, batch: Batch, *, written: bool) -> None:
+    def release_batch(self, batch: Batch, *, written: bool, resolved: bool = False) -> None:
         """:meth:`release` for every message of an auto-batch (once): its admissions first,
-        then its futures not resolved yet failed (the producer stopped), whatever their done
-        callbacks do; its messages' callbacks are queued to run after that. It is closed by
-        then: ``Batcher.ready`` closes it whatever happens, a stop closes every open one, and
-        a refused one is dropped."""
+        then its futures not resolved yet failed (the producer stopped; none is when the
+        caller ``resolved`` them all), whatever their done callbacks do; its messages'
+        callbacks are queued to run after that. It is closed by then: ``Batcher.ready`` closes
+        it whatever happens, a stop closes every open one, and a refused one is dropped."""
         self.pending -= len(batch.futures)
         self.pending_bytes -= batch.admitted
         self._batches.discard(batch)
         callbacks, batch.callbacks = batch.callbacks, None
         try:
-            self._fail_batch_stopped(batch, written=written)
+            if not resolved:
+                self._fail_batch_stopped(batch, written=written)
         finally:
             if callbacks is not None:
                 self._ends.call_back_all(batch.futures, callbacks)
@@ -496,3 +494,14 @@ class Senders:
     def describe(self) -> Node:
         info = {"tasks": self.tasks, "pending": self.pending}
         return Node(name="senders", kind="senders", mailbox=len(self.outbox), info=info)
+
+
+def _resolve_all(futures: list[Waiter], outcomes: list[SendResult] | RocketMQError) -> None:
+    """Resolve an auto-batch's futures: each with its own result, or every one with the
+    batch's error. One that is done already (its caller cancelled it) is left as it is."""
+    if isinstance(outcomes, RocketMQError):
+        for future in futures:
+            if not future.done():
+                future.set_exception(outcomes)
+    else:
+        set_results(futures, outcomes)

@@ -20,7 +20,7 @@ import asyncio
 import functools
 import math
 import time
-from collections.abc import Callable, Generator, MutableMapping
+from collections.abc import Callable, Generator, MutableMapping, Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -28,7 +28,8 @@ import anyio
 from rocketmq_actors.logs import get_logger
 
 __all__ = [
-    "Clock", "Completion", "DeadlineWatcher", "Pending", "Waiter", "wait_done", "waiter_factory",
+    "Clock", "Completion", "DeadlineWatcher", "Pending", "Waiter", "set_results", "wait_done",
+    "waiter_factory",
 ]  # fmt: skip
 
 log = get_logger("rocketmq_actors.runtime")
@@ -141,6 +142,17 @@ def waiter_factory() -> tuple[Callable[[], Waiter], Clock]:
         new = functools.partial(asyncio.Future, loop=loop)
     clock = time.monotonic if loop_class.time is asyncio.BaseEventLoop.time else loop.time
     return new, clock
+
+
+def set_results(waiters: Sequence[Waiter], results: Sequence[Any]) -> None:
+    """Resolve each of ``waiters`` with its result, in order; one that is done already (a
+    caller cancelled it) is left as it is. No ``done()`` call a waiter: a try costs nothing
+    until it catches, and an event-backed waiter ignores a second result itself."""
+    for waiter, result in zip(waiters, results, strict=True):
+        try:  # noqa: SIM105 - suppress() is a call a waiter
+            waiter.set_result(result)
+        except asyncio.InvalidStateError:  # (raised only for a cancelled one)
+            pass
 
 
 async def wait_done(waiter: Waiter) -> None:

@@ -7,7 +7,13 @@ import time
 import anyio
 from structlog.testing import capture_logs
 
-from rocketmq_actors.runtime.waiters import DeadlineWatcher, Pending, _EventWaiter, waiter_factory
+from rocketmq_actors.runtime.waiters import (
+    DeadlineWatcher,
+    Pending,
+    _EventWaiter,
+    set_results,
+    waiter_factory,
+)
 
 
 async def test_asyncio_waiters_are_plain_loop_futures() -> None:
@@ -92,3 +98,18 @@ async def test_an_event_waiters_raising_done_callback_is_logged_and_the_others_s
     assert called == [waiter] and waiter.result() == 7
     (line,) = [e for e in logs if e["event"] == "waiter.callback_error"]
     assert "failing" in line["callback"] and isinstance(line["exc_info"], ValueError)
+
+
+async def test_set_results_resolves_each_and_leaves_a_done_one_as_it_is() -> None:
+    # an auto-batch's futures: one cancelled by its caller, one resolved already
+    loop = asyncio.get_running_loop()
+    futures = [loop.create_future() for _ in range(4)]
+    futures[1].cancel()
+    futures[2].set_result("first")
+    set_results(futures, ["a", "b", "c", "d"])
+    assert futures[1].cancelled() and futures[2].result() == "first"
+    assert [futures[0].result(), futures[3].result()] == ["a", "d"]
+    events = [_EventWaiter() for _ in range(3)]
+    events[1].set_result("first")
+    set_results(events, ["a", "b", "c"])
+    assert [e.result() for e in events] == ["a", "first", "c"]
