@@ -200,6 +200,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.nullbroker  # both clients against a null broker, in one rotation
 	$(PY) -m benchmarks.nullbroker --uvloop  # the same with our side on uvloop
 	$(PY) -m benchmarks.nullbroker --pin  # the same with the null broker on a core of its own
+	$(PY) -m benchmarks.floor  # what one Python thread cannot go below, beside Java's rates
 	$(PY) -m benchmarks.contention  # both clients' drains alone and beside two busy loops
 	$(PY) -m benchmarks.gcfreeze  # many sends in flight, with and without gc.freeze()
 	$(PY) -m benchmarks.codec

@@ -114,6 +114,7 @@ ALONE = [
     ("scale", "A push consumer's cost by the queues it owns (`scale.json`)"),
     ("contention", "Consume on a shared machine, both clients (`contention.json`)"),
     ("gcfreeze", "Many sends in flight, with and without `gc.freeze()` (`gcfreeze.json`)"),
+    ("floor", "What one Python thread cannot go below (`floor.json`)"),
     ("jvmstart", "The test clusters' JIT: C1 only against C1 and C2 (`jvmstart.json`)"),
 ]
 
@@ -294,9 +295,52 @@ def gcfreeze_section(figures: dict[str, Any]) -> list[str]:
     return [GCFREEZE_METHOD, run + "\n", "\n".join(rows) + "\n"]
 
 
+FLOOR_METHOD = """\
+`python -m benchmarks.floor` measures no client: it writes out a path's essential work a message
+on asyncio, in one thread, with nothing around it (no network, no flow control, no timeouts, no
+errors), and takes the process's CPU time a message over rounds of 400k messages (the lowest
+round). Auto-batched sends: 256 tasks each awaiting a future a send, each send's record (its id
+as its one property) joined to a 32 KiB batch, and each future resolved with a result object
+of its own. Consume: pull bodies of 32 stored 1 KiB messages decoded by this package's decoder
+and each message awaited through an async handler. Beside each floor: the CPU a message at which
+one thread reaches the Java client's rate on that path in the `nullbroker.json` run named
+(measured at another time of the same machine; its calibration is in its section above). A
+floor above it says that no one-thread Python client reaches Java's rate there on this machine.
+"""
+
+
+def floor_section(figures: dict[str, Any]) -> list[str]:
+    """The floor section: per path, the floor, the rate it allows and what Java's rate needs."""
+    load = figures["load_1m"]
+    run = (
+        f"Run: {figures['settings']['rounds']} rounds of {figures['settings']['messages']:,} "
+        f"messages per path, calibration `sum(range(1000))` {figures['calibration_us']} us "
+        f"before and {figures['calibration_sum_range_1000_us']} us after; load average (1 min) "
+        f"{load[0]} when the run began, {load[1]} at its end."
+    )
+    rows = [
+        "| path | floor CPU us/msg (median) | one thread at the floor, msgs/s | Java msgs/s "
+        "(run) | CPU us/msg one thread needs for Java's rate | floor above it |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for path, row in figures["paths"].items():
+        java = row.get("java")
+        java_cells = (
+            f"{java['msgs_per_s']:,} (`{java['run_id']}`) | "
+            f"{row['cpu_us_per_msg_for_java_rate']} | {'yes' if row['floor_above_it'] else 'no'}"
+            if java else "- | - | -"
+        )  # fmt: skip
+        rows.append(
+            f"| {path} | {row['floor_cpu_us_per_msg']} ({row['median_cpu_us_per_msg']}) | "
+            f"{row['one_thread_msgs_per_s']:,} | {java_cells} |"
+        )
+    return [FLOOR_METHOD, run + "\n", "\n".join(rows) + "\n"]
+
+
 #: sections drawn by a function of their own (the rest: every scalar of the file)
 SECTIONS = {
     "scale": scale_section, "contention": contention_section, "gcfreeze": gcfreeze_section,
+    "floor": floor_section,
 }  # fmt: skip
 
 
@@ -318,8 +362,28 @@ def performance_md() -> str:
     return "\n".join(parts).rstrip("\n") + "\n"
 
 
+def floor_note() -> list[str]:
+    """The README's line on the paths where a floor of ``floor.json`` is above what the Java
+    rate of the table's run needs (none: no line)."""
+    if not (RESULTS / "floor.json").exists():
+        return []
+    run_id = load("nullbroker")["run_id"]
+    above = [
+        f"`{path}`" for path, row in load("floor")["paths"].items()
+        if row.get("floor_above_it") and row["java"]["run_id"] == run_id
+    ]  # fmt: skip
+    if not above:
+        return []
+    return [
+        f"One Python thread cannot reach the Java client's rate on {', '.join(above)} on this "
+        "machine: the bare asyncio work of the path, with no client around it, costs more CPU "
+        "per message than that rate allows (`floor.json`; docs/performance.md).",
+        "",
+    ]
+
+
 def readme_block() -> str:
-    return f"{BEGIN}\n" + "\n".join(readme_null_table()) + f"{END}"
+    return f"{BEGIN}\n" + "\n".join([*readme_null_table(), *floor_note()]) + f"{END}"
 
 
 def readme_text(current: str) -> str:

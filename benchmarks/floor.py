@@ -1,0 +1,204 @@
+"""The least one Python thread pays a message on two paths: what a pure-Python client cannot go
+below on this machine, set beside the Java client's rates on the same paths.
+
+    python -m benchmarks.floor [--messages 400000] [--rounds 5]
+
+No client runs here: each path is its essential work a message, written out on asyncio, with
+nothing a client adds around it (no network, no flow control, no timeouts, no errors).
+
+- ``e_autobatch_1k``: 256 tasks, each awaiting a future of its own per send. A send's record
+  (head, 1 KiB body, its id as its one property) joins the open batch's list; every 31 records
+  (a 32 KiB batch, Java's default ``batchMaxBytes``) a completer task joins them into one
+  ``bytes`` and resolves each future with a result object of its own (a slotted class of four
+  fields). No frame is written or read and no answer decoded.
+- ``d_consume``: pull bodies of 32 stored 1 KiB messages (as a broker sends them) are decoded by
+  this package's own decoder (``protocol.records.decode_records``, the fastest we have), and
+  each message is awaited through an async handler that counts it, from one task, noting its
+  queue's offset. No network, no process queue, no worker tasks, no settlement.
+
+Each round is a fresh event loop; its figure is this process's CPU time a message (one thread).
+The rounds' lowest and median are kept, with the rate one thread reaches at the lowest
+(1e6 / us). Beside each path: the Java client's rate and CPU a message in the newest
+``nullbroker.json`` run, and the CPU a message at which one thread reaches that rate. A floor
+above it says that no one-thread Python client reaches Java's rate on that path on this
+machine, whatever it does above the floor. Results: ``benchmarks/results/floor.json``, with
+the load average and a calibration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import statistics
+import struct
+import time
+from pathlib import Path
+from typing import Any
+
+from rocketmq_actors.consumer.core.message import ReceivedMessage
+from rocketmq_actors.protocol.records import decode_records
+from rocketmq_actors.testing.stored import encode_stored
+
+from .common import RESULTS, calibration_us, write_results
+
+BODY = b"x" * 1024
+TASKS = 256
+BATCH = 31  # 1 KiB records in a 32 KiB batch
+PULL = 32  # messages a pull body (the Java client's pullBatchSize)
+_HEAD = struct.Struct(">iiiii").pack
+_PROPS_LENGTH = struct.Struct(">h").pack
+_HEX2 = tuple(f"{i:02X}" for i in range(256))
+_PREFIX = "7F00000100010A0B0C0D000102"
+
+
+class _Result:
+    __slots__ = ("msg_id", "queue", "queue_offset", "status")
+
+    def __init__(self, msg_id: str, queue: str, queue_offset: int, status: str) -> None:
+        self.msg_id = msg_id
+        self.queue = queue
+        self.queue_offset = queue_offset
+        self.status = status
+
+
+async def autobatch_round(messages: int) -> float:
+    """CPU seconds a message of awaited sends joined into batches."""
+    loop = asyncio.get_running_loop()
+    futures: list[asyncio.Future[_Result]] = []
+    parts: list[bytes] = []
+    ids: list[str] = []
+    full = asyncio.Event()
+    counter = itertools.count()
+    admitted = settled = 0
+    frames = 0
+
+    async def caller() -> None:
+        nonlocal admitted, settled
+        while admitted < messages:
+            admitted += 1
+            future = loop.create_future()
+            number = next(counter)
+            msg_id = f"{_PREFIX}{_HEX2[(number >> 8) & 255]}{_HEX2[number & 255]}"
+            props = f"UNIQ_KEY\x01{msg_id}\x02".encode()
+            record = 20 + len(BODY) + 2 + len(props)
+            head = _HEAD(record, 0, 0, 0, len(BODY))
+            parts.extend((head, BODY, _PROPS_LENGTH(len(props)), props))
+            ids.append(msg_id)
+            futures.append(future)
+            if len(futures) >= BATCH or admitted == messages:  # (the last: a short batch)
+                full.set()
+            await future
+            settled += 1
+
+    async def completer() -> None:
+        nonlocal frames
+        while True:
+            await full.wait()
+            full.clear()
+            batch, batch_ids = futures[:], ids[:]
+            frames += len(b"".join(parts))
+            futures.clear()
+            ids.clear()
+            parts.clear()
+            for index, (future, msg_id) in enumerate(zip(batch, batch_ids, strict=True)):
+                future.set_result(_Result(msg_id, "q", index, "SEND_OK"))
+
+    began = time.process_time()
+    completing = asyncio.ensure_future(completer())
+    await asyncio.gather(*(caller() for _ in range(TASKS)))
+    completing.cancel()
+    return (time.process_time() - began) / settled
+
+
+def _pull_bodies() -> list[bytes]:
+    """A pull body of ``PULL`` stored messages for each of eight queues."""
+    props = {"UNIQ_KEY": f"{_PREFIX}0000", "TAGS": "a"}
+
+    def stored(queue: int, n: int) -> bytes:
+        return encode_stored(topic="bench_topic", body=BODY, properties=props, queue_id=queue,
+                             queue_offset=n, commit_log_offset=n * 1100)  # fmt: skip
+
+    return [b"".join(stored(queue, n) for n in range(PULL)) for queue in range(8)]
+
+
+async def consume_round(messages: int) -> float:
+    """CPU seconds a message of pull bodies decoded and handed to a handler one by one."""
+    bodies = _pull_bodies()
+    handled = 0
+    offsets: dict[int, int] = {}
+
+    async def handler(message: ReceivedMessage) -> None:
+        nonlocal handled
+        handled += 1
+
+    began = time.process_time()
+    for pulled in itertools.cycle(bodies):
+        for message in decode_records(pulled, ReceivedMessage, strict=False):
+            await handler(message)
+            offsets[message.queue_id] = message.queue_offset
+        if handled >= messages:
+            break
+        await asyncio.sleep(0)  # (a pull's turn of the loop)
+    return (time.process_time() - began) / handled
+
+
+ROUNDS = {"e_autobatch_1k": autobatch_round, "d_consume": consume_round}
+
+
+def _java(path: str) -> dict[str, Any]:
+    """Java's rate and CPU a message on ``path`` in the newest nullbroker.json run."""
+    try:
+        figures = json.loads((RESULTS / "nullbroker.json").read_text())
+        row = figures["paths"][path]
+    except (OSError, KeyError, ValueError):
+        return {}
+    return {"run_id": row["run_id"], "msgs_per_s": row["java"],
+            "cpu_us_per_msg": row["cpu_us_per_msg_java"]}  # fmt: skip
+
+
+def measure(messages: int, rounds: int) -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    for path, round_of in ROUNDS.items():
+        asyncio.run(round_of(messages // 10))  # (warm: imports, allocator)
+        cpu = sorted(asyncio.run(round_of(messages)) * 1e6 for _ in range(rounds))
+        floor = cpu[0]
+        row: dict[str, Any] = {
+            "floor_cpu_us_per_msg": round(floor, 3),
+            "median_cpu_us_per_msg": round(statistics.median(cpu), 3),
+            "rounds_cpu_us_per_msg": [round(c, 3) for c in cpu],
+            "one_thread_msgs_per_s": round(1e6 / floor),
+        }
+        java = _java(path)
+        if java:
+            needed = 1e6 / java["msgs_per_s"]
+            row["java"] = java
+            row["cpu_us_per_msg_for_java_rate"] = round(needed, 3)
+            row["floor_above_it"] = floor > needed
+        paths[path] = row
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--messages", type=int, default=400_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=RESULTS / "floor.json")
+    args = parser.parse_args(argv)
+    load_before = os.getloadavg()[0]
+    calibration = calibration_us()
+    paths = measure(args.messages, args.rounds)
+    write_results(args.out, {
+        "settings": {"messages": args.messages, "rounds": args.rounds, "tasks": TASKS,
+                     "batch": BATCH, "pull": PULL},
+        "load_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        "calibration_us": calibration,
+        "paths": paths,
+    })  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
