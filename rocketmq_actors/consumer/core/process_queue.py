@@ -98,9 +98,11 @@ class ProcessQueue:
         return self.commit_offset()
 
     def commit_offset(self) -> int:
-        if self._taken:
-            return self._taken[0].queue_offset
-        return self._offsets[0] if self._offsets else self._highest + 1
+        offsets = self._offsets
+        if self._taken:  # (orderly: a lower offset may have come since the take)
+            first = self._taken[0].queue_offset
+            return min(first, offsets[0]) if offsets else first
+        return offsets[0] if offsets else self._highest + 1
 
     # ---- orderly ------------------------------------------------------------------------
 
@@ -123,8 +125,9 @@ class ProcessQueue:
         return self.commit_offset()
 
     def rollback_taken(self) -> None:
-        """Consume the taken messages again, before anything else."""
-        self._offsets = [m.queue_offset for m in self._taken] + self._offsets
+        """Consume the taken messages again, in offset order with the rest (before it, unless
+        a lower offset came meanwhile)."""
+        self._offsets = sorted([m.queue_offset for m in self._taken] + self._offsets)
         self._taken = []
 
     def wake(self) -> None:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -93,3 +95,62 @@ async def test_wait_arrival_is_woken_by_put_and_by_wake() -> None:
     await pq.wait_arrival()  # something arrived since the last wait: returns at once
     pq.wake()
     await pq.wait_arrival()
+
+
+_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("put"), st.lists(st.integers(0, 80), max_size=10)),
+        st.tuples(st.just("remove"), st.integers(0, 1000)),
+        st.tuples(st.just("take"), st.integers(1, 6)),
+        st.tuples(st.just("commit"), st.integers(0, 6)),
+        st.tuples(st.just("rollback"), st.just(0)),
+    ),
+    max_size=60,
+)
+
+
+@given(_OPS)
+def test_any_mix_of_puts_removes_and_takes_matches_a_plain_model(ops: list[Any]) -> None:
+    pq = ProcessQueue(MQ, 0)
+    cached: dict[int, MessageExt] = {}  # the model: every cached message, taken or not
+    taken: list[int] = []
+    highest = -1
+    for op, arg in ops:
+        if op == "put":
+            fresh = pq.put([_msg(o, size=o + 1) for o in arg])
+            expected = [o for i, o in enumerate(arg) if o not in cached and o not in arg[:i]]
+            assert [m.queue_offset for m in fresh] == expected
+            cached.update((m.queue_offset, m) for m in fresh)
+            highest = max([highest, *expected])
+        elif op == "remove" and not taken:
+            waiting = sorted(cached)
+            if waiting:
+                pq.remove(cached.pop(waiting[arg % len(waiting)]))
+        elif op == "take" and not taken:
+            taken = [m.queue_offset for m in pq.take(arg)]
+            assert taken == sorted(cached)[:arg]
+        elif op == "commit" and taken:
+            count = min(arg, len(taken))
+            for offset in taken[:count]:
+                del cached[offset]
+            pq.commit_taken(count)
+            taken = []  # (the rest is put back)
+        elif op == "rollback":
+            pq.rollback_taken()
+            taken = []
+        waiting = sorted(o for o in cached if o not in taken)
+        # (the lowest cached offset, taken or not: a lower one may come during a take)
+        assert pq.commit_offset() == (min(cached) if cached else highest + 1)
+        assert pq.span == (waiting[-1] - waiting[0] if waiting else 0)
+        assert (pq.count, pq.cached_bytes) == (len(cached), sum(o + 1 for o in cached))
+
+
+def test_a_lower_offset_that_comes_during_a_take_holds_the_commit_back() -> None:
+    # (orderly: the taken messages are in a handler when a redelivered lower offset comes)
+    pq = ProcessQueue(MQ, 5)
+    pq.put([_msg(o) for o in range(5, 9)])
+    assert [m.queue_offset for m in pq.take(2)] == [5, 6]
+    late = _msg(4)
+    assert pq.put([late]) == [late] and pq.commit_offset() == 4
+    assert pq.commit_taken(1) == 4  # (5 consumed, 6 put back: 4 is still not)
+    assert [m.queue_offset for m in pq.take(5)] == [4, 6, 7, 8]
