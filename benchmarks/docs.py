@@ -268,16 +268,24 @@ broker (`benchmarks/c/nullbroker.c`) with many in flight, the two ways taking tu
 """
 
 
-def gcfreeze_section(figures: dict[str, Any]) -> list[str]:
-    """The gc.freeze() section: per path and side, the pooled figures of its windows."""
-    settings = figures["settings"]
+def _calibration_and_load(figures: dict[str, Any]) -> str:
+    """A run's calibration before and after it, and its load average when it began and ended
+    (``calibration_us``, ``calibration_sum_range_1000_us`` and ``load_1m`` of the file)."""
     load = figures["load_1m"]
-    run = (
-        f"Run: {settings['windows']} windows of {settings['window_seconds']} s per path and "
-        f"side, {settings['concurrency']} sends in flight, {settings['cores']} cores, "
+    return (
         f"calibration `sum(range(1000))` {figures['calibration_us']} us before and "
         f"{figures['calibration_sum_range_1000_us']} us after; load average (1 min) {load[0]} "
         f"when the run began, {load[1]} at its end."
+    )
+
+
+def gcfreeze_section(figures: dict[str, Any]) -> list[str]:
+    """The gc.freeze() section: per path and side, the pooled figures of its windows."""
+    settings = figures["settings"]
+    run = (
+        f"Run: {settings['windows']} windows of {settings['window_seconds']} s per path and "
+        f"side, {settings['concurrency']} sends in flight, {settings['cores']} cores, "
+        f"{_calibration_and_load(figures)}"
     )
     rows = [
         "| path | gc.freeze() | msgs/s | CPU us/msg | p99 ms (median of the windows) "
@@ -311,12 +319,9 @@ floor above it says that no one-thread Python client reaches Java's rate there o
 
 def floor_section(figures: dict[str, Any]) -> list[str]:
     """The floor section: per path, the floor, the rate it allows and what Java's rate needs."""
-    load = figures["load_1m"]
     run = (
         f"Run: {figures['settings']['rounds']} rounds of {figures['settings']['messages']:,} "
-        f"messages per path, calibration `sum(range(1000))` {figures['calibration_us']} us "
-        f"before and {figures['calibration_sum_range_1000_us']} us after; load average (1 min) "
-        f"{load[0]} when the run began, {load[1]} at its end."
+        f"messages per path, {_calibration_and_load(figures)}"
     )
     rows = [
         "| path | floor CPU us/msg (median) | one thread at the floor, msgs/s | Java msgs/s "
