@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from benchmarks import docs, floor
@@ -14,23 +15,62 @@ from rocketmq_actors.consumer.core.message import ReceivedMessage
 from rocketmq_actors.protocol.records import decode_records
 
 
-def test_a_floor_is_above_what_a_faster_javas_rate_needs_and_not_a_slower_ones(
+def test_a_floor_is_the_lowest_round_of_either_loop_and_above_only_past_the_margin(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    rates = {"e_autobatch_1k": 10**9, "d_consume": 1}  # (1 ns a message; 1 s a message)
+    lowest = {"asyncio": [2.0, 3.0], "uvloop": [1.5, 4.0]}  # us a message, lowest first
+    needed = {"e_autobatch_1k": 1.0, "d_consume": 1.4}  # (1.5 is above 1.0 by more than 15 %)
 
     def java(path: str) -> dict[str, Any]:
-        return {"run_id": "r", "msgs_per_s": rates[path], "cpu_us_per_msg": 1.0}
+        return {"run_id": "r", "msgs_per_s": 1e6 / needed[path], "cpu_us_per_msg": 1.0}
 
     monkeypatch.setattr(floor, "_java", java)
+    monkeypatch.setattr(floor, "_loops", lambda: list(lowest))
+    monkeypatch.setattr(floor, "_rounds", lambda _round, _n, _r, loop: lowest[loop])
     paths = floor.measure(3_100, 2)
     assert set(paths) == set(floor.ROUNDS)
     for path, row in paths.items():
-        rounds = row["rounds_cpu_us_per_msg"]
-        assert len(rounds) == 2 and 0 < row["floor_cpu_us_per_msg"] == rounds[0] <= rounds[1]
-        assert row["cpu_us_per_msg_for_java_rate"] == round(1e6 / rates[path], 3)
+        assert row["floor_cpu_us_per_msg"] == 1.5 and row["one_thread_msgs_per_s"] == 666_667
+        assert row["loops"]["asyncio"]["median_cpu_us_per_msg"] == 2.5
+        assert row["cpu_us_per_msg_for_java_rate"] == needed[path]
     assert paths["e_autobatch_1k"]["floor_above_it"] is True
-    assert paths["d_consume"]["floor_above_it"] is False
+    assert paths["d_consume"]["floor_above_it"] is False  # (above, but within the margin)
+
+
+def test_each_loop_runs_its_rounds_and_gives_them_lowest_first() -> None:
+    for loop in floor._loops():
+        for round_of in floor.ROUNDS.values():
+            rounds = floor._rounds(round_of, 620, 2, loop)
+            assert len(rounds) == 2 and 0 < rounds[0] <= rounds[1]
+
+
+async def test_an_autobatch_round_resolves_every_send_in_batches_of_31(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    indexes: list[int] = []
+
+    class Recorded(floor._Result):
+        __slots__ = ()
+
+        def __init__(self, msg_id: str, queue: str, queue_offset: int, status: str) -> None:
+            super().__init__(msg_id, queue, queue_offset, status)
+            indexes.append(queue_offset)
+
+    monkeypatch.setattr(floor, "_Result", Recorded)
+    assert await floor.autobatch_round(10 * floor.BATCH + 5) > 0
+    assert len(indexes) == 10 * floor.BATCH + 5 and max(indexes) == floor.BATCH - 1
+    assert indexes.count(0) == 11  # (ten full batches and the last, short one)
+
+
+async def test_an_autobatch_round_whose_completer_fails_raises_rather_than_hangs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(*_: object) -> None:
+        raise RuntimeError("no result")
+
+    monkeypatch.setattr(floor, "_Result", broken)
+    with anyio.fail_after(30), pytest.raises(RuntimeError, match="no result"):
+        await floor.autobatch_round(100)
 
 
 async def test_a_consume_round_decodes_and_hands_over_every_message() -> None:
@@ -48,9 +88,8 @@ def test_the_page_shows_every_path_of_floor_json() -> None:
     figures = load("floor")
     text = "\n".join(floor_section(figures))
     for path, row in figures["paths"].items():
-        assert (
-            f"| {path} | {row['floor_cpu_us_per_msg']} ({row['median_cpu_us_per_msg']}) |" in text
-        )
+        lowest = [f"{loop} {f['lowest_cpu_us_per_msg']}" for loop, f in row["loops"].items()]
+        assert f"| {path} | {row['floor_cpu_us_per_msg']} ({', '.join(lowest)}) |" in text
         assert f"{row['one_thread_msgs_per_s']:,}" in text
 
 
