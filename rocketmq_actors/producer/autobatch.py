@@ -13,11 +13,12 @@ grow by themselves.
 A plain message (:func:`.prepare.is_plain`: no property but its id) joins without a
 :class:`Prepared` of its own (:meth:`Batcher.add_plain`): its record is built from its body
 straight away, and its id - its one property - once the batch is closed, with the other plain
-messages' in one step (as Java's ``MessageBatch`` sets its messages' ids when the batch is
-made; benchmarks/nullbroker.py's auto-batched paths). A batch holds its messages' futures (and
-callbacks) itself, in lists: no object a message besides its future stays alive while it is in
-flight, so that many sends in flight make the garbage collector run no more often
-(benchmarks/nullbroker.py, paths e_autobatch_1k and e_autobatch_nowait_1k).
+messages' in one step (benchmarks/nullbroker.py's auto-batched paths; the Java client gives
+each message its id as it is admitted, and the id's time is then that of the send). A batch
+holds its messages' futures (and callbacks) itself, in lists: no object a message besides its
+future stays alive while it is in flight, so that many sends in flight make the garbage
+collector run no more often (benchmarks/nullbroker.py, paths e_autobatch_1k and
+e_autobatch_nowait_1k).
 
 The batch is sent as one of ``send_batch``'s chunks is (its retries, and the earliest deadline
 of its messages), and its answer split into each message's :class:`SendResult` (its own ids,
@@ -117,14 +118,14 @@ class Batcher:
         max_bytes: int,
         max_delay: float,
         max_size: int,
+        ids: UniqueIdGenerator,
         max_held: int = 32 << 20,
-        ids: UniqueIdGenerator | None = None,
     ) -> None:
         self.max_bytes = min(max_bytes, max_size)
         self.max_delay = max_delay
         self.max_size = max_size
         self.max_held = max_held
-        self.ids = ids or UniqueIdGenerator()  # (the producer's: a plain message's id)
+        self.ids = ids  # the producer's: its plain messages' ids (its host's address in them)
         self.held = 0  # bytes in batches not answered yet (Java's currentlyHoldSize)
         self._open: dict[str, Batch] = {}
 

@@ -151,7 +151,7 @@ def set_results(waiters: Sequence[Waiter], results: Sequence[Any]) -> None:
     for waiter, result in zip(waiters, results, strict=True):
         try:  # noqa: SIM105 - suppress() is a call a waiter
             waiter.set_result(result)
-        except asyncio.InvalidStateError:  # (raised only for a cancelled one)
+        except asyncio.InvalidStateError:  # (a cancelled one, or one resolved already)
             pass
 
 

@@ -3,10 +3,11 @@ refused batch against a fake broker (a real one cannot be told to refuse a batch
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import attrs
@@ -50,7 +51,7 @@ def _prepared(message: Message, *, threshold: int = 4096) -> Prepared:
 
 
 def _batcher(max_bytes: int = 32 * 1024, max_delay: float = 0.0) -> Batcher:
-    return Batcher(max_bytes=max_bytes, max_delay=max_delay, max_size=4 * 1024 * 1024)
+    return Batcher(max_bytes=max_bytes, max_delay=max_delay, max_size=4 * 1024 * 1024, ids=IDS)
 
 
 @asynccontextmanager
@@ -184,7 +185,7 @@ def test_topics_get_batches_of_their_own_and_a_full_batch_is_closed() -> None:
 
 
 def test_no_batch_grows_past_the_largest_message() -> None:
-    batcher = Batcher(max_bytes=10_000, max_delay=0.0, max_size=2500)
+    batcher = Batcher(max_bytes=10_000, max_delay=0.0, max_size=2500, ids=IDS)
     first = _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000))))
     assert _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000)))) is None
     third = _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000))))
@@ -203,7 +204,7 @@ def test_the_earliest_deadline_of_its_messages_is_the_batchs() -> None:
 
 
 def test_past_the_bytes_held_in_unanswered_batches_messages_go_alone() -> None:
-    batcher = Batcher(max_bytes=1500, max_delay=0.0, max_size=4 << 20, max_held=2000)
+    batcher = Batcher(max_bytes=1500, max_delay=0.0, max_size=4 << 20, max_held=2000, ids=IDS)
     first = _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000))))
     second = _add(batcher, Item(_prepared(Message(topic="B", body=b"x" * 1000))))
     assert first is not None and second is not None and batcher.held > 2000
@@ -228,7 +229,7 @@ def test_what_never_joins_a_batch(message: Message, why: str) -> None:
 
 
 def test_a_message_too_large_to_share_a_frame_is_sent_alone() -> None:
-    batcher = Batcher(max_bytes=1000, max_delay=0.0, max_size=1000)
+    batcher = Batcher(max_bytes=1000, max_delay=0.0, max_size=1000, ids=IDS)
     assert batcher.takes(_prepared(Message(topic="A", body=b"x" * 900)))
     assert not batcher.takes(_prepared(Message(topic="A", body=b"x" * 990), threshold=0))
 
@@ -246,7 +247,7 @@ async def test_a_delay_holds_a_batch_until_it_fills_or_the_delay_passes() -> Non
                 _add(batcher, Item(_prepared(Message(topic="A", body=b"x" * 1000))))
     assert batch.closed and len(batch.futures) == 3
 
-    short = Batcher(max_bytes=3000, max_delay=0.05, max_size=4 * 1024 * 1024)
+    short = Batcher(max_bytes=3000, max_delay=0.05, max_size=4 * 1024 * 1024, ids=IDS)
     batch = _add(short, Item(_prepared(Message(topic="A", body=b"short"))))
     assert batch is not None
     with anyio.fail_after(10):
@@ -304,6 +305,36 @@ async def test_a_refused_batch_fails_each_of_its_messages_with_the_brokers_answe
         assert isinstance(errors[0], SendFailed)
         assert isinstance(errors[0].attempts[0], BrokerError)
         assert fake.batches == 1 and fake.sends == 0  # one frame for the five, not retried
+
+
+@pytest.mark.skipif(BACKEND != "asyncio", reason="cancels an asyncio future: trio's waiter "
+                    "is an event, left pending by a caller that gives up")  # fmt: skip
+@pytest.mark.parametrize("answer", ["illegal", "ok"])
+async def test_a_send_cancelled_in_a_batch_leaves_the_others_their_outcome(answer: str) -> None:
+    fake = FakeCluster(answer)
+    async with _batching(fake) as producer:
+        futures = [producer.send_nowait(Message(topic="T", body=b"%d" % i)) for i in range(5)]
+        cast(asyncio.Future[Any], futures[2]).cancel()  # (its caller gave up before the answer)
+        with anyio.fail_after(10):
+            await producer.flush()
+        others = [f for i, f in enumerate(futures) if i != 2]
+        assert futures[2].cancelled() and producer.running
+        if answer == "ok":
+            assert all(f.result().msg_id for f in others)
+        else:  # the broker's refusal, not "stopped before the send completed"
+            errors = [f.exception() for f in others]
+            assert all(isinstance(e, SendFailed) for e in errors)
+            assert all(isinstance(e.attempts[0], BrokerError) for e in errors)  # type: ignore[union-attr]
+
+
+def test_a_batch_is_sent_only_once_closed_and_its_plain_messages_named() -> None:
+    batcher = _batcher()
+    batcher.add_plain(("T", "T"), 0, b"x", object(), None, None)  # type: ignore[arg-type]
+    ((_, batch),) = batcher._open.items()
+    with pytest.raises(AssertionError, match="once closed"):
+        batch.prepared()
+    batcher.close(batch)
+    assert batch.prepared().batch_ids[0] is not None
 
 
 @pytest.mark.skipif(BACKEND != "asyncio", reason="counts asyncio's futures: trio's waiter is "
