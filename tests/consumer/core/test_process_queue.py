@@ -100,6 +100,7 @@ async def test_wait_arrival_is_woken_by_put_and_by_wake() -> None:
 _OPS = st.lists(
     st.one_of(
         st.tuples(st.just("put"), st.lists(st.integers(0, 80), max_size=10)),
+        st.tuples(st.just("pull"), st.integers(1, 10)),  # (a run past the highest: bulk path)
         st.tuples(st.just("remove"), st.integers(0, 1000)),
         st.tuples(st.just("take"), st.integers(1, 6)),
         st.tuples(st.just("commit"), st.integers(0, 6)),
@@ -115,7 +116,11 @@ def test_any_mix_of_puts_removes_and_takes_matches_a_plain_model(ops: list[Any])
     cached: dict[int, MessageExt] = {}  # the model: every cached message, taken or not
     taken: list[int] = []
     highest = -1
-    for op, arg in ops:
+    for step, value in ops:
+        op: str = step
+        arg: Any = value
+        if step == "pull":
+            op, arg = "put", list(range(highest + 1, highest + 1 + value))
         if op == "put":
             fresh = pq.put([_msg(o, size=o + 1) for o in arg])
             expected = [o for i, o in enumerate(arg) if o not in cached and o not in arg[:i]]
