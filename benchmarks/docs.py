@@ -329,7 +329,8 @@ def floor_section(figures: dict[str, Any]) -> list[str]:
     )
     rows = [
         "| path | floor CPU us/msg (lowest by loop) | one thread at the floor, msgs/s "
-        "| Java msgs/s (run) | CPU us/msg one thread needs for Java's rate | floor above it |",
+        "| Java msgs/s (run) | CPU us/msg one thread needs for Java's rate "
+        f"| floor above it by more than {figures['settings']['margin']:.0%} |",
         "|---|---:|---:|---:|---:|---|",
     ]
     for path, row in figures["paths"].items():
@@ -340,7 +341,7 @@ def floor_section(figures: dict[str, Any]) -> list[str]:
             if java else "- | - | -"
         )  # fmt: skip
         loops = ", ".join(
-            f"{loop} {figures['lowest_cpu_us_per_msg']}" for loop, figures in row["loops"].items()
+            f"{loop} {by_loop['lowest_cpu_us_per_msg']}" for loop, by_loop in row["loops"].items()
         )
         rows.append(
             f"| {path} | {row['floor_cpu_us_per_msg']} ({loops}) | "

@@ -122,6 +122,7 @@ async def autobatch_round(messages: int) -> float:
             await calling
         completing.result()
     completing.cancel()
+    calling.result()  # (a caller that failed fails the round)
     return (time.process_time() - began) / settled
 
 
@@ -213,9 +214,16 @@ def measure(messages: int, rounds: int) -> dict[str, Any]:
     return paths
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"at least 1, not {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--messages", type=int, default=400_000)
+    parser.add_argument("--messages", type=_positive, default=400_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--out", type=Path, default=RESULTS / "floor.json")
     args = parser.parse_args(argv)

@@ -18,8 +18,9 @@ from rocketmq_actors.protocol.records import decode_records
 def test_a_floor_is_the_lowest_round_of_either_loop_and_above_only_past_the_margin(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    lowest = {"asyncio": [2.0, 3.0], "uvloop": [1.5, 4.0]}  # us a message, lowest first
-    needed = {"e_autobatch_1k": 1.0, "d_consume": 1.4}  # (1.5 is above 1.0 by more than 15 %)
+    lowest = {"asyncio": [12.0, 13.0], "uvloop": [11.0, 14.0]}  # us a message, lowest first
+    # (11 is above 5 by more than 15 %; above 10 too, but by less)
+    needed = {"e_autobatch_1k": 5.0, "d_consume": 10.0}
 
     def java(path: str) -> dict[str, Any]:
         return {"run_id": "r", "msgs_per_s": 1e6 / needed[path], "cpu_us_per_msg": 1.0}
@@ -30,8 +31,8 @@ def test_a_floor_is_the_lowest_round_of_either_loop_and_above_only_past_the_marg
     paths = floor.measure(3_100, 2)
     assert set(paths) == set(floor.ROUNDS)
     for path, row in paths.items():
-        assert row["floor_cpu_us_per_msg"] == 1.5 and row["one_thread_msgs_per_s"] == 666_667
-        assert row["loops"]["asyncio"]["median_cpu_us_per_msg"] == 2.5
+        assert row["floor_cpu_us_per_msg"] == 11.0 and row["one_thread_msgs_per_s"] == 90_909
+        assert row["loops"]["asyncio"]["median_cpu_us_per_msg"] == 12.5
         assert row["cpu_us_per_msg_for_java_rate"] == needed[path]
     assert paths["e_autobatch_1k"]["floor_above_it"] is True
     assert paths["d_consume"]["floor_above_it"] is False  # (above, but within the margin)
@@ -47,28 +48,30 @@ def test_each_loop_runs_its_rounds_and_gives_them_lowest_first() -> None:
 async def test_an_autobatch_round_resolves_every_send_in_batches_of_31(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    indexes: list[int] = []
+    sizes: list[int] = []  # of each batch, as its results are made (index 0 opens one)
 
     class Recorded(floor._Result):
         __slots__ = ()
 
         def __init__(self, msg_id: str, queue: str, queue_offset: int, status: str) -> None:
             super().__init__(msg_id, queue, queue_offset, status)
-            indexes.append(queue_offset)
+            if queue_offset == 0:
+                sizes.append(0)
+            sizes[-1] += 1
 
     monkeypatch.setattr(floor, "_Result", Recorded)
     assert await floor.autobatch_round(10 * floor.BATCH + 5) > 0
-    assert len(indexes) == 10 * floor.BATCH + 5 and max(indexes) == floor.BATCH - 1
-    assert indexes.count(0) == 11  # (ten full batches and the last, short one)
+    assert sizes == [floor.BATCH] * 10 + [5]  # (ten full batches and the last, short one)
 
 
-async def test_an_autobatch_round_whose_completer_fails_raises_rather_than_hangs(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("broken", ["_Result", "_HEAD"])  # (the completer's, the callers')
+async def test_an_autobatch_round_with_a_failing_step_raises_rather_than_hangs(
+    monkeypatch: pytest.MonkeyPatch, broken: str
 ) -> None:
-    def broken(*_: object) -> None:
+    def failing(*_: object) -> None:
         raise RuntimeError("no result")
 
-    monkeypatch.setattr(floor, "_Result", broken)
+    monkeypatch.setattr(floor, broken, failing)
     with anyio.fail_after(30), pytest.raises(RuntimeError, match="no result"):
         await floor.autobatch_round(100)
 

@@ -327,7 +327,7 @@ async def test_a_send_cancelled_in_a_batch_leaves_the_others_their_outcome(answe
             assert all(isinstance(e.attempts[0], BrokerError) for e in errors)  # type: ignore[union-attr]
 
 
-def test_a_batch_is_sent_only_once_closed_and_its_plain_messages_named() -> None:
+def test_a_batch_gives_its_frame_only_once_its_plain_messages_are_named() -> None:
     batcher = _batcher()
     batcher.add_plain(("T", "T"), 0, b"x", object(), None, None)  # type: ignore[arg-type]
     ((_, batch),) = batcher._open.items()
