@@ -72,7 +72,6 @@ _HELP = {
     "rocketmq_consumer_cached_bytes": "bytes of messages pulled and not consumed yet",
 }
 
-_bisect_left = bisect.bisect_left  # (a module global: one lookup less a message)
 
 #: histograms with buckets of their own (the RocketMQ 5.x clients', in milliseconds)
 BUCKETS_OF: dict[str, tuple[float, ...]] = {
@@ -81,6 +80,9 @@ BUCKETS_OF: dict[str, tuple[float, ...]] = {
     "rocketmq_await_time": (1.0, 5.0, 20.0, 100.0, 1000.0, 5000.0, 10000.0),
     "rocketmq_process_time": (1.0, 5.0, 10.0, 100.0, 1000.0, 10000.0, 60000.0),
 }
+
+
+_bisect_left = bisect.bisect_left  # (a module global: one lookup less a value observed)
 
 
 class _Histogram:
@@ -93,7 +95,7 @@ class _Histogram:
         self.sum = 0.0
 
     def observe(self, value: float) -> None:
-        self.counts[bisect.bisect_left(self.bounds, value)] += 1
+        self.counts[_bisect_left(self.bounds, value)] += 1
         self.count += 1
         self.sum += value
 
@@ -217,11 +219,9 @@ class Metrics:
         """Add ``amount`` to the series' counter and ``value`` to its histogram under one lock
         (per send or handler call)."""
         counter, hist = series
-        with self._lock:  # (the histogram's observe written out: no call a message)
+        with self._lock:
             counter.value += amount
-            hist.counts[_bisect_left(hist.bounds, value)] += 1
-            hist.count += 1
-            hist.sum += value
+            hist.observe(value)
 
     def value(self, name: str, **labels: Any) -> float:
         """A counter's or gauge's current value (0 if never touched)."""
