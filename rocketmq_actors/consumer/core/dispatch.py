@@ -139,7 +139,8 @@ class Dispatcher:
         ``timed``: bound it by ``consume_timeout`` here (the concurrent workers are bounded by
         their sweeper instead). ``began``: the caller's clock reading as it called (its own)."""
         single = len(messages) == 1  # (the usual call: no list built but the one presented)
-        if messages[0].decode_error is not None if single else _any_poison(messages):
+        if (messages[0].decode_error is not None if single
+                else any(m.decode_error is not None for m in messages)):  # fmt: skip
             for message in messages:
                 if message.decode_error is not None:
                     log.error("consumer.undecodable", group=self.group,
@@ -292,10 +293,6 @@ def _resolve(presented: list[ReceivedMessage[Any]], implicit: Outcome) -> None:
     for message in presented:
         if message.settlement is not None:
             message.settlement.resolve(implicit)
-
-
-def _any_poison(messages: list[MessageExt]) -> bool:
-    return any(m.decode_error is not None for m in messages)
 
 
 #: ``ReceivedMessage.settle_with``, its slot's own setter (no frame of ours a message)
