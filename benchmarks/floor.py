@@ -35,10 +35,8 @@ import asyncio
 import contextlib
 import importlib.util
 import itertools
-import json
 import os
 import statistics
-import struct
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -48,20 +46,24 @@ import anyio
 
 from rocketmq_actors.consumer.core.message import ReceivedMessage
 from rocketmq_actors.extras import uvloop_options
+from rocketmq_actors.producer.prepare import UNIQ_PREFIX
+from rocketmq_actors.protocol.messages import BATCH_PROPS_LENGTH, BATCH_RECORD_HEAD, UNIQ_ID_LENGTH
 from rocketmq_actors.protocol.records import decode_records
 from rocketmq_actors.testing.stored import encode_stored
 
 from .common import RESULTS, calibration_us, write_results
+from .docs_null import load
 
 BODY = b"x" * 1024
 TASKS = 256
 BATCH = 31  # 1 KiB records in a 32 KiB batch
 PULL = 32  # messages a pull body (the Java client's pullBatchSize)
-_HEAD = struct.Struct(">iiiii").pack
-_PROPS_LENGTH = struct.Struct(">h").pack
+_HEAD = BATCH_RECORD_HEAD.pack
+_PROPS_LENGTH = BATCH_PROPS_LENGTH.pack
+_OVERHEAD = BATCH_RECORD_HEAD.size + BATCH_PROPS_LENGTH.size  # a record's besides its data
 _PREFIX = "7F00000100010A0B0C0D000102"  # (an id: this, the batch's counter, its index)
-_PROPS_BYTES = len("UNIQ_KEY\x01") + 32 + 1  # a plain message's properties: its id alone
-_TAIL = _PROPS_LENGTH(_PROPS_BYTES) + b"UNIQ_KEY\x01"  # its record after the body, to its id
+_PROPS_BYTES = len(UNIQ_PREFIX) + UNIQ_ID_LENGTH + 1  # a plain message's properties: its id
+_TAIL = _PROPS_LENGTH(_PROPS_BYTES) + UNIQ_PREFIX.encode()  # its record after the body, to its id
 
 
 class _Result:
@@ -89,7 +91,7 @@ async def autobatch_round(messages: int) -> float:
         while admitted < messages:
             admitted += 1
             future = loop.create_future()
-            parts.extend((_HEAD(20 + size + 2 + _PROPS_BYTES, 0, 0, 0, size), BODY, _TAIL, None))
+            parts.extend((_HEAD(_OVERHEAD + size + _PROPS_BYTES, 0, 0, 0, size), BODY, _TAIL, None))
             futures.append(future)
             if len(futures) >= BATCH or admitted == messages:  # (the last: a short batch)
                 full.set()
@@ -168,8 +170,7 @@ MARGIN = 0.15
 def _java(path: str) -> dict[str, Any]:
     """Java's rate and CPU a message on ``path`` in the newest nullbroker.json run."""
     try:
-        figures = json.loads((RESULTS / "nullbroker.json").read_text())
-        row = figures["paths"][path]
+        row = load("nullbroker")["paths"][path]
     except (OSError, KeyError, ValueError):
         return {}
     return {"run_id": row["run_id"], "msgs_per_s": row["java"],
