@@ -139,7 +139,8 @@ oldest-anyio: $(OLDEST_ANYIO)/.installed
 # backend (the client runs on any anyio backend): tests/conftest.py runs each async test under
 # anyio.run(..., backend="trio") when ROCKETMQ_ACTORS_BACKEND says so, pytest-asyncio off
 TRIO_TESTS := $(LIFECYCLE_TESTS) tests/producer/test_producer_real.py \
-	tests/producer/test_autobatch.py \
+	tests/producer/test_autobatch.py tests/runtime/test_workqueue.py \
+	tests/consumer/push/test_concurrent.py \
 	tests/consumer/push/test_push_real.py tests/consumer/pull/test_pull_real.py \
 	tests/consumer/pop/test_pop_real.py
 

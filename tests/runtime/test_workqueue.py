@@ -6,9 +6,14 @@ import asyncio
 
 import anyio
 import pytest
-from anyio.lowlevel import checkpoint
 
 from rocketmq_actors.runtime.workqueue import WorkQueue
+from tests.conftest import BACKEND
+
+#: cancels an asyncio task between the hand-off to its future and its next step, which anyio
+#: (and trio) never do: a cancelled scope waits for the task's next checkpoint
+_ASYNCIO_ONLY = pytest.mark.skipif(BACKEND != "asyncio", reason="cancels an asyncio task "
+                                   "between a hand-off and its next step")  # fmt: skip
 
 
 async def test_fifo_and_direct_handoff() -> None:
@@ -23,7 +28,7 @@ async def test_fifo_and_direct_handoff() -> None:
             got.append(await queue.get())
 
         tg.start_soon(getter)
-        await checkpoint()  # the getter waits now
+        await anyio.wait_all_tasks_blocked()  # the getter waits now
         await queue.put(7)  # handed straight to it
     assert got == [7] and len(queue) == 0
 
@@ -37,7 +42,7 @@ async def test_a_full_queue_makes_the_putter_wait() -> None:
     assert scope.cancelled_caught and len(queue) == 2
     async with anyio.create_task_group() as tg:
         tg.start_soon(queue.put, 3)
-        await checkpoint()
+        await anyio.wait_all_tasks_blocked()
         assert await queue.get() == 1  # frees a slot: the putter goes on
     assert [await queue.get(), await queue.get()] == [2, 3]
 
@@ -48,18 +53,19 @@ async def test_offer_places_what_needs_no_wait_and_refuses_the_rest() -> None:
     assert not queue.offer(3) and len(queue) == 2  # full: refused, nothing lost or queued
     async with anyio.create_task_group() as tg:
         tg.start_soon(queue.put, 3)  # a putter waits for room
-        await checkpoint()
+        await anyio.wait_all_tasks_blocked()
         assert not queue.offer(4)  # still full
         assert await queue.get() == 1  # frees a slot: the putter goes on
     assert [await queue.get(), await queue.get()] == [2, 3]
     # room while putters still wait: the slot a get freed belongs to the putter it woke
     assert queue.offer(1) and queue.offer(2)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(queue.put, 3)
-        tg.start_soon(queue.put, 4)
-        await checkpoint()
+        for item in (3, 4):  # (one after the other: the order they wait in)
+            tg.start_soon(queue.put, item)
+            await anyio.wait_all_tasks_blocked()
         assert await queue.get() == 1  # wakes the first putter; the second still waits
         assert not queue.offer(5)  # there is room, but not for an item that came later
+        await anyio.wait_all_tasks_blocked()  # (the first putter placed its item)
         assert await queue.get() == 2  # room for the second putter
     assert [await queue.get(), await queue.get()] == [3, 4]
     got: list[int] = []
@@ -69,7 +75,7 @@ async def test_offer_places_what_needs_no_wait_and_refuses_the_rest() -> None:
             got.append(await queue.get())
 
         tg.start_soon(getter)
-        await checkpoint()
+        await anyio.wait_all_tasks_blocked()
         assert queue.offer(9)  # handed straight to the waiting getter
     assert got == [9] and len(queue) == 0
     queue.close()
@@ -77,6 +83,7 @@ async def test_offer_places_what_needs_no_wait_and_refuses_the_rest() -> None:
         queue.offer(5)
 
 
+@_ASYNCIO_ONLY
 async def test_a_getter_cancelled_after_the_handoff_puts_the_item_back() -> None:
     """asyncio's hard case: the item is set on the getter's future, then its task is cancelled
     before it resumes (Task.cancel marks it; the coroutine sees CancelledError, not the
@@ -139,3 +146,106 @@ async def test_close_drains_then_ends() -> None:
 def test_capacity_must_be_positive() -> None:
     with pytest.raises(ValueError, match="capacity"):
         WorkQueue(0)
+
+
+def _take_one(item: list[str]) -> tuple[str, bool]:
+    """A shared item: a list its getters take from the front, one element each."""
+    return item.pop(0), bool(item)
+
+
+async def test_an_item_shared_by_getters_leaves_with_its_last_part() -> None:
+    queue: WorkQueue[list[str]] = WorkQueue(2)
+    await queue.put(["a", "b", "c"])
+    await queue.put(["d"])
+    assert await queue.get_part(_take_one) == "a"
+    assert len(queue) == 2  # the rest of the first item still holds its place in front
+    assert [await queue.get_part(_take_one) for _ in range(3)] == ["b", "c", "d"]
+    assert len(queue) == 0
+    # a shared item holds one slot for all its parts: a putter waits until the last is taken
+    await queue.put(["x", "y"])
+    await queue.put(["z"])
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(queue.put, ["w"])
+        await anyio.wait_all_tasks_blocked()
+        assert await queue.get_part(_take_one) == "x"
+        assert queue._putters  # (part of the first item is left: no room yet)
+        assert await queue.get_part(_take_one) == "y"  # the first item leaves: room
+    assert [await queue.get_part(_take_one) for _ in range(2)] == ["z", "w"]
+
+
+async def test_waiting_getters_each_take_a_part_of_one_item() -> None:
+    # (an item handed to a waiting getter goes on with what is left to the next one: the parts
+    # of one item are worked on at once, not one getter after the other)
+    queue: WorkQueue[list[str]] = WorkQueue(1)
+    got: list[str] = []
+    all_in = anyio.Event()
+
+    async def getter() -> None:
+        got.append(await queue.get_part(_take_one))
+        if len(got) == 3:
+            all_in.set()
+        await all_in.wait()  # holds its part until every getter has one
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(getter)
+            await anyio.wait_all_tasks_blocked()  # (every getter waits now)
+            assert queue.offer(["a", "b", "c"])
+    assert sorted(got) == ["a", "b", "c"] and len(queue) == 0
+
+
+@_ASYNCIO_ONLY
+async def test_a_getter_cancelled_after_the_handoff_leaves_the_whole_item() -> None:
+    queue: WorkQueue[list[str]] = WorkQueue(4)
+    task = asyncio.get_running_loop().create_task(queue.get_part(_take_one))
+    await asyncio.sleep(0)  # the getter waits now
+    await queue.put(["a", "b"])  # handed to its future ...
+    task.cancel()  # ... and cancelled before it takes a part
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert [await queue.get_part(_take_one) for _ in range(2)] == ["a", "b"]
+
+
+async def test_items_put_while_getters_wait_behind_a_shared_one_reach_them_all() -> None:
+    # (two items handed to two getters; the rest of each goes in front, and the getters woken
+    # to look take the parts left of both, each item's last part included)
+    queue: WorkQueue[list[str]] = WorkQueue(4)
+    got: list[str] = []
+    all_in = anyio.Event()
+
+    async def getter() -> None:
+        got.append(await queue.get_part(_take_one))
+        if len(got) == 4:
+            all_in.set()
+        await all_in.wait()  # holds its part until every getter has one
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            for _ in range(4):
+                tg.start_soon(getter)
+            await anyio.wait_all_tasks_blocked()
+            assert queue.offer(["a", "b"]) and queue.offer(["c", "d"])
+    assert sorted(got) == ["a", "b", "c", "d"] and len(queue) == 0
+
+
+@_ASYNCIO_ONLY
+async def test_a_getter_woken_to_look_and_cancelled_passes_the_look_on() -> None:
+    """As in the hand-off case above: woken to look, then its task is cancelled before it
+    runs (an anyio scope would wait for its next checkpoint instead)."""
+    queue: WorkQueue[list[str]] = WorkQueue(4)
+    loop = asyncio.get_running_loop()
+    first = loop.create_task(queue.get_part(_take_one))
+    await asyncio.sleep(0)
+    second = loop.create_task(queue.get_part(_take_one))
+    await asyncio.sleep(0)
+    third = loop.create_task(queue.get_part(_take_one))
+    await asyncio.sleep(0)  # the three wait, in this order
+    await queue.put(["a", "b", "c"])  # handed to the first
+    await asyncio.sleep(0)  # the first takes "a" and wakes the second to look ...
+    assert first.done() and first.result() == "a"
+    second.cancel()  # ... which is cancelled before it runs: the third looks instead
+    with pytest.raises(asyncio.CancelledError):
+        await second
+    assert await third == "b"
+    assert await queue.get_part(_take_one) == "c" and len(queue) == 0 and not queue._looking

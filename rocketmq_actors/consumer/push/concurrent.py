@@ -1,9 +1,12 @@
 """The concurrent consume service: ``concurrency`` workers over one work queue.
 
-Queue actors put what they pull on the work queue in batches of up to ``consume_batch_size``
-(a message that could not be decoded goes alone); a worker runs the handler on a batch and
-settles it: a success moves the queue's offset to the smallest offset not yet consumed; a
-failure, in clustering mode, sends the messages back to the broker (which redelivers them
+Queue actors put each pull's messages on the work queue as one share (a message that could
+not be decoded goes alone), and every free worker takes the next ``consume_batch_size`` of
+them, so the messages of one pull are consumed concurrently; the process queue forgets a
+share's messages together once its last is done. A worker runs the handler on a batch and
+settles it: once a share is done, the queue's offset moves to the smallest offset still cached
+(so a message still in a handler holds back the offsets of its whole pull); a failure, in
+clustering mode, sends the messages back to the broker (which redelivers them
 through ``%RETRY%<group>`` with growing delays, and past ``max_reconsume_times`` to the DLQ);
 if that send-back fails too, the messages stay in the process queue (holding the offset back)
 and are consumed again here after a back-off - never dropped. In broadcasting mode a failed
@@ -39,8 +42,6 @@ from rocketmq_actors.runtime.workqueue import WorkQueue
 
 __all__ = ["ConcurrentConsumeService"]
 
-Work = tuple[ProcessQueue, list[MessageExt]]
-
 
 class ConcurrentOwner(Protocol):
     offsets: OffsetStore
@@ -52,6 +53,54 @@ class ConcurrentOwner(Protocol):
     def stopping(self) -> bool: ...
     async def send_back(self, message: MessageExt, delay_level: int) -> bool: ...
     def flow_changed(self) -> None: ...
+
+
+class _Share:
+    """Messages of one queue on the work queue (a pull's, a poison message, or some to retry
+    here) that the workers share: each free worker takes the next ``size`` of them, and once
+    the last is done the process queue forgets them together (one commit and one flow signal,
+    not one a message). ``kept``: the offsets of those it must not forget (held elsewhere: by
+    a retry here, a requeue, or left unconsumed)."""
+
+    __slots__ = ("kept", "left", "messages", "next", "pq", "size")
+
+    def __init__(self, pq: ProcessQueue, messages: list[MessageExt], size: int) -> None:
+        self.pq = pq
+        self.messages = messages
+        self.size = size
+        self.next = 0  # the first not taken yet
+        self.left = len(messages)  # not done yet
+        self.kept: set[int] | None = None
+
+    def take(self) -> tuple[Taken, bool]:
+        """The next messages, and whether any is left after them (``WorkQueue.get_part``)."""
+        i, messages = self.next, self.messages
+        if self.size == 1:  # (the usual consumer)
+            self.next = i + 1
+            return (self, [messages[i]]), i + 1 < len(messages)
+        self.next = j = i + self.size
+        return (self, messages[i:j]), j < len(messages)
+
+    def keep(self, messages: list[MessageExt]) -> None:
+        if messages:
+            kept = self.kept if self.kept is not None else set()
+            kept.update(m.queue_offset for m in messages)
+            self.kept = kept
+
+    def done(self, count: int) -> bool:
+        """``count`` more are done: True when that was the last."""
+        self.left -= count
+        return not self.left
+
+    def forgotten(self) -> list[MessageExt]:
+        kept = self.kept
+        if kept is None:
+            return self.messages
+        return [m for m in self.messages if m.queue_offset not in kept]
+
+
+#: what a worker takes: messages and the share they are part of
+Taken = tuple[_Share, list[MessageExt]]
 
 
 @attrs.define(eq=False)
@@ -71,7 +120,6 @@ class ConcurrentConsumeService:
         consume_batch_size: int,
         consume_timeout: float | None,
         local_retry_delay: float,
-        pull_batch_size: int,
     ) -> None:
         self.owner = owner
         self.dispatcher = dispatcher
@@ -79,12 +127,11 @@ class ConcurrentConsumeService:
         self.consume_batch_size = consume_batch_size
         self.consume_timeout = consume_timeout
         self._local_retry = Backoff.constant(local_retry_delay)
-        # room for the items of several pulls: a queue actor that waited for room with its
-        # pull's messages sent its next pull only once the workers had taken them, and the
-        # workers then waited for it (the consume path of benchmarks/nullbroker.py). What is
-        # queued here is cached in its process queue too, whose limits bound it.
-        pulls = 8 * -(-pull_batch_size // consume_batch_size)
-        self.work: WorkQueue[Work] = WorkQueue(max(concurrency * 2, pulls))
+        # room for several pulls: a queue actor that waited for room with its pull's messages
+        # sent its next pull only once the workers had taken them, and the workers then waited
+        # for it (the consume path of benchmarks/nullbroker.py). What is queued here is cached
+        # in its process queue too, whose limits bound it.
+        self.work: WorkQueue[_Share] = WorkQueue(max(concurrency * 2, 8))
         self.local_retries = 0
         self._workers: list[_Worker] = []
         self._tg: TaskGroup | None = None
@@ -92,17 +139,18 @@ class ConcurrentConsumeService:
     async def accept(self, pq: ProcessQueue, fresh: list[MessageExt]) -> None:
         """From a queue actor: put freshly pulled messages on the work queue (waiting while it
         is full: that is the flow control between pulling and consuming)."""
-        work, size = self.work, self.consume_batch_size
         plain = fresh
         if any(m.decode_error is not None for m in fresh):  # poison goes alone
             plain = [m for m in fresh if m.decode_error is None]
             for message in fresh:
-                if message.decode_error is not None and not work.offer((pq, [message])):
-                    await work.put((pq, [message]))
-        for i in range(0, len(plain), size):
-            item = (pq, plain[i : i + size])
-            if not work.offer(item):
-                await work.put(item)
+                if message.decode_error is not None:
+                    await self._put(_Share(pq, [message], 1))
+        if plain:
+            await self._put(_Share(pq, plain, self.consume_batch_size))
+
+    async def _put(self, share: _Share) -> None:
+        if not self.work.offer(share):
+            await self.work.put(share)
 
     async def run(self, *, task_status: TaskStatus[ConcurrentConsumeService]) -> None:
         """The actor: the workers and the timeout sweeper."""
@@ -121,31 +169,35 @@ class ConcurrentConsumeService:
     async def _worker(self) -> None:
         me = _Worker()
         self._workers.append(me)
-        work, owner, dispatcher = self.work, self.owner, self.dispatcher
+        work, owner, dispatcher, take = self.work, self.owner, self.dispatcher, _Share.take
         while True:
-            current: Work | None = None
+            current: Taken | None = None
             with anyio.CancelScope() as me.scope:
                 while True:
                     try:
-                        pq, messages = await work.get()
+                        current = share, messages = await work.get_part(take)
                     except anyio.EndOfStream:
                         return
-                    if pq.dropped or owner.stopping:
+                    if share.pq.dropped or owner.stopping:  # not consumed here: left as it is
+                        share.keep(messages)
+                        self._done(share, messages)
+                        current = None
                         continue
-                    current = (pq, messages)
                     me.started = began = time.monotonic()
                     me.busy = True
                     try:
                         outcome = await dispatcher.invoke(messages, timed=False, began=began)
                     except BaseException:
                         if not me.scope.cancel_called:  # not the sweeper: the service stops,
-                            work.requeue(current)  # or restarts - they are consumed later
+                            self._give_back(share, messages)  # or restarts - consumed later
+                            self._done(share, messages)
                         raise
                     me.busy = False
                     if outcome is True:  # (the common case: no coroutine a call)
-                        self._consumed(pq, messages)
+                        if share.done(len(messages)):
+                            self._consumed(share)
                     else:
-                        await self._settle(pq, messages, outcome)
+                        await self._settle(share, messages, outcome)
                     current = None
             me.busy = False  # cancelled by the sweeper: the handler timed out
             if current is not None:  # the messages it acked before are consumed
@@ -162,42 +214,58 @@ class ConcurrentConsumeService:
                 if worker.busy and now - worker.started > timeout and worker.scope is not None:
                     worker.scope.cancel()
 
-    def _consumed(self, pq: ProcessQueue, done: list[MessageExt]) -> None:
-        """Forget the messages ``done`` (consumed, or sent back) and commit what that allows;
-        a plain call after a handler that consumed every message (no coroutine)."""
-        if not done:
-            offset = pq.commit_offset()
-        for message in done:
-            offset = pq.remove(message)  # (the offset safe to commit after the last)
+    def _done(self, share: _Share, messages: list[MessageExt]) -> None:
+        if share.done(len(messages)):
+            self._consumed(share)
+
+    def _consumed(self, share: _Share) -> None:
+        """The share is done: the process queue forgets its messages (consumed, or sent back;
+        not those it keeps) and the offset moves as far as that allows."""
+        pq = share.pq
+        offset = pq.remove(share.forgotten())
         if not pq.dropped:
             self.owner.offsets.update(pq.queue, offset)
         self.owner.flow_changed()
 
+    def _give_back(self, share: _Share, messages: list[MessageExt]) -> None:
+        """Taken but not consumed (the worker was cancelled): back in front as a share of their
+        own (dropped once the service is closed: they stay in the process queue, unconsumed)."""
+        share.keep(messages)
+        self.work.requeue(_Share(share.pq, messages, len(messages)))
+
     async def _settle(
-        self, pq: ProcessQueue, messages: list[MessageExt], outcome: bool | None
+        self, share: _Share, messages: list[MessageExt], outcome: bool | None
     ) -> None:
         """After a handler: commit (success), send back or keep to retry here (failure)."""
-        owner = self.owner
-        done = messages
-        if outcome is None:  # the consumer stops: what was acked is committed, the rest
-            done = [m for m in messages if settled(m) is Outcome.ACK]  # stays in the process
-            if not done:  # queue (the offset stays before them) and is delivered again
-                return
+        owner, pq = self.owner, share.pq
+        if outcome is None:  # the consumer stops: what was acked is committed, the rest stays
+            # in the process queue (the offset stays before them) and is delivered again
+            share.keep([m for m in messages if settled(m) is not Outcome.ACK])
         elif not outcome and owner.clustering and not pq.dropped:
             # each by its own outcome (see dispatch): an ack - explicit, or implicit when the
             # handler returned - is committed; a nack goes back with its delay, and so does a
             # message left unsettled by a handler that raised or timed out
             failed = [m for m in messages if settled(m) is not Outcome.ACK]
-            sent = [await owner.send_back(m, self._level(m)) for m in failed]
-            done = [m for m in messages if settled(m) is Outcome.ACK]
-            done += [m for m, ok in zip(failed, sent, strict=True) if ok]
-            kept = [m for m, ok in zip(failed, sent, strict=True) if not ok]
-            if kept and self._tg is not None:  # they hold the offset back; consumed again here
+            kept: list[MessageExt] = []
+            tried = 0
+            try:
+                for message in failed:
+                    if not await owner.send_back(message, self._level(message)):
+                        kept.append(message)
+                    tried += 1
+            except BaseException:  # a stop or restart while sending back: what is not back
+                again = kept + failed[tried:]  # on the broker is consumed again here
+                self._give_back(share, again)
+                self._done(share, messages)
+                raise
+            if kept:  # they hold the offset back; consumed again here
+                share.keep(kept)
                 for message in kept:  # as Java counts them (processConsumeResult)
                     message.reconsume_times += 1
                 self.local_retries += len(kept)
-                self._tg.start_soon(self._retry_locally, pq, kept)
-        self._consumed(pq, done)
+                if self._tg is not None:
+                    self._tg.start_soon(self._retry_locally, pq, kept)
+        self._done(share, messages)
 
     def _level(self, message: MessageExt) -> int:
         """The send-back delay level: the nack's, else the consumer's ``retry_delay_level``."""
@@ -210,9 +278,11 @@ class ConcurrentConsumeService:
         return DLQ_NOW if settlement.outcome is Outcome.DEAD else settlement.level(default)
 
     async def _retry_locally(self, pq: ProcessQueue, messages: list[MessageExt]) -> None:
-        await self._local_retry.sleep()
-        if not pq.dropped and not self.owner.stopping:
-            await self.work.put((pq, messages))
+        try:
+            await self._local_retry.sleep()
+        finally:  # (a restart cancels the wait: the workers after it take them)
+            if not pq.dropped:
+                self.work.requeue(_Share(pq, messages, len(messages)))
 
     def describe(self) -> Node:
         busy = sum(1 for w in self._workers if w.busy)

@@ -168,7 +168,6 @@ class PushGroup(GroupMember):
                 consume_batch_size=options.consume_batch_size,
                 consume_timeout=options.consume_timeout,
                 local_retry_delay=options.local_retry_delay,
-                pull_batch_size=options.pull_batch_size,
             )
         )  # fmt: skip
         self._supervisor = DynamicSupervisor(

@@ -26,10 +26,21 @@ def test_commit_offset_is_the_smallest_unconsumed() -> None:
     assert pq.commit_offset() == 100  # nothing cached yet: where we start
     msgs = [_msg(o) for o in (100, 101, 102)]
     assert pq.put(msgs) == msgs and (pq.count, pq.cached_bytes, pq.span) == (3, 30, 2)
-    assert pq.remove(msgs[1]) == 100  # 100 is still in process: it holds the queue back
-    assert pq.remove(msgs[0]) == 102
-    assert pq.remove(msgs[2]) == 103  # empty: one past the highest ever cached
-    assert pq.remove(msgs[2]) == 103  # removing twice is harmless
+    assert pq.remove([msgs[1]]) == 100  # 100 is still in process: it holds the queue back
+    assert pq.remove([msgs[0]]) == 102
+    assert pq.remove([msgs[2]]) == 103  # empty: one past the highest ever cached
+    assert pq.remove([msgs[2]]) == 103  # removing twice is harmless
+    assert (pq.count, pq.cached_bytes, pq.span) == (0, 0, 0)
+
+
+def test_a_run_of_cached_offsets_is_removed_at_once_and_anything_else_one_by_one() -> None:
+    pq = ProcessQueue(MQ, 0)
+    msgs = [_msg(o, size=o + 1) for o in range(6)]
+    pq.put(msgs)
+    assert pq.remove(msgs[1:4]) == 0  # a run (one share's messages): 0 still holds it back
+    assert (pq.count, pq.cached_bytes, pq.span) == (3, 1 + 5 + 6, 5)
+    assert pq.remove([msgs[0], msgs[2], msgs[5]]) == 4  # not a run (2 is gone): one by one
+    assert (pq.count, pq.cached_bytes) == (1, 5)
 
 
 def test_duplicates_are_not_handed_out_twice() -> None:
@@ -47,7 +58,7 @@ def test_never_commits_past_an_unconsumed_message(offsets: list[int], rnd: objec
     rnd.shuffle(order)  # type: ignore[attr-defined]
     consumed: set[int] = set()
     for m in order:
-        committed = pq.remove(m)
+        committed = pq.remove([m])
         consumed.add(m.queue_offset)
         unconsumed = [o for o in offsets if o not in consumed]
         assert committed == (min(unconsumed) if unconsumed else max(offsets) + 1)
@@ -71,7 +82,7 @@ def test_puts_hand_out_each_offset_once_whatever_the_order(puts: list[list[int]]
     assert pq.commit_offset() == (min(seen) if seen else 0)
     assert pq.highest == max(seen, default=-1)
     for offset in sorted(seen):  # consumed in order, the commit offset walks up through them
-        assert pq.remove(pq._messages[offset]) == next((o for o in sorted(seen) if o > offset),
+        assert pq.remove([pq._messages[offset]]) == next((o for o in sorted(seen) if o > offset),
                                                        max(seen) + 1)  # fmt: skip
 
 
@@ -101,7 +112,9 @@ _OPS = st.lists(
     st.one_of(
         st.tuples(st.just("put"), st.lists(st.integers(0, 80), max_size=10)),
         st.tuples(st.just("pull"), st.integers(1, 10)),  # (a run past the highest: bulk path)
-        st.tuples(st.just("remove"), st.integers(0, 1000)),
+        st.tuples(
+            st.just("remove"), st.tuples(st.integers(0, 1000), st.integers(1, 4), st.integers(1, 2))
+        ),  # (first, count, step)
         st.tuples(st.just("take"), st.integers(1, 6)),
         st.tuples(st.just("commit"), st.integers(0, 6)),
         st.tuples(st.just("rollback"), st.just(0)),
@@ -129,8 +142,10 @@ def test_any_mix_of_puts_removes_and_takes_matches_a_plain_model(ops: list[Any])
             highest = max([highest, *expected])
         elif op == "remove" and not taken:
             waiting = sorted(cached)
-            if waiting:
-                pq.remove(cached.pop(waiting[arg % len(waiting)]))
+            if waiting:  # a run of cached offsets (step 1: one share's), or a scatter
+                first, count, stride = arg
+                chosen = waiting[first % len(waiting) :][: count * stride : stride]
+                pq.remove([cached.pop(o) for o in chosen])
         elif op == "take" and not taken:
             taken = [m.queue_offset for m in pq.take(arg)]
             assert taken == sorted(cached)[:arg]

@@ -12,7 +12,7 @@ from rocketmq_actors.consumer.core.message import ReceivedMessage
 from rocketmq_actors.consumer.core.process_queue import ProcessQueue
 from rocketmq_actors.consumer.core.sendback import DLQ_NOW
 from rocketmq_actors.consumer.core.settlement import MessageAlreadySettled, Outcome, Settlement
-from rocketmq_actors.consumer.push.concurrent import ConcurrentConsumeService
+from rocketmq_actors.consumer.push.concurrent import ConcurrentConsumeService, _Share
 from rocketmq_actors.consumer.push.orderly import OrderlyConsumeService
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt, decode_records
@@ -73,10 +73,11 @@ async def _concurrently(handler: Any, batch: Batch) -> tuple[_Owner, Dispatcher]
     owner, dispatcher = _Owner(), _dispatcher(handler)
     service = ConcurrentConsumeService(owner, dispatcher, concurrency=1,  # type: ignore[arg-type]
                                        consume_batch_size=len(batch), consume_timeout=None,
-                                       local_retry_delay=1.0, pull_batch_size=32)  # fmt: skip
+                                       local_retry_delay=1.0)  # fmt: skip
     pq = _queue(batch)
     messages = list[MessageExt](batch)
-    await service._settle(pq, messages, await dispatcher.invoke(messages, timed=False))
+    outcome = await dispatcher.invoke(messages, timed=False)
+    await service._settle(_Share(pq, messages, len(messages)), messages, outcome)
     return owner, dispatcher
 
 
@@ -226,7 +227,7 @@ async def test_a_stop_in_async_for_commits_what_was_acked_and_keeps_the_rest(
     pq = _queue(batch)
     concurrent = ConcurrentConsumeService(owner, dispatcher, concurrency=1,  # type: ignore[arg-type]
                                           consume_batch_size=2, consume_timeout=None,
-                                          local_retry_delay=1.0, pull_batch_size=32)  # fmt: skip
+                                          local_retry_delay=1.0)  # fmt: skip
     service = OrderlyConsumeService(owner, dispatcher, concurrency=1,  # type: ignore[arg-type]
                                     consume_batch_size=2, suspend_delay=0.01,
                                     max_reconsume_times=100, lock_interval=20,
@@ -237,7 +238,8 @@ async def test_a_stop_in_async_for_commits_what_was_acked_and_keeps_the_rest(
             await service.consume(pq)
         else:
             messages = list[MessageExt](batch)
-            await concurrent._settle(pq, messages, await dispatcher.invoke(messages))
+            outcome = await dispatcher.invoke(messages)
+            await concurrent._settle(_Share(pq, messages, 2), messages, outcome)
 
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
