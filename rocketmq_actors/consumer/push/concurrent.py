@@ -108,6 +108,7 @@ class _Worker:
     scope: anyio.CancelScope | None = None
     started: float = 0.0
     busy: bool = False
+    timed_out: bool = False  # the sweeper cancelled its scope
 
 
 class ConcurrentConsumeService:
@@ -172,6 +173,8 @@ class ConcurrentConsumeService:
         work, owner, dispatcher, take = self.work, self.owner, self.dispatcher, _Share.take
         while True:
             current: Taken | None = None
+            returned: tuple[Taken, bool | None] | None = None
+            me.timed_out = False
             with anyio.CancelScope() as me.scope:
                 while True:
                     try:
@@ -188,19 +191,29 @@ class ConcurrentConsumeService:
                     try:
                         outcome = await dispatcher.invoke(messages, timed=False, began=began)
                     except BaseException:
-                        if not me.scope.cancel_called:  # not the sweeper: the service stops,
-                            self._give_back(share, messages)  # or restarts - consumed later
+                        if not me.timed_out:  # not the sweeper: the service stops, or
+                            self._give_back(share, messages)  # restarts - consumed later
                             self._done(share, messages)
                         raise
                     me.busy = False
+                    if me.timed_out:  # the sweeper's cancel came as the handler returned: not
+                        returned = current, outcome  # a time-out; settled out of the scope
+                        break
                     if outcome is True:  # (the common case: no coroutine a call)
                         if share.done(len(messages)):
                             self._consumed(share)
                     else:
                         await self._settle(share, messages, outcome)
                     current = None
-            me.busy = False  # cancelled by the sweeper: the handler timed out
-            if current is not None:  # the messages it acked before are consumed
+            me.busy = False
+            if returned is not None:
+                (share, messages), outcome = returned
+                if outcome is True:
+                    self._done(share, messages)
+                else:
+                    await self._settle(share, messages, outcome)
+            elif current is not None:  # cancelled by the sweeper: the handler timed out (the
+                # messages it acked before are consumed)
                 dispatcher.tally(current[1], me.started, TimeoutError("consume_timeout"))
                 await self._settle(*current, False)
 
@@ -212,6 +225,7 @@ class ConcurrentConsumeService:
             now = time.monotonic()
             for worker in self._workers:
                 if worker.busy and now - worker.started > timeout and worker.scope is not None:
+                    worker.timed_out = True
                     worker.scope.cancel()
 
     def _done(self, share: _Share, messages: list[MessageExt]) -> None:

@@ -375,3 +375,46 @@ async def test_an_undecodable_message_goes_back_alone_and_the_rest_are_consumed(
             service.close()
     assert sorted(handled) == [0, 2] and sent_back == [1]
     assert (owner.offsets.read(QUEUE), pq.count) == (3, 0)
+
+
+async def test_a_handler_that_returns_as_the_sweeper_cancels_it_has_not_timed_out() -> None:
+    # (the sweeper cancels a worker whose handler has just been woken to return: the
+    # cancellation reaches the worker at its next wait, which was the next message's handler)
+    owner = _Counting()
+    sent_back: list[int] = []
+
+    async def send_back(message: MessageExt, delay_level: int) -> bool:
+        sent_back.append(message.queue_offset)
+        return True
+
+    owner.send_back = send_back  # type: ignore[method-assign]
+    entered, release = anyio.Event(), anyio.Event()
+    handled: list[int] = []
+
+    async def handle(message: Any) -> None:
+        if message.queue_offset == 0:
+            entered.set()
+            await release.wait()
+        else:
+            await anyio.lowlevel.checkpoint()  # (a handler that waits for anything)
+        handled.append(message.queue_offset)
+
+    dispatcher = Dispatcher("G", handler=handle, batch_handler=None, consume_timeout=None,
+                            tracing=None, fail=lambda exc: None)  # fmt: skip
+    service = ConcurrentConsumeService(owner, dispatcher, concurrency=1, consume_batch_size=1,
+                                       consume_timeout=900.0, local_retry_delay=0.01)  # fmt: skip
+    pq = ProcessQueue(QUEUE, 0)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            await tg.start(service.run)
+            await service.accept(pq, pq.put(_pull(0, 2)))
+            await entered.wait()
+            release.set()  # the handler is woken to return ...
+            (worker,) = service._workers
+            worker.timed_out = True  # ... as the sweeper (past its timeout) cancels it
+            assert worker.scope is not None
+            worker.scope.cancel()
+            await anyio.wait_all_tasks_blocked()
+            tg.cancel_scope.cancel()
+    assert handled == [0, 1] and sent_back == [] and dispatcher.failed == 0
+    assert (owner.offsets.read(QUEUE), pq.count) == (2, 0)
