@@ -225,7 +225,9 @@ async def test_items_put_while_getters_wait_behind_a_shared_one_reach_them_all()
             for _ in range(4):
                 tg.start_soon(getter)
             await anyio.wait_all_tasks_blocked()
-            assert queue.offer(["a", "b"]) and queue.offer(["c", "d"])
+            assert queue.offer(["a", "b"])  # handed to the first getter, which takes "a" ...
+            await anyio.lowlevel.checkpoint()
+            assert queue.offer(["c", "d"])  # ... so this one is queued behind the rest
     assert sorted(got) == ["a", "b", "c", "d"] and len(queue) == 0
 
 

@@ -175,36 +175,36 @@ class ConcurrentConsumeService:
             current: Taken | None = None
             returned: tuple[Taken, bool | None] | None = None
             me.timed_out = False
-            with anyio.CancelScope() as me.scope:
-                while True:
-                    try:
-                        current = share, messages = await work.get_part(take)
-                    except anyio.EndOfStream:
-                        return
-                    if share.pq.dropped or owner.stopping:  # not consumed here: left as it is
-                        share.keep(messages)
-                        self._done(share, messages)
-                        current = None
-                        continue
-                    me.started = began = time.monotonic()
-                    me.busy = True
-                    try:
-                        outcome = await dispatcher.invoke(messages, timed=False, began=began)
-                    except BaseException:
-                        if not me.timed_out:  # not the sweeper: the service stops, or
-                            self._give_back(share, messages)  # restarts - consumed later
+            try:
+                with anyio.CancelScope() as me.scope:
+                    while True:
+                        try:
+                            current = share, messages = await work.get_part(take)
+                        except anyio.EndOfStream:
+                            return
+                        if share.pq.dropped or owner.stopping:  # not consumed here: left as is
+                            share.keep(messages)
                             self._done(share, messages)
-                        raise
-                    me.busy = False
-                    if me.timed_out:  # the sweeper's cancel came as the handler returned: not
-                        returned = current, outcome  # a time-out; settled out of the scope
-                        break
-                    if outcome is True:  # (the common case: no coroutine a call)
-                        if share.done(len(messages)):
-                            self._consumed(share)
-                    else:
-                        await self._settle(share, messages, outcome)
-                    current = None
+                            current = None
+                            continue
+                        me.started = began = time.monotonic()
+                        me.busy = True
+                        outcome = await dispatcher.invoke(messages, timed=False, began=began)
+                        me.busy = False
+                        if me.timed_out:  # the sweeper's cancel came as the handler returned:
+                            returned = current, outcome  # not a time-out; settled out of the
+                            break  # cancelled scope
+                        current = None  # (settled here: a stop meanwhile included)
+                        if outcome is True:  # (the common case: no coroutine a call)
+                            if share.done(len(messages)):
+                                self._consumed(share)
+                        else:
+                            await self._settle(share, messages, outcome)
+            except BaseException:  # the service stops, or restarts: what the handler was
+                if current is not None:  # given is consumed later (the sweeper's cancel too,
+                    self._give_back(*current)  # if one came with it)
+                    self._done(*current)
+                raise
             me.busy = False
             if returned is not None:
                 (share, messages), outcome = returned

@@ -418,3 +418,73 @@ async def test_a_handler_that_returns_as_the_sweeper_cancels_it_has_not_timed_ou
             tg.cancel_scope.cancel()
     assert handled == [0, 1] and sent_back == [] and dispatcher.failed == 0
     assert (owner.offsets.read(QUEUE), pq.count) == (2, 0)
+
+
+async def test_a_restart_as_the_sweeper_cancels_a_handler_gives_its_message_back() -> None:
+    owner = _Counting()
+    stuck = anyio.Event()
+    restarted = False
+    handled: list[int] = []
+
+    async def handle(message: Any) -> None:
+        if message.queue_offset == 0 and not restarted:
+            stuck.set()
+            await anyio.sleep_forever()
+        handled.append(message.queue_offset)
+
+    dispatcher = Dispatcher("G", handler=handle, batch_handler=None, consume_timeout=None,
+                            tracing=None, fail=lambda exc: None)  # fmt: skip
+    service = ConcurrentConsumeService(owner, dispatcher, concurrency=1, consume_batch_size=1,
+                                       consume_timeout=900.0, local_retry_delay=0.01)  # fmt: skip
+    pq = ProcessQueue(QUEUE, 0)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            await tg.start(service.run)
+            await service.accept(pq, pq.put(_pull(0, 2)))
+            await stuck.wait()
+            (worker,) = service._workers
+            assert worker.scope is not None
+            worker.timed_out = True  # the sweeper cancels the handler ...
+            worker.scope.cancel()
+            tg.cancel_scope.cancel()  # ... as the service restarts
+        # the message in the handler waits in front, and the one not taken behind it
+        assert (len(service.work), pq.count, owner.offsets.read(QUEUE)) == (2, 2, None)
+        restarted = True
+        async with anyio.create_task_group() as tg:
+            await tg.start(service.run)
+            await anyio.wait_all_tasks_blocked()
+            tg.cancel_scope.cancel()  # (the sweeper runs until then)
+    assert handled == [0, 1] and dispatcher.failed == 0
+    assert (owner.offsets.read(QUEUE), pq.count) == (2, 0)
+
+
+async def test_a_local_retry_cut_off_by_a_restart_is_consumed_after_it() -> None:
+    owner = _Counting(send_back_ok=False)  # the broker refuses the send-back: retried here
+    restarted = False
+    handled: list[int] = []
+
+    async def handle(message: Any) -> None:
+        if message.queue_offset == 1 and not restarted:
+            raise RuntimeError("fails the first time")
+        handled.append(message.queue_offset)
+
+    dispatcher = Dispatcher("G", handler=handle, batch_handler=None, consume_timeout=None,
+                            tracing=None, fail=lambda exc: None)  # fmt: skip
+    service = ConcurrentConsumeService(owner, dispatcher, concurrency=2, consume_batch_size=1,
+                                       consume_timeout=None, local_retry_delay=600.0)  # fmt: skip
+    pq = ProcessQueue(QUEUE, 0)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            await tg.start(service.run)
+            await service.accept(pq, pq.put(_pull(0, 3)))
+            await anyio.wait_all_tasks_blocked()  # (the retry waits out its 600 s)
+            assert service.local_retries == 1
+            tg.cancel_scope.cancel()  # a restart, long before the retry was due
+        assert (len(service.work), pq.count, owner.offsets.read(QUEUE)) == (1, 1, 1)
+        restarted = True
+        async with anyio.create_task_group() as tg:
+            await tg.start(service.run)
+            await anyio.wait_all_tasks_blocked()
+            service.close()
+    assert sorted(handled) == [0, 1, 2]
+    assert (owner.offsets.read(QUEUE), pq.count) == (3, 0)
