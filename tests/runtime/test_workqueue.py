@@ -173,26 +173,36 @@ async def test_an_item_shared_by_getters_leaves_with_its_last_part() -> None:
     assert [await queue.get_part(_take_one) for _ in range(2)] == ["z", "w"]
 
 
-async def test_waiting_getters_each_take_a_part_of_one_item() -> None:
-    # (an item handed to a waiting getter goes on with what is left to the next one: the parts
-    # of one item are worked on at once, not one getter after the other)
-    queue: WorkQueue[list[str]] = WorkQueue(1)
+async def _parts_held_at_once(getters: int, *items: list[str]) -> list[str]:
+    """``getters`` getters each take a part and hold it until every one has one; the items are
+    offered, a step apart, once they all wait. The parts they took (a hand-off that stops
+    short leaves a getter waiting: the deadline fails the test)."""
+    queue: WorkQueue[list[str]] = WorkQueue(4)
     got: list[str] = []
     all_in = anyio.Event()
 
     async def getter() -> None:
         got.append(await queue.get_part(_take_one))
-        if len(got) == 3:
+        if len(got) == getters:
             all_in.set()
-        await all_in.wait()  # holds its part until every getter has one
+        await all_in.wait()
 
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
-            for _ in range(3):
+            for _ in range(getters):
                 tg.start_soon(getter)
             await anyio.wait_all_tasks_blocked()  # (every getter waits now)
-            assert queue.offer(["a", "b", "c"])
-    assert sorted(got) == ["a", "b", "c"] and len(queue) == 0
+            for item in items:
+                assert queue.offer(item)
+                await anyio.lowlevel.checkpoint()
+    assert len(queue) == 0
+    return sorted(got)
+
+
+async def test_waiting_getters_each_take_a_part_of_one_item() -> None:
+    # (an item handed to a waiting getter goes on with what is left to the next one: the parts
+    # of one item are worked on at once, not one getter after the other)
+    assert await _parts_held_at_once(3, ["a", "b", "c"]) == ["a", "b", "c"]
 
 
 @_ASYNCIO_ONLY
@@ -208,27 +218,10 @@ async def test_a_getter_cancelled_after_the_handoff_leaves_the_whole_item() -> N
 
 
 async def test_items_put_while_getters_wait_behind_a_shared_one_reach_them_all() -> None:
-    # (two items handed to two getters; the rest of each goes in front, and the getters woken
-    # to look take the parts left of both, each item's last part included)
-    queue: WorkQueue[list[str]] = WorkQueue(4)
-    got: list[str] = []
-    all_in = anyio.Event()
-
-    async def getter() -> None:
-        got.append(await queue.get_part(_take_one))
-        if len(got) == 4:
-            all_in.set()
-        await all_in.wait()  # holds its part until every getter has one
-
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            for _ in range(4):
-                tg.start_soon(getter)
-            await anyio.wait_all_tasks_blocked()
-            assert queue.offer(["a", "b"])  # handed to the first getter, which takes "a" ...
-            await anyio.lowlevel.checkpoint()
-            assert queue.offer(["c", "d"])  # ... so this one is queued behind the rest
-    assert sorted(got) == ["a", "b", "c", "d"] and len(queue) == 0
+    # (the first item is handed to a getter, which takes "a" and puts the rest in front; the
+    # second is queued behind it, and the getters woken to look take the parts left of both,
+    # the first item's last part included)
+    assert await _parts_held_at_once(4, ["a", "b"], ["c", "d"]) == ["a", "b", "c", "d"]
 
 
 @_ASYNCIO_ONLY

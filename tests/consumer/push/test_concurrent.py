@@ -5,10 +5,13 @@ together once the last is done."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
+from anyio.abc import TaskGroup
 
 from rocketmq_actors.consumer.core.dispatch import Dispatcher
 from rocketmq_actors.consumer.core.message import ReceivedMessage
@@ -103,59 +106,114 @@ async def test_a_worker_times_each_handler_call_from_its_own_start() -> None:
 
 
 class _Counting(_Owner):
-    """An owner with offsets, whose send-backs fail when told to; it counts flow signals."""
+    """An owner with offsets that records its send-backs (refused, or never answered, when
+    told) and counts flow signals."""
 
-    def __init__(self, *, send_back_ok: bool = True) -> None:
+    def __init__(self, *, send_back_ok: bool = True, send_back_hangs: bool = False) -> None:
         from rocketmq_actors.consumer.core.offsets import OffsetStore
 
         self.offsets = OffsetStore()
         self.send_back_ok = send_back_ok
+        self.send_back_hangs = send_back_hangs
+        self.sent_back: list[int] = []
+        self.sending = anyio.Event()
         self.flow_signals = 0
 
     async def send_back(self, message: MessageExt, delay_level: int) -> bool:
+        self.sent_back.append(message.queue_offset)
+        self.sending.set()
+        if self.send_back_hangs:
+            await anyio.sleep_forever()
         return self.send_back_ok
 
     def flow_changed(self) -> None:
         self.flow_signals += 1
 
 
-def _running(owner: _Owner, handle: Any, concurrency: int) -> ConcurrentConsumeService:
-    dispatcher = Dispatcher("G", handler=handle, batch_handler=None, consume_timeout=None,
+def _running(
+    owner: _Owner, handle: Any, concurrency: int, *, batch_size: int = 1,
+    consume_timeout: float | None = None, local_retry_delay: float = 0.01,
+) -> ConcurrentConsumeService:  # fmt: skip
+    """The service over ``handle`` (a batch handler when ``batch_size`` is above 1)."""
+    batched = batch_size > 1
+    dispatcher = Dispatcher("G", handler=None if batched else handle,
+                            batch_handler=handle if batched else None, consume_timeout=None,
                             tracing=None, fail=lambda exc: None)  # fmt: skip
     return ConcurrentConsumeService(owner, dispatcher, concurrency=concurrency,
-                                    consume_batch_size=1, consume_timeout=None,
-                                    local_retry_delay=0.01)  # fmt: skip
+                                    consume_batch_size=batch_size,
+                                    consume_timeout=consume_timeout,
+                                    local_retry_delay=local_retry_delay)  # fmt: skip
+
+
+async def _life(
+    service: ConcurrentConsumeService,
+    pulls: Sequence[tuple[ProcessQueue, list[MessageExt]]] = (),
+    *,
+    until: anyio.Event | None = None,
+    then: Callable[[TaskGroup], None] | None = None,
+    restart: bool = False,
+) -> None:
+    """One life of the service: started, handed ``pulls`` as queue actors hand them over, run
+    until ``until`` is set (then ``then(task_group)``) and every task waits; then closed, or
+    cancelled as a supervisor's restart (``restart``: also what ends a sweeper)."""
+    with anyio.fail_after(10):  # (a hand-off or a settlement that never ends fails the test)
+        async with anyio.create_task_group() as tg:
+            await tg.start(service.run)
+            for pq, messages in pulls:
+                await service.accept(pq, pq.put(messages))
+            if until is not None:
+                await until.wait()
+            if then is not None:
+                then(tg)
+            await anyio.wait_all_tasks_blocked()
+            if restart:
+                tg.cancel_scope.cancel()
+            else:
+                service.close()
+
+
+def _meeting(count: int, seen: list[Any], what: Callable[[Any], Any]) -> Any:
+    """A handler that records ``what(message)`` and holds its worker until ``count`` handlers
+    run at once (they never would if one worker took a whole pull: the deadline fails)."""
+    all_in = anyio.Event()
+
+    async def handle(message: Any) -> None:
+        seen.append(what(message))
+        if len(seen) == count:
+            all_in.set()
+        await all_in.wait()
+
+    return handle
+
+
+def _offset(message: Any) -> int:
+    return int(message.queue_offset)
 
 
 async def test_the_messages_of_one_pull_are_consumed_at_once_and_forgotten_together() -> None:
-    owner = _Counting()
-    all_in = anyio.Event()
-    inside: list[int] = []
-
-    async def handle(message: Any) -> None:
-        inside.append(message.queue_offset)
-        if len(inside) == 3:
-            all_in.set()
-        await all_in.wait()  # each holds its worker until all three handlers run
-
-    service = _running(owner, handle, concurrency=3)
+    owner, inside = _Counting(), list[int]()
+    service = _running(owner, _meeting(3, inside, _offset), concurrency=3)
     pq = ProcessQueue(QUEUE, 0)
-    with anyio.fail_after(10):  # (one worker a pull would never let the three meet)
-        async with anyio.create_task_group() as tg:
-            await tg.start(service.run)
-            await service.accept(pq, pq.put(_pull(0, 3)))
-            await all_in.wait()
-            await anyio.wait_all_tasks_blocked()
-            service.close()
+    await _life(service, [(pq, _pull(0, 3))])
     assert sorted(inside) == [0, 1, 2]
     # once the last was done: one commit past all three, one flow signal
     assert (owner.offsets.read(QUEUE), pq.count, owner.flow_signals) == (3, 0, 1)
+
+
+async def test_small_pulls_of_several_queues_are_consumed_at_once() -> None:
+    inside: list[tuple[int, int]] = []
+    handle = _meeting(6, inside, lambda m: (m.queue_id, m.queue_offset))
+    service = _running(_Counting(), handle, concurrency=6)
+    queues = [ProcessQueue(MessageQueue("T", "broker-a", q), 0) for q in range(3)]
+    await _life(service, [(pq, _pull(0, 2, queue_id=pq.queue.queue_id)) for pq in queues])
+    assert sorted(inside) == [(q, o) for q in range(3) for o in range(2)]
 
 
 async def test_a_message_retried_here_holds_the_offset_while_the_rest_are_forgotten() -> None:
     owner = _Counting(send_back_ok=False)  # the broker refuses the send-back: retried here
     seen_on_retry: list[tuple[int | None, int]] = []
     retried = anyio.Event()
+    pq = ProcessQueue(QUEUE, 0)
 
     async def handle(message: Any) -> None:
         if message.queue_offset == 1:
@@ -165,49 +223,74 @@ async def test_a_message_retried_here_holds_the_offset_while_the_rest_are_forgot
             retried.set()
 
     service = _running(owner, handle, concurrency=2)
-    pq = ProcessQueue(QUEUE, 0)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            await tg.start(service.run)
-            await service.accept(pq, pq.put(_pull(0, 3)))
-            await retried.wait()
-            await anyio.wait_all_tasks_blocked()
-            service.close()
+    await _life(service, [(pq, _pull(0, 3))], until=retried)
     # on the retry the other two were forgotten, and the offset stayed at the retried one
     assert seen_on_retry == [(1, 1)] and service.local_retries == 1
     assert (owner.offsets.read(QUEUE), pq.count) == (3, 0)
 
 
+class _Restarts:
+    """A handler that fails the first delivery of ``offset`` (``stuck``: never ends it instead)
+    until the service is restarted."""
+
+    def __init__(self, offset: int, *, stuck: bool = False) -> None:
+        self.offset, self.stuck = offset, stuck
+        self.restarted = False
+        self.handled: list[int] = []
+        self.entered = anyio.Event()
+
+    async def __call__(self, message: Any) -> None:
+        if message.queue_offset == self.offset and not self.restarted:
+            self.entered.set()
+            if self.stuck:
+                await anyio.sleep_forever()  # until the service is cancelled under it
+            raise RuntimeError("fails the first time")
+        self.handled.append(message.queue_offset)
+
+
+async def _restarted(
+    service: ConcurrentConsumeService, handle: _Restarts, *, restart: bool = False
+) -> None:
+    """The service's second life, after a restart: ``handle`` no longer fails."""
+    handle.restarted = True
+    await _life(service, restart=restart)
+
+
 async def test_a_message_in_a_cancelled_handler_is_consumed_after_the_restart() -> None:
-    owner = _Counting()
-    handled: list[int] = []
-    stuck = anyio.Event()
-    restarted = False
-
-    async def handle(message: Any) -> None:
-        if message.queue_offset == 1 and not restarted:
-            stuck.set()
-            await anyio.sleep_forever()  # until the service is cancelled under it
-        handled.append(message.queue_offset)
-
+    owner, handle = _Counting(), _Restarts(1, stuck=True)
     service = _running(owner, handle, concurrency=3)
     pq = ProcessQueue(QUEUE, 0)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:  # the service's first life
-            await tg.start(service.run)
-            await service.accept(pq, pq.put(_pull(0, 3)))
-            await stuck.wait()
-            await anyio.wait_all_tasks_blocked()
-            tg.cancel_scope.cancel()  # (a supervisor's restart, say)
-        # the other two are consumed; the one cancelled waits in front, still cached
-        assert sorted(handled) == [0, 2]
-        assert (len(service.work), pq.count, owner.offsets.read(QUEUE)) == (1, 1, 1)
-        restarted = True
-        async with anyio.create_task_group() as tg:
-            await tg.start(service.run)
-            await anyio.wait_all_tasks_blocked()
-            service.close()
-    assert sorted(handled) == [0, 1, 2]
+    await _life(service, [(pq, _pull(0, 3))], until=handle.entered, restart=True)
+    # the other two are consumed; the one cancelled waits in front, still cached
+    assert sorted(handle.handled) == [0, 2]
+    assert (len(service.work), pq.count, owner.offsets.read(QUEUE)) == (1, 1, 1)
+    await _restarted(service, handle)
+    assert sorted(handle.handled) == [0, 1, 2]
+    assert (owner.offsets.read(QUEUE), pq.count) == (3, 0)
+
+
+async def test_a_send_back_cut_off_by_a_restart_is_consumed_after_it() -> None:
+    owner, handle = _Counting(send_back_hangs=True), _Restarts(1)
+    service = _running(owner, handle, concurrency=3)
+    pq = ProcessQueue(QUEUE, 0)
+    await _life(service, [(pq, _pull(0, 3))], until=owner.sending, restart=True)
+    # the other two are forgotten; the one whose send-back was cut off waits in front
+    assert (len(service.work), pq.count, owner.offsets.read(QUEUE)) == (1, 1, 1)
+    await _restarted(service, handle)
+    assert sorted(handle.handled) == [0, 1, 2]
+    assert (owner.offsets.read(QUEUE), pq.count) == (3, 0)
+
+
+async def test_a_local_retry_cut_off_by_a_restart_is_consumed_after_it() -> None:
+    owner, handle = _Counting(send_back_ok=False), _Restarts(1)  # (retried here)
+    service = _running(owner, handle, concurrency=2, local_retry_delay=600.0)
+    pq = ProcessQueue(QUEUE, 0)
+    # a restart while the retry waits out its 600 s
+    await _life(service, [(pq, _pull(0, 3))], restart=True)
+    assert service.local_retries == 1
+    assert (len(service.work), pq.count, owner.offsets.read(QUEUE)) == (1, 1, 1)
+    await _restarted(service, handle)
+    assert sorted(handle.handled) == [0, 1, 2]
     assert (owner.offsets.read(QUEUE), pq.count) == (3, 0)
 
 
@@ -221,173 +304,30 @@ async def test_what_was_not_taken_when_the_consumer_stops_stays_unconsumed() -> 
 
     service = _running(owner, handle, concurrency=1)
     pq = ProcessQueue(QUEUE, 0)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            await tg.start(service.run)
-            await service.accept(pq, pq.put(_pull(0, 3)))
-            await anyio.wait_all_tasks_blocked()
-            service.close()
+    await _life(service, [(pq, _pull(0, 3))])
     # the one consumed is committed; the two after it stay cached, to be delivered again
     assert handled == [0]
     assert (owner.offsets.read(QUEUE), pq.count, len(service.work)) == (1, 2, 0)
 
 
-async def test_small_pulls_of_several_queues_are_consumed_at_once() -> None:
-    owner = _Counting()
-    all_in = anyio.Event()
-    inside: list[tuple[int, int]] = []
-
-    async def handle(message: Any) -> None:
-        inside.append((message.queue_id, message.queue_offset))
-        if len(inside) == 6:
-            all_in.set()
-        await all_in.wait()  # each holds its worker until all six handlers run
-
-    service = _running(owner, handle, concurrency=6)
-    queues = [ProcessQueue(MessageQueue("T", "broker-a", q), 0) for q in range(3)]
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            await tg.start(service.run)
-            for pq in queues:  # three pulls of two, as queue actors hand them over
-                await service.accept(pq, pq.put(_pull(0, 2, queue_id=pq.queue.queue_id)))
-            await all_in.wait()
-            await anyio.wait_all_tasks_blocked()
-            service.close()
-    assert sorted(inside) == [(q, o) for q in range(3) for o in range(2)]
-
-
 async def test_a_handler_past_consume_timeout_is_sent_back_and_its_pull_committed() -> None:
     owner = _Counting()
-    sent_back: list[int] = []
-    back = anyio.Event()
-
-    async def send_back(message: MessageExt, delay_level: int) -> bool:
-        sent_back.append(message.queue_offset)
-        back.set()
-        return True
-
-    owner.send_back = send_back  # type: ignore[method-assign]
 
     async def handle(message: Any) -> None:
         if message.queue_offset == 1:
             await anyio.sleep_forever()  # until the sweeper cancels it
 
-    dispatcher = Dispatcher("G", handler=handle, batch_handler=None, consume_timeout=None,
-                            tracing=None, fail=lambda exc: None)  # fmt: skip
-    service = ConcurrentConsumeService(owner, dispatcher, concurrency=2, consume_batch_size=1,
-                                       consume_timeout=0.2, local_retry_delay=0.01)  # fmt: skip
+    service = _running(owner, handle, concurrency=2, consume_timeout=0.2)
     pq = ProcessQueue(QUEUE, 0)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            await tg.start(service.run)
-            await service.accept(pq, pq.put(_pull(0, 3)))
-            await back.wait()
-            while pq.count:  # (settled right after the send-back, on the worker's next step)
-                await anyio.wait_all_tasks_blocked()
-            tg.cancel_scope.cancel()
-    assert sent_back == [1] and dispatcher.failed == 1
-    assert (owner.offsets.read(QUEUE), pq.count) == (3, 0)
-
-
-async def test_a_send_back_cut_off_by_a_restart_is_consumed_after_it() -> None:
-    owner = _Counting()
-    sending = anyio.Event()
-    restarted = False
-    handled: list[int] = []
-
-    async def send_back(message: MessageExt, delay_level: int) -> bool:
-        sending.set()
-        await anyio.sleep_forever()  # the broker does not answer before the restart
-        raise AssertionError
-
-    owner.send_back = send_back  # type: ignore[method-assign]
-
-    async def handle(message: Any) -> None:
-        if message.queue_offset == 1 and not restarted:
-            raise RuntimeError("fails the first time")
-        handled.append(message.queue_offset)
-
-    service = _running(owner, handle, concurrency=3)
-    pq = ProcessQueue(QUEUE, 0)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            await tg.start(service.run)
-            await service.accept(pq, pq.put(_pull(0, 3)))
-            await sending.wait()
-            await anyio.wait_all_tasks_blocked()
-            tg.cancel_scope.cancel()  # (a supervisor's restart, say)
-        # the other two are forgotten; the one whose send-back was cut off waits in front
-        assert (len(service.work), pq.count, owner.offsets.read(QUEUE)) == (1, 1, 1)
-        restarted = True
-        async with anyio.create_task_group() as tg:
-            await tg.start(service.run)
-            await anyio.wait_all_tasks_blocked()
-            service.close()
-    assert sorted(handled) == [0, 1, 2]
-    assert (owner.offsets.read(QUEUE), pq.count) == (3, 0)
-
-
-async def test_a_batch_handler_gets_the_pull_in_consume_batch_size_slices() -> None:
-    owner = _Counting()
-    calls: list[list[int]] = []
-
-    async def handle(messages: list[Any]) -> None:
-        calls.append([m.queue_offset for m in messages])
-
-    dispatcher = Dispatcher("G", handler=None, batch_handler=handle, consume_timeout=None,
-                            tracing=None, fail=lambda exc: None)  # fmt: skip
-    service = ConcurrentConsumeService(owner, dispatcher, concurrency=2, consume_batch_size=2,
-                                       consume_timeout=None, local_retry_delay=0.01)  # fmt: skip
-    pq = ProcessQueue(QUEUE, 0)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            await tg.start(service.run)
-            await service.accept(pq, pq.put(_pull(0, 5)))
-            await anyio.wait_all_tasks_blocked()
-            service.close()
-    assert sorted(calls) == [[0, 1], [2, 3], [4]]
-    assert (owner.offsets.read(QUEUE), pq.count, owner.flow_signals) == (5, 0, 1)
-
-
-async def test_an_undecodable_message_goes_back_alone_and_the_rest_are_consumed() -> None:
-    owner = _Counting()
-    sent_back: list[int] = []
-
-    async def send_back(message: MessageExt, delay_level: int) -> bool:
-        sent_back.append(message.queue_offset)
-        return True
-
-    owner.send_back = send_back  # type: ignore[method-assign]
-    handled: list[int] = []
-
-    async def handle(message: Any) -> None:
-        handled.append(message.queue_offset)
-
-    service = _running(owner, handle, concurrency=2)
-    pq = ProcessQueue(QUEUE, 0)
-    messages = _pull(0, 3)
-    messages[1].decode_error = "unsupported compression"
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            await tg.start(service.run)
-            await service.accept(pq, pq.put(messages))
-            await anyio.wait_all_tasks_blocked()
-            service.close()
-    assert sorted(handled) == [0, 2] and sent_back == [1]
+    await _life(service, [(pq, _pull(0, 3))], until=owner.sending, restart=True)
+    assert owner.sent_back == [1] and service.dispatcher.failed == 1
     assert (owner.offsets.read(QUEUE), pq.count) == (3, 0)
 
 
 async def test_a_handler_that_returns_as_the_sweeper_cancels_it_has_not_timed_out() -> None:
     # (the sweeper cancels a worker whose handler has just been woken to return: the
-    # cancellation reaches the worker at its next wait, which was the next message's handler)
+    # cancellation reached the worker at its next wait, which was the next message's handler)
     owner = _Counting()
-    sent_back: list[int] = []
-
-    async def send_back(message: MessageExt, delay_level: int) -> bool:
-        sent_back.append(message.queue_offset)
-        return True
-
-    owner.send_back = send_back  # type: ignore[method-assign]
     entered, release = anyio.Event(), anyio.Event()
     handled: list[int] = []
 
@@ -399,92 +339,70 @@ async def test_a_handler_that_returns_as_the_sweeper_cancels_it_has_not_timed_ou
             await anyio.lowlevel.checkpoint()  # (a handler that waits for anything)
         handled.append(message.queue_offset)
 
-    dispatcher = Dispatcher("G", handler=handle, batch_handler=None, consume_timeout=None,
-                            tracing=None, fail=lambda exc: None)  # fmt: skip
-    service = ConcurrentConsumeService(owner, dispatcher, concurrency=1, consume_batch_size=1,
-                                       consume_timeout=900.0, local_retry_delay=0.01)  # fmt: skip
+    service = _running(owner, handle, concurrency=1, consume_timeout=900.0)
+
+    def returning_as_the_sweeper_cancels(tg: TaskGroup) -> None:
+        release.set()  # the handler is woken to return ...
+        _sweeper_cancels(service)  # ... as the sweeper (past its timeout) cancels it
+
     pq = ProcessQueue(QUEUE, 0)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            await tg.start(service.run)
-            await service.accept(pq, pq.put(_pull(0, 2)))
-            await entered.wait()
-            release.set()  # the handler is woken to return ...
-            (worker,) = service._workers
-            worker.timed_out = True  # ... as the sweeper (past its timeout) cancels it
-            assert worker.scope is not None
-            worker.scope.cancel()
-            await anyio.wait_all_tasks_blocked()
-            tg.cancel_scope.cancel()
-    assert handled == [0, 1] and sent_back == [] and dispatcher.failed == 0
+    await _life(service, [(pq, _pull(0, 2))], until=entered,
+                then=returning_as_the_sweeper_cancels, restart=True)  # fmt: skip
+    assert handled == [0, 1] and owner.sent_back == [] and service.dispatcher.failed == 0
     assert (owner.offsets.read(QUEUE), pq.count) == (2, 0)
+
+
+def _sweeper_cancels(service: ConcurrentConsumeService) -> None:
+    """What the sweeper does to the one worker whose handler ran past ``consume_timeout``."""
+    (worker,) = service._workers
+    assert worker.scope is not None
+    worker.timed_out = True
+    worker.scope.cancel()
 
 
 async def test_a_restart_as_the_sweeper_cancels_a_handler_gives_its_message_back() -> None:
-    owner = _Counting()
-    stuck = anyio.Event()
-    restarted = False
-    handled: list[int] = []
+    owner, handle = _Counting(), _Restarts(0, stuck=True)
+    service = _running(owner, handle, concurrency=1, consume_timeout=900.0)
 
-    async def handle(message: Any) -> None:
-        if message.queue_offset == 0 and not restarted:
-            stuck.set()
-            await anyio.sleep_forever()
-        handled.append(message.queue_offset)
+    def restart_as_the_sweeper_cancels(tg: TaskGroup) -> None:
+        _sweeper_cancels(service)
+        tg.cancel_scope.cancel()
 
-    dispatcher = Dispatcher("G", handler=handle, batch_handler=None, consume_timeout=None,
-                            tracing=None, fail=lambda exc: None)  # fmt: skip
-    service = ConcurrentConsumeService(owner, dispatcher, concurrency=1, consume_batch_size=1,
-                                       consume_timeout=900.0, local_retry_delay=0.01)  # fmt: skip
     pq = ProcessQueue(QUEUE, 0)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            await tg.start(service.run)
-            await service.accept(pq, pq.put(_pull(0, 2)))
-            await stuck.wait()
-            (worker,) = service._workers
-            assert worker.scope is not None
-            worker.timed_out = True  # the sweeper cancels the handler ...
-            worker.scope.cancel()
-            tg.cancel_scope.cancel()  # ... as the service restarts
-        # the message in the handler waits in front, and the one not taken behind it
-        assert (len(service.work), pq.count, owner.offsets.read(QUEUE)) == (2, 2, None)
-        restarted = True
-        async with anyio.create_task_group() as tg:
-            await tg.start(service.run)
-            await anyio.wait_all_tasks_blocked()
-            tg.cancel_scope.cancel()  # (the sweeper runs until then)
-    assert handled == [0, 1] and dispatcher.failed == 0
+    await _life(service, [(pq, _pull(0, 2))], until=handle.entered,
+                then=restart_as_the_sweeper_cancels)  # fmt: skip
+    # the message in the handler waits in front, and the one not taken behind it
+    assert (len(service.work), pq.count, owner.offsets.read(QUEUE)) == (2, 2, None)
+    await _restarted(service, handle, restart=True)  # (the sweeper runs until then)
+    assert handle.handled == [0, 1] and service.dispatcher.failed == 0
     assert (owner.offsets.read(QUEUE), pq.count) == (2, 0)
 
 
-async def test_a_local_retry_cut_off_by_a_restart_is_consumed_after_it() -> None:
-    owner = _Counting(send_back_ok=False)  # the broker refuses the send-back: retried here
-    restarted = False
+async def test_a_batch_handler_gets_the_pull_in_consume_batch_size_slices() -> None:
+    owner = _Counting()
+    calls: list[list[int]] = []
+
+    async def handle(messages: list[Any]) -> None:
+        calls.append([m.queue_offset for m in messages])
+
+    service = _running(owner, handle, concurrency=2, batch_size=2)
+    pq = ProcessQueue(QUEUE, 0)
+    await _life(service, [(pq, _pull(0, 5))])
+    assert sorted(calls) == [[0, 1], [2, 3], [4]]
+    assert (owner.offsets.read(QUEUE), pq.count, owner.flow_signals) == (5, 0, 1)
+
+
+async def test_an_undecodable_message_goes_back_alone_and_the_rest_are_consumed() -> None:
+    owner = _Counting()
     handled: list[int] = []
 
     async def handle(message: Any) -> None:
-        if message.queue_offset == 1 and not restarted:
-            raise RuntimeError("fails the first time")
         handled.append(message.queue_offset)
 
-    dispatcher = Dispatcher("G", handler=handle, batch_handler=None, consume_timeout=None,
-                            tracing=None, fail=lambda exc: None)  # fmt: skip
-    service = ConcurrentConsumeService(owner, dispatcher, concurrency=2, consume_batch_size=1,
-                                       consume_timeout=None, local_retry_delay=600.0)  # fmt: skip
+    service = _running(owner, handle, concurrency=2)
     pq = ProcessQueue(QUEUE, 0)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            await tg.start(service.run)
-            await service.accept(pq, pq.put(_pull(0, 3)))
-            await anyio.wait_all_tasks_blocked()  # (the retry waits out its 600 s)
-            assert service.local_retries == 1
-            tg.cancel_scope.cancel()  # a restart, long before the retry was due
-        assert (len(service.work), pq.count, owner.offsets.read(QUEUE)) == (1, 1, 1)
-        restarted = True
-        async with anyio.create_task_group() as tg:
-            await tg.start(service.run)
-            await anyio.wait_all_tasks_blocked()
-            service.close()
-    assert sorted(handled) == [0, 1, 2]
+    messages = _pull(0, 3)
+    messages[1].decode_error = "unsupported compression"
+    await _life(service, [(pq, messages)])
+    assert sorted(handled) == [0, 2] and owner.sent_back == [1]
     assert (owner.offsets.read(QUEUE), pq.count) == (3, 0)
