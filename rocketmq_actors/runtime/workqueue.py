@@ -48,7 +48,10 @@ class WorkQueue(Generic[T]):
         self._putters: deque[Waiter] = deque()
         self._closed = False
         self._since_yield = 0
-        self._looking = False  # a getter was woken to look at the front item, and has not run
+        # a getter was woken to look at the front item, and has not run; whenever items are
+        # queued while getters wait, one is (getters wait only on an empty queue, and what
+        # queues an item while they do - a shared item's rest - wakes one)
+        self._looking = False
         self._new_waiter: Callable[[], Waiter] | None = None
 
     def __len__(self) -> int:
@@ -78,8 +81,6 @@ class WorkQueue(Generic[T]):
             return True
         if len(self._items) < self.capacity and not (behind_putters and self._putters):
             self._items.append(item)
-            if self._getters:  # (getters wait behind a shared item: one is woken to look)
-                self._look()
             return True
         return False
 
