@@ -46,8 +46,7 @@ import anyio
 
 from rocketmq_actors.consumer.core.message import ReceivedMessage
 from rocketmq_actors.extras import uvloop_options
-from rocketmq_actors.producer.prepare import UNIQ_PREFIX
-from rocketmq_actors.protocol.messages import BATCH_PROPS_LENGTH, BATCH_RECORD_HEAD, UNIQ_ID_LENGTH
+from rocketmq_actors.producer.autobatch import _HEAD, _PLAIN_OVERHEAD, _PLAIN_TAIL
 from rocketmq_actors.protocol.records import decode_records
 from rocketmq_actors.testing.stored import encode_stored
 
@@ -58,12 +57,7 @@ BODY = b"x" * 1024
 TASKS = 256
 BATCH = 31  # 1 KiB records in a 32 KiB batch
 PULL = 32  # messages a pull body (the Java client's pullBatchSize)
-_HEAD = BATCH_RECORD_HEAD.pack
-_PROPS_LENGTH = BATCH_PROPS_LENGTH.pack
-_OVERHEAD = BATCH_RECORD_HEAD.size + BATCH_PROPS_LENGTH.size  # a record's besides its data
 _PREFIX = "7F00000100010A0B0C0D000102"  # (an id: this, the batch's counter, its index)
-_PROPS_BYTES = len(UNIQ_PREFIX) + UNIQ_ID_LENGTH + 1  # a plain message's properties: its id
-_TAIL = _PROPS_LENGTH(_PROPS_BYTES) + UNIQ_PREFIX.encode()  # its record after the body, to its id
 
 
 class _Result:
@@ -91,7 +85,7 @@ async def autobatch_round(messages: int) -> float:
         while admitted < messages:
             admitted += 1
             future = loop.create_future()
-            parts.extend((_HEAD(_OVERHEAD + size + _PROPS_BYTES, 0, 0, 0, size), BODY, _TAIL, None))
+            parts.extend((_HEAD(_PLAIN_OVERHEAD + size, 0, 0, 0, size), BODY, _PLAIN_TAIL, None))
             futures.append(future)
             if len(futures) >= BATCH or admitted == messages:  # (the last: a short batch)
                 full.set()
