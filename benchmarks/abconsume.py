@@ -32,7 +32,7 @@ from typing import Any
 
 import anyio
 
-from .common import RESULTS, TREE, alternating, calibration_us, last_json
+from .common import RESULTS, TREE, alternating, calibration_us, last_json, run_main
 from .consumer import prefill, push_drain
 from .contention import BusyLoops
 
@@ -142,4 +142,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

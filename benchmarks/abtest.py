@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import RESULTS, TREE, alternating, calibration_us, last_json
+from .common import RESULTS, TREE, alternating, calibration_us, last_json, run_main
 from .nullbroker import null_broker, pin_layout
 
 
@@ -124,4 +124,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

@@ -21,7 +21,7 @@ import subprocess
 import sys
 from typing import Any
 
-from benchmarks.common import RESULTS
+from benchmarks.common import RESULTS, run_main
 
 ROOT = RESULTS.parents[1]
 CHAOS_JSON = RESULTS / "chaos.json"
@@ -110,4 +110,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(run_main(main))

@@ -22,7 +22,7 @@ from rocketmq_actors.protocol.records import decode_messages
 from rocketmq_actors.protocol.sendframe import SendFrameEncoder
 from rocketmq_actors.testing.stored import encode_stored
 
-from .common import RESULTS, write_results
+from .common import RESULTS, run_main, write_results
 
 # What a real 5.3.3 broker returns on a message from a producer (see the pull fixture).
 PROPS = {
@@ -137,4 +137,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import timeit
@@ -16,6 +17,18 @@ from typing import Any, TypeVar
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TREE = Path(__file__).resolve().parents[1]
+
+
+def run_main(main: Callable[[], int | None]) -> int | None:
+    """Run a benchmark's ``main`` with SIGTERM taken as Ctrl-C is: it raises ``SystemExit`` in
+    the main thread, so the ``with`` blocks that own scratch directories and child processes
+    (null brokers, JVMs, clusters) remove them on the way out, as they do on an interrupt."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    return main()
 
 
 def calibration_us() -> float:

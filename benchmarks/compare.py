@@ -43,7 +43,7 @@ from typing import Any
 import anyio
 
 from . import codec, consumer, paired
-from .common import RESULTS, alternating, last_json, on_cluster, write_results
+from .common import RESULTS, alternating, last_json, on_cluster, run_main, write_results
 
 TARGETS = {  # issue 9: the least ratio (higher = better for us) each path must reach
     "a_sync_latency_p50": 1 / 1.2,
@@ -249,4 +249,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

@@ -29,7 +29,7 @@ from rocketmq_actors.extras import uvloop_options
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
 
-from .common import RESULTS, on_cluster, run_java, write_results
+from .common import RESULTS, on_cluster, run_java, run_main, write_results
 
 BODY = b"x" * 1024
 QUEUES = 8
@@ -210,4 +210,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

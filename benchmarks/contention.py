@@ -33,7 +33,14 @@ from typing import Any
 import anyio
 
 from benchmarks import consumer
-from benchmarks.common import RESULTS, alternating, calibration_us, process_cpu_s, write_results
+from benchmarks.common import (
+    RESULTS,
+    alternating,
+    calibration_us,
+    process_cpu_s,
+    run_main,
+    write_results,
+)
 from benchmarks.nullbroker import JavaConsumer, NullBroker
 
 OUT = RESULTS / "contention.json"
@@ -153,4 +160,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

@@ -16,7 +16,7 @@ import re
 import sys
 from typing import Any
 
-from benchmarks.common import RESULTS
+from benchmarks.common import RESULTS, run_main
 from benchmarks.docs_null import load, null_sections, readme_null_table
 
 ROOT = RESULTS.parents[1]
@@ -422,4 +422,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

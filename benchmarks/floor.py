@@ -50,7 +50,7 @@ from rocketmq_actors.producer.autobatch import _HEAD, _PLAIN_OVERHEAD, _PLAIN_TA
 from rocketmq_actors.protocol.records import decode_records
 from rocketmq_actors.testing.stored import encode_stored
 
-from .common import RESULTS, calibration_us, write_results
+from .common import RESULTS, calibration_us, run_main, write_results
 from .docs_null import load
 
 BODY = b"x" * 1024
@@ -236,4 +236,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .abtest import pooled, warm_up, window
-from .common import RESULTS, alternating, calibration_us, write_results
+from .common import RESULTS, alternating, calibration_us, run_main, write_results
 from .nullbroker import null_broker
 
 #: path name (as benchmarks.nullbroker names it) -> the worker's flags
@@ -91,4 +91,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

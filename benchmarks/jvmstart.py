@@ -14,14 +14,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Literal
 
 import anyio
 
-from benchmarks.common import alternating, process_cpu_s, process_tree, write_results
+from benchmarks.common import alternating, process_cpu_s, process_tree, run_main, write_results
 from rocketmq_actors.producer import Message, Producer
 from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
 
@@ -94,4 +93,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(run_main(main))

@@ -55,6 +55,7 @@ from .common import (
     TREE,
     LineProcess,
     alternating,
+    run_main,
     write_results,
 )
 
@@ -358,4 +359,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

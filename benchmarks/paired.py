@@ -39,6 +39,7 @@ from .common import (
     machine_ticks,
     on_cluster,
     percentiles,
+    run_main,
     write_results,
 )
 from .producer import QUEUES, nowait_window, window
@@ -286,4 +287,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

@@ -42,7 +42,7 @@ from typing import Any
 import anyio
 
 from . import compare, consumer, paired
-from .common import RESULTS, last_json, write_results
+from .common import RESULTS, last_json, run_main, write_results
 
 HERE = Path(__file__).resolve().parent
 PEER_MODES = ("sync", "pipelined")
@@ -289,4 +289,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

@@ -22,7 +22,7 @@ import anyio
 from rocketmq_actors.extras import uvloop_options
 from rocketmq_actors.producer import Message, Producer, ProducerOptions, SendFuture, create_topic
 
-from .common import RESULTS, on_cluster, percentiles, write_results
+from .common import RESULTS, on_cluster, percentiles, run_main, write_results
 
 BODY = b"x" * 1024
 QUEUES = 8
@@ -143,4 +143,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

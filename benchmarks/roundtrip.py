@@ -24,7 +24,7 @@ from rocketmq_actors.protocol.headers import GetMaxOffsetRequestHeader
 from rocketmq_actors.runtime.pool import ConnectionPool
 from rocketmq_actors.testing.cluster import ClusterSpec, LocalCluster
 
-from .common import RESULTS, percentiles, process_cpu_s, write_results
+from .common import RESULTS, percentiles, process_cpu_s, run_main, write_results
 
 
 async def run(
@@ -167,4 +167,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

@@ -51,7 +51,7 @@ from typing import Any
 
 import anyio
 
-from benchmarks.common import process_cpu_s, write_results
+from benchmarks.common import process_cpu_s, run_main, write_results
 from benchmarks.consumer import rss_mb
 from benchmarks.scale_java import java_consumer, java_producers
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
@@ -306,4 +306,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(run_main(main))

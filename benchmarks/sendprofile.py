@@ -31,7 +31,7 @@ from typing import Any
 
 import anyio
 
-from .common import RESULTS, percentiles
+from .common import RESULTS, percentiles, run_main
 from .nullbroker import NullBroker
 from .producer import Latencies, nowait_window, window
 
@@ -191,4 +191,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

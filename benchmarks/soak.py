@@ -28,7 +28,7 @@ from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.records import MessageExt
 from rocketmq_actors.testing.faults import Outcome
 
-from .common import RESULTS, on_cluster, write_results
+from .common import RESULTS, on_cluster, run_main, write_results
 from .consumer import rss_mb
 
 
@@ -172,4 +172,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

@@ -64,6 +64,7 @@ from .common import (
     on_cluster,
     process_cpu_s,
     process_tree,
+    run_main,
     write_results,
 )
 
@@ -437,4 +438,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))
