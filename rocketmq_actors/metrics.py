@@ -31,8 +31,9 @@ names, units (milliseconds) and buckets, so that a dashboard built for the Java 
 reads ours (:mod:`rocketmq_actors.clientmetrics`).
 
 Updating a metric is a cached key, a lock and a dictionary update; on the send and consume
-paths, a lock and the cached series objects themselves (benchmarks/producer.py and
-benchmarks/consumer.py run with metrics on); nothing is exported unless asked.
+paths, an append to the cached series, folded in under the lock many at a time
+(:class:`Series`; benchmarks/producer.py and benchmarks/consumer.py run with metrics on);
+nothing is exported unless asked.
 """
 
 from __future__ import annotations
@@ -40,7 +41,10 @@ from __future__ import annotations
 import bisect
 import threading
 import weakref
+from collections import deque
 from collections.abc import Callable, Iterator
+from itertools import repeat
+from operator import call as _call
 from typing import Any
 
 from rocketmq_actors.extras import require
@@ -83,6 +87,7 @@ BUCKETS_OF: dict[str, tuple[float, ...]] = {
 
 
 _bisect_left = bisect.bisect_left  # (a module global: one lookup less a value observed)
+_bisect_right = bisect.bisect_right
 
 
 class _Histogram:
@@ -99,6 +104,18 @@ class _Histogram:
         self.count += 1
         self.sum += value
 
+    def observe_all(self, values: list[float]) -> None:
+        """:meth:`observe` each of ``values`` (sorted here, in place)."""
+        values.sort()
+        counts, below = self.counts, 0
+        for i, bound in enumerate(self.bounds):  # (a bucket holds values up to its bound)
+            upto = _bisect_right(values, bound, below)
+            counts[i] += upto - below
+            below = upto
+        counts[-1] += len(values) - below
+        self.count += len(values)
+        self.sum += sum(values)
+
 
 class _Counter:
     __slots__ = ("value",)
@@ -107,8 +124,43 @@ class _Counter:
         self.value = 0.0
 
 
-#: a counter and a histogram a hot path updates together (:meth:`Metrics.count_and_observe`)
-Series = tuple[_Counter, _Histogram]
+class Series:
+    """A counter and a histogram a hot path updates together, once a call (a send's answer, a
+    handler call): :meth:`add`. Calls are queued without the registry's lock (a deque takes
+    appends from any thread safely) and folded in under it, in one step for many, by any read
+    of the registry and by the writer every ``FOLD_AT`` calls: a lock a call cost more than
+    the update (benchmarks/nullbroker.py, path d)."""
+
+    __slots__ = ("_amounts", "_metrics", "_values", "counter", "histogram")
+
+    #: calls a series queues at most before its writer folds them in
+    FOLD_AT = 1024
+
+    def __init__(self, metrics: Metrics, counter: _Counter, histogram: _Histogram) -> None:
+        self._metrics = metrics
+        self.counter = counter
+        self.histogram = histogram
+        self._values: deque[float] = deque()  # one a call
+        self._amounts: deque[float] = deque()  # a call's amount past 1 (a batch handler's)
+
+    def add(self, value: float, amount: float = 1) -> None:
+        """One call: ``amount`` more on the counter, ``value`` on the histogram."""
+        values = self._values
+        values.append(value)
+        if amount != 1:
+            self._amounts.append(amount - 1)
+        if len(values) >= self.FOLD_AT:
+            self._metrics.fold(self)
+
+    def _fold(self) -> None:
+        """Move what is queued into the counter and histogram (the registry's lock held: the
+        one taker; writers only append, so exactly the calls counted here are taken)."""
+        values, amounts = self._values, self._amounts
+        taken = list(map(_call, repeat(values.popleft, len(values))))
+        extra = sum(map(_call, repeat(amounts.popleft, len(amounts))))
+        if taken or extra:
+            self.counter.value += len(taken) + extra
+            self.histogram.observe_all(taken)
 
 
 class SeriesCache:
@@ -150,6 +202,7 @@ class Metrics:
         self._gauges: dict[Key, float] = {}
         self._histograms: dict[Key, _Histogram] = {}
         self._keys: dict[tuple[Any, ...], Key] = {}
+        self._series: dict[tuple[Key, Key], Series] = {}  # (hot paths' calls queue in them)
         self._lock = threading.Lock()  # producers in portal threads share the registry
         self.caches: weakref.WeakSet[SeriesCache] = weakref.WeakSet()  # emptied by reset()
 
@@ -202,7 +255,9 @@ class Metrics:
             hist = self._histograms.get(histogram)
             if hist is None:
                 hist = self._histograms[histogram] = _Histogram()
-            series = (count, hist)
+            series = self._series.get((counter, histogram))
+            if series is None:
+                series = self._series[counter, histogram] = Series(self, count, hist)
             if cache is not None:
                 cached, topic = cache
                 if len(cached) >= 1024:
@@ -215,24 +270,29 @@ class Metrics:
         with self._lock:
             self.caches.add(cache)
 
-    def count_and_observe(self, series: Series, value: float, amount: float = 1.0) -> None:
-        """Add ``amount`` to the series' counter and ``value`` to its histogram under one lock
-        (per send or handler call)."""
-        counter, hist = series
+    def fold(self, series: Series) -> None:
+        """Fold in what ``series`` has queued (its writer, every ``Series.FOLD_AT`` calls)."""
         with self._lock:
-            counter.value += amount
-            hist.observe(value)
+            series._fold()
+
+    def _fold_all(self) -> None:
+        """Fold in every series' queued calls (a reader, the lock held)."""
+        for series in self._series.values():
+            if series._values or series._amounts:
+                series._fold()
 
     def value(self, name: str, **labels: Any) -> float:
         """A counter's or gauge's current value (0 if never touched)."""
         key = self._key(name, labels)
         with self._lock:
+            self._fold_all()
             counter = self._counters.get(key)
             return counter.value if counter is not None else self._gauges.get(key, 0.0)
 
     def count(self, name: str, **labels: Any) -> int:
         """How many values a histogram has seen."""
         with self._lock:
+            self._fold_all()
             histogram = self._histograms.get(self._key(name, labels))
             return histogram.count if histogram else 0
 
@@ -241,6 +301,7 @@ class Metrics:
         ``{"labels": {...}, "count": n, "sum": s}`` for histograms."""
         out: dict[str, list[dict[str, Any]]] = {}
         with self._lock:
+            self._fold_all()
             counters = [(key, counter.value) for key, counter in self._counters.items()]
             for (name, labels), value in [*counters, *self._gauges.items()]:
                 out.setdefault(name, []).append({"labels": dict(labels), "value": value})
@@ -274,6 +335,7 @@ class Metrics:
             self._counters.clear()
             self._gauges.clear()
             self._histograms.clear()
+            self._series.clear()
             for cache in list(self.caches):  # (their series are no longer the registry's)
                 cache.clear()
 
@@ -293,6 +355,7 @@ class Metrics:
         class _Collector(Collector):
             def collect(self) -> Iterator[Any]:
                 with metrics._lock:
+                    metrics._fold_all()
                     counters = {k: c.value for k, c in metrics._counters.items()}
                     gauges = dict(metrics._gauges)
                     histograms = {

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import random
 import re
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,7 +14,17 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 import rocketmq_actors
 from rocketmq_actors.consumer.push import ConsumeFrom, PushConsumer, PushOptions
-from rocketmq_actors.metrics import _HELP, BUCKETS_OF, METRICS, Key, Metrics, SeriesCache
+from rocketmq_actors.metrics import (
+    _HELP,
+    BUCKETS,
+    BUCKETS_OF,
+    METRICS,
+    Key,
+    Metrics,
+    Series,
+    SeriesCache,
+    _Histogram,
+)
 from rocketmq_actors.producer import Message, Producer, create_topic
 from rocketmq_actors.protocol.codes import RequestCode
 from rocketmq_actors.protocol.command import RemotingCommand
@@ -76,8 +88,8 @@ def test_the_hot_path_records_into_the_series_the_keyword_calls_read() -> None:
     metrics.inc(
         "rocketmq_client_send_total", result="ok", topic="t"
     )  # other label order, same series
-    metrics.count_and_observe(series, 0.003)
-    metrics.count_and_observe(series, 2.0)
+    series.add(0.003)
+    series.add(2.0)
     assert metrics.value("rocketmq_client_send_total", topic="t", result="ok") == 3
     assert metrics.count("rocketmq_client_send_seconds", topic="t") == 2
     (hist,) = metrics.snapshot()["rocketmq_client_send_seconds"]
@@ -98,10 +110,70 @@ def test_a_handler_call_counts_its_messages_and_observes_once() -> None:
         metrics.key("rocketmq_client_consume_total", group="g", topic="t", result="ok"),
         metrics.key("rocketmq_client_consume_seconds", group="g", topic="t"),
     )
-    metrics.count_and_observe(series, 0.002, 16)  # one call of a batch handler
-    metrics.count_and_observe(series, 0.001)
+    series.add(0.002, 16)  # one call of a batch handler
+    series.add(0.001)
     assert metrics.value("rocketmq_client_consume_total", group="g", topic="t", result="ok") == 17
     assert metrics.count("rocketmq_client_consume_seconds", group="g", topic="t") == 2
+
+
+def _consume_series(metrics: Metrics) -> Series:
+    return metrics.series(
+        metrics.key("rocketmq_client_consume_total", group="g", topic="t", result="ok"),
+        metrics.key("rocketmq_client_consume_seconds", group="g", topic="t"),
+    )
+
+
+def test_calls_folded_in_together_fill_the_buckets_one_by_one_would() -> None:
+    metrics = Metrics()
+    series = _consume_series(metrics)
+    assert _consume_series(metrics) is series  # (one a pair of keys: one queue of calls)
+    one_by_one = _Histogram()
+    rng = random.Random(7)
+    values = [*BUCKETS, *(rng.uniform(0, 12) for _ in range(500)), 0.0, 99.0]  # (bounds too)
+    for value in values:
+        series.add(value)
+        one_by_one.observe(value)
+    (hist,) = metrics.snapshot()["rocketmq_client_consume_seconds"]  # (a read folds them)
+    assert hist["count"] == len(values) and hist["sum"] == pytest.approx(sum(values))
+    assert series.histogram.counts == one_by_one.counts
+
+
+def test_a_series_nobody_reads_folds_its_calls_in_every_fold_at() -> None:
+    metrics = Metrics()
+    series = _consume_series(metrics)
+    for _ in range(Series.FOLD_AT - 1):
+        series.add(0.001)
+    assert series.histogram.count == 0  # (queued: no read, no fold yet)
+    series.add(0.001, 3)
+    assert series.histogram.count == Series.FOLD_AT  # (the writer folded: nothing grows)
+    assert series.counter.value == Series.FOLD_AT + 2
+
+
+def test_calls_from_several_threads_are_all_counted_while_read() -> None:
+    metrics = Metrics()
+    series = _consume_series(metrics)
+    calls, threads = 20_000, 4
+
+    def write() -> None:
+        for i in range(calls):
+            series.add(0.001, 2 if i % 3 == 0 else 1)
+
+    def read() -> None:
+        while any(t.is_alive() for t in writers):
+            metrics.snapshot()
+
+    writers = [threading.Thread(target=write) for _ in range(threads)]
+    reader = threading.Thread(target=read)
+    for thread in [*writers, reader]:
+        thread.start()
+    for thread in [*writers, reader]:
+        thread.join()
+    expected = threads * (calls + len(range(0, calls, 3)))
+    assert metrics.value("rocketmq_client_consume_total", group="g", topic="t",
+                         result="ok") == expected  # fmt: skip
+    assert metrics.count("rocketmq_client_consume_seconds", group="g", topic="t") == (
+        threads * calls
+    )
 
 
 def _send_keys(metrics: Metrics, topic: str) -> tuple[Key, Key]:
@@ -121,7 +193,7 @@ def test_series_cache_builds_once_per_topic_and_stays_bounded() -> None:
     assert cache.get("a") is None
     first = cache.add("a")
     assert cache.get("a") is first
-    metrics.count_and_observe(first, 0.001)
+    first.add(0.001)
     assert metrics.value("rocketmq_client_send_total", topic="a", result="ok") == 1
     for i in range(1023):
         cache.add(f"t{i}")
@@ -135,11 +207,11 @@ def test_series_cache_builds_once_per_topic_and_stays_bounded() -> None:
 def test_a_reset_empties_the_caches_so_later_updates_are_counted() -> None:
     metrics = Metrics()
     cache = SeriesCache(lambda topic: _send_keys(metrics, topic), metrics)
-    metrics.count_and_observe(cache.get("t") or cache.add("t"), 0.001)
+    (cache.get("t") or cache.add("t")).add(0.001)
     metrics.reset()
     assert metrics.snapshot() == {}
     assert cache.get("t") is None  # (its series were the registry's before the reset)
-    metrics.count_and_observe(cache.get("t") or cache.add("t"), 0.002)
+    (cache.get("t") or cache.add("t")).add(0.002)
     assert metrics.value("rocketmq_client_send_total", topic="t", result="ok") == 1
     assert metrics.count("rocketmq_client_send_seconds", topic="t") == 1
 

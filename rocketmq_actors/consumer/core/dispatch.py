@@ -259,7 +259,7 @@ class Dispatcher:
     def _add_consumed(self, topic: str, acked: int, began: float) -> None:
         self.consumed += acked
         series = self._ok_series.get(topic) or self._ok_series.add(topic)
-        METRICS.count_and_observe(series, time.monotonic() - began, acked)
+        series.add(time.monotonic() - began, acked)
 
     def _count_failed(self, messages: Sequence[MessageExt], count: int | None = None) -> None:
         count = len(messages) if count is None else count
