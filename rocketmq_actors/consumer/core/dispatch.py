@@ -97,6 +97,8 @@ class Dispatcher:
         self.namespace = namespace
         self.handler = handler
         self.batch_handler = batch_handler
+        #: the handler called with one message (``_call``'s usual case, called directly)
+        self._per_message = handler if batch_handler is None else None
         self.consume_timeout = consume_timeout
         self.deliveries = Deliveries() if handler is None and batch_handler is None else None
         self._fail = fail
@@ -165,9 +167,21 @@ class Dispatcher:
             if timed and self.consume_timeout is not None:
                 with anyio.fail_after(self.consume_timeout):
                     await self._call(presented)
+            elif single and self._per_message is not None:  # (the usual call: no frame more)
+                await self._per_message(presented[0])
             else:
                 await self._call(presented)
-            ok = self._outcome(presented, settlements, began)
+            if single:  # (the usual call: ``_outcome`` inlined)
+                settlement = settlements[0]
+                if settlement.outcome is None:
+                    settlement.outcome = _ACK  # (Settlement.resolve)
+                ok = settlement.outcome is _ACK
+                if ok:
+                    self._add_consumed(presented[0].topic, 1, began)
+                else:
+                    ok = self.tally(presented, began, None)
+            else:
+                ok = self._outcome(presented, settlements, began)
             outcome = _SUCCESS if ok else _FAILED
             return ok
         except Abandoned as exc:  # the consumer stops: the acked ones are consumed, the rest not
@@ -310,7 +324,8 @@ def _present(message: MessageExt, namespace: str | None) -> ReceivedMessage[Any]
     one, which comes from ``%RETRY%<group>``, under its own topic, and the topic without the
     consumer's namespace. (A send-back wraps it again.) One pulled is a ReceivedMessage
     already; one the broker sends to be consumed directly is copied into one."""
-    message = received(message)
+    if not isinstance(message, ReceivedMessage):  # (a pulled one is: no call a message)
+        message = received(message)
     if message.topic.startswith("%RETRY%"):  # (properties are parsed only then)
         original = message.properties.get(Property.RETRY_TOPIC)
         if original:

@@ -196,7 +196,8 @@ class ConcurrentConsumeService:
                             break  # cancelled scope
                         current = None  # (settled here: a stop meanwhile included)
                         if outcome is True:  # (the common case: no coroutine a call)
-                            if share.done(len(messages)):
+                            share.left -= len(messages)  # (_Share.done, inlined)
+                            if not share.left:
                                 self._consumed(share)
                         else:
                             await self._settle(share, messages, outcome)
