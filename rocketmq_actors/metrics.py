@@ -105,7 +105,7 @@ class _Histogram:
         self.sum += value
 
     def observe_all(self, values: list[float]) -> None:
-        """:meth:`observe` each of ``values`` (sorted here, in place)."""
+        """:meth:`observe` each of ``values`` (sorted here, in place: no NaN among them)."""
         values.sort()
         counts, below = self.counts, 0
         for i, bound in enumerate(self.bounds):  # (a bucket holds values up to its bound)
@@ -126,12 +126,13 @@ class _Counter:
 
 class Series:
     """A counter and a histogram a hot path updates together, once a call (a send's answer, a
-    handler call): :meth:`add`. Calls are queued without the registry's lock (a deque takes
-    appends from any thread safely) and folded in under it, in one step for many, by any read
-    of the registry and by the writer every ``FOLD_AT`` calls: a lock a call cost more than
-    the update (benchmarks/nullbroker.py, path d)."""
+    handler call): :meth:`add`. A call's value is queued without the registry's lock (a deque
+    takes appends from any thread safely) and folded in under it, in one step for many, by any
+    read of the registry (which folds only the series with calls queued: they list themselves)
+    and by the writer every ``FOLD_AT`` calls: a lock a call cost more than the update
+    (benchmarks/nullbroker.py, path d)."""
 
-    __slots__ = ("_amounts", "_metrics", "_values", "counter", "histogram")
+    __slots__ = ("_listed", "_metrics", "_values", "counter", "histogram")
 
     #: calls a series queues at most before its writer folds them in
     FOLD_AT = 1024
@@ -140,26 +141,30 @@ class Series:
         self._metrics = metrics
         self.counter = counter
         self.histogram = histogram
-        self._values: deque[float] = deque()  # one a call
-        self._amounts: deque[float] = deque()  # a call's amount past 1 (a batch handler's)
+        self._values: deque[float] = deque()  # a duration a call (never NaN)
+        self._listed = False  # on the registry's list of series to fold
 
     def add(self, value: float, amount: float = 1) -> None:
         """One call: ``amount`` more on the counter, ``value`` on the histogram."""
         values = self._values
         values.append(value)
-        if amount != 1:
-            self._amounts.append(amount - 1)
+        if amount != 1:  # (a batch handler's call: its amount past one, under the lock)
+            self._metrics._count_extra(self, amount - 1)
+        # listed after the append: a reader that unlisted it before taking either takes this
+        # value or is seen to have unlisted it (and it is listed again)
+        if not self._listed:
+            self._listed = True
+            self._metrics._dirty.append(self)
         if len(values) >= self.FOLD_AT:
-            self._metrics.fold(self)
+            self._metrics._fold_one(self)
 
     def _fold(self) -> None:
-        """Move what is queued into the counter and histogram (the registry's lock held: the
-        one taker; writers only append, so exactly the calls counted here are taken)."""
-        values, amounts = self._values, self._amounts
+        """Move the queued values into the counter and histogram (the registry's lock held:
+        the one taker; writers only append, so the values counted here are the ones taken)."""
+        values = self._values
         taken = list(map(_call, repeat(values.popleft, len(values))))
-        extra = sum(map(_call, repeat(amounts.popleft, len(amounts))))
-        if taken or extra:
-            self.counter.value += len(taken) + extra
+        if taken:
+            self.counter.value += len(taken)
             self.histogram.observe_all(taken)
 
 
@@ -203,6 +208,7 @@ class Metrics:
         self._histograms: dict[Key, _Histogram] = {}
         self._keys: dict[tuple[Any, ...], Key] = {}
         self._series: dict[tuple[Key, Key], Series] = {}  # (hot paths' calls queue in them)
+        self._dirty: deque[Series] = deque()  # the series with calls queued (some twice)
         self._lock = threading.Lock()  # producers in portal threads share the registry
         self.caches: weakref.WeakSet[SeriesCache] = weakref.WeakSet()  # emptied by reset()
 
@@ -246,7 +252,7 @@ class Metrics:
         self, counter: Key, histogram: Key, *, cache: tuple[dict[str, Series], str] | None = None
     ) -> Series:
         """The registry's counter and histogram of these keys (made if new), for a hot path
-        to update with :meth:`count_and_observe`; ``cache``: also kept in that dictionary
+        to update with :meth:`Series.add`; ``cache``: also kept in that dictionary
         under that topic (a :class:`SeriesCache`'s: emptied at 1024 topics)."""
         with self._lock:
             count = self._counters.get(counter)
@@ -270,16 +276,22 @@ class Metrics:
         with self._lock:
             self.caches.add(cache)
 
-    def fold(self, series: Series) -> None:
+    def _fold_one(self, series: Series) -> None:
         """Fold in what ``series`` has queued (its writer, every ``Series.FOLD_AT`` calls)."""
         with self._lock:
             series._fold()
 
+    def _count_extra(self, series: Series, amount: float) -> None:
+        with self._lock:
+            series.counter.value += amount
+
     def _fold_all(self) -> None:
-        """Fold in every series' queued calls (a reader, the lock held)."""
-        for series in self._series.values():
-            if series._values or series._amounts:
-                series._fold()
+        """Fold in the queued calls of every series listed (a reader, the lock held)."""
+        dirty = self._dirty
+        for _ in range(len(dirty)):
+            series = dirty.popleft()
+            series._listed = False  # (before taking: see Series.add)
+            series._fold()
 
     def value(self, name: str, **labels: Any) -> float:
         """A counter's or gauge's current value (0 if never touched)."""
@@ -336,6 +348,7 @@ class Metrics:
             self._gauges.clear()
             self._histograms.clear()
             self._series.clear()
+            self._dirty.clear()
             for cache in list(self.caches):  # (their series are no longer the registry's)
                 cache.clear()
 

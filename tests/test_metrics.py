@@ -138,6 +138,19 @@ def test_calls_folded_in_together_fill_the_buckets_one_by_one_would() -> None:
     assert series.histogram.counts == one_by_one.counts
 
 
+def test_a_scrape_folds_in_the_calls_queued_since_the_last_read() -> None:
+    metrics = Metrics()
+    series = _consume_series(metrics)
+    series.add(0.003)
+    series.add(2.0, 4)  # (a batch handler's call of four messages)
+    text = _exported(metrics)
+    assert 'rocketmq_client_consume_total{group="g",result="ok",topic="t"} 5.0' in text
+    assert 'rocketmq_client_consume_seconds_count{group="g",topic="t"} 2.0' in text
+    assert 'rocketmq_client_consume_seconds_bucket{group="g",le="0.005",topic="t"} 1.0' in text
+    series.add(0.001)  # (listed again after the scrape's fold)
+    assert 'rocketmq_client_consume_seconds_count{group="g",topic="t"} 3.0' in _exported(metrics)
+
+
 def test_a_series_nobody_reads_folds_its_calls_in_every_fold_at() -> None:
     metrics = Metrics()
     series = _consume_series(metrics)

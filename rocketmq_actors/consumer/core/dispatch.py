@@ -97,7 +97,8 @@ class Dispatcher:
         self.namespace = namespace
         self.handler = handler
         self.batch_handler = batch_handler
-        #: the handler called with one message (``_call``'s usual case, called directly)
+        #: the handler called with one message (``_call``'s usual case, called directly; the
+        #: handlers are set here once: nothing assigns them later)
         self._per_message = handler if batch_handler is None else None
         self.consume_timeout = consume_timeout
         self.deliveries = Deliveries() if handler is None and batch_handler is None else None
@@ -171,7 +172,7 @@ class Dispatcher:
                 await self._per_message(presented[0])
             else:
                 await self._call(presented)
-            if single:  # (the usual call: ``_outcome`` inlined)
+            if single:  # (the usual call: ``_outcome`` and ``Settlement.resolve`` inlined)
                 settlement = settlements[0]
                 if settlement.outcome is None:
                     settlement.outcome = _ACK  # (Settlement.resolve)
