@@ -97,9 +97,6 @@ class Dispatcher:
         self.namespace = namespace
         self.handler = handler
         self.batch_handler = batch_handler
-        #: the handler called with one message (``_call``'s usual case, called directly; the
-        #: handlers are set here once: nothing assigns them later)
-        self._per_message = handler if batch_handler is None else None
         self.consume_timeout = consume_timeout
         self.deliveries = Deliveries() if handler is None and batch_handler is None else None
         self._fail = fail
@@ -168,8 +165,8 @@ class Dispatcher:
             if timed and self.consume_timeout is not None:
                 with anyio.fail_after(self.consume_timeout):
                     await self._call(presented)
-            elif single and self._per_message is not None:  # (the usual call: no frame more)
-                await self._per_message(presented[0])
+            elif single and self.batch_handler is None and self.handler is not None:
+                await self.handler(presented[0])  # (``_call``'s usual case: no frame more)
             else:
                 await self._call(presented)
             if single:  # (the usual call: ``_outcome`` and ``Settlement.resolve`` inlined)
