@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterator, Sequence
-from typing import overload
+from typing import Any, overload
 
 import attrs
 
@@ -62,24 +62,25 @@ class SendResult:
 
     def members(self, msg_ids: Sequence[str], offset_msg_ids: Sequence[str]) -> list[SendResult]:
         """The results of the batch's messages, in order, from this (the batch's) result: each
-        its own ids, the batch's queue offset plus its index. Built in one loop through the
-        slots, without a call per member (cheaper a result in benchmarks/producer.py's batch
-        path)."""
+        its own ids, the batch's queue offset plus its index. Built in one loop as drafts (see
+        :func:`new_send_result`), without a call per member."""
         status, queue, offset, region = self.status, self.queue, self.queue_offset, self.region_id
+        trace_on = self.trace_on
         results: list[SendResult] = []
         append = results.append
         for index, msg_id in enumerate(msg_ids):
-            result: SendResult = _new(SendResult)
-            _set_status(result, status)
-            _set_msg_id(result, msg_id)
-            _set_offset_msg_id(result, offset_msg_ids[index])
-            _set_queue(result, queue)
-            _set_queue_offset(result, offset + index)
-            _set_transaction_id(result, None)
-            _set_region_id(result, region)
-            _set_recall_handle(result, None)  # (the broker gives none to a batch)
-            _set_trace_on(result, self.trace_on)
-            append(result)
+            draft: Any = _new(_Draft)  # (its fields are read-only to mypy: SendResult's)
+            draft.status = status
+            draft.msg_id = msg_id
+            draft.offset_msg_id = offset_msg_ids[index]
+            draft.queue = queue
+            draft.queue_offset = offset + index
+            draft.transaction_id = None
+            draft.region_id = region
+            draft.recall_handle = None  # (the broker gives none to a batch)
+            draft.trace_on = trace_on
+            draft.__class__ = SendResult
+            append(draft)
         return results
 
 
@@ -151,31 +152,34 @@ def new_send_result(  # noqa: PLR0917 - positional on the hot path, as SendResul
     recall_handle: str | None = None,
     trace_on: bool = True,
 ) -> SendResult:
-    """``SendResult(...)`` for the send paths, built through the slots directly: a frozen attrs
-    ``__init__`` goes through ``object.__setattr__`` once per field (measurably slower a result
-    in benchmarks/producer.py). The caller has the values' types right; a test holds the two
-    equal."""
-    result: SendResult = _new(SendResult)
-    _set_status(result, status)
-    _set_msg_id(result, msg_id)
-    _set_offset_msg_id(result, offset_msg_id)
-    _set_queue(result, queue)
-    _set_queue_offset(result, queue_offset)
-    _set_transaction_id(result, transaction_id)
-    _set_region_id(result, region_id)
-    _set_recall_handle(result, recall_handle)
-    _set_trace_on(result, trace_on)
-    return result
+    """``SendResult(...)`` for the send paths. A frozen class's ``__setattr__`` makes every
+    field's store a call (``object.__setattr__`` in attrs' ``__init__``, or a slot's
+    ``__set__``); a :class:`_Draft` has the same slots and Python's own store for them, and
+    becomes a ``SendResult`` once filled (cheaper a result in benchmarks/producer.py's
+    pipelined and auto-batched paths). The caller has the values' types right; a test holds
+    the two equal."""
+    draft: Any = _new(_Draft)  # (its fields are read-only to mypy: SendResult's)
+    draft.status = status
+    draft.msg_id = msg_id
+    draft.offset_msg_id = offset_msg_id
+    draft.queue = queue
+    draft.queue_offset = queue_offset
+    draft.transaction_id = transaction_id
+    draft.region_id = region_id
+    draft.recall_handle = recall_handle
+    draft.trace_on = trace_on
+    draft.__class__ = SendResult
+    return draft  # type: ignore[no-any-return]  # (a SendResult now: the line above)
 
 
-# slot descriptors of SendResult (their __set__ works whatever the class's frozen __setattr__)
+class _Draft(SendResult):
+    """A :class:`SendResult` being filled: its own class adds no slot (so ``__class__`` may
+    become ``SendResult``) and has Python's own ``__setattr__``, which stores a slot in place
+    (the frozen one is a call a field). Never seen outside this module."""
+
+    __slots__ = ()
+    __setattr__ = object.__setattr__
+    __delattr__ = object.__delattr__
+
+
 _new = object.__new__
-_set_status = SendResult.__dict__["status"].__set__
-_set_msg_id = SendResult.__dict__["msg_id"].__set__
-_set_offset_msg_id = SendResult.__dict__["offset_msg_id"].__set__
-_set_queue = SendResult.__dict__["queue"].__set__
-_set_queue_offset = SendResult.__dict__["queue_offset"].__set__
-_set_transaction_id = SendResult.__dict__["transaction_id"].__set__
-_set_region_id = SendResult.__dict__["region_id"].__set__
-_set_recall_handle = SendResult.__dict__["recall_handle"].__set__
-_set_trace_on = SendResult.__dict__["trace_on"].__set__

@@ -1,7 +1,10 @@
-"""SendResult and BatchResults: the per-message results of a batch, built through the slots
-when first read."""
+"""SendResult and BatchResults: the send paths' results, built as drafts that become
+SendResults, and the per-message results of a batch, built when first read."""
 
 from __future__ import annotations
+
+import pickle
+import weakref
 
 import attrs
 import pytest
@@ -30,10 +33,21 @@ def test_members_equal_the_constructor_and_stay_frozen() -> None:
     assert hash(member) == hash(expected)
     assert repr(member) == repr(expected)
     assert attrs.asdict(member) == attrs.asdict(expected)
+    _assert_a_plain_send_result(member)
+
+
+def _assert_a_plain_send_result(result: SendResult) -> None:
+    """What a user can do with a SendResult holds for one the send paths built."""
+    assert type(result) is SendResult
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
-        member.queue_offset = 5  # type: ignore[misc]
+        result.queue_offset = 5  # type: ignore[misc]
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        del result.msg_id
     for field in attrs.fields(SendResult):  # every slot is set (a new field must be added)
-        getattr(member, field.name)
+        getattr(result, field.name)
+    assert pickle.loads(pickle.dumps(result)) == result
+    assert weakref.ref(result)() is result
+    assert attrs.evolve(result, queue_offset=1).queue_offset == 1
 
 
 def test_new_send_result_equals_the_constructor() -> None:
@@ -46,6 +60,8 @@ def test_new_send_result_equals_the_constructor() -> None:
                                queue=queue, queue_offset=7, region_id="R",
                                recall_handle="aGFuZGxl")  # fmt: skip
     assert built.recall_handle is None
+    _assert_a_plain_send_result(built)
+    _assert_a_plain_send_result(timer)
 
 
 def _chunk(queue: MessageQueue, offset_ids: str, queue_offset: int) -> SendResult:
