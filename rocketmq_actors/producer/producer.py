@@ -91,7 +91,10 @@ class Producer(Client[ProducerGroup]):
         if group.hooking:
             return await group.send_traced(message, sharding_key, selector, arg, timeout)
         if group.auto_batch and sharding_key is None and selector is None:  # (joins a batch)
-            return await group.batched(group.admit(message, None, None, None, timeout, None))
+            admitted = group.admit(message, None, None, None, timeout, None)
+            if isinstance(admitted, Admission):  # (no room now)
+                admitted = await group.admit_waiting(admitted)
+            return await admitted  # (awaited here: a coroutine less a message)
         return await group.send_now(message, sharding_key, selector, arg, timeout)
 
     async def submit(
