@@ -62,7 +62,8 @@ class SendResult:
 
     def members(self, msg_ids: Sequence[str], offset_msg_ids: Sequence[str]) -> list[SendResult]:
         """The results of the batch's messages, in order, from this (the batch's) result: each
-        its own ids, the batch's queue offset plus its index. Built in one loop as drafts (see
+        its own ids, the batch's queue offset plus its index (auto-batches, and ``send_batch``
+        through :class:`BatchResults`). Built in one loop as drafts (see
         :func:`new_send_result`), without a call per member."""
         status, queue, offset, region = self.status, self.queue, self.queue_offset, self.region_id
         trace_on = self.trace_on
@@ -155,7 +156,7 @@ def new_send_result(  # noqa: PLR0917 - positional on the hot path, as SendResul
     """``SendResult(...)`` for the send paths. A frozen class's ``__setattr__`` makes every
     field's store a call (``object.__setattr__`` in attrs' ``__init__``, or a slot's
     ``__set__``); a :class:`_Draft` has the same slots and Python's own store for them, and
-    becomes a ``SendResult`` once filled (cheaper a result in benchmarks/producer.py's
+    becomes a ``SendResult`` once filled (cheaper a result in benchmarks/abtest.py's
     pipelined and auto-batched paths). The caller has the values' types right; a test holds
     the two equal."""
     draft: Any = _new(_Draft)  # (its fields are read-only to mypy: SendResult's)
