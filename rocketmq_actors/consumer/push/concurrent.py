@@ -189,7 +189,7 @@ class ConcurrentConsumeService:
                             continue
                         me.started = began = time.monotonic()
                         me.busy = True
-                        outcome = await dispatcher.invoke(messages, timed=False, began=began)
+                        outcome = await dispatcher.invoke_one(messages, began)
                         me.busy = False
                         if me.timed_out:  # the sweeper's cancel came as the handler returned:
                             returned = current, outcome  # not a time-out; settled out of the

@@ -16,6 +16,7 @@ from anyio.abc import TaskGroup
 from rocketmq_actors.consumer.core.dispatch import Dispatcher
 from rocketmq_actors.consumer.core.message import ReceivedMessage
 from rocketmq_actors.consumer.core.process_queue import ProcessQueue
+from rocketmq_actors.consumer.core.settlement import DelayLevel
 from rocketmq_actors.consumer.push.concurrent import ConcurrentConsumeService
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt, decode_records
@@ -116,11 +117,13 @@ class _Counting(_Owner):
         self.send_back_ok = send_back_ok
         self.send_back_hangs = send_back_hangs
         self.sent_back: list[int] = []
+        self.levels: list[int] = []
         self.sending = anyio.Event()
         self.flow_signals = 0
 
     async def send_back(self, message: MessageExt, delay_level: int) -> bool:
         self.sent_back.append(message.queue_offset)
+        self.levels.append(delay_level)
         self.sending.set()
         if self.send_back_hangs:
             await anyio.sleep_forever()
@@ -227,6 +230,34 @@ async def test_a_message_retried_here_holds_the_offset_while_the_rest_are_forgot
     # on the retry the other two were forgotten, and the offset stayed at the retried one
     assert seen_on_retry == [(1, 1)] and service.local_retries == 1
     assert (owner.offsets.read(QUEUE), pq.count) == (3, 0)
+
+
+async def test_a_message_nacked_by_a_handler_that_returns_is_sent_back_with_its_delay() -> None:
+    owner = _Counting()
+
+    async def handle(message: Any) -> None:
+        if message.queue_offset == 1:
+            message.nack(delay=DelayLevel(4))  # and returns: the nack wins
+
+    service = _running(owner, handle, concurrency=2)
+    pq = ProcessQueue(QUEUE, 0)
+    await _life(service, [(pq, _pull(0, 3))])
+    assert (owner.sent_back, owner.levels) == ([1], [4])
+    assert (service.dispatcher.consumed, service.dispatcher.failed) == (2, 1)
+    assert (owner.offsets.read(QUEUE), pq.count) == (3, 0)  # sent back: consumed here
+
+
+async def test_a_retried_message_reaches_the_handler_under_its_own_topic() -> None:
+    topics: list[str] = []
+
+    async def handle(message: Any) -> None:
+        topics.append(message.topic)
+
+    record = encode_stored(topic="%RETRY%G", body=b"m", properties={"RETRY_TOPIC": "T"})
+    retried: list[MessageExt] = [decode_records(record, ReceivedMessage)[0]]
+    service = _running(_Counting(), handle, concurrency=1)
+    await _life(service, [(ProcessQueue(MessageQueue("%RETRY%G", "broker-a", 0), 0), retried)])
+    assert topics == ["T"]
 
 
 class _Restarts:
