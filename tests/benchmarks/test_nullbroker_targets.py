@@ -3,23 +3,15 @@ rounded ratios written beside them."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from benchmarks.nullbroker import mark_targets
 
-
-def _path(ours: int, java: int, cpu_ours: float, cpu_java: float) -> dict[str, Any]:
-    return {
-        "ours": ours, "java": java, "ratio": round(ours / java, 2),
-        "cpu_us_per_msg_ours": cpu_ours, "cpu_us_per_msg_java": cpu_java,
-        "cpu_ratio_java_over_ours": round(cpu_java / cpu_ours, 2),
-    }  # fmt: skip
+from .figures import path_figures
 
 
 def test_a_ratio_printed_as_one_is_not_a_target_met() -> None:
     paths = {
-        "b_pipelined_1k": _path(143_000, 143_346, 10.36, 10.32),  # both ratios print 1.0
-        "b_pipelined_nowait_1k": _path(155_400, 155_359, 9.40, 9.42),
+        "b_pipelined_1k": path_figures(143_000, 143_346, 10.36, 10.32),  # both ratios print 1.0
+        "b_pipelined_nowait_1k": path_figures(155_400, 155_359, 9.40, 9.42),
     }
     mark_targets(paths)
     assert paths["b_pipelined_1k"]["ratio"] == 1.0
@@ -31,14 +23,14 @@ def test_a_ratio_printed_as_one_is_not_a_target_met() -> None:
 
 def test_auto_batched_cpu_is_held_to_half_javas_unbatched() -> None:
     paths = {
-        "b_pipelined_1k": _path(96_000, 143_346, 10.36, 10.32),
-        "e_autobatch_1k": _path(800_000, 779_720, 5.16, 1.89),  # at half Java's 10.32
-        "e_autobatch_nowait_1k": _path(800_000, 752_716, 5.17, 1.95),  # over it
+        "b_pipelined_1k": path_figures(96_000, 143_346, 10.36, 10.32),
+        "e_autobatch_1k": path_figures(800_000, 779_720, 5.16, 1.89),  # at half Java's 10.32
+        "e_autobatch_nowait_1k": path_figures(800_000, 752_716, 5.17, 1.95),  # over it
     }
     mark_targets(paths)
     assert paths["e_autobatch_1k"]["cpu_target_us_per_msg"] == 5.16
     assert paths["e_autobatch_1k"]["met"] is True
     assert paths["e_autobatch_nowait_1k"]["met"] is False
-    slower = {**paths, "e_autobatch_1k": _path(779_000, 779_720, 4.0, 1.89)}
+    slower = {**paths, "e_autobatch_1k": path_figures(779_000, 779_720, 4.0, 1.89)}
     mark_targets(slower)
     assert slower["e_autobatch_1k"]["met"] is False  # (cheap enough, not fast enough)
