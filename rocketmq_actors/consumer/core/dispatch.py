@@ -1,12 +1,13 @@
 """Running a push consumer's handler on messages, and what its outcome means.
 
-:meth:`Dispatcher.invoke` is called by the consume services (concurrent workers, orderly
-queue loops, CONSUME_MESSAGE_DIRECTLY) and answers True (consumed), False (failed: retry it)
-or None (not consumed, but for messages acked already: the consumer is stopping, or the
-handler raised ``KeyboardInterrupt`` / ``SystemExit``, which stops the consumer). A message
-that could not be decoded never reaches the handler: it is a failure, logged at ERROR with its
-queue and offset (``consumer.undecodable``), and so goes back through the retry topic to the
-DLQ like any failed message. See :mod:`.handlers` for the outcomes a handler can have.
+:meth:`Dispatcher.invoke` is called by the consume services (concurrent workers, through
+:meth:`Dispatcher.invoke_one`; orderly queue loops; CONSUME_MESSAGE_DIRECTLY) and answers True
+(consumed), False (failed: retry it) or None (not consumed, but for messages acked already: the
+consumer is stopping, or the handler raised ``KeyboardInterrupt`` / ``SystemExit``, which stops
+the consumer). A message that could not be decoded never reaches the handler: it is a failure,
+logged at ERROR with its queue and offset (``consumer.undecodable``), and so goes back through
+the retry topic to the DLQ like any failed message. See :mod:`.handlers` for the outcomes a
+handler can have.
 
 Each delivered message gets a fresh :class:`~.settlement.Settlement`: an explicit
 ``message.ack()`` or ``message.nack()`` wins over the handler's outcome, and a message left

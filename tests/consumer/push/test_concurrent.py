@@ -16,8 +16,9 @@ from anyio.abc import TaskGroup
 from rocketmq_actors.consumer.core.dispatch import Dispatcher
 from rocketmq_actors.consumer.core.message import ReceivedMessage
 from rocketmq_actors.consumer.core.process_queue import ProcessQueue
-from rocketmq_actors.consumer.core.settlement import DelayLevel
+from rocketmq_actors.consumer.core.settlement import DelayLevel, MessageAlreadySettled
 from rocketmq_actors.consumer.push.concurrent import ConcurrentConsumeService
+from rocketmq_actors.hooks import ConsumeContext, consume_hooks
 from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.records import MessageExt, decode_records
 from rocketmq_actors.testing.stored import encode_stored
@@ -135,13 +136,15 @@ class _Counting(_Owner):
 
 def _running(
     owner: _Owner, handle: Any, concurrency: int, *, batch_size: int = 1,
-    consume_timeout: float | None = None, local_retry_delay: float = 0.01,
+    consume_timeout: float | None = None, local_retry_delay: float = 0.01, **dispatch: Any,
 ) -> ConcurrentConsumeService:  # fmt: skip
-    """The service over ``handle`` (a batch handler when ``batch_size`` is above 1)."""
+    """The service over ``handle`` (a batch handler when ``batch_size`` is above 1);
+    ``dispatch``: the dispatcher's other options (namespace, hooks, fail)."""
     batched = batch_size > 1
+    dispatch.setdefault("fail", lambda exc: None)
     dispatcher = Dispatcher("G", handler=None if batched else handle,
                             batch_handler=handle if batched else None, consume_timeout=None,
-                            tracing=None, fail=lambda exc: None)  # fmt: skip
+                            tracing=None, **dispatch)  # fmt: skip
     return ConcurrentConsumeService(owner, dispatcher, concurrency=concurrency,
                                     consume_batch_size=batch_size,
                                     consume_timeout=consume_timeout,
@@ -258,6 +261,109 @@ async def test_a_retried_message_reaches_the_handler_under_its_own_topic() -> No
     service = _running(_Counting(), handle, concurrency=1)
     await _life(service, [(ProcessQueue(MessageQueue("%RETRY%G", "broker-a", 0), 0), retried)])
     assert topics == ["T"]
+
+
+async def test_a_namespace_consumers_handler_sees_the_topic_without_it() -> None:
+    topics: list[str] = []
+
+    async def handle(message: Any) -> None:
+        topics.append(message.topic)
+
+    wrapped: list[MessageExt] = [
+        decode_records(encode_stored(topic="ns%T", body=b"m"), ReceivedMessage)[0]
+    ]
+    service = _running(_Counting(), handle, concurrency=1, namespace="ns")
+    await _life(service, [(ProcessQueue(MessageQueue("ns%T", "broker-a", 0), 0), wrapped)])
+    assert topics == ["T"]
+
+
+class _Recorder:
+    """A consume hook that records each call's offsets, status and error."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[int], str | None, str | None]] = []
+
+    def before_consume(self, context: ConsumeContext) -> None:
+        pass
+
+    def after_consume(self, context: ConsumeContext) -> None:
+        error = None if context.error is None else type(context.error).__name__
+        self.calls.append(([m.queue_offset for m in context.messages], context.status, error))
+
+
+async def test_the_hooks_see_each_handler_call_of_a_worker() -> None:
+    recorder = _Recorder()
+
+    async def handle(message: Any) -> None:
+        if message.queue_offset == 1:
+            raise RuntimeError("fails")
+
+    service = _running(_Counting(), handle, concurrency=1, hooks=consume_hooks([recorder]))
+    await _life(service, [(ProcessQueue(QUEUE, 0), _pull(0, 2))])
+    assert sorted(recorder.calls) == [
+        ([0], "SUCCESS", None), ([1], "EXCEPTION", "RuntimeError"),
+    ]  # fmt: skip
+
+
+async def test_a_settlement_after_the_handler_returned_is_refused() -> None:
+    kept: list[Any] = []
+
+    async def handle(message: Any) -> None:
+        kept.append(message)
+
+    service = _running(_Counting(), handle, concurrency=1)
+    await _life(service, [(ProcessQueue(QUEUE, 0), _pull(0, 1))])
+    with pytest.raises(MessageAlreadySettled):
+        kept[0].nack()
+
+
+async def test_an_interrupt_in_a_handler_stops_the_consumer_and_leaves_its_message() -> None:
+    owner, stops, interrupted = _Counting(), list[BaseException](), list[Any]()
+    interrupt = KeyboardInterrupt()
+
+    async def handle(message: Any) -> None:
+        if message.queue_offset == 1:
+            interrupted.append(message)
+            raise interrupt
+
+    service = _running(owner, handle, concurrency=1, fail=stops.append)
+    pq = ProcessQueue(QUEUE, 0)
+    await _life(service, [(pq, _pull(0, 3))])
+    assert stops == [interrupt]  # the consumer is told to stop, with it
+    # the others were consumed; the interrupted one stays unconsumed and holds the offset
+    assert (service.dispatcher.consumed, service.dispatcher.failed) == (2, 0)
+    assert (owner.offsets.read(QUEUE), pq.count, owner.sent_back) == (1, 1, [])
+    with pytest.raises(MessageAlreadySettled):  # its delivery ended, unsettled
+        interrupted[0].ack()
+
+
+async def test_a_stop_waiting_for_the_handlers_goes_on_once_the_last_ends() -> None:
+    entered, release, idle = anyio.Event(), anyio.Event(), anyio.Event()
+
+    async def handle(message: Any) -> None:
+        entered.set()
+        await release.wait()
+
+    service = _running(_Counting(), handle, concurrency=1)
+
+    async def stop_when_idle() -> None:
+        await entered.wait()
+        await service.dispatcher.wait_idle()  # (a stop's drain)
+        idle.set()
+
+    async def release_it(tg: TaskGroup) -> None:
+        await anyio.wait_all_tasks_blocked()  # (the drain waits on the handler)
+        assert not idle.is_set()
+        release.set()
+
+    def then(tg: TaskGroup) -> None:
+        tg.start_soon(release_it, tg)
+
+    async with anyio.create_task_group() as outer:
+        outer.start_soon(stop_when_idle)
+        await _life(service, [(ProcessQueue(QUEUE, 0), _pull(0, 1))], until=entered, then=then)
+        with anyio.fail_after(10):
+            await idle.wait()
 
 
 class _Restarts:
