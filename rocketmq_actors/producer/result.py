@@ -63,26 +63,23 @@ class SendResult:
     def members(self, msg_ids: Sequence[str], offset_msg_ids: Sequence[str]) -> list[SendResult]:
         """The results of the batch's messages, in order, from this (the batch's) result: each
         its own ids, the batch's queue offset plus its index (auto-batches, and ``send_batch``
-        through :class:`BatchResults`). Built in one loop as drafts (see
-        :func:`new_send_result`), without a call per member."""
+        through :class:`BatchResults`); the broker gives no recall handle to a batch."""
         status, queue, offset, region = self.status, self.queue, self.queue_offset, self.region_id
         trace_on = self.trace_on
-        results: list[SendResult] = []
-        append = results.append
-        for index, msg_id in enumerate(msg_ids):
-            draft: Any = _new(_Draft)  # (its fields are read-only to mypy: SendResult's)
-            draft.status = status
-            draft.msg_id = msg_id
-            draft.offset_msg_id = offset_msg_ids[index]
-            draft.queue = queue
-            draft.queue_offset = offset + index
-            draft.transaction_id = None
-            draft.region_id = region
-            draft.recall_handle = None  # (the broker gives none to a batch)
-            draft.trace_on = trace_on
-            draft.__class__ = SendResult
-            append(draft)
-        return results
+        return [
+            new_send_result(
+                status,
+                msg_id,
+                offset_msg_ids[index],
+                queue,
+                offset + index,
+                None,
+                region,
+                None,
+                trace_on,
+            )
+            for index, msg_id in enumerate(msg_ids)
+        ]
 
 
 class BatchResults(Sequence[SendResult]):
