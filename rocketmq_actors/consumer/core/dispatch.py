@@ -167,21 +167,9 @@ class Dispatcher:
             if timed and self.consume_timeout is not None:
                 with anyio.fail_after(self.consume_timeout):
                     await self._call(presented)
-            elif single and self.batch_handler is None and self.handler is not None:
-                await self.handler(presented[0])  # (``_call``'s usual case: no frame more)
             else:
                 await self._call(presented)
-            if single:  # (the usual call: ``_outcome`` and ``Settlement.resolve`` inlined)
-                settlement = settlements[0]
-                if settlement.outcome is None:
-                    settlement.outcome = _ACK  # (Settlement.resolve)
-                ok = settlement.outcome is _ACK
-                if ok:
-                    self._add_consumed(presented[0].topic, 1, began)
-                else:
-                    ok = self.tally(presented, began, None)
-            else:
-                ok = self._outcome(presented, settlements, began)
+            ok = self._outcome(presented, settlements, began)
             outcome = _SUCCESS if ok else _FAILED
             return ok
         except BaseException as exc:

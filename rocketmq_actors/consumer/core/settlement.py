@@ -142,7 +142,7 @@ class Settlement:
     def resolve(self, implicit: Outcome) -> None:
         """The handler ended (returned: ACK, raised: NACK): an unsettled message takes that
         outcome, so the consume service settles each message by its own ``outcome``.
-        (``Dispatcher.invoke`` and ``invoke_one`` do this inline for a one-message call that
+        (``Dispatcher.invoke_one`` does this inline for the one-message call that
         returned.)"""
         if self.outcome is None:
             self.outcome = implicit
