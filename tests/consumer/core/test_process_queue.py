@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -102,10 +103,26 @@ def test_orderly_take_commit_and_rollback_keep_offset_order() -> None:
 
 async def test_wait_arrival_is_woken_by_put_and_by_wake() -> None:
     pq = ProcessQueue(MQ, 0)
-    pq.put([_msg(0)])
-    await pq.wait_arrival()  # something arrived since the last wait: returns at once
-    pq.wake()
-    await pq.wait_arrival()
+    returned: list[str] = []
+
+    async def waiter(label: str) -> None:
+        await pq.wait_arrival()
+        returned.append(label)
+
+    with anyio.fail_after(5):
+        pq.put([_msg(0)])
+        await pq.wait_arrival()  # something arrived since the last wait: returns at once
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(waiter, "put")
+            await anyio.wait_all_tasks_blocked()
+            assert returned == []  # nothing new since the last wait: it waits
+            pq.put([_msg(1)])
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(waiter, "wake")
+            await anyio.wait_all_tasks_blocked()
+            assert returned == ["put"]  # re-armed after the put's wake-up
+            pq.wake()
+    assert returned == ["put", "wake"]
 
 
 _OPS = st.lists(
