@@ -163,7 +163,7 @@ async def test_kill_9_one_of_three_consumer_processes(
                 await wait_until(
                     lambda: taken_over().keys() == victim_queues,
                     f"survivors consuming the dead consumer's queues {sorted(victim_queues)}",
-                    TAKEOVER_LIMIT,
+                    TAKEOVER_LIMIT + 15,  # (past the bound: a slow takeover is measured)
                 )  # fmt: skip
                 takeover = max(taken_over().values()) - killed_at
                 await wait_until(  # the two survivors carry the whole stream for a while
@@ -205,6 +205,6 @@ async def test_kill_9_one_of_three_consumer_processes(
     assert result.sent["ok"] == sum(result.sent.values()) >= 1000, result.sent
     assert result.lost == (), f"{len(result.lost)} acknowledged sends never received"
     assert result.unexpected == ()
-    assert takeover <= TAKEOVER_LIMIT
+    assert takeover <= TAKEOVER_LIMIT, takeover
     # redelivered: what the dead consumer handled after its last commit, nothing else
     assert result.duplicates <= uncommitted, (result.duplicates, uncommitted)

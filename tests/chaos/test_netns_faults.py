@@ -326,7 +326,7 @@ async def test_client_namesrv_partition_sends_go_on_from_cached_routes(
         finally:
             healed_at = time.monotonic()
             ns.unblackhole(link)
-        await _until(lambda: (instance.routes.age(unique_topic) or 0.0) < 1.0, HEAL_LIMIT)
+        await _until(lambda: (instance.routes.age(unique_topic) or 0.0) < 1.0, HEAL_LIMIT + 10)
         refreshed_in = time.monotonic() - healed_at
         stop.set()
     receipts = Receipts(checker)
@@ -349,4 +349,4 @@ async def test_client_namesrv_partition_sends_go_on_from_cached_routes(
     assert result.sent["failed"] == result.sent["unknown"] == 0
     assert result.lost == () and result.unexpected == ()
     assert timeline.longest_gap(cut_at) < SEND_TIMEOUT
-    assert refreshed_in < HEAL_LIMIT
+    assert refreshed_in < HEAL_LIMIT, refreshed_in

@@ -18,6 +18,7 @@ from rocketmq_actors.producer import Message, Producer, ProducerOptions
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer
+from tests.slack import slack
 
 MESSAGE = Message(topic="T", body=b"x")
 
@@ -100,9 +101,10 @@ async def test_promoted_slave_takes_the_sends_within_seconds() -> None:
             # ... and names the promoted node a moment later
             new.master = True
             namesrv.nodes = {"0": b.addr}
-            took = await _until_sent(producer, message, within=5)
+            began = time.monotonic()
+            took = await _until_sent(producer, message, within=5 + 10)
             assert new.stored == 1
-            assert took < 2 * STALE_REFRESH_SPACING + 1.0
+            assert took < 2 * STALE_REFRESH_SPACING + 1.0 + slack(began, floor=0.0), took
             assert instance.routes.cached("T") is not None
             assert instance.routes.cached("T").master_addr("b") == b.addr  # type: ignore[union-attr]
 
@@ -141,8 +143,9 @@ async def test_a_master_missing_from_the_route_is_looked_up_again_spaced() -> No
             failures += 1
             await anyio.sleep(0.01)  # pacing of the failing send loop
         assert instance.routes.cached("T").master_addr("b") is None  # type: ignore[union-attr]
-        assert failures > 20
-        assert 1 <= namesrv.lookups - lookups <= 4
+        looked_up = namesrv.lookups - lookups
+        assert 1 <= looked_up <= 4
+        assert failures > looked_up  # (not a lookup per failing send)
 
 
 async def test_a_lost_connection_marks_the_route_stale() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import anyio
@@ -11,6 +12,7 @@ from rocketmq_actors.consumer.core import brokercalls
 from rocketmq_actors.consumer.core.brokercalls import PullCounter, PullResult, PullStatus
 from rocketmq_actors.errors import RequestTimeout
 from rocketmq_actors.protocol.bodies import MessageQueue
+from tests.slack import slack
 
 QUEUE = MessageQueue("t", "b", 0)
 
@@ -108,6 +110,7 @@ async def test_a_pull_of_bombs_inflates_off_the_event_loop(
             await anyio.sleep(0.005)
             late = max(late, anyio.current_time() - before - 0.005)
 
+    began = time.monotonic()
     async with anyio.create_task_group() as tg:
         tg.start_soon(probe)
         await anyio.sleep(0.02)  # (the probe runs)
@@ -116,7 +119,8 @@ async def test_a_pull_of_bombs_inflates_off_the_event_loop(
     assert len(result.messages) == 32
     assert all("past 4194304 bytes" in (m.decode_error or "") for m in result.messages)
     assert len(inflated_in) == 32 and loop_thread not in inflated_in
-    assert late < 0.3, f"the event loop was held {late:.3f} s"
+    # (plus twice the worst scheduling delay the machine showed meanwhile: a busy machine)
+    assert late < 0.3 + slack(began, wakeups=2, floor=0.0), f"the loop was held {late:.3f} s"
 
 
 MIB = 1024 * 1024

@@ -145,14 +145,20 @@ async def test_a_popper_asks_with_the_subscription_as_it_is_at_each_pop(
     its popper runs (subscribe()): the next POP carries the new one."""
     expressions: list[str] = []
     consumer = build()
+    second = anyio.Event()
 
     async def pop_once(*args: Any, subscription: Any, **kwargs: Any) -> pop_calls.Popped:
         expressions.append(subscription.expression)
         if len(expressions) == 1:
             consumer._group._subscriptions["t"] = Subscription.of("t", "paid")
+        else:
+            second.set()
         return pop_calls.Popped(pop_calls.PopStatus.NOT_FOUND)
 
     monkeypatch.setattr(pop_calls, "pop_once", pop_once)
-    with anyio.move_on_after(0.5):
-        await consumer._group.popper.run("t", "a", task_status=anyio.TASK_STATUS_IGNORED)
+    with anyio.fail_after(10):  # (the second POP comes after the popper's back-off)
+        async with anyio.create_task_group() as tg:
+            await tg.start(consumer._group.popper.run, "t", "a")
+            await second.wait()
+            tg.cancel_scope.cancel()
     assert expressions[:2] == ["*", "paid"]

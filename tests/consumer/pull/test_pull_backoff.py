@@ -8,6 +8,7 @@ takes). Against a fake broker: the real one cannot be told to answer FLOW_CONTRO
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -19,6 +20,7 @@ from rocketmq_actors.protocol.bodies import MessageQueue
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer, route_body
+from tests.slack import slack
 
 
 class FailingPulls:
@@ -73,6 +75,7 @@ async def _fake(flow: int) -> AsyncIterator[FailingPulls]:
 
 
 async def test_pull_consumer_waits_20_ms_after_flow_control_and_3_s_after_an_error() -> None:
+    began = time.monotonic()
     async with (
         _fake(flow=5) as fake,
         PullConsumer(
@@ -83,14 +86,16 @@ async def test_pull_consumer_waits_20_ms_after_flow_control_and_3_s_after_an_err
         with anyio.fail_after(20):
             await fake.enough.wait()
     after_flow, after_error = fake.gaps()
-    assert len(after_flow) == 5 and max(after_flow) < 0.5  # 20 ms, plus scheduling
-    assert len(after_error) >= 2 and all(2.9 <= gap < 4.0 for gap in after_error)
+    late = slack(began, wakeups=2, floor=0.0)  # (a busy machine's scheduling delay)
+    assert len(after_flow) == 5 and max(after_flow) < 0.5 + late  # 20 ms, plus scheduling
+    assert len(after_error) >= 2 and all(2.9 <= gap < 4.0 + late for gap in after_error)
 
 
 async def test_push_consumer_waits_20_ms_after_flow_control_and_1_s_after_an_error() -> None:
     async def handler(message: object) -> None:
         raise AssertionError("no message is ever delivered")
 
+    began = time.monotonic()
     async with (
         _fake(flow=5) as fake,
         PushConsumer(
@@ -104,5 +109,6 @@ async def test_push_consumer_waits_20_ms_after_flow_control_and_1_s_after_an_err
         with anyio.fail_after(20):
             await fake.enough.wait()
     after_flow, after_error = fake.gaps()
-    assert len(after_flow) == 5 and max(after_flow) < 0.5
-    assert len(after_error) >= 2 and all(0.9 <= gap < 2.0 for gap in after_error)
+    late = slack(began, wakeups=2, floor=0.0)
+    assert len(after_flow) == 5 and max(after_flow) < 0.5 + late
+    assert len(after_error) >= 2 and all(0.9 <= gap < 2.0 + late for gap in after_error)

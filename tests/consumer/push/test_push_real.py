@@ -133,8 +133,9 @@ async def test_three_members_share_then_two_take_over(
             batch = [f"x{i}".encode() for i in range(300)]
             await _produce(rocketmq_namesrv, unique_topic, batch, queues=6)
             await inbox.wait_for(301)
-        took = await until(lambda: len(shares[0]) + len(shares[1]) == 6, 25)
-        assert took <= 25
+        # (waited for past the bound: a slow takeover is reported against it, with its time)
+        took = await until(lambda: len(shares[0]) + len(shares[1]) == 6, 25 + 15)
+        assert took <= 25, took
         more = [f"y{i}".encode() for i in range(300)]
         await _produce(rocketmq_namesrv, unique_topic, more, queues=6)
         await inbox.wait_for_all({b"warm-up", *batch, *more})  # every message at least once
