@@ -206,8 +206,10 @@ async def test_an_ordered_send_nowait_needs_its_route_and_keeps_its_order() -> N
             ]
             with anyio.fail_after(5):
                 await fake.wait_sends(1)
-            await anyio.sleep(0.2)
+            await anyio.wait_all_tasks_blocked()  # (whatever could run next has run)
             assert fake.sends == 1  # the next in its lane waits for the first's answer
+            assert producer._group.senders.pending == 3
+            assert not any(f.done() for f in futures)
             fake.sends_open.set()
             with anyio.fail_after(5):
                 results = [await f for f in futures]
