@@ -23,7 +23,7 @@ async def test_works_inside_a_running_event_loop_like_a_notebook(
     rocketmq_namesrv: str, unique_topic: str, unique_group: str
 ) -> None:
     # this test body runs in an event loop, as a Jupyter cell does; the calls below block it
-    with BlockingProducer(namesrv=rocketmq_namesrv, group="G_blocking") as producer:
+    with BlockingProducer(namesrv=rocketmq_namesrv, group=f"{unique_group}_producer") as producer:
         # ordered messages need the topic's real route (not one guessed for a new topic)
         producer._portal.call(partial(create_topic, producer.producer.instance, unique_topic))
         first = producer.send(Message(topic=unique_topic, body=b"one"))
@@ -62,24 +62,26 @@ def test_refuses_bad_messages_before_sending(rocketmq_namesrv: str) -> None:
         producer.send(Message(topic="T_ok", body=b""))  # empty body
 
 
-def test_health_and_ready_from_a_thread(rocketmq_namesrv: str) -> None:
+def test_health_and_ready_from_a_thread(rocketmq_namesrv: str, unique_topic: str) -> None:
     producer = BlockingProducer(namesrv=rocketmq_namesrv)
     with producer:
-        producer.send(Message(topic="T_blocking_health", body=b"x"))
+        producer.send(Message(topic=unique_topic, body=b"x"))
         health = producer.health()
         assert producer.ready and health.state == "running"
-        assert any(r.topic == "T_blocking_health" for r in health.routes)
+        assert any(r.topic == unique_topic for r in health.routes)
     assert not producer.ready and producer.health().reasons == ("the client is stopped",)
 
 
-def test_a_producer_left_open_is_closed_at_exit(rocketmq_namesrv: str) -> None:
+def test_a_producer_left_open_is_closed_at_exit(
+    rocketmq_namesrv: str, unique_topic: str, unique_group: str
+) -> None:
     script = textwrap.dedent(f"""
         import logging
         logging.basicConfig(level=logging.INFO)  # (the library is silent otherwise)
         from rocketmq_actors.blocking import BlockingProducer
         from rocketmq_actors.producer import Message, create_topic
-        producer = BlockingProducer(namesrv={rocketmq_namesrv!r}, group="G_atexit")
-        producer.send(Message(topic="T_blocking_atexit", body=b"x"))
+        producer = BlockingProducer(namesrv={rocketmq_namesrv!r}, group={unique_group!r})
+        producer.send(Message(topic={unique_topic!r}, body=b"x"))
         print("sent")
     """)  # never closed: the atexit hook must stop the loop thread, or exit would hang
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

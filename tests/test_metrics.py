@@ -238,7 +238,7 @@ async def test_a_send_and_a_consume_are_recorded(
     async def handle(message: MessageExt) -> None:
         done.set()
 
-    async with Producer(namesrv=rocketmq_namesrv, group="G_metrics") as producer:
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_producer") as producer:
         await create_topic(producer.instance, unique_topic, queues=1)
         await producer.send(Message(topic=unique_topic, body=b"m"))
     assert METRICS.value("rocketmq_client_send_total", topic=unique_topic, result="ok") == 1
@@ -301,7 +301,7 @@ async def test_the_lag_gauge_moves_while_the_consumer_does_not_pull(
         first.set()
         await release.wait()
 
-    async with Producer(namesrv=rocketmq_namesrv, group="G_metrics") as producer:
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_producer") as producer:
         await create_topic(producer.instance, unique_topic, queues=1)
         async with PushConsumer(
             group=unique_group,
@@ -333,7 +333,7 @@ async def test_an_idle_consumers_lag_refresh_asks_each_broker_once_not_each_queu
     """16 queues, idle: each refresh is one GET_CONSUME_STATS per (broker, topic) - the topic
     and the group's retry topic - and no GET_MAX_OFFSET; every queue's gauge is set."""
     queues = 16
-    async with Producer(namesrv=rocketmq_namesrv, group="G_metrics") as producer:
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_producer") as producer:
         await create_topic(producer.instance, unique_topic, queues=queues)
 
     async def handle(message: MessageExt) -> None: ...

@@ -96,7 +96,9 @@ async def test_send_and_process_spans_share_a_trace(
             done.set()
 
     async with Producer(
-        namesrv=rocketmq_namesrv, group="G_traced", client=ClientOptions(tracing=True)
+        namesrv=rocketmq_namesrv,
+        group=f"{unique_group}_producer",
+        client=ClientOptions(tracing=True),
     ) as producer:
         await create_topic(producer.instance, unique_topic, queues=1)
         first = await producer.send(Message(topic=unique_topic, body=b"a", tags="t", keys=["k1"]))
@@ -165,7 +167,7 @@ async def test_batch_and_delay_sends_have_their_attributes_and_a_handler_error_i
 
     async with Producer(
         namesrv=rocketmq_namesrv,
-        group="G_traced",
+        group=f"{unique_group}_producer",
         client=ClientOptions(namespace="ns1", tracing=True),
     ) as producer:
         await create_topic(producer.instance, f"ns1%{unique_topic}", queues=1)
@@ -245,7 +247,9 @@ async def test_a_oneway_send_has_a_span_and_carries_its_context(
         done.set()
 
     async with Producer(
-        namesrv=rocketmq_namesrv, group="G_traced_oneway", client=ClientOptions(tracing=True)
+        namesrv=rocketmq_namesrv,
+        group=f"{unique_topic}_producer",
+        client=ClientOptions(tracing=True),
     ) as producer:
         await create_topic(producer.instance, unique_topic, queues=1)
         await producer.send_oneway(Message(topic=unique_topic, body=b"oneway", keys=["o"]))
@@ -272,7 +276,9 @@ async def test_a_pull_consumers_poll_has_a_receive_span_linked_to_the_sends(
     """Issue 45: ``PullConsumer`` made no span. A ``getmany`` that returns messages makes one
     ``receive`` span per topic, linked to each message's send span."""
     async with Producer(
-        namesrv=rocketmq_namesrv, group="G_traced_pull", client=ClientOptions(tracing=True)
+        namesrv=rocketmq_namesrv,
+        group=f"{unique_topic}_producer",
+        client=ClientOptions(tracing=True),
     ) as producer:
         await create_topic(producer.instance, unique_topic, queues=1)
         for body in (b"p1", b"p2"):

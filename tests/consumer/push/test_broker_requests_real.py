@@ -49,7 +49,7 @@ async def test_status_running_info_consume_directly_and_reset(
     bodies = [b"m%d" % i for i in range(20)]
     seen = Seen()
     async with (
-        Producer(namesrv=rocketmq_namesrv, group="G_admin_feed") as producer,
+        Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_producer") as producer,
         ClientInstance(rocketmq_namesrv) as admin,
     ):
         await create_topic(producer.instance, unique_topic, queues=4, timeout=FRESH_BROKER_TIMEOUT)
@@ -121,7 +121,7 @@ async def test_client_side_reset_through_reset_consumer_client_offset(
     bodies = [b"r%d" % i for i in range(12)]
     seen = Seen()
     async with (
-        Producer(namesrv=namesrv, group="G_admin_feed") as producer,
+        Producer(namesrv=namesrv, group=f"{unique_group}_producer") as producer,
         ClientInstance(namesrv) as admin,
     ):
         await create_topic(producer.instance, unique_topic, queues=4, timeout=FRESH_BROKER_TIMEOUT)

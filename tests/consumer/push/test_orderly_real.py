@@ -25,7 +25,7 @@ PER_KEY = 40
 async def test_per_key_order_holds_across_a_rebalance(
     rocketmq_namesrv: str, unique_topic: str, unique_group: str
 ) -> None:
-    async with Producer(namesrv=rocketmq_namesrv, group="G_orderly_feed") as producer:
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_producer") as producer:
         await create_topic(producer.instance, unique_topic, queues=4)
         for seq in range(PER_KEY):
             for key in KEYS:
@@ -84,7 +84,7 @@ async def test_per_key_order_holds_across_a_rebalance(
 async def test_a_failure_suspends_the_queue_and_retries_in_order(
     rocketmq_namesrv: str, unique_topic: str, unique_group: str
 ) -> None:
-    async with Producer(namesrv=rocketmq_namesrv, group="G_orderly_feed") as producer:
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_producer") as producer:
         await create_topic(producer.instance, unique_topic, queues=1)
         for i in range(5):
             await producer.send(Message(topic=unique_topic, body=b"m%d" % i), sharding_key="k")
@@ -115,7 +115,7 @@ async def test_a_failure_suspends_the_queue_and_retries_in_order(
 async def test_past_max_reconsume_times_an_orderly_message_is_dead_lettered(
     rocketmq_namesrv: str, unique_topic: str, unique_group: str
 ) -> None:
-    async with Producer(namesrv=rocketmq_namesrv, group="G_orderly_feed") as producer:
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_producer") as producer:
         await create_topic(producer.instance, unique_topic, queues=1)
         for body in (b"poison", b"after"):
             await producer.send(Message(topic=unique_topic, body=body), sharding_key="k")
@@ -155,7 +155,7 @@ async def test_a_long_handler_on_a_released_queue_blocks_neither_renewals_nor_th
     after a refused lock (``rebalanceLater(500)``). Before: the release waited for the handler
     while holding the rebalance lock - lock renewals of the kept queues stopped - and the new
     member, refused the locks, waited for its next 20 s round."""
-    async with Producer(namesrv=rocketmq_namesrv, group="G_orderly_feed") as producer:
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_producer") as producer:
         await create_topic(producer.instance, unique_topic, queues=4)
         for queue_id in range(4):
             await producer.send(Message(topic=unique_topic, body=b"slow"), selector=_to_queue,

@@ -57,7 +57,7 @@ class Inbox:
 
 
 async def _produce(namesrv: str, topic: str, bodies: list[bytes], queues: int = 4) -> None:
-    async with Producer(namesrv=namesrv, group="G_push_feed") as producer:
+    async with Producer(namesrv=namesrv, group=f"{topic}_producer") as producer:
         await create_topic(producer.instance, topic, queues=queues)
         for body in bodies:
             await producer.send(Message(topic=topic, body=body))
@@ -334,7 +334,7 @@ async def test_consume_from_timestamp_on_a_young_queue_starts_at_its_first_messa
 async def test_sql92_selector_is_evaluated_by_the_broker(
     rocketmq_namesrv: str, unique_topic: str, unique_group: str
 ) -> None:
-    async with Producer(namesrv=rocketmq_namesrv, group="G_push_feed") as producer:
+    async with Producer(namesrv=rocketmq_namesrv, group=f"{unique_group}_producer") as producer:
         await create_topic(producer.instance, unique_topic, queues=1)
         for i in [*range(20), 100]:  # one queue: the sentinel 100 is pulled after all the rest
             await producer.send(
