@@ -100,7 +100,6 @@ def test_a_handler_call_records_await_delivery_and_process_time() -> None:
 
 
 def test_the_same_series_go_through_the_opentelemetry_metrics_api() -> None:
-    pytest.importorskip("opentelemetry.sdk.metrics")
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
@@ -182,7 +181,6 @@ async def test_a_java_client_dashboards_queries_find_our_series(
 
 
 def test_the_opentelemetry_cache_gauges_fall_to_zero_when_the_consumer_stops() -> None:
-    pytest.importorskip("opentelemetry.sdk.metrics")
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 

@@ -76,7 +76,6 @@ async def test_a_non_message_later_in_a_batch_is_named_by_index() -> None:
 
 @pytest.mark.parametrize("mode", ["send", "submit", "send_nowait"])
 async def test_a_non_message_with_tracing_on(mode: str) -> None:
-    pytest.importorskip("opentelemetry")
     producer = Producer(namesrv="127.0.0.1:1", client=ClientOptions(tracing=True))
     with pytest.raises(InvalidMessage, match="expected a Message, not str"):
         await getattr(producer, mode)("body")
@@ -89,7 +88,6 @@ _SPANS: list[Any] = []  # the in-memory exporter of this module's tracing cases
 def spans() -> Any:
     """An in-memory exporter on the global tracer provider (set once per process: added to
     the one tests/test_tracing.py may have set)."""
-    pytest.importorskip("opentelemetry.sdk")
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -139,8 +137,6 @@ async def test_wrong_types_with_a_value_serializer(
 @pytest.mark.parametrize("body", [None, "text", 5], ids=["None", "str", "int"])
 @pytest.mark.parametrize("tracing", [False, True], ids=["plain", "traced"])
 async def test_a_value_with_a_body_of_the_wrong_type(body: Any, tracing: bool) -> None:
-    if tracing:
-        pytest.importorskip("opentelemetry.sdk")
     producer = Producer(
         namesrv="127.0.0.1:1",
         value_serializer=lambda v: repr(v).encode(),

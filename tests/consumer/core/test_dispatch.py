@@ -75,7 +75,6 @@ async def test_after_consume_tells_the_status_the_error_and_the_time(
 
 
 async def test_an_applications_hook_runs_inside_the_process_span() -> None:
-    pytest.importorskip("opentelemetry.sdk")
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
 
