@@ -88,11 +88,23 @@ _EXPORTS: dict[str, str] = {
     "SupervisorGaveUp": "rocketmq_actors.errors",
     "InternalError": "rocketmq_actors.errors",
     "ProtocolError": "rocketmq_actors.errors",
+    "AllocationFailed": "rocketmq_actors.errors",
+    "InvalidRecallHandle": "rocketmq_actors.errors",
+    "InvalidSubscription": "rocketmq_actors.errors",
+    "RecallDisabled": "rocketmq_actors.errors",
+    "RecallFailed": "rocketmq_actors.errors",
+    "RecallTooLate": "rocketmq_actors.errors",
+    "WrongEventLoop": "rocketmq_actors.errors",
+    "MissingExtra": "rocketmq_actors.extras",
+    "DelayLevel": "rocketmq_actors.consumer.core.settlement",
+    "MessageAlreadySettled": "rocketmq_actors.consumer.core.settlement",
+    "SettlementNotSupported": "rocketmq_actors.consumer.core.settlement",
 }
 
 __all__ = [
     "AccessDenied",
     "AclCredentials",
+    "AllocationFailed",
     "BatchResults",
     "BlockingProducer",
     "BrokerError",
@@ -110,17 +122,22 @@ __all__ = [
     "ConsumeContext",
     "ConsumeFrom",
     "ConsumeHook",
+    "DelayLevel",
     "FlushResult",
     "Health",
     "InternalError",
     "InvalidMessage",
+    "InvalidRecallHandle",
+    "InvalidSubscription",
     "LocalTransactionState",
     "MachineRoomNearby",
     "Message",
+    "MessageAlreadySettled",
     "MessageExt",
     "MessageModel",
     "MessageQueue",
     "MessageSelector",
+    "MissingExtra",
     "NameServerUnavailable",
     "OffsetReset",
     "PopConsumer",
@@ -135,7 +152,10 @@ __all__ = [
     "PushOptions",
     "QueueSelector",
     "RebalanceListener",
+    "RecallDisabled",
+    "RecallFailed",
     "RecallResult",
+    "RecallTooLate",
     "ReceivedMessage",
     "RecordDeserializationError",
     "ReplyMessage",
@@ -148,6 +168,7 @@ __all__ = [
     "SendHook",
     "SendResult",
     "SendStatus",
+    "SettlementNotSupported",
     "StartupFailed",
     "Strategy",
     "SupervisorGaveUp",
@@ -156,6 +177,7 @@ __all__ = [
     "TransactionProducer",
     "UnsupportedByBroker",
     "WriteTimeout",
+    "WrongEventLoop",
     "__version__",
     "create_topic",
     "select_by_key",
@@ -183,6 +205,11 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from rocketmq_actors.consumer.core.message import ReceivedMessage, RecordDeserializationError
     from rocketmq_actors.consumer.core.options import ConsumeFrom, MessageModel
     from rocketmq_actors.consumer.core.rebalance import Strategy
+    from rocketmq_actors.consumer.core.settlement import (
+        DelayLevel,
+        MessageAlreadySettled,
+        SettlementNotSupported,
+    )
     from rocketmq_actors.consumer.core.strategies import ByConfig, ByMachineRoom, MachineRoomNearby
     from rocketmq_actors.consumer.core.subscriptions import MessageSelector
     from rocketmq_actors.consumer.pop import PopConsumer, PopOptions
@@ -195,6 +222,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from rocketmq_actors.consumer.push import PushConsumer, PushOptions
     from rocketmq_actors.errors import (
         AccessDenied,
+        AllocationFailed,
         BrokerError,
         ClientClosed,
         ClientNotStarted,
@@ -204,9 +232,14 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
         ConnectionLost,
         InternalError,
         InvalidMessage,
+        InvalidRecallHandle,
+        InvalidSubscription,
         NameServerUnavailable,
         ProducerBusy,
         ProtocolError,
+        RecallDisabled,
+        RecallFailed,
+        RecallTooLate,
         ReplyTimeout,
         RequestTimeout,
         RocketMQError,
@@ -216,7 +249,9 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
         TopicNotFound,
         UnsupportedByBroker,
         WriteTimeout,
+        WrongEventLoop,
     )
+    from rocketmq_actors.extras import MissingExtra
     from rocketmq_actors.hooks import ConsumeContext, ConsumeHook, SendContext, SendHook
     from rocketmq_actors.producer import (
         BatchResults,
