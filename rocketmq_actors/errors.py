@@ -118,8 +118,9 @@ class RequestTimeout(RocketMQError):
 class ReplyTimeout(RequestTimeout):
     """``Producer.request``: no reply came within the timeout. Usually the request was sent
     (``sent``; the responder may still have acted on it) and its correlation entry is freed:
-    a late reply is refused. When finding the topic's brokers took the whole timeout, it was
-    not sent at all (``sent`` and ``outcome_unknown`` are false)."""
+    a late reply is acknowledged to the broker and dropped. When finding the topic's brokers
+    took the whole timeout, it was not sent at all (``sent`` and ``outcome_unknown`` are
+    false)."""
 
     retriable = False
 

@@ -110,16 +110,23 @@ class ConsumeContext:
 class SendHook(Protocol):
     """What ``Producer(hooks=...)`` takes."""
 
-    def before_send(self, context: SendContext) -> None: ...
-    def after_send(self, context: SendContext) -> None: ...
+    def before_send(self, context: SendContext) -> None:
+        """Before the send is encoded (it may replace ``context.message``, or a batch's
+        ``context.messages``); on the event loop, so keep it short."""
+
+    def after_send(self, context: SendContext) -> None:
+        """Once the send has ended: ``context.result`` or ``context.error``, and ``elapsed``."""
 
 
 @runtime_checkable
 class ConsumeHook(Protocol):
     """What ``PushConsumer(hooks=...)`` and ``PopConsumer(hooks=...)`` take."""
 
-    def before_consume(self, context: ConsumeContext) -> None: ...
-    def after_consume(self, context: ConsumeContext) -> None: ...
+    def before_consume(self, context: ConsumeContext) -> None:
+        """Before the handler is called with ``context.messages``; on the event loop."""
+
+    def after_consume(self, context: ConsumeContext) -> None:
+        """After the handler call: ``success``, ``status``, ``error`` and ``elapsed``."""
 
 
 def checked_hooks(hooks: Sequence[Any], kind: type[Any], client: str) -> tuple[Any, ...]:

@@ -99,6 +99,7 @@ def error_line(leaf: BaseException) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``rocketmq-actors`` command (``python -m rocketmq_actors``): its exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
     STATE.client_started = False

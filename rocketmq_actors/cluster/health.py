@@ -73,6 +73,9 @@ class RouteHealth:
 
 @attrs.frozen(kw_only=True)
 class Health:
+    """A client's ``health()``: whether it is ready for work, why not, what is wrong meanwhile,
+    its lifecycle state and what it knows of routes and connections."""
+
     ready: bool
     reasons: tuple[str, ...]  # why not ready (empty when ready)
     warnings: tuple[str, ...]  # what is wrong without stopping the client's work

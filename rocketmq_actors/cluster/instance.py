@@ -57,6 +57,11 @@ INSTANCE_POLICY = RestartPolicy(
 
 
 class ClientInstance(Lifecycle):
+    """One client's connections, routes and heartbeats (Java's ``MQClientInstance``), shared by
+    the producers and consumers built on it (``instance=``); the clients of a process share
+    one per NameServer set and instance name unless given their own (see the module
+    docstring for its actor tree)."""
+
     def __init__(
         self,
         namesrv: str | Sequence[str],

@@ -21,7 +21,9 @@ class SendFuture(Protocol):
     :class:`SendResult` (or its error), or poll it. Under asyncio it is an ``asyncio.Future``;
     under trio, an event-backed object with the same methods."""
 
-    def done(self) -> bool: ...
+    def done(self) -> bool:
+        """True once the send is resolved (a result, an error, or cancelled)."""
+        ...
 
     def cancelled(self) -> bool:
         """True if a caller cancelled while awaiting it (asyncio cancels the awaited future);
@@ -57,6 +59,7 @@ class FlushResult:
 
     @property
     def total(self) -> int:
+        """Every send the flush waited for: sent, failed, pending and cancelled."""
         return self.sent + self.failed + self.pending + self.cancelled
 
 

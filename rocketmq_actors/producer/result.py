@@ -38,6 +38,9 @@ status_of_code: Callable[[int], SendStatus | None] = _BY_CODE.get
 
 @attrs.frozen(kw_only=True)
 class SendResult:
+    """A stored send: its status, the message ids, the queue and offset it was stored at (and
+    a transactional send's id, the region, a timer message's recall handle)."""
+
     status: SendStatus
     msg_id: str  # the client id (UNIQ_KEY)
     offset_msg_id: str  # the broker's id: store host + commit-log offset

@@ -64,6 +64,9 @@ log = get_logger("rocketmq_actors.producer")
 
 
 class LocalTransactionState(enum.Enum):
+    """What a local transaction (and a transaction check) answers: commit the half message,
+    roll it back, or not known yet (the broker checks again later)."""
+
     COMMIT = MessageSysFlag.TRANSACTION_COMMIT  # 8
     ROLLBACK = MessageSysFlag.TRANSACTION_ROLLBACK  # 12
     UNKNOWN = 0  # the broker will check later
@@ -82,6 +85,9 @@ TransactionChecker = Callable[[MessageExt], Awaitable[LocalTransactionState]]
 
 @attrs.frozen
 class TransactionOutcome:
+    """What ``send_in_transaction`` returns: the half message's send result and the state the
+    local transaction ended in (the one sent to the broker)."""
+
     send: SendResult
     state: LocalTransactionState
 

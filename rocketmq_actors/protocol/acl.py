@@ -23,6 +23,9 @@ SIGNATURE = "Signature"
 
 @attrs.frozen(repr=False)
 class AclCredentials:
+    """ACL credentials (``ClientOptions(credentials=...)``): every request is signed with the
+    secret key (Java's ``AclClientRPCHook``); ``security_token`` for temporary credentials."""
+
     access_key: str
     secret_key: str
     security_token: str | None = None

@@ -127,6 +127,7 @@ class ReplyMessage:
 
     @property
     def correlation_id(self) -> str:
+        """The request's correlation id this reply answers."""
         return self.properties.get(Property.CORRELATION_ID, "")
 
 

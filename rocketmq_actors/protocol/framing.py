@@ -80,8 +80,8 @@ class FrameDecoder:
                     break
                 body_start = pos + 8 + header_len
                 body = bytes(view[body_start:frame_end]) if frame_end > body_start else b""
-                # the header as a bytearray slice: orjson parses one in half the time it takes
-                # on a memoryview, copy included (benchmarks/codec.py, decode_response_frame_us)
+                # the header as a bytearray slice: orjson parses one faster than a memoryview,
+                # copy included (benchmarks/codec.py, decode_response_frame_us)
                 header = buf[pos + 8 : body_start]
                 if word >> 24:
                     out.append(decode_header(word >> 24, header, body))

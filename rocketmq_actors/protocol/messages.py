@@ -225,7 +225,8 @@ class UniqueIdGenerator:
         if not self._month_start_ms <= now_ms < self._next_month_ms:
             self._roll_month(now_ms)
         elapsed = (now_ms - self._month_start_ms) & 0xFFFFFFFF
-        # hex digits by table: a third of the time of the ":08X" / ":04X" format specs
+        # hex digits by table: cheaper than the ":08X" / ":04X" format specs (measured in
+        # commit 2c74ca8)
         head = (
             f"{self._prefix}{_HEX2[elapsed >> 24]}{_HEX2[(elapsed >> 16) & 255]}"
             f"{_HEX2[(elapsed >> 8) & 255]}{_HEX2[elapsed & 255]}"

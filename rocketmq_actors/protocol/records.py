@@ -108,6 +108,7 @@ class MessageExt:
 
     @property
     def properties(self) -> dict[str, str]:
+        """The message's properties (decoded on first use)."""
         props = self._properties
         if props is None:
             try:
@@ -122,10 +123,12 @@ class MessageExt:
 
     @property
     def born_host(self) -> str:
+        """The sending client's address (``host:port``)."""
         return host_addr(self.born_ip, self.born_port)
 
     @property
     def store_host(self) -> str:
+        """The address of the broker that stored it (``host:port``)."""
         return host_addr(self.store_ip, self.store_port)
 
     @property
@@ -140,14 +143,17 @@ class MessageExt:
 
     @property
     def tags(self) -> str | None:
+        """The message's tag (None: none)."""
         return self.properties.get(Property.TAGS)
 
     @property
     def keys(self) -> list[str]:
+        """The message's keys (what ``query`` finds it by)."""
         return keys_of(self.properties)
 
     @property
     def transaction_id(self) -> str | None:
+        """A transactional message's id (None for any other)."""
         if self.properties.get(Property.TRAN_MSG) == "true":
             return self.properties.get(Property.UNIQ_KEY)
         return None

@@ -70,6 +70,9 @@ class RocketMQCommitMessage(WriterCommitMessage):
 
 
 class RocketMQDataSource(DataSource):
+    """The ``rocketmq`` data source of PySpark's Python Data Source API: batch and streaming
+    reads and writes (docs/spark.md); Spark calls its methods."""
+
     #: the registering session's default parallelism (:func:`for_session`): how the reads
     #: pack small queue ranges into partitions; None (this class as it is): no packing
     cores: int | None = None

@@ -92,8 +92,8 @@ RETRY_PAUSE_MAX = 2.0  # up to this
 def columns_batch(columns: RecordColumns, topic: str, broker_name: str) -> pa.RecordBatch:
     """The records of one queue of ``topic`` on ``broker_name`` as one record batch in
     :data:`ARROW_SCHEMA`. The properties (and the keys, tags and message ids in them) are
-    split by Arrow's compute functions over the whole batch (benchmarks/spark.py: the
-    property columns were half the cost of a row); properties that are not UTF-8 take
+    split by Arrow's compute functions over the whole batch (benchmarks/spark.py measured the
+    property columns as the larger part of a row's cost); properties that are not UTF-8 take
     :func:`_python_property_columns`, row by row."""
     rows = len(columns)
     raw = pa.array(columns.raw_properties, pa.binary())

@@ -59,6 +59,10 @@ LINGER = 0.5  # AsyncTraceDispatcher.waitTimeThresholdMil
 
 
 class TraceDispatcher:
+    """The actor that batches trace records and sends them to the trace topic (see the module
+    docstring); each producer or consumer with ``ClientOptions(trace=True)`` runs one as a
+    supervised child."""
+
     def __init__(
         self,
         send: Send,
@@ -103,11 +107,13 @@ class TraceDispatcher:
 
     @property
     def queued(self) -> int:
+        """Records waiting to be sent."""
         return len(self._queue)
 
     # ---- the actor ----------------------------------------------------------------------
 
     async def run(self, *, task_status: TaskStatus[TraceDispatcher]) -> None:
+        """The actor's loop: send each batch as it is due, until cancelled."""
         task_status.started(self)
         while True:
             while not self._queue:

@@ -66,6 +66,8 @@ BROKER_FLOW_CONTROL_DELAY = 0.02
 
 
 class PullStatus(enum.Enum):
+    """What a pull found (Java's ``PullStatus``)."""
+
     FOUND = "FOUND"
     NO_NEW_MSG = "NO_NEW_MSG"  # nothing past the offset (after the long poll)
     NO_MATCHED_MSG = "NO_MATCHED_MSG"  # messages exist, none matched the filter
@@ -74,6 +76,9 @@ class PullStatus(enum.Enum):
 
 @attrs.frozen
 class PullResult:
+    """A pull's answer: its status, where the next pull starts, the queue's bounds and the
+    messages (Java's ``PullResult``)."""
+
     status: PullStatus
     next_offset: int
     min_offset: int
@@ -259,11 +264,13 @@ async def _offset_request(
 
 
 async def min_offset(instance: ClientInstance, queue: MessageQueue) -> int:
+    """The lowest offset ``queue`` still holds (its master's answer)."""
     header = GetMinOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id)
     return await _offset_request(instance, queue, RequestCode.GET_MIN_OFFSET, header.to_ext())
 
 
 async def max_offset(instance: ClientInstance, queue: MessageQueue) -> int:
+    """One past the highest offset of ``queue`` (where a new message will be stored)."""
     header = GetMaxOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id)
     return await _offset_request(instance, queue, RequestCode.GET_MAX_OFFSET, header.to_ext())
 
@@ -288,6 +295,8 @@ async def max_offsets(
 
 
 async def offset_for_time(instance: ClientInstance, queue: MessageQueue, timestamp_ms: int) -> int:
+    """The offset of the first message of ``queue`` stored at or after ``timestamp_ms``
+    (epoch milliseconds), as the broker's index finds it."""
     header = SearchOffsetRequestHeader(
         topic=queue.topic, queue_id=queue.queue_id, timestamp=timestamp_ms
     )

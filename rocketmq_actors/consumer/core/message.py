@@ -104,6 +104,7 @@ class ReceivedMessage(MessageExt, Generic[T]):
 
     @property
     def settled(self) -> bool:
+        """Acked or nacked in this delivery."""
         return self._settlement is not None and self._settlement.settled
 
     def process(

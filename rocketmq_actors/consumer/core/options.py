@@ -26,6 +26,9 @@ __all__ = [
 
 
 class MessageModel(enum.Enum):
+    """Clustering: the group's members share the queues (each message to one member);
+    broadcasting: every member gets every message (offsets kept locally)."""
+
     CLUSTERING = "CLUSTERING"
     BROADCASTING = "BROADCASTING"
 

@@ -101,6 +101,9 @@ def consistent_hash(
 
 
 class Strategy(enum.Enum):
+    """The Java client's queue allocation strategies (``AllocateMessageQueueAveragely``,
+    ``...AveragelyByCircle``, ``...ConsistentHash``) by name."""
+
     AVG = "AVG"
     AVG_BY_CIRCLE = "AVG_BY_CIRCLE"
     CONSISTENT_HASH = "CONSISTENT_HASH"

@@ -28,10 +28,13 @@ class MessageSelector:
 
     @classmethod
     def by_tag(cls, expression: str = "*") -> MessageSelector:
+        """Messages whose tag is one of ``expression``'s (``"a || b"``; ``"*"``: every one)."""
         return cls(expression, "TAG")
 
     @classmethod
     def by_sql(cls, expression: str) -> MessageSelector:
+        """Messages whose properties match a SQL92 ``expression``, evaluated by the broker
+        (it needs ``enablePropertyFilter=true``)."""
         if not expression.strip():
             raise ConfigError("a SQL92 selector needs an expression")
         return cls(expression, "SQL92")

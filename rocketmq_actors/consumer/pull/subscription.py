@@ -34,9 +34,12 @@ class RebalanceListener(Protocol):
     ``ConsumerRebalanceListener``): revoked queues after their positions were committed (with
     auto-commit), assigned queues once their starting positions are known."""
 
-    async def on_queues_revoked(self, revoked: set[MessageQueue]) -> None: ...
+    async def on_queues_revoked(self, revoked: set[MessageQueue]) -> None:
+        """The queues taken from this member (their positions committed first with
+        auto-commit)."""
 
-    async def on_queues_assigned(self, assigned: set[MessageQueue]) -> None: ...
+    async def on_queues_assigned(self, assigned: set[MessageQueue]) -> None:
+        """The queues given to this member, once their starting positions are known."""
 
 
 class Mode(enum.Enum):
