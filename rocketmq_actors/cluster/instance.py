@@ -120,6 +120,7 @@ class ClientInstance(Lifecycle):
         return f"ClientInstance({self.client_id})"
 
     def describe(self) -> Node:
+        """This instance's part of ``tree()``: its connections, refresher and heartbeat."""
         children = (
             self.pool.supervisor.describe(kind="connection-supervisor"),
             *self._supervisor.describe().children,
@@ -154,6 +155,8 @@ class ClientInstance(Lifecycle):
     # ---- owners -------------------------------------------------------------------------
 
     def register_producer(self, group: str, mailbox: Mailbox[Inbound]) -> None:
+        """(For a producer as it starts.) Heartbeat ``group`` and route the broker's requests
+        for it to ``mailbox``; a group registered twice is a :class:`ConfigError`."""
         self._check_running()
         if group in self._producer_groups:
             raise ConfigError(f"producer group {group!r} is already registered on this instance")
@@ -164,6 +167,8 @@ class ClientInstance(Lifecycle):
     def register_consumer(
         self, group: str, mailbox: Mailbox[Inbound], data: Callable[[], ConsumerData]
     ) -> None:
+        """(For a consumer as it starts.) As :meth:`register_producer`; ``data`` gives the
+        group's heartbeat entry (its subscriptions) at each heartbeat."""
         self._check_running()
         if group in self._consumer_groups:
             raise ConfigError(f"consumer group {group!r} is already registered on this instance")
@@ -172,6 +177,8 @@ class ClientInstance(Lifecycle):
         self.heartbeat.add_consumer(group, data)
 
     async def unregister_producer(self, group: str) -> None:
+        """(For a producer as it stops.) No more heartbeats or broker requests for ``group``;
+        the brokers are told (UNREGISTER_CLIENT)."""
         if group in self._producer_groups:
             self._producer_groups.discard(group)
             self.router.unregister(PRODUCER_EVENTS, group)
@@ -179,6 +186,7 @@ class ClientInstance(Lifecycle):
             await self.heartbeat.unregister(producer=group)
 
     async def unregister_consumer(self, group: str) -> None:
+        """(For a consumer as it stops.) As :meth:`unregister_producer`."""
         if group in self._consumer_groups:
             self._consumer_groups.discard(group)
             self.router.unregister(CONSUMER_EVENTS, group)
@@ -196,6 +204,7 @@ class ClientInstance(Lifecycle):
         return await self.pool.request(addr, cmd, timeout or self.request_timeout, slot=slot)
 
     async def oneway(self, addr: str, cmd: RemotingCommand) -> None:
+        """Send ``cmd`` to the broker at ``addr`` without waiting for an answer."""
         self._check_running()
         await self.pool.oneway(addr, cmd)
 
@@ -207,9 +216,12 @@ class ClientInstance(Lifecycle):
 
     @property
     def ready(self) -> bool:
+        """``health().ready``: running, and a NameServer answered."""
         return self.health().ready
 
     def statistics(self) -> dict[str, Any]:
+        """Counters for diagnostics: connections, routes, heartbeat rounds, broker requests
+        nobody took."""
         return {
             "client_id": self.client_id,
             "pool": self.pool.statistics(),
