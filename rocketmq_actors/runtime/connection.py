@@ -7,11 +7,13 @@ write. ``serve()`` lasts as long as the connection (plus a deadline watcher). Ca
 :meth:`request` and :meth:`oneway`; an in-flight cap by count and by bytes makes them wait
 (backpressure), never fail. When the connection dies - peer close, bad frame, I/O error, or
 cancellation - every pending request fails at once with :class:`ConnectionLost`, its
-``__cause__`` the reason.
+``__cause__`` the reason. A request that gets no answer within its timeout closes the
+connection too (:data:`CLOSE_AFTER_TIMEOUT`), as the Java client does.
 """
 
 from __future__ import annotations
 
+import math
 import socket
 import ssl
 from collections.abc import Callable
@@ -54,6 +56,11 @@ WRITE_TIMEOUT = 3.0
 #: broker holds each pull until a message arrives), so this is also how many queues of one
 #: broker a client can pull from without some of them waiting for a slot
 MAX_IN_FLIGHT = 65535
+#: a request that had at least this long (seconds) and got no answer closes its connection,
+#: as the Java client's invokeSync does (clientCloseSocketIfTimeout, MIN_CLOSE_TIMEOUT_MILLIS):
+#: a peer that stopped answering - a partition, a half-open connection - is dialled afresh by
+#: the next request, instead of waiting out TCP's retransmission back-off once it is back
+CLOSE_AFTER_TIMEOUT = 0.1
 
 
 def split_addr(addr: str) -> tuple[str, int]:
@@ -100,8 +107,11 @@ class BrokerConnection:
         max_in_flight: int = MAX_IN_FLIGHT,
         max_in_flight_bytes: int = 64 * 1024 * 1024,
         credentials: AclCredentials | None = None,
+        close_after_timeout: float | None = CLOSE_AFTER_TIMEOUT,
     ) -> None:
         self.addr = addr
+        # None: a request's timeout leaves the connection open (tests of what comes then)
+        self._close_after_timeout = math.inf if close_after_timeout is None else close_after_timeout
         self._wire = stream if isinstance(stream, Wire) else StreamWire(stream)
         self._wire.bind(self._on_data)
         self._credentials = credentials
@@ -198,8 +208,16 @@ class BrokerConnection:
 
     def _expire(self, opaque: int, entry: Pending) -> None:
         waiter, _, code, timeout = entry
-        if not waiter.done():
-            waiter.set_exception(RequestTimeout(self.addr, code, timeout))
+        if waiter.done():
+            return
+        waiter.set_exception(RequestTimeout(self.addr, code, timeout))
+        if timeout >= self._close_after_timeout and self._closed is None:
+            # the others in flight fail with ConnectionLost (its cause this timeout); the
+            # connection's supervisor dials again
+            log.warning("connection.closed_after_timeout", addr=self.addr, code=code,
+                        timeout=timeout, pending=len(self._pending))  # fmt: skip
+            self._closed = reason = RequestTimeout(self.addr, code, timeout)
+            self._wire.abort(reason)
 
     def _on_data(self, chunk: bytes | memoryview) -> None:
         """Every chunk read: complete requests by opaque, route the peer's requests."""

@@ -106,6 +106,11 @@ class Wire:
         """Write what is queued, then end :meth:`run` normally."""
         raise NotImplementedError
 
+    def abort(self, reason: BaseException) -> None:
+        """End :meth:`run` now, raising ``reason``; what is queued is dropped (a peer that
+        stopped answering may never read it)."""
+        raise NotImplementedError
+
     async def aclose(self) -> None:
         """Release the socket now (after :meth:`run` ended, or on cancellation)."""
         raise NotImplementedError
@@ -126,6 +131,7 @@ class StreamWire(Wire):
         self._taken = anyio.Event()  # the writer took the outbox (for drain)
         self._ended = False
         self._scope: anyio.CancelScope | None = None
+        self._aborted: BaseException | None = None
         self.tls = stream.extra(TLSAttribute.ssl_object, None) is not None
 
     def bind(self, on_data: DataHandler) -> None:
@@ -146,14 +152,15 @@ class StreamWire(Wire):
     async def run(self) -> None:
         try:
             with anyio.CancelScope() as self._scope:
-                if self._closing and not self._outbox:
-                    return
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._writer)
-                    await self._reader()
+                if self._aborted is None and (self._outbox or not self._closing):
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(self._writer)
+                        await self._reader()
         finally:
             self._ended = True
             self._taken.set()
+        if self._aborted is not None:
+            raise self._aborted
 
     async def _reader(self) -> None:
         receive = self._stream.receive
@@ -182,6 +189,13 @@ class StreamWire(Wire):
         self._closing = True
         if not self._outbox and self._scope is not None:
             self._scope.cancel()  # else the writer cancels after its last send
+
+    def abort(self, reason: BaseException) -> None:
+        self._closing = True
+        if self._aborted is None:
+            self._aborted = reason
+        if self._scope is not None:
+            self._scope.cancel()
 
     async def aclose(self) -> None:
         await self._stream.aclose()
@@ -366,6 +380,11 @@ class AsyncioWire(Wire):
         self._closing = True
         self._flush()
         self._transport.close()  # connection_lost (and run's return) once the buffer is out
+
+    def abort(self, reason: BaseException) -> None:
+        self._closing = True
+        self._finish(reason)  # (no effect if run() already ended)
+        self._transport.abort()  # connection_lost follows: nothing more is written
 
     async def aclose(self) -> None:
         self._finish(None)  # (no effect if run() already ended)

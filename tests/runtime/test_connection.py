@@ -513,8 +513,10 @@ async def test_a_peer_that_stops_reading_bounds_the_outgoing_buffer() -> None:
         listening.bind(("127.0.0.1", 0))
         listening.listen()
         addr = f"127.0.0.1:{listening.getsockname()[1]}"
-        running = Running(BrokerConnection(addr, await open_for_test(addr),
-                                           max_in_flight_bytes=limit))  # fmt: skip
+        conn = BrokerConnection(
+            addr, await open_for_test(addr), max_in_flight_bytes=limit, close_after_timeout=None
+        )  # (its timeouts leave it open)
+        running = Running(conn)
         outcomes: list[BaseException] = []
         peak = 0
 
