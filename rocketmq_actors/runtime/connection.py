@@ -288,6 +288,8 @@ class BrokerConnection:
         with anyio.move_on_after(timeout):
             while self._closed is None and wire.paused and wire.buffered > limit:
                 await wire.drain()
+            if self._closed is not None:  # (closed meanwhile: retriable, as any lost one)
+                raise ConnectionLost(self.addr, str(self._closed)) from self._closed
             return
         raise WriteTimeout(self.addr, timeout)
 

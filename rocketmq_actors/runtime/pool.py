@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
-from rocketmq_actors.errors import ConnectError
+from rocketmq_actors.errors import ConnectError, RequestTimeout
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.protocol.acl import AclCredentials
@@ -116,6 +116,7 @@ class ConnectionPool:
                         on_exit=partial(self._changed, addr),
                         kind="connection",
                         expected=(ConnectionClosedByPeer, OSError, ProtocolError),
+                        at_once=(RequestTimeout,),  # closed for a silent peer: dial again now
                     )
                     return await self.supervisor.start_child(spec)
                 # the supervisor is reconnecting (or about to give up): wait for either

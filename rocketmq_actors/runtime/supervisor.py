@@ -9,7 +9,8 @@
   supervisor gives up on the child: it drops it (``escalate=False``; a later start_child may start
   it afresh), or raises :class:`~rocketmq_actors.errors.SupervisorGaveUp` into its own task
   group, failing the supervisor and so its parent (``escalate=True``).
-* Between restarts it waits a jittered exponential backoff (:func:`backoff_delay`).
+* Between restarts it waits a jittered exponential backoff (:func:`backoff_delay`), but for
+  an exit its spec names ``at_once`` (restarted at once, still counted).
 * ``max_children`` bounds the live children.
 * Introspection: :meth:`DynamicSupervisor.describe` is the live subtree (each child's own
   :class:`~.tree.Node` when its ready value can describe itself, with its restarts and last
@@ -78,6 +79,9 @@ class ChildSpec(Generic[T]):
     on_exit: Callable[[], None] | None = None  # called once the child is gone for good
     kind: str = "child"
     expected: tuple[type[BaseException], ...] = ()  # exits logged without a traceback
+    #: exits restarted without a backoff (they still count towards the restart limit): a
+    #: child that ended itself to start afresh, such as a connection whose peer went silent
+    at_once: tuple[type[BaseException], ...] = ()
 
 
 @attrs.define
@@ -328,7 +332,7 @@ class DynamicSupervisor:
                                 self.name, spec.key, len(recent) - 1, policy.period
                             ) from error
                         return
-                    delay = backoff.next()
+                    delay = 0.0 if isinstance(error, spec.at_once) else backoff.next()
                     child.restarts += 1
                     child.last_backoff = delay
                     self._restarts += 1

@@ -5,19 +5,28 @@ Both wires, as tests/runtime/test_connection.py runs them."""
 
 from __future__ import annotations
 
+import socket
+
 import anyio
+import anyio.lowlevel
 import pytest
 
 from rocketmq_actors.errors import ConnectionLost, RequestTimeout
 from rocketmq_actors.protocol.codes import RequestCode
 from rocketmq_actors.protocol.command import RemotingCommand
-from rocketmq_actors.runtime.connection import CLOSE_AFTER_TIMEOUT
+from rocketmq_actors.runtime.connection import CLOSE_AFTER_TIMEOUT, BrokerConnection
 from rocketmq_actors.runtime.pool import ConnectionPool
 from rocketmq_actors.runtime.supervisor import RestartPolicy
 from rocketmq_actors.testing.fakeserver import FakePeer, FakeServer
-from tests.runtime.test_connection import serving, wire_kind  # noqa: F401 (both wires)
+from tests.runtime.test_connection import (  # noqa: F401 (wire_kind: both wires)
+    Running,
+    open_for_test,
+    serving,
+    wire_kind,
+)
 
-FAST = RestartPolicy(max_restarts=3, period=10, backoff_initial=0.01, backoff_max=0.05)
+#: a backoff longer than the test waits: a connection closed for a timeout is dialled at once
+SLOW = RestartPolicy(max_restarts=3, period=10, backoff_initial=30.0, backoff_max=60.0)
 
 
 def _req() -> RemotingCommand:
@@ -61,14 +70,14 @@ async def test_a_request_with_next_to_no_time_leaves_the_connection_open() -> No
         assert running.conn.is_open and not running.finished.is_set()
 
 
-async def test_the_pool_dials_again_after_a_timeout() -> None:
+async def test_the_pool_dials_again_at_once_after_a_timeout() -> None:
     answer = anyio.Event()
 
     async def silent_until_told(peer: FakePeer, cmd: RemotingCommand) -> None:
         if answer.is_set():
             await peer.reply(cmd)
 
-    async with FakeServer(silent_until_told) as server, ConnectionPool(policy=FAST) as pool:
+    async with FakeServer(silent_until_told) as server, ConnectionPool(policy=SLOW) as pool:
         first = await pool.get(server.addr)
         with anyio.fail_after(10):
             with pytest.raises(RequestTimeout):
@@ -77,3 +86,43 @@ async def test_the_pool_dials_again_after_a_timeout() -> None:
             second = await pool.get(server.addr)  # (waits for the supervisor's new one)
             assert (await pool.request(server.addr, _req(), 5)).code == 0
         assert second is not first and not first.is_open and pool.connects == 2
+
+
+async def test_a_one_way_frame_waiting_for_room_fails_as_lost_when_a_timeout_closes() -> None:
+    """A one-way frame (an offset commit, END_TRANSACTION) waits while a peer that stopped
+    reading holds the buffer; the timeout that closes the connection fails it as lost
+    (retriable), not as a connection closed by this client."""
+    with socket.socket() as listening:  # nobody accepts: the kernel buffers, then stops
+        # (a small receive buffer: the kernel takes far less than the first frame below)
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        addr = f"127.0.0.1:{listening.getsockname()[1]}"
+        running = Running(BrokerConnection(addr, await open_for_test(addr)))
+        conn = running.conn
+        timed_out: list[BaseException] = []
+
+        async def stalled(mib: int, timeout: float) -> None:
+            body = b"b" * (mib * 1024 * 1024)
+            try:
+                await conn.request(RemotingCommand.request(RequestCode.SEND_MESSAGE, {}, body),
+                                   timeout)  # fmt: skip
+            except (RequestTimeout, ConnectionLost) as exc:
+                timed_out.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(running.serve)
+            with anyio.fail_after(10):
+                # more than the kernel takes (the writer stays in it), then one queued behind
+                # it that holds the wire paused; the first times out
+                tg.start_soon(stalled, 15, 0.5)
+                await anyio.wait_all_tasks_blocked()
+                tg.start_soon(stalled, 2, 30.0)
+                while not conn._wire.paused:
+                    await anyio.lowlevel.checkpoint()
+                with pytest.raises(ConnectionLost) as lost:
+                    await conn.oneway(_req(), timeout=8)
+                await running.finished.wait()
+            tg.cancel_scope.cancel()
+        assert isinstance(lost.value.__cause__, RequestTimeout) and lost.value.retriable
+        assert sorted(type(e).__name__ for e in timed_out) == ["ConnectionLost", "RequestTimeout"]

@@ -83,6 +83,18 @@ async def test_transient_child_restarts_after_crash_with_backoff() -> None:
         sup.terminate_child("a")
 
 
+async def test_an_exit_named_at_once_restarts_without_a_backoff_and_still_counts() -> None:
+    slow = RestartPolicy(max_restarts=3, period=60.0, backoff_initial=30.0, backoff_max=60.0)
+    child = Script(*["crash"] * 10)
+    async with DynamicSupervisor("t", slow) as sup:
+        await sup.start_child(ChildSpec("a", child, at_once=(RuntimeError,)))
+        with anyio.fail_after(5):  # (a backoff would take 30 s)
+            await sup.wait_idle()
+        stats = sup.statistics()
+    assert child.starts == slow.max_restarts + 1 and stats.given_up == 1
+    assert stats.backoffs == (0.0, 0.0, 0.0)
+
+
 async def test_transient_child_that_exits_normally_is_not_restarted() -> None:
     child = Script("exit")
     async with DynamicSupervisor("t", FAST) as sup:
