@@ -59,6 +59,11 @@ class HeartbeatService:
         #: Java's MQVersion.Version: what the broker runs, set on every response it sends)
         self.versions: dict[str, int] = {}
         self._lookups: dict[str, _Lookup] = {}  # broker address -> the heartbeat under way
+        self._again: set[str] = set()  # brokers connected to again since the last look
+        self._woken: anyio.Event | None = None  # (made by run(): an event needs a loop)
+        #: told (with the address) once a broker connected to again has this client's groups
+        #: again: the consumers rebalance (Java's onChannelActive -> rebalanceImmediately)
+        self.on_registered: Callable[[str], None] | None = None
 
     def add_producer(self, group: str) -> None:
         self._producers.add(group)
@@ -143,14 +148,51 @@ class HeartbeatService:
             del self._lookups[addr]
             lookup.done.set()
 
+    def again(self, addr: str) -> None:
+        """A new connection to ``addr`` replaced one that closed: a broker drops a client's
+        registrations with its connection, so the actor heartbeats it now rather than at the
+        next interval (Java's onChannelActive)."""
+        self._again.add(addr)
+        if self._woken is not None:
+            self._woken.set()
+
     async def run(
         self, *, task_status: TaskStatus[HeartbeatService] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """The heartbeat actor."""
+        """The heartbeat actor: every broker each interval, and one connected to again at
+        once."""
+        self._woken = anyio.Event()
         task_status.started(self)
         while True:
             await self.beat()
-            await anyio.sleep(self.interval)
+            await self._rest()
+
+    async def _rest(self) -> None:
+        """Wait the interval, heartbeating meanwhile the brokers connected to again."""
+        deadline = anyio.current_time() + self.interval
+        while True:
+            woken = self._woken = self._woken or anyio.Event()
+            with anyio.move_on_after(deadline - anyio.current_time()):
+                await woken.wait()
+            if not self._again:
+                return  # the interval is over
+            self._woken = anyio.Event()
+            again, self._again = self._again, set()
+            await self._beat_again(again)
+
+    async def _beat_again(self, addrs: set[str]) -> None:
+        if not self._producers and not self._consumers:
+            return
+        body = self.heartbeat_data().encode()
+        for addr in sorted(addrs & self.targets()):  # (a NameServer's is none of ours)
+            try:
+                await self._beat_one(addr, body, self.timeout)
+            except RocketMQError as exc:
+                log.warning("heartbeat.failed", addr=addr, error=str(exc))
+                continue
+            log.info("heartbeat.reconnected", addr=addr)
+            if self.on_registered is not None:
+                self.on_registered(addr)
 
     def describe(self) -> Node:
         return Node(name="heartbeat", kind="heartbeat", info={

@@ -29,6 +29,7 @@ from rocketmq_actors.errors import ConfigError
 from rocketmq_actors.logs import get_logger
 from rocketmq_actors.protocol.acl import AclCredentials
 from rocketmq_actors.protocol.bodies import ConsumerData
+from rocketmq_actors.protocol.codes import RequestCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.runtime.checks import check_timeout
 from rocketmq_actors.runtime.lifecycle import Lifecycle
@@ -97,6 +98,7 @@ class ClientInstance(Lifecycle):
         self.router = Router()
         self.pool = ConnectionPool(
             on_request=self.router.dispatch,
+            on_reconnect=self._reconnected,
             connect_timeout=connect_timeout,
             ssl_context=ssl_context,
             credentials=credentials,
@@ -110,11 +112,29 @@ class ClientInstance(Lifecycle):
             self.pool, self.routes, self.client_id, interval=heartbeat_interval,
             timeout=request_timeout,
         )  # fmt: skip
+        self.heartbeat.on_registered = self._registered_again
         self._producer_groups: set[str] = set()
         self._consumer_groups: set[str] = set()
         self._supervisor = DynamicSupervisor(
             "instance", INSTANCE_POLICY, shutdown_timeout=shutdown_timeout
         )
+
+    def _reconnected(self, addr: str) -> None:
+        # a broker forgets this client's groups when a connection closes (ConsumerManager's
+        # doChannelCloseEvent): heartbeat it at once on the new one
+        self.heartbeat.again(addr)
+
+    def _registered_again(self, addr: str) -> None:
+        """The broker at ``addr`` has this client's groups again: each consumer rebalances now,
+        as when a broker says a group's members changed (Java's rebalanceImmediately)."""
+        conn = self.pool.registry.lookup(addr)
+        if conn is None or not conn.is_open:
+            return
+        for group in sorted(self._consumer_groups):
+            notice = RemotingCommand.request(
+                RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group}, oneway=True
+            )
+            self.router.dispatch(conn, notice)
 
     def _describe(self) -> str:
         return f"ClientInstance({self.client_id})"

@@ -5,14 +5,15 @@
 children: when one dies of an error the supervisor reconnects it with jittered backoff, and a
 caller arriving meanwhile waits for the new connection (up to the connect timeout) instead of
 racing it (it wakes when the connection registers, or when the supervisor gives up on it). A
-connection that keeps failing is given up; the next ``get`` starts afresh.
+connection that keeps failing is given up; the next ``get`` starts afresh. ``on_reconnect``
+hears of every connection to an address that was connected before.
 """
 
 from __future__ import annotations
 
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from types import TracebackType
 from typing import Any
@@ -52,6 +53,7 @@ class ConnectionPool:
         self,
         *,
         on_request: RequestHandler | None = None,
+        on_reconnect: Callable[[str], None] | None = None,
         connect_timeout: float = 3.0,
         ssl_context: ssl.SSLContext | None = None,
         credentials: AclCredentials | None = None,
@@ -64,6 +66,10 @@ class ConnectionPool:
     ) -> None:
         self.connect_timeout = connect_timeout
         self._on_request = on_request
+        # told (with the address) when a connection to an address dialled before registers:
+        # the peer may have forgotten this client with the old one (a broker's registrations)
+        self._on_reconnect = on_reconnect
+        self._dialled: set[str] = set()
         self._ssl = ssl_context
         self.credentials = credentials
         self.address_map = dict(address_map or {})
@@ -167,6 +173,9 @@ class ConnectionPool:
         self.connects += 1
         self.registry.register(addr, conn)
         self._changed(addr)
+        if addr in self._dialled and self._on_reconnect is not None:
+            self._on_reconnect(addr)
+        self._dialled.add(addr)
         log.info("connection.opened", addr=addr, tls=self._ssl is not None)
         METRICS.inc("rocketmq_client_connections_opened_total", addr=addr)
         try:

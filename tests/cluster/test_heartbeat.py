@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from rocketmq_actors.cluster.heartbeat import HeartbeatService
 from rocketmq_actors.errors import ConnectError, RequestTimeout
+from rocketmq_actors.protocol.bodies import ConsumerData
 from rocketmq_actors.protocol.codes import RequestCode, ResponseCode
 from rocketmq_actors.protocol.command import RemotingCommand
 
@@ -100,3 +102,41 @@ async def test_a_waiting_caller_gives_up_at_its_own_timeout() -> None:
                 await service.version_of("a:1", 0.05)  # waits on the first caller's heartbeat
             pool.open.set()
     assert results == {"patient": 479} and len(pool.requests) == 1
+
+
+class _Routes:
+    def __init__(self, *addrs: str) -> None:
+        self.addrs = set(addrs)
+
+    def broker_addrs(self, *, masters_only: bool) -> set[str]:
+        return self.addrs
+
+
+async def test_a_broker_connected_to_again_is_heartbeaten_at_once_then_told() -> None:
+    """A broker drops a client's groups with its connection: on the new one the actor
+    heartbeats it now, not at the next interval (Java's onChannelActive), and says so."""
+    pool = _Pool()
+    pool.open.set()
+    service = HeartbeatService(pool, _Routes("a:1", "b:1"), "client-1", interval=3600)  # type: ignore[arg-type]
+    data = ConsumerData(group="C", consume_type="CONSUME_PASSIVELY", message_model="CLUSTERING",
+                        consume_from_where="CONSUME_FROM_LAST_OFFSET")  # fmt: skip
+    service.add_consumer("C", lambda: data)
+    registered: list[str] = []
+    told = anyio.Event()
+
+    def on_registered(addr: str) -> None:
+        registered.append(addr)
+        told.set()
+
+    service.on_registered = on_registered
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            await tg.start(service.run)
+            while service.rounds < 1:  # the first full round (both brokers)
+                await anyio.lowlevel.checkpoint()
+            service.again("b:1")
+            service.again("namesrv:9876")  # (not a broker of ours: nothing sent)
+            await told.wait()
+            tg.cancel_scope.cancel()
+    assert [addr for addr, _ in pool.requests] == ["a:1", "b:1", "b:1"]
+    assert registered == ["b:1"] and service.rounds == 1  # (the interval did not pass)

@@ -52,6 +52,26 @@ async def test_dropped_connection_is_reconnected_by_the_supervisor() -> None:
         assert pool.supervisor.statistics().restarts == 1
 
 
+async def test_a_connection_to_an_address_dialled_before_is_told_as_a_reconnect() -> None:
+    told: list[str] = []
+    reconnected = anyio.Event()
+
+    def on_reconnect(addr: str) -> None:
+        told.append(addr)
+        reconnected.set()
+
+    async with (
+        FakeServer() as server,
+        ConnectionPool(policy=FAST, on_reconnect=on_reconnect) as pool,
+    ):
+        await pool.get(server.addr)
+        assert told == []  # the first connection is no reconnect
+        await (await server.wait_peer(0)).close()
+        with anyio.fail_after(5):
+            await reconnected.wait()
+        assert told == [server.addr]
+
+
 async def test_pending_requests_fail_when_the_connection_drops() -> None:
     async def stall(peer: FakePeer, cmd: RemotingCommand) -> None:
         await anyio.sleep_forever()
