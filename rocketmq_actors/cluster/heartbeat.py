@@ -162,6 +162,8 @@ class HeartbeatService:
         """The heartbeat actor: every broker each interval, and one connected to again at
         once."""
         self._woken = anyio.Event()
+        if self._again:  # (told before this run: a restart of the actor)
+            self._woken.set()
         task_status.started(self)
         while True:
             await self.beat()
@@ -184,15 +186,20 @@ class HeartbeatService:
         if not self._producers and not self._consumers:
             return
         body = self.heartbeat_data().encode()
-        for addr in sorted(addrs & self.targets()):  # (a NameServer's is none of ours)
+
+        async def one(addr: str) -> None:
             try:
                 await self._beat_one(addr, body, self.timeout)
             except RocketMQError as exc:
                 log.warning("heartbeat.failed", addr=addr, error=str(exc))
-                continue
+                return
             log.info("heartbeat.reconnected", addr=addr)
             if self.on_registered is not None:
                 self.on_registered(addr)
+
+        async with anyio.create_task_group() as tg:  # (side by side: one silent broker must
+            for addr in sorted(addrs & self.targets()):  # not hold the others back)
+                tg.start_soon(one, addr)
 
     def describe(self) -> Node:
         return Node(name="heartbeat", kind="heartbeat", info={

@@ -133,6 +133,10 @@ class BrokerConnection:
         self._max_unwritten = max(max_in_flight_bytes, 2 * HIGH_WATER)
         self._closed: BaseException | None = None
         self.requests_sent = 0
+        #: the peer has answered a request on this connection
+        self.answered = False
+        #: called once, at the first answer (the pool's: a broker serving again)
+        self.on_first_answer: Callable[[], None] | None = None
 
     # ---- state -----------------------------------------------------------------------------
 
@@ -244,6 +248,14 @@ class BrokerConnection:
                 self.send_response(cmd.response(3, remark="no request handler"))
         if woke:  # their next requests leave in the loop turn they are written
             self._wire.flush_after_woken()
+            if not self.answered:
+                self._answered()
+
+    def _answered(self) -> None:
+        self.answered = True
+        told, self.on_first_answer = self.on_first_answer, None
+        if told is not None:
+            told()
 
     # ---- requests --------------------------------------------------------------------------
 

@@ -6,7 +6,9 @@ children: when one dies of an error the supervisor reconnects it with jittered b
 caller arriving meanwhile waits for the new connection (up to the connect timeout) instead of
 racing it (it wakes when the connection registers, or when the supervisor gives up on it). A
 connection that keeps failing is given up; the next ``get`` starts afresh. ``on_reconnect``
-hears of every connection to an address that was connected before.
+hears of a new connection to an address connected before: at once if the peer answered on
+the last one, else at the first answer on the new one (a peer that accepts connections but
+never answers - a stopped broker - is not told about at each dial).
 """
 
 from __future__ import annotations
@@ -66,10 +68,10 @@ class ConnectionPool:
     ) -> None:
         self.connect_timeout = connect_timeout
         self._on_request = on_request
-        # told (with the address) when a connection to an address dialled before registers:
-        # the peer may have forgotten this client with the old one (a broker's registrations)
+        # told (with the address) of a connection to an address connected before, once the
+        # peer may have forgotten this client with the old one (a broker's registrations)
         self._on_reconnect = on_reconnect
-        self._dialled: set[str] = set()
+        self._answered: dict[str, bool] = {}  # address -> whether its last connection was
         self._ssl = ssl_context
         self.credentials = credentials
         self.address_map = dict(address_map or {})
@@ -173,9 +175,13 @@ class ConnectionPool:
         self.connects += 1
         self.registry.register(addr, conn)
         self._changed(addr)
-        if addr in self._dialled and self._on_reconnect is not None:
-            self._on_reconnect(addr)
-        self._dialled.add(addr)
+        if self._on_reconnect is not None and addr in self._answered:
+            told = partial(self._on_reconnect, addr)
+            if self._answered[addr]:  # the peer served the last one: tell now (Java does)
+                told()
+            else:  # a peer that never answered the last one (stopped, or away): tell once it
+                conn.on_first_answer = told  # serves this one, not at each dial meanwhile
+        self._answered[addr] = False
         log.info("connection.opened", addr=addr, tls=self._ssl is not None)
         METRICS.inc("rocketmq_client_connections_opened_total", addr=addr)
         try:
@@ -183,3 +189,4 @@ class ConnectionPool:
             await conn.serve()
         finally:
             self.registry.unregister(addr, conn)
+            self._answered[addr] = conn.answered

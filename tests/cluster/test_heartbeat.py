@@ -137,6 +137,52 @@ async def test_a_broker_connected_to_again_is_heartbeaten_at_once_then_told() ->
             service.again("b:1")
             service.again("namesrv:9876")  # (not a broker of ours: nothing sent)
             await told.wait()
+            await anyio.wait_all_tasks_blocked()  # (the actor rests again: no more rounds)
             tg.cancel_scope.cancel()
     assert [addr for addr, _ in pool.requests] == ["a:1", "b:1", "b:1"]
     assert registered == ["b:1"] and service.rounds == 1  # (the interval did not pass)
+
+
+class _OneSilent(_Pool):
+    """Answers every broker but ``silent``, which never answers."""
+
+    def __init__(self, silent: str) -> None:
+        super().__init__()
+        self.silent = silent
+        self.open.set()
+
+    async def request(self, addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        if addr == self.silent:
+            self.requests.append((addr, cmd.code))
+            await anyio.sleep_forever()
+        return await super().request(addr, cmd, timeout)
+
+
+async def test_a_silent_broker_does_not_hold_back_the_others_connected_to_again() -> None:
+    pool = _OneSilent("a:1")
+    service = HeartbeatService(pool, _Routes("a:1", "b:1"), "client-1", interval=3600,  # type: ignore[arg-type]
+                               timeout=60)  # fmt: skip
+    service.add_producer("G")
+    told = anyio.Event()
+    service.on_registered = lambda addr: told.set()
+    with anyio.fail_after(5):  # (the silent one's timeout is 60 s)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(service._beat_again, {"a:1", "b:1"})
+            await told.wait()
+            tg.cancel_scope.cancel()
+
+
+async def test_brokers_told_before_the_actor_runs_are_heartbeaten_as_it_starts() -> None:
+    pool = _Pool()
+    pool.open.set()
+    service = HeartbeatService(pool, _Routes("a:1"), "client-1", interval=3600)  # type: ignore[arg-type]
+    service.add_producer("G")
+    told = anyio.Event()
+    service.on_registered = lambda addr: told.set()
+    service.again("a:1")  # (a restarted actor: its predecessor was told)
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            await tg.start(service.run)
+            await told.wait()
+            tg.cancel_scope.cancel()
+    assert [addr for addr, _ in pool.requests] == ["a:1", "a:1"]  # the round, then again

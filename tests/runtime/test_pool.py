@@ -52,24 +52,42 @@ async def test_dropped_connection_is_reconnected_by_the_supervisor() -> None:
         assert pool.supervisor.statistics().restarts == 1
 
 
-async def test_a_connection_to_an_address_dialled_before_is_told_as_a_reconnect() -> None:
-    told: list[str] = []
-    reconnected = anyio.Event()
+class _Told:
+    def __init__(self) -> None:
+        self.addrs: list[str] = []
+        self.event = anyio.Event()
 
-    def on_reconnect(addr: str) -> None:
-        told.append(addr)
-        reconnected.set()
+    def __call__(self, addr: str) -> None:
+        self.addrs.append(addr)
+        self.event.set()
 
-    async with (
-        FakeServer() as server,
-        ConnectionPool(policy=FAST, on_reconnect=on_reconnect) as pool,
-    ):
-        await pool.get(server.addr)
-        assert told == []  # the first connection is no reconnect
+
+async def test_a_connection_to_a_peer_that_served_the_last_one_is_told_at_once() -> None:
+    told = _Told()
+    async with FakeServer() as server, ConnectionPool(policy=FAST, on_reconnect=told) as pool:
+        assert (await pool.request(server.addr, _req(), 5)).code == 0
+        assert told.addrs == []  # the first connection is no reconnect
         await (await server.wait_peer(0)).close()
         with anyio.fail_after(5):
-            await reconnected.wait()
-        assert told == [server.addr]
+            await told.event.wait()  # (no request on the new one: told as it registers)
+        assert told.addrs == [server.addr]
+
+
+async def test_a_connection_after_one_that_was_never_answered_is_told_at_its_first_answer() -> None:
+    """A peer that accepts connections but never answers (a stopped broker) is not told about
+    at each dial: a new connection is, once the peer serves it."""
+    told = _Told()
+    async with FakeServer() as server, ConnectionPool(policy=FAST, on_reconnect=told) as pool:
+        first = await pool.get(server.addr)  # (nothing asked on it: never answered)
+        await (await server.wait_peer(0)).close()
+        with anyio.fail_after(5):
+            await server.wait_peer(1)  # the supervisor reconnected on its own
+            second = await pool.get(server.addr)
+            await anyio.wait_all_tasks_blocked()
+            assert second is not first and told.addrs == []
+            assert (await pool.request(server.addr, _req(), 5)).code == 0
+            await told.event.wait()
+        assert told.addrs == [server.addr]
 
 
 async def test_pending_requests_fail_when_the_connection_drops() -> None:
