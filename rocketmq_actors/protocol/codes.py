@@ -6,6 +6,7 @@ import enum
 
 __all__ = [
     "CLIENT_VERSION",
+    "HELD_REQUESTS",
     "LanguageCode",
     "RequestCode",
     "ResponseCode",
@@ -118,6 +119,12 @@ class RequestCode(enum.IntEnum):
     ACK_MESSAGE = 200051
     CHANGE_MESSAGE_INVISIBLETIME = 200053
     BATCH_ACK_MESSAGE = 200151
+
+
+#: requests a broker holds until something arrives (long polling): their timeout is generous,
+#: and the Java client sends them asynchronously (invokeAsync, which never closes a channel)
+HELD_REQUESTS = frozenset({RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE,
+                           RequestCode.POP_MESSAGE})  # fmt: skip
 
 
 class ResponseCode(enum.IntEnum):

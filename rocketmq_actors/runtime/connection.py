@@ -35,6 +35,7 @@ from rocketmq_actors.logs import get_logger
 from rocketmq_actors.metrics import METRICS
 from rocketmq_actors.protocol.acl import AclCredentials, sign
 from rocketmq_actors.protocol.addresses import parse_addr
+from rocketmq_actors.protocol.codes import HELD_REQUESTS
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.protocol.errors import ProtocolError
 from rocketmq_actors.protocol.framing import FrameDecoder
@@ -58,8 +59,9 @@ WRITE_TIMEOUT = 3.0
 MAX_IN_FLIGHT = 65535
 #: a request that had at least this long (seconds) and got no answer closes its connection,
 #: as the Java client's invokeSync does (clientCloseSocketIfTimeout, MIN_CLOSE_TIMEOUT_MILLIS):
-#: a peer that stopped answering - a partition, a half-open connection - is dialled afresh by
-#: the next request, instead of waiting out TCP's retransmission back-off once it is back
+#: a peer that stopped answering - a partition, a half-open connection - is dialled afresh,
+#: instead of waiting out TCP's retransmission back-off once it is back. Held requests
+#: (long-polled pulls and pops: Java's invokeAsync) leave it open
 CLOSE_AFTER_TIMEOUT = 0.1
 
 
@@ -215,7 +217,8 @@ class BrokerConnection:
         if waiter.done():
             return
         waiter.set_exception(RequestTimeout(self.addr, code, timeout))
-        if timeout >= self._close_after_timeout and self._closed is None:
+        closes = timeout >= self._close_after_timeout and code not in HELD_REQUESTS
+        if closes and self._closed is None:
             # the others in flight fail with ConnectionLost (its cause this timeout); the
             # connection's supervisor dials again
             log.warning("connection.closed_after_timeout", addr=self.addr, code=code,

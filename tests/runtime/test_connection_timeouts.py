@@ -12,7 +12,7 @@ import anyio.lowlevel
 import pytest
 
 from rocketmq_actors.errors import ConnectionLost, RequestTimeout
-from rocketmq_actors.protocol.codes import RequestCode
+from rocketmq_actors.protocol.codes import HELD_REQUESTS, RequestCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.runtime.connection import CLOSE_AFTER_TIMEOUT, BrokerConnection
 from rocketmq_actors.runtime.pool import ConnectionPool
@@ -67,6 +67,17 @@ async def test_a_request_with_next_to_no_time_leaves_the_connection_open() -> No
     async with FakeServer(never_answer) as server, serving(server) as running:
         with anyio.fail_after(10), pytest.raises(RequestTimeout):
             await running.conn.request(_req(), timeout=CLOSE_AFTER_TIMEOUT / 2)
+        assert running.conn.is_open and not running.finished.is_set()
+
+
+@pytest.mark.parametrize("code", sorted(HELD_REQUESTS))
+async def test_a_held_request_that_times_out_leaves_the_connection_open(code: int) -> None:
+    """A pull or a pop is held by the broker (long polling) and Java sends it asynchronously,
+    which never closes a channel: its timeout says nothing more of the connection."""
+    async with FakeServer(never_answer) as server, serving(server) as running:
+        held = RemotingCommand.request(code, {"topic": "t", "queueId": "0"})
+        with anyio.fail_after(10), pytest.raises(RequestTimeout):
+            await running.conn.request(held, timeout=2 * CLOSE_AFTER_TIMEOUT)
         assert running.conn.is_open and not running.finished.is_set()
 
 
