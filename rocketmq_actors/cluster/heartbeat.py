@@ -88,8 +88,12 @@ class HeartbeatService:
     def targets(self) -> set[str]:
         return self._routes.broker_addrs(masters_only=not self._consumers)
 
-    async def beat(self) -> dict[str, str | None]:
-        """One heartbeat to every target broker now; returns ``addr -> error (or None)``."""
+    async def beat(
+        self, only: set[str] | None = None, *, answered: Callable[[str], None] | None = None
+    ) -> dict[str, str | None]:
+        """One heartbeat to every target broker now (or to those of ``only`` that are targets),
+        side by side; ``answered(addr)`` as each one answers. Returns ``addr -> error (or
+        None)``."""
         if not self._producers and not self._consumers:
             return {}
         body = self.heartbeat_data().encode()
@@ -98,15 +102,20 @@ class HeartbeatService:
         async def one(addr: str) -> None:
             try:
                 await self._beat_one(addr, body, self.timeout)
-                results[addr] = None
             except RocketMQError as exc:
                 results[addr] = str(exc)
                 log.warning("heartbeat.failed", addr=addr, error=str(exc))
+                return
+            results[addr] = None
+            if answered is not None:
+                answered(addr)
 
+        targets = self.targets()
         async with anyio.create_task_group() as tg:
-            for addr in sorted(self.targets()):
+            for addr in sorted(targets if only is None else only & targets):
                 tg.start_soon(one, addr)
-        self.rounds += 1
+        if only is None:
+            self.rounds += 1
         return results
 
     async def _beat_one(self, addr: str, body: bytes, timeout: float) -> None:
@@ -180,26 +189,12 @@ class HeartbeatService:
                 return  # the interval is over
             self._woken = anyio.Event()
             again, self._again = self._again, set()
-            await self._beat_again(again)
+            await self.beat(again, answered=self._registered)  # (a NameServer's: none)
 
-    async def _beat_again(self, addrs: set[str]) -> None:
-        if not self._producers and not self._consumers:
-            return
-        body = self.heartbeat_data().encode()
-
-        async def one(addr: str) -> None:
-            try:
-                await self._beat_one(addr, body, self.timeout)
-            except RocketMQError as exc:
-                log.warning("heartbeat.failed", addr=addr, error=str(exc))
-                return
-            log.info("heartbeat.reconnected", addr=addr)
-            if self.on_registered is not None:
-                self.on_registered(addr)
-
-        async with anyio.create_task_group() as tg:  # (side by side: one silent broker must
-            for addr in sorted(addrs & self.targets()):  # not hold the others back)
-                tg.start_soon(one, addr)
+    def _registered(self, addr: str) -> None:
+        log.info("heartbeat.reconnected", addr=addr)
+        if self.on_registered is not None:
+            self.on_registered(addr)
 
     def describe(self) -> Node:
         return Node(name="heartbeat", kind="heartbeat", info={

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import anyio
@@ -167,7 +168,7 @@ async def test_a_silent_broker_does_not_hold_back_the_others_connected_to_again(
     service.on_registered = lambda addr: told.set()
     with anyio.fail_after(5):  # (the silent one's timeout is 60 s)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(service._beat_again, {"a:1", "b:1"})
+            tg.start_soon(partial(service.beat, {"a:1", "b:1"}, answered=service._registered))
             await told.wait()
             tg.cancel_scope.cancel()
 
