@@ -13,7 +13,6 @@ connection too (:data:`CLOSE_AFTER_TIMEOUT`), as the Java client does.
 
 from __future__ import annotations
 
-import math
 import socket
 import ssl
 from collections.abc import Callable
@@ -109,11 +108,10 @@ class BrokerConnection:
         max_in_flight: int = MAX_IN_FLIGHT,
         max_in_flight_bytes: int = 64 * 1024 * 1024,
         credentials: AclCredentials | None = None,
-        close_after_timeout: float | None = CLOSE_AFTER_TIMEOUT,
+        close_after_timeout: float = CLOSE_AFTER_TIMEOUT,
     ) -> None:
         self.addr = addr
-        # None: a request's timeout leaves the connection open (tests of what comes then)
-        self._close_after_timeout = math.inf if close_after_timeout is None else close_after_timeout
+        self._close_after_timeout = close_after_timeout  # (math.inf: timeouts leave it open)
         self._wire = stream if isinstance(stream, Wire) else StreamWire(stream)
         self._wire.bind(self._on_data)
         self._credentials = credentials

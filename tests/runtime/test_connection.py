@@ -6,6 +6,7 @@ and on the task-based wire over a plain anyio stream (other backends, caller-bui
 
 from __future__ import annotations
 
+import math
 import socket
 import struct
 from collections.abc import AsyncIterator, Callable
@@ -514,7 +515,7 @@ async def test_a_peer_that_stops_reading_bounds_the_outgoing_buffer() -> None:
         listening.listen()
         addr = f"127.0.0.1:{listening.getsockname()[1]}"
         conn = BrokerConnection(
-            addr, await open_for_test(addr), max_in_flight_bytes=limit, close_after_timeout=None
+            addr, await open_for_test(addr), max_in_flight_bytes=limit, close_after_timeout=math.inf
         )  # (its timeouts leave it open)
         running = Running(conn)
         outcomes: list[BaseException] = []

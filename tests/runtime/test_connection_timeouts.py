@@ -12,7 +12,7 @@ import anyio.lowlevel
 import pytest
 
 from rocketmq_actors.errors import ConnectionLost, RequestTimeout
-from rocketmq_actors.protocol.codes import HELD_REQUESTS, RequestCode
+from rocketmq_actors.protocol.codes import RequestCode
 from rocketmq_actors.protocol.command import RemotingCommand
 from rocketmq_actors.runtime.connection import CLOSE_AFTER_TIMEOUT, BrokerConnection
 from rocketmq_actors.runtime.pool import ConnectionPool
@@ -70,7 +70,11 @@ async def test_a_request_with_next_to_no_time_leaves_the_connection_open() -> No
         assert running.conn.is_open and not running.finished.is_set()
 
 
-@pytest.mark.parametrize("code", sorted(HELD_REQUESTS))
+# (named here, not read from HELD_REQUESTS: a code taken out of it must fail its case)
+HELD = [RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE, RequestCode.POP_MESSAGE]
+
+
+@pytest.mark.parametrize("code", HELD)
 async def test_a_held_request_that_times_out_leaves_the_connection_open(code: int) -> None:
     """A pull or a pop is held by the broker (long polling) and Java sends it asynchronously,
     which never closes a channel: its timeout says nothing more of the connection."""
