@@ -42,3 +42,15 @@ def test_a_connection_dialled_again_asks_the_heartbeat_actor_for_a_beat_now() ->
     assert instance.pool._on_reconnect is not None
     instance.pool._on_reconnect("b:1")  # (what the pool calls as the new connection registers)
     assert instance.heartbeat._again == {"b:1"}
+
+
+async def test_no_notice_goes_out_on_a_connection_closed_again_meanwhile() -> None:
+    instance = ClientInstance("127.0.0.1:9876")
+    mailbox = Mailbox[Inbound]("C1")
+    instance.router.register(CONSUMER_EVENTS, "C1", mailbox)
+    instance._consumer_groups.add("C1")
+    closed = _OpenConnection()
+    closed.is_open = False
+    instance.pool.registry.register("b:1", closed)  # type: ignore[arg-type]
+    instance.heartbeat.on_registered("b:1")  # type: ignore[misc]
+    assert mailbox.statistics().queued == 0
